@@ -1,0 +1,44 @@
+"""qpsvm: support vector machines solved exactly, with a certificate of optimality.
+
+Every formulation is a declarative CVXPY problem (``f.problem``) with its numpy math; ``f.solve()``
+returns the exact optimum, certified; ``f.certify(candidate)`` certifies any candidate — ours,
+scikit-learn's, or a user's own — from the data alone.
+"""
+
+from qpsvm.exceptions import (
+    InaccurateSolutionError,
+    InfeasibleProblemError,
+    InvalidInputError,
+    InvalidTypeError,
+    NotSeparableError,
+    QPSVMError,
+    SolverError,
+    SolverNotInstalledError,
+    UncertifiedSolutionError,
+)
+from qpsvm.formulations import Formulation, HardMargin, SoftMarginDual, SoftMarginPrimal
+from qpsvm.solution import History, Solution
+from qpsvm.verify import Certificate, Comparison
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Certificate",
+    "Comparison",
+    "Formulation",
+    "HardMargin",
+    "History",
+    "InaccurateSolutionError",
+    "InfeasibleProblemError",
+    "InvalidInputError",
+    "InvalidTypeError",
+    "NotSeparableError",
+    "QPSVMError",
+    "SoftMarginDual",
+    "SoftMarginPrimal",
+    "Solution",
+    "SolverError",
+    "SolverNotInstalledError",
+    "UncertifiedSolutionError",
+    "__version__",
+]

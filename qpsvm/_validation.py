@@ -1,0 +1,166 @@
+"""Input checks shared by every entry point; each error names the argument and the fix."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from numbers import Real
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from qpsvm.exceptions import InvalidInputError, InvalidTypeError
+
+__all__ = [
+    "check_binary_labels",
+    "check_data",
+    "check_multiclass_labels",
+    "check_positive",
+    "check_sample_weight",
+    "check_vector",
+]
+
+DataMatrix = np.ndarray | sp.csr_matrix
+
+
+def check_data(X: Any, name: str = "X", min_samples: int = 1) -> DataMatrix:
+    """Return ``X`` as a float64 2-D array (or CSR matrix), copied, after checking it is finite.
+
+    Raises
+    ------
+    InvalidTypeError
+        If ``X`` cannot be read as a numeric matrix.
+    InvalidInputError
+        If it is not 2-D, is empty, or holds NaN or inf.
+    """
+    if sp.issparse(X):
+        try:
+            X = sp.csr_matrix(X, dtype=np.float64, copy=True)
+        except (TypeError, ValueError) as exc:
+            raise InvalidTypeError(f"{name} must be a numeric matrix; could not convert it: {exc}")
+        X.sum_duplicates()
+        values = X.data
+    else:
+        try:
+            X = np.array(X, dtype=np.float64, copy=True)
+        except (TypeError, ValueError) as exc:
+            raise InvalidTypeError(
+                f"{name} must be a numeric array of shape (n_samples, n_features); "
+                f"could not convert it to float64: {exc}"
+            ) from None
+        if X.ndim != 2:
+            hint = " Use X.reshape(-1, 1) for a single feature." if X.ndim == 1 else ""
+            raise InvalidInputError(
+                f"{name} must be 2-D with shape (n_samples, n_features); got {X.ndim}-D "
+                f"shape {X.shape}.{hint}"
+            )
+        values = X
+    if X.shape[0] < min_samples or X.shape[1] < 1:
+        raise InvalidInputError(
+            f"{name} has shape {X.shape}; it needs at least {min_samples} sample(s) and one feature."
+        )
+    if not np.all(np.isfinite(values)):
+        bad = np.argwhere(~np.isfinite(X.toarray() if sp.issparse(X) else X))[0]
+        raise InvalidInputError(
+            f"{name} contains NaN or inf (first at row {bad[0]}, column {bad[1]}); remove or "
+            "impute those entries before fitting."
+        )
+    return X
+
+
+def check_vector(v: Any, n: int, name: str, *, nonnegative: bool = False) -> np.ndarray:
+    """Return a finite float64 copy of a length-``n`` vector (``None`` is not accepted here)."""
+    try:
+        arr = np.array(v, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise InvalidTypeError(f"{name} must be numeric; could not convert it: {exc}") from None
+    if arr.ndim == 0:
+        arr = np.full(n, float(arr))
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise InvalidInputError(
+            f"{name} must have one entry per sample: expected shape ({n},), got {arr.shape}."
+        )
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"{name} contains NaN or inf; every entry must be finite.")
+    if nonnegative and np.any(arr < 0):
+        i = int(np.argmax(arr < 0))
+        raise InvalidInputError(
+            f"{name} must be non-negative; entry {i} is {arr[i]!r}. Drop the sample instead of "
+            "giving it a negative weight."
+        )
+    return arr
+
+
+def check_sample_weight(sample_weight: Any, n: int, name: str = "sample_weight") -> np.ndarray:
+    """Per-sample slack weights ``s_i >= 0`` (default 1); at least one must be positive."""
+    if sample_weight is None:
+        return np.ones(n)
+    s = check_vector(sample_weight, n, name, nonnegative=True)
+    if not np.any(s > 0):
+        raise InvalidInputError(f"{name} is zero everywhere; at least one weight must be > 0.")
+    return s
+
+
+def check_positive(value: Any, name: str) -> float:
+    """A finite, strictly positive scalar such as ``C``."""
+    if isinstance(value, bool) or not isinstance(value, Real | np.floating | np.integer):
+        raise InvalidTypeError(
+            f"{name} must be a positive real number, got {type(value).__name__}."
+        )
+    v = float(value)
+    if not np.isfinite(v) or v <= 0:
+        raise InvalidInputError(
+            f"{name} must be finite and > 0, got {v!r}. (A larger {name} penalises slack more; "
+            "for a hard margin use HardMargin.)"
+        )
+    return v
+
+
+def _check_label_vector(y: Any, n: int, name: str) -> np.ndarray:
+    arr = np.asarray(y)
+    if arr.ndim == 2 and 1 in arr.shape:
+        arr = arr.ravel()
+    if arr.ndim != 1:
+        raise InvalidInputError(
+            f"{name} must be 1-D with one label per sample; got shape {arr.shape}."
+        )
+    if arr.shape[0] != n:
+        raise InvalidInputError(
+            f"{name} has {arr.shape[0]} labels but X has {n} samples; they must match."
+        )
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"{name} contains NaN or inf; every label must be a finite value.")
+    if arr.dtype.kind == "O" and not all(isinstance(v, Hashable) for v in arr):
+        raise InvalidTypeError(f"{name} labels must be hashable values.")
+    return arr
+
+
+def check_binary_labels(y: Any, n: int, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
+    """Map two label values to ``-1/+1``: ``classes[1]`` (the larger, as sorted) becomes ``+1``.
+
+    This is scikit-learn's convention, so ``decision_function > 0`` predicts ``classes[1]`` in
+    both libraries. Returns the float64 ``+-1`` vector and the sorted classes.
+    """
+    arr = _check_label_vector(y, n, name)
+    classes, inverse = np.unique(arr, return_inverse=True)
+    if classes.shape[0] != 2:
+        what = "only one class" if classes.shape[0] == 1 else f"{classes.shape[0]} classes"
+        raise InvalidInputError(
+            f"{name} has {what} ({classes[:5].tolist()}); a binary SVM needs exactly two. "
+            "Use MulticlassSVM for more than two classes."
+        )
+    return np.where(inverse == 1, 1.0, -1.0), classes
+
+
+def check_multiclass_labels(y: Any, n: int, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
+    """Map any hashable labels to ``0..k-1`` (sorted order); at least two classes."""
+    arr = _check_label_vector(y, n, name)
+    try:
+        classes, inverse = np.unique(arr, return_inverse=True)
+    except TypeError as exc:
+        raise InvalidTypeError(f"{name} labels must be mutually comparable: {exc}") from None
+    if classes.shape[0] < 2:
+        raise InvalidInputError(
+            f"{name} has only one class ({classes.tolist()}); a classifier needs at least two."
+        )
+    return inverse.astype(np.intp), classes

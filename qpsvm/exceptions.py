@@ -1,0 +1,60 @@
+"""The one exception hierarchy of qpsvm.
+
+Every error the library raises on purpose is a :class:`QPSVMError`. Errors about the caller's
+input also subclass :class:`ValueError` or :class:`TypeError`, so code that already catches those
+keeps working; solver failures subclass :class:`RuntimeError`. Each message says what is wrong
+and how to fix it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "InaccurateSolutionError",
+    "InfeasibleProblemError",
+    "InvalidInputError",
+    "InvalidTypeError",
+    "NotSeparableError",
+    "QPSVMError",
+    "SolverError",
+    "SolverNotInstalledError",
+    "UncertifiedSolutionError",
+]
+
+
+class QPSVMError(Exception):
+    """Base class of every error raised by qpsvm."""
+
+
+class InvalidInputError(QPSVMError, ValueError):
+    """An argument has the right type but a wrong value: NaN, a bad shape, C <= 0, one class..."""
+
+
+class InvalidTypeError(QPSVMError, TypeError):
+    """An argument has a type qpsvm cannot use (e.g. a kernel that is neither a name nor callable)."""
+
+
+class NotSeparableError(InvalidInputError):
+    """The hard-margin problem is infeasible: no hyperplane separates the two classes.
+
+    Use :class:`qpsvm.SoftMarginPrimal` (slack variables) instead.
+    """
+
+
+class SolverError(QPSVMError, RuntimeError):
+    """A solver failed or stopped without reaching an optimum qpsvm can certify."""
+
+
+class InaccurateSolutionError(SolverError):
+    """The solver stopped early (``optimal_inaccurate``, ``user_limit``, iteration limit)."""
+
+
+class InfeasibleProblemError(SolverError):
+    """The solver reports the problem infeasible or unbounded."""
+
+
+class UncertifiedSolutionError(SolverError):
+    """A solver returned a point whose certificate does not pass at the requested tolerance."""
+
+
+class SolverNotInstalledError(QPSVMError, ImportError):
+    """The requested solver backend is not installed; the message names the package to install."""

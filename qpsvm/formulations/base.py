@@ -1,0 +1,131 @@
+"""The :class:`Formulation` base: data plus math, with thin entry points to solvers and verify."""
+
+from __future__ import annotations
+
+import importlib
+import time
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import cvxpy as cp
+import numpy as np
+
+from qpsvm.exceptions import InvalidInputError
+
+if TYPE_CHECKING:
+    from qpsvm.solution import Solution
+    from qpsvm.verify.certificate import Certificate
+    from qpsvm.verify.comparison import Comparison
+
+__all__ = ["Formulation"]
+
+
+def _load(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+class Formulation(ABC):
+    """A support vector machine stated once: a CVXPY problem and its numpy math.
+
+    Subclasses store validated data in ``__init__`` and implement :meth:`build_problem` (the
+    declarative CVXPY model over all or part of the constraints) and the numpy side used by the
+    verifier and the online solvers (:meth:`objective`, ``dual_objective``, ``project_dual``).
+    :meth:`solve`, :meth:`certify` and :meth:`compare` only dispatch: solver and verifier modules
+    are imported inside them, so the math never depends on the machinery.
+    """
+
+    #: method name -> "module:function" of the solver that implements it.
+    methods: ClassVar[dict[str, str]] = {}
+    #: "module:function" that certifies a candidate of this formulation.
+    certifier: ClassVar[str] = ""
+    #: "module:function" that turns a solution, estimator or arrays into a candidate.
+    candidate_reader: ClassVar[str] = "qpsvm.verify.candidates:read_candidate"
+
+    _problem: cp.Problem | None = None
+
+    @property
+    def problem(self) -> cp.Problem:
+        """The full :class:`cvxpy.Problem`, built on first access and cached."""
+        if self._problem is None:
+            self._problem = self.build_problem()
+        return self._problem
+
+    @abstractmethod
+    def build_problem(self, **subset: Any) -> cp.Problem:
+        """Build the CVXPY problem, over every constraint or over a subset of them."""
+
+    @abstractmethod
+    def objective(self, w: Any, b: Any = 0.0) -> float:
+        """Primal objective ``1/2 ||w||^2 + C sum_i s_i xi_i`` of a candidate, in numpy."""
+
+    def default_method(self) -> str:
+        """The method :meth:`solve` uses when none is named."""
+        return "qp"
+
+    def solve(
+        self, method: str | None = None, solver: str | None = None, **options: Any
+    ) -> Solution:
+        """Solve the problem.
+
+        Parameters
+        ----------
+        method : str, optional
+            One of :attr:`methods` (e.g. ``"qp"``: the full problem by a QP solver, exact and
+            certified). ``None`` picks :meth:`default_method`.
+        solver : str, optional
+            CVXPY solver name for exact methods (``"CLARABEL"``, ``"OSQP"``, ...). ``None`` picks
+            the measured default.
+        **options
+            Passed to the method (and, for exact methods, to the backend).
+
+        Returns
+        -------
+        Solution
+        """
+        method = self.default_method() if method is None else method
+        if method not in self.methods:
+            raise InvalidInputError(
+                f"unknown method {method!r} for {type(self).__name__}; choose one of "
+                f"{sorted(self.methods)}."
+            )
+        start = time.perf_counter()
+        solution = _load(self.methods[method])(self, solver=solver, **options)
+        solution.solve_time = time.perf_counter() - start
+        solution.method = method
+        return solution
+
+    def certify(
+        self,
+        candidate: Any = None,
+        *,
+        w: Any = None,
+        b: Any = None,
+        alpha: Any = None,
+        tol: float = 1e-9,
+    ) -> Certificate:
+        """Certify a candidate: a :class:`~qpsvm.Solution`, a fitted scikit-learn estimator, or
+        arrays ``w`` (and ``b``) or ``alpha``.
+
+        ``b=None`` means the best intercept for the given ``w`` (0 without an intercept). The
+        certificate is computed from the data alone; see :class:`~qpsvm.verify.Certificate`.
+        """
+        cand = _load(self.candidate_reader)(self, candidate, w=w, b=b, alpha=alpha)
+        return _load(self.certifier)(self, cand, tol=tol)
+
+    def compare(self, candidate: Any, reference: Any = None) -> Comparison:
+        """Compare a candidate with the exact optimum (or with ``reference``).
+
+        See :class:`~qpsvm.verify.Comparison` for the fields.
+        """
+        from qpsvm.verify.comparison import compare
+
+        if reference is None:
+            reference = self.solve()
+        return compare(self, candidate, reference)
+
+    @staticmethod
+    def _check_tol(tol: float) -> float:
+        if not np.isfinite(tol) or tol <= 0:
+            raise InvalidInputError(f"tol must be a positive number, got {tol!r}.")
+        return float(tol)

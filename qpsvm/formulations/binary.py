@@ -1,0 +1,599 @@
+r"""Binary SVMs: hard margin, soft-margin primal and soft-margin dual (with kernels).
+
+All three minimise the same primal
+
+.. math::
+
+    P(w, b) = \tfrac12 \|w\|^2 + C \sum_i s_i \xi_i
+    \quad\text{s.t.}\quad y_i (w \cdot \phi(x_i) + b) \ge m_i - \xi_i,\; \xi_i \ge 0,
+
+with per-sample slack weights ``s_i`` (``sample_weight``, the lectures' weighted data points:
+replicating a point ``k`` times equals ``s_i = k``) and per-sample margins ``m_i`` (``margin``).
+The hard margin has no slack (``C = inf``). Their common Lagrangian dual is
+
+.. math::
+
+    D(\alpha) = \sum_i m_i \alpha_i - \tfrac12 \Big\|\sum_i \alpha_i y_i \phi(x_i)\Big\|^2,
+    \quad 0 \le \alpha_i \le C s_i,\; \sum_i \alpha_i y_i = 0 \text{ (with an intercept)}.
+
+Labels may be any two values; ``classes_[1]`` (the larger in sorted order) is ``y = +1``, as in
+scikit-learn.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+
+from qpsvm._validation import (
+    check_binary_labels,
+    check_data,
+    check_positive,
+    check_sample_weight,
+    check_vector,
+)
+from qpsvm.exceptions import InvalidInputError, NotSeparableError
+from qpsvm.formulations.base import Formulation
+from qpsvm.formulations.model import Candidate, Model
+from qpsvm.kernels import Kernel, check_precomputed, gram_factor, make_kernel
+from qpsvm.solution import Solution
+from qpsvm.verify.projection import project_box_hyperplane
+
+__all__ = ["BinaryFormulation", "HardMargin", "SoftMarginDual", "SoftMarginPrimal"]
+
+
+def _fsum_dot(a: np.ndarray, b: np.ndarray) -> float:
+    """``a . b`` with correctly rounded summation (:func:`math.fsum`)."""
+    return math.fsum(np.multiply(a, b).tolist())
+
+
+class BinaryFormulation(Formulation):
+    """Shared data and numpy math of the binary formulations.
+
+    Attributes
+    ----------
+    X : ndarray or csr_matrix of shape (n_samples, n_features)
+        Training data (float64 copy), or the Gram matrix for ``kernel="precomputed"``.
+    y : ndarray of shape (n_samples,)
+        Labels mapped to ``-1/+1``.
+    classes_ : ndarray of shape (2,)
+        Original label values; ``classes_[1]`` is ``+1``.
+    C : float
+        Slack penalty (``inf`` for the hard margin).
+    sample_weight : ndarray
+        Slack weights ``s_i``.
+    margin : ndarray
+        Margins ``m_i``.
+    fit_intercept : bool
+        Whether ``b`` is a free variable (otherwise ``b = 0``).
+    kernel : Kernel
+        The kernel (``linear`` for the primal formulations).
+    """
+
+    methods: ClassVar[dict[str, str]] = {"qp": "qpsvm.solvers.qp:solve_qp"}
+    certifier: ClassVar[str] = "qpsvm.verify.binary:certify_binary"
+    _gram: np.ndarray | None = None
+
+    def __init__(
+        self,
+        X: Any,
+        y: Any,
+        C: float,
+        *,
+        fit_intercept: bool = True,
+        sample_weight: Any = None,
+        margin: Any = None,
+        kernel: Kernel | None = None,
+    ) -> None:
+        self.X = check_data(X)
+        n = self.X.shape[0]
+        self.y, self.classes_ = check_binary_labels(y, n)
+        self.C = C
+        self.fit_intercept = bool(fit_intercept)
+        self.sample_weight = check_sample_weight(sample_weight, n)
+        self.margin = (
+            np.ones(n) if margin is None else check_vector(margin, n, "margin", nonnegative=True)
+        )
+        self.kernel = kernel if kernel is not None else Kernel("linear")
+        self._model: Model | None = None
+
+    # ----------------------------------------------------------------- sizes and shapes
+    @property
+    def n_samples(self) -> int:
+        """Number of training samples ``n``."""
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        """Number of features ``d`` (of the input space, not of the kernel's feature space)."""
+        return int(self.X.shape[1])
+
+    @property
+    def linear(self) -> bool:
+        """True when ``w`` is explicit (linear kernel)."""
+        return self.kernel.name == "linear"
+
+    @property
+    def upper(self) -> np.ndarray:
+        """Upper bounds of the dual variables, ``C s_i`` (``inf`` for the hard margin)."""
+        return self.C * self.sample_weight
+
+    @property
+    def model(self) -> Model:
+        """The full model (problem, named variables and constraints), built once."""
+        if self._model is None:
+            self._model = self.build()
+        return self._model
+
+    @property
+    def problem(self) -> cp.Problem:
+        """The full :class:`cvxpy.Problem` (see :meth:`build`)."""
+        return self.model.problem
+
+    @property
+    def variables(self) -> dict[str, cp.Variable]:
+        """Named CVXPY variables of the full problem."""
+        return self.model.variables
+
+    @property
+    def constraints(self) -> dict[str, cp.Constraint]:
+        """Named CVXPY constraints of the full problem; their duals follow
+        :mod:`qpsvm.verify.conventions`."""
+        return self.model.constraints
+
+    def build_problem(self, **subset: Any) -> cp.Problem:
+        """The CVXPY problem over all constraints or a subset (see :meth:`build`)."""
+        return self.build(**subset).problem
+
+    def build(self, **subset: Any) -> Model:
+        """Build the CVXPY model; implemented by each formulation."""
+        raise NotImplementedError  # pragma: no cover - abstract in effect, see subclasses
+
+    # ------------------------------------------------------------------ numpy math
+    def check_w(self, w: Any) -> np.ndarray:
+        """A candidate ``w`` as a finite float64 vector of length ``n_features``."""
+        if not self.linear:
+            raise InvalidInputError(
+                f"the {self.kernel.name!r} kernel has no explicit w; pass alpha (dual variables)."
+            )
+        arr = np.asarray(w, dtype=np.float64)
+        if arr.ndim == 2 and arr.shape[0] == 1:
+            arr = arr[0]
+        if arr.shape != (self.n_features,):
+            raise InvalidInputError(
+                f"w must have shape ({self.n_features},) to match X; got {arr.shape}."
+            )
+        if not np.all(np.isfinite(arr)):
+            raise InvalidInputError("w contains NaN or inf.")
+        return arr
+
+    def check_b(self, b: Any) -> float:
+        """A candidate intercept; must be 0 when the formulation has none."""
+        value = float(np.asarray(b, dtype=np.float64).reshape(-1)[0]) if np.size(b) == 1 else None
+        if value is None or not math.isfinite(value):
+            raise InvalidInputError(f"b must be one finite number; got {b!r}.")
+        if not self.fit_intercept and value != 0.0:
+            raise InvalidInputError(
+                f"this formulation has no intercept (fit_intercept=False) but the candidate has "
+                f"b={value!r}; pass b=0 or build the formulation with fit_intercept=True."
+            )
+        return value
+
+    def check_alpha(self, alpha: Any) -> np.ndarray:
+        """Candidate dual variables as a finite float64 vector of length ``n_samples``."""
+        return check_vector(alpha, self.n_samples, "alpha")
+
+    def gram(self) -> np.ndarray:
+        """The training Gram matrix ``K`` (nonlinear kernels only; cached)."""
+        if self.linear:
+            raise InvalidInputError(
+                "qpsvm never forms the n x n Gram matrix of the linear kernel; use X directly."
+            )
+        if self._gram is None:
+            self._gram = (
+                self.X if self.kernel.name == "precomputed" else self.kernel(self.X, self.X)
+            )
+        return self._gram
+
+    def gram_rows(self, idx: np.ndarray) -> np.ndarray:
+        """Rows ``K[idx, :]`` of the Gram matrix (computed from ``X`` for the linear kernel)."""
+        if self.linear:
+            rows = self.X[idx] @ self.X.T
+            return rows.toarray() if sp.issparse(rows) else np.asarray(rows)
+        return self.gram()[idx]
+
+    def expansion(self, alpha: np.ndarray) -> np.ndarray:
+        """``w = sum_i alpha_i y_i x_i`` (linear kernel)."""
+        return np.asarray(self.X.T @ (alpha * self.y)).ravel()
+
+    def scores(self, w: np.ndarray | None = None, alpha: np.ndarray | None = None) -> np.ndarray:
+        """``w . phi(x_i)`` on the training data, from ``w`` (linear) or from ``alpha``."""
+        if w is not None:
+            return np.asarray(self.X @ w).ravel()
+        if self.linear:
+            return np.asarray(self.X @ self.expansion(alpha)).ravel()
+        return self.gram() @ (alpha * self.y)
+
+    def margins(self, w: Any, b: Any = 0.0) -> np.ndarray:
+        """Functional margins ``y_i (w . x_i + b)``."""
+        return self.y * (self.scores(w=self.check_w(w)) + self.check_b(b))
+
+    def slacks(self, w: Any, b: Any = 0.0) -> np.ndarray:
+        """Exact slacks ``max(0, m_i - y_i (w . x_i + b))`` of a candidate."""
+        return np.maximum(0.0, self.margin - self.margins(w, b))
+
+    def primal_value(self, norm2: float, scores: np.ndarray, b: float) -> float:
+        """``1/2 ||w||^2 + C sum_i s_i max(0, m_i - y_i (score_i + b))`` with careful sums."""
+        hinge = np.maximum(0.0, self.margin - self.y * (scores + b))
+        if not math.isfinite(self.C):
+            return 0.5 * norm2 if not np.any(hinge > 0) else math.inf
+        return 0.5 * norm2 + self.C * _fsum_dot(self.sample_weight, hinge)
+
+    def objective(self, w: Any, b: Any = 0.0) -> float:
+        """Primal objective ``P(w, b) = 1/2 ||w||^2 + C sum_i s_i max(0, m_i - y_i(w.x_i + b))``.
+
+        For the hard margin, ``+inf`` when a margin constraint is violated.
+        """
+        w = self.check_w(w)
+        return self.primal_value(_fsum_dot(w, w), self.scores(w=w), self.check_b(b))
+
+    def objective_alpha(self, alpha: Any, b: Any = None) -> float:
+        """Primal objective of ``w = sum_i alpha_i y_i phi(x_i)`` (any kernel).
+
+        ``b=None`` takes the best intercept for that ``w`` (:meth:`optimal_intercept`).
+        """
+        alpha = self.check_alpha(alpha)
+        g = self.scores(alpha=alpha)
+        b = self.optimal_intercept(g) if b is None else self.check_b(b)
+        return self.primal_value(_fsum_dot(alpha * self.y, g), g, b)
+
+    def dual_objective(self, alpha: Any) -> float:
+        """``D(alpha) = sum_i m_i alpha_i - 1/2 ||sum_i alpha_i y_i phi(x_i)||^2``.
+
+        A lower bound of the optimum only when ``alpha`` is dual feasible (see
+        :meth:`project_dual`).
+        """
+        alpha = self.check_alpha(alpha)
+        if self.linear:
+            v = self.expansion(alpha)
+            quad = _fsum_dot(v, v)
+        else:
+            ay = alpha * self.y
+            quad = _fsum_dot(ay, self.gram() @ ay)
+        return _fsum_dot(self.margin, alpha) - 0.5 * quad
+
+    def project_dual(self, alpha: Any) -> np.ndarray:
+        """Euclidean projection onto ``{0 <= alpha <= C s, sum alpha_i y_i = 0}``."""
+        alpha = self.check_alpha(alpha)
+        return project_box_hyperplane(alpha, self.upper, self.y if self.fit_intercept else None)
+
+    def dual_infeasibility(self, alpha: np.ndarray) -> float:
+        """Largest violation of ``0 <= alpha <= C s`` and (with an intercept) ``y . alpha = 0``."""
+        box = max(
+            float(np.max(-alpha, initial=0.0)), float(np.max(alpha - self.upper, initial=0.0))
+        )
+        balance = abs(_fsum_dot(alpha, self.y)) if self.fit_intercept else 0.0
+        return max(0.0, box, balance)
+
+    def optimal_intercept(self, scores: np.ndarray) -> float:
+        """The ``b`` minimising ``sum_i s_i max(0, m_i - y_i (score_i + b))`` (0 without one).
+
+        The hinge sum is piecewise linear in ``b`` with breakpoints ``y_i m_i - score_i``; its
+        minimum is at a breakpoint where the slope changes sign, found by sorting. For the hard
+        margin (no finite ``C``) the midpoint of the feasible interval is taken.
+        """
+        if not self.fit_intercept:
+            return 0.0
+        pos = self.y > 0
+        bp = self.y * self.margin - scores
+        if not math.isfinite(self.C):
+            lo = float(np.max(bp[pos])) if np.any(pos) else -math.inf
+            hi = float(np.min(bp[~pos])) if np.any(~pos) else math.inf
+            return 0.5 * (lo + hi)
+        order = np.argsort(bp, kind="stable")
+        bp_sorted, s_sorted, pos_sorted = bp[order], self.sample_weight[order], pos[order]
+        # slope just right of breakpoint k: sum of s over negatives with bp <= b minus positives
+        # with bp > b
+        neg_left = np.cumsum(np.where(pos_sorted, 0.0, s_sorted))
+        pos_right = float(np.sum(s_sorted[pos_sorted])) - np.cumsum(
+            np.where(pos_sorted, s_sorted, 0.0)
+        )
+        slope = neg_left - pos_right
+        k = int(np.searchsorted(slope, 0.0, side="left"))
+        return float(bp_sorted[min(k, len(bp_sorted) - 1)])
+
+    def decision_function(self, X: Any, solution: Any) -> np.ndarray:
+        """``f(x) = w . phi(x) + b`` for new points; ``> 0`` predicts ``classes_[1]``.
+
+        ``solution`` is a :class:`~qpsvm.Solution` (or anything with ``alpha``/``w`` and ``b``).
+        For ``kernel="precomputed"``, ``X`` is the kernel between new and training points.
+        """
+        Xn = check_data(X)
+        b = float(solution.b)
+        if self.kernel.name == "precomputed":
+            if Xn.shape[1] != self.n_samples:
+                raise InvalidInputError(
+                    f"for a precomputed kernel X must be K(new, train) with {self.n_samples} "
+                    f"columns; got {Xn.shape[1]}."
+                )
+            return np.asarray(Xn @ (solution.alpha * self.y)).ravel() + b
+        if Xn.shape[1] != self.n_features:
+            raise InvalidInputError(
+                f"X has {Xn.shape[1]} features but the formulation was built with {self.n_features}."
+            )
+        if self.linear and solution.w is not None:
+            return np.asarray(Xn @ solution.w).ravel() + b
+        return self.kernel(Xn, self.X) @ (solution.alpha * self.y) + b
+
+    def predict(self, X: Any, solution: Any) -> np.ndarray:
+        """Predicted labels (original values): ``classes_[1]`` where the decision is > 0."""
+        return np.where(self.decision_function(X, solution) > 0, self.classes_[1], self.classes_[0])
+
+    # --------------------------------------------------------- model building helpers
+    def _signed_rows(self, idx: np.ndarray | None) -> tuple[Any, np.ndarray]:
+        X = self.X if idx is None else self.X[idx]
+        y = self.y if idx is None else self.y[idx]
+        Z = sp.diags(y) @ X if sp.issparse(X) else X * y[:, None]
+        return Z, y
+
+    def _primal_model(self, slack: bool, subset: Any = None, at_bound: Any = None) -> Model:
+        idx = None if subset is None else np.asarray(subset, dtype=np.intp)
+        Z, y = self._signed_rows(idx)
+        m = self.margin if idx is None else self.margin[idx]
+        w = cp.Variable(self.n_features, name="w")
+        variables: dict[str, cp.Variable] = {"w": w}
+        signed = Z @ w
+        b = None
+        if self.fit_intercept:
+            b = cp.Variable(name="b")
+            variables["b"] = b
+            signed = signed + y * b
+        objective = 0.5 * cp.sum_squares(w)
+        parameters: dict[str, cp.Parameter] = {}
+        constraints: dict[str, cp.Constraint] = {}
+        if slack:
+            C = cp.Parameter(nonneg=True, value=self.C, name="C")
+            parameters["C"] = C
+            xi = cp.Variable(Z.shape[0], name="xi")
+            variables["xi"] = xi
+            s = self.sample_weight if idx is None else self.sample_weight[idx]
+            constraints["margin"] = signed >= m - xi
+            constraints["slack"] = xi >= 0
+            objective = objective + C * (s @ xi)
+            if at_bound is not None and len(at_bound):
+                # points fixed beyond the margin: alpha_i = C s_i, a linear term in (w, b)
+                Zb, yb = self._signed_rows(np.asarray(at_bound, dtype=np.intp))
+                sb = self.sample_weight[at_bound]
+                g = np.asarray(Zb.T @ sb).ravel()
+                objective = objective - C * (g @ w)
+                if b is not None:
+                    objective = objective - C * float(sb @ yb) * b
+        else:
+            constraints["margin"] = signed >= m
+        problem = cp.Problem(cp.Minimize(objective), list(constraints.values()))
+        return Model(problem, variables, constraints, parameters, idx)
+
+    def read_model(self, model: Model) -> Candidate:
+        """Read ``w, b, xi, alpha`` off a solved primal model (``alpha`` = margin duals)."""
+        w = np.asarray(model.variables["w"].value, dtype=np.float64)
+        b = float(model.variables["b"].value) if self.fit_intercept else 0.0
+        alpha = np.zeros(self.n_samples)
+        duals = np.asarray(model.constraints["margin"].dual_value, dtype=np.float64).ravel()
+        alpha[slice(None) if model.index is None else model.index] = duals
+        return Candidate(w=w, b=b, alpha=alpha)
+
+    def infeasible_error(self) -> Exception | None:
+        """The error for a solver that reports the problem infeasible (``None``: generic)."""
+        return None
+
+    def solution_from(self, cand: Candidate, certificate: Any = None, **fields: Any) -> Solution:
+        """A :class:`~qpsvm.Solution` for ``cand`` with slacks and objective from the data."""
+        alpha = cand.alpha
+        w = cand.w if cand.w is not None or not self.linear else self.expansion(alpha)
+        scores = self.scores(w=w) if w is not None else self.scores(alpha=alpha)
+        b = self.optimal_intercept(scores) if cand.b is None else float(cand.b)
+        norm2 = _fsum_dot(w, w) if w is not None else _fsum_dot(alpha * self.y, scores)
+        xi = np.maximum(0.0, self.margin - self.y * (scores + b))
+        objective = (
+            0.5 * norm2 if not math.isfinite(self.C) else self.primal_value(norm2, scores, b)
+        )
+        fields.setdefault("solve_time", 0.0)
+        fields.setdefault("n_iter", 0)
+        return Solution(
+            w=w,
+            b=b,
+            xi=xi,
+            alpha=alpha,
+            objective=float(objective),
+            certificate=certificate,
+            **fields,
+        )
+
+
+class SoftMarginPrimal(BinaryFormulation):
+    r"""Soft-margin SVM in the primal: :math:`\min \tfrac12\|w\|^2 + C\sum_i s_i\xi_i`.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,)
+        Two label values; ``classes_[1]`` (larger, sorted) is ``+1``.
+    C : float, default=1.0
+        Slack penalty ``C > 0``. The lectures' ``lambda/2 ||w||^2 + sum xi`` is ``C = 1/lambda``
+        (:func:`qpsvm.conventions.C_from_lambda`).
+    fit_intercept : bool, default=True
+        Free, unregularised ``b``. A regularised constant feature is the user's own column.
+    sample_weight : array-like of shape (n_samples,), optional
+        Slack weights ``s_i >= 0`` (default 1).
+    margin : array-like of shape (n_samples,), optional
+        Margins ``m_i >= 0`` (default 1).
+
+    Examples
+    --------
+    >>> import qpsvm
+    >>> f = qpsvm.SoftMarginPrimal([[0.0], [1.0], [3.0], [4.0]], [0, 0, 1, 1], C=10.0)
+    >>> sol = f.solve()
+    >>> round(float(sol.w[0]), 6), round(float(sol.b), 6)
+    (1.0, -2.0)
+    >>> f.certify(sol).passed
+    True
+    """
+
+    def __init__(
+        self,
+        X: Any,
+        y: Any,
+        C: float = 1.0,
+        fit_intercept: bool = True,
+        sample_weight: Any = None,
+        margin: Any = None,
+    ) -> None:
+        super().__init__(
+            X,
+            y,
+            check_positive(C, "C"),
+            fit_intercept=fit_intercept,
+            sample_weight=sample_weight,
+            margin=margin,
+        )
+
+    def build(self, subset: Any = None, at_bound: Any = None) -> Model:
+        """Build the primal over the margin constraints of ``subset`` (default: all samples).
+
+        Samples in ``at_bound`` are folded in with ``alpha_i = C s_i`` (known to violate their
+        margin): they add the linear term ``C sum_i s_i (m_i - y_i (w.x_i + b))`` instead of a
+        constraint. This is how the working-set solver shrinks the problem.
+
+        Variables ``w``, ``b`` (with an intercept), ``xi``; constraints ``margin``
+        (``y_i (w.x_i + b) >= m_i - xi_i``, dual ``alpha_i >= 0``) and ``slack`` (``xi >= 0``,
+        dual ``C s_i - alpha_i``); parameter ``C``.
+        """
+        return self._primal_model(True, subset, at_bound)
+
+
+class HardMargin(BinaryFormulation):
+    r"""Hard-margin SVM: :math:`\min \tfrac12\|w\|^2` s.t. :math:`y_i(w\cdot x_i + b) \ge m_i`.
+
+    Feasible only for linearly separable data; otherwise :meth:`solve` raises
+    :class:`~qpsvm.exceptions.NotSeparableError` (use :class:`SoftMarginPrimal`). Its dual is the
+    soft-margin dual without the upper bound ``C s_i``.
+    """
+
+    def __init__(self, X: Any, y: Any, fit_intercept: bool = True, margin: Any = None) -> None:
+        super().__init__(X, y, math.inf, fit_intercept=fit_intercept, margin=margin)
+        if not np.any(self.margin > 0):
+            raise InvalidInputError(
+                "every margin is 0, so w = 0 is optimal and the hard margin is degenerate; "
+                "give positive margins."
+            )
+
+    def build(self, subset: Any = None) -> Model:
+        """Variables ``w`` and ``b``; constraint ``margin`` (``y_i (w.x_i + b) >= m_i``, dual
+        ``alpha_i >= 0``)."""
+        return self._primal_model(False, subset)
+
+    def infeasible_error(self) -> Exception:
+        return NotSeparableError(
+            "the data are not linearly separable (the hard-margin problem is infeasible"
+            + ("" if self.fit_intercept else " without an intercept")
+            + "); use SoftMarginPrimal, which allows margin violations at a cost C per unit."
+        )
+
+
+class SoftMarginDual(BinaryFormulation):
+    r"""Soft-margin SVM in the dual, with kernels.
+
+    .. math::
+
+        \max_\alpha \sum_i m_i\alpha_i - \tfrac12 (\alpha\circ y)^T K (\alpha\circ y)
+        \quad\text{s.t.}\quad 0 \le \alpha_i \le C s_i,\ \sum_i \alpha_i y_i = 0.
+
+    The quadratic term is given to CVXPY as ``sum_squares(X^T (alpha*y))`` for the linear kernel
+    (no ``n x n`` matrix) and as ``sum_squares(L^T (alpha*y))`` with ``K = L L^T`` otherwise.
+    ``w`` (linear kernel) and ``b`` are recovered from ``alpha``.
+
+    Parameters
+    ----------
+    kernel : {"linear", "rbf", "poly", "precomputed"} or callable, default="linear"
+        For ``"precomputed"``, ``X`` is the training Gram matrix; a callable ``k(A, B)`` returns
+        the kernel matrix between the rows of ``A`` and ``B``.
+    gamma : float, "scale" or "auto", optional
+        RBF / poly scale; ``None`` is scikit-learn's ``"scale"``: ``1 / (n_features X.var())``.
+    degree, coef0 : poly kernel ``(gamma x.x' + coef0)^degree``.
+
+    Other parameters are those of :class:`SoftMarginPrimal`.
+    """
+
+    def __init__(
+        self,
+        X: Any,
+        y: Any,
+        C: float = 1.0,
+        kernel: str | Callable = "linear",
+        fit_intercept: bool = True,
+        sample_weight: Any = None,
+        margin: Any = None,
+        gamma: float | str | None = None,
+        degree: int = 3,
+        coef0: float = 1.0,
+    ) -> None:
+        if isinstance(kernel, str) and kernel == "precomputed":
+            X = check_precomputed(check_data(X, "X (precomputed kernel)"))
+        super().__init__(
+            X,
+            y,
+            check_positive(C, "C"),
+            fit_intercept=fit_intercept,
+            sample_weight=sample_weight,
+            margin=margin,
+        )
+        self.kernel = make_kernel(kernel, self.X, gamma, degree, coef0)
+
+    def build(self, subset: Any = None, fixed: Any = None) -> Model:
+        """Build the dual over the variables of ``subset`` (default: all).
+
+        Samples outside ``subset`` keep the values of ``fixed`` (a full-length ``alpha``, default
+        0), so the working-set solver optimises a block at a time. Variable ``alpha``; constraints
+        ``lower`` (``alpha >= 0``), ``upper`` (``alpha <= C s``) and, with an intercept,
+        ``balance`` (``y . alpha = 0``, whose dual is ``b`` up to sign); parameter ``C``.
+        """
+        n = self.n_samples
+        idx = np.arange(n) if subset is None else np.asarray(subset, dtype=np.intp)
+        fixed = np.zeros(n) if fixed is None else np.asarray(fixed, dtype=np.float64)
+        rest = np.setdiff1d(np.arange(n), idx, assume_unique=True)
+        a = cp.Variable(len(idx), name="alpha")
+        C = cp.Parameter(nonneg=True, value=self.C, name="C")
+        y = self.y[idx]
+        ay = cp.multiply(y, a)
+        if self.linear:
+            base = np.asarray(self.X[rest].T @ (fixed[rest] * self.y[rest])).ravel()
+            Xt = self.X[idx].T
+            quad = cp.sum_squares(Xt @ ay + base)
+        else:
+            L = gram_factor(self.gram())
+            base = L[rest].T @ (fixed[rest] * self.y[rest])
+            quad = cp.sum_squares(L[idx].T @ ay + base)
+        objective = cp.Maximize(self.margin[idx] @ a - 0.5 * quad)
+        constraints: dict[str, cp.Constraint] = {
+            "lower": a >= 0,
+            "upper": a <= C * self.sample_weight[idx],
+        }
+        if self.fit_intercept:
+            constraints["balance"] = y @ a == -float(self.y[rest] @ fixed[rest])
+        problem = cp.Problem(objective, list(constraints.values()))
+        return Model(problem, {"alpha": a}, constraints, {"C": C}, None if subset is None else idx)
+
+    def read_model(self, model: Model) -> Candidate:
+        """Read ``alpha`` off a solved dual model; ``w`` (linear) and ``b`` follow from it."""
+        alpha = np.zeros(self.n_samples)
+        values = np.asarray(model.variables["alpha"].value, dtype=np.float64).ravel()
+        alpha[slice(None) if model.index is None else model.index] = values
+        alpha = np.clip(alpha, 0.0, self.upper)
+        g = self.scores(alpha=alpha)
+        b = self.optimal_intercept(g)
+        return Candidate(w=self.expansion(alpha) if self.linear else None, b=b, alpha=alpha)

@@ -1,0 +1,100 @@
+"""Result types shared by every solver: :class:`Solution` and its optional :class:`History`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from qpsvm.verify.certificate import Certificate
+
+__all__ = ["History", "Solution"]
+
+
+@dataclass
+class History:
+    """Progress of an iterative solver, one entry per recorded step (epoch, cutting-plane round).
+
+    Attributes
+    ----------
+    iteration : ndarray of int
+        Number of updates (or rounds) done when the entry was recorded.
+    objective : ndarray of float
+        Primal objective ``P(w, b)`` of the iterate returned at that point (the average when
+        averaging).
+    time : ndarray of float
+        Wall-clock seconds since the solver started.
+    gap : ndarray of float or None
+        Certified duality gap ``P - D`` of that iterate, when it was asked for.
+    """
+
+    iteration: np.ndarray
+    objective: np.ndarray
+    time: np.ndarray
+    gap: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.iteration)
+
+
+@dataclass
+class Solution:
+    """A point returned by a solver, with how it was obtained.
+
+    Attributes
+    ----------
+    w : ndarray or None
+        Primal weights: shape ``(n_features,)`` for binary and ranking problems,
+        ``(n_classes, n_features)`` for multiclass, ``(n_joint_features,)`` for structural. ``None``
+        for a nonlinear kernel, where only ``alpha`` defines the decision function.
+    b : float or ndarray
+        Intercept (``0.0`` without one; one per class for multiclass with an intercept).
+    xi : ndarray or None
+        Slack variables at ``w, b``, recomputed from the data: ``max(0, m_i - y_i f(x_i))``.
+    alpha : ndarray or None
+        Dual variables, in the sign convention of :mod:`qpsvm.verify.conventions`.
+    objective : float
+        Primal objective ``1/2 ||w||^2 + C sum_i s_i xi_i`` at the returned point (for the dual
+        formulation with a kernel: the dual objective, which equals it at the optimum).
+    status : str
+        ``"optimal"`` for an exact optimum that passed its certificate, otherwise the solver's
+        status (``"max_epochs"`` for online methods, ``"tolerance"`` for SMO...).
+    solver : str
+        Which backend produced the point, e.g. ``"CLARABEL"``, ``"OSQP"``, ``"subgradient"``.
+    solve_time : float
+        Wall-clock seconds spent in :meth:`~qpsvm.formulations.Formulation.solve`.
+    n_iter : int
+        Iterations of the backend (interior-point iterations, epochs, SMO steps, rounds).
+    method : str
+        The solve method (``"qp"``, ``"working_set"``, ``"subgradient"``, ``"smo"``, ...).
+    history : History or None
+        Per-epoch / per-round progress of iterative methods.
+    certificate : Certificate or None
+        The certificate computed when the solver checked its own answer.
+    info : dict
+        Backend-specific extras (working-set sizes, refinement details...).
+    """
+
+    w: np.ndarray | None
+    b: float | np.ndarray
+    xi: np.ndarray | None
+    alpha: np.ndarray | None
+    objective: float
+    status: str
+    solver: str
+    solve_time: float
+    n_iter: int
+    method: str = "qp"
+    history: History | None = None
+    certificate: Certificate | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        shape = None if self.w is None else self.w.shape
+        return (
+            f"Solution(objective={self.objective:.12g}, status={self.status!r}, "
+            f"solver={self.solver!r}, method={self.method!r}, w.shape={shape}, "
+            f"n_iter={self.n_iter}, solve_time={self.solve_time:.3g}s)"
+        )

@@ -1,0 +1,1 @@
+"""Solvers: exact QP backends, the working-set engine, and approximate online methods."""

@@ -1,0 +1,130 @@
+"""Exact solve of a formulation's full CVXPY problem, finished by support-set refinement.
+
+Every returned point has passed its certificate at the requested relative gap (default
+``1e-9``); a point that cannot be certified is never returned.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any
+
+import cvxpy as cp
+
+from qpsvm.exceptions import InfeasibleProblemError, SolverError, UncertifiedSolutionError
+from qpsvm.formulations.model import Candidate
+from qpsvm.solution import Solution
+from qpsvm.solvers.backends import (
+    DEFAULT_ORDER,
+    INACCURATE,
+    inaccurate_error,
+    resolve_solver,
+    run_backend,
+)
+from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
+
+__all__ = ["best_certified", "solve_qp"]
+
+logger = logging.getLogger("qpsvm")
+
+
+def _certify(f: Any, cand: Candidate, tol: float) -> Certificate:
+    module, _, name = f.certifier.partition(":")
+    return getattr(importlib.import_module(module), name)(f, cand, tol=tol)
+
+
+def best_certified(
+    f: Any, cand: Candidate, tol: float, refine: bool = True
+) -> tuple[Candidate, Certificate]:
+    """Certify ``cand`` and its support-set refinements; return the best pair.
+
+    The refinement (:func:`qpsvm.solvers.refine.refine`) solves the KKT equations on the support
+    sets the solver identified, which turns an interior-point answer accurate to ``1e-8`` into
+    one exact to round-off whenever the sets are right.
+    """
+    from qpsvm.solvers.refine import refine as refine_candidate
+
+    pool = [cand] + (refine_candidate(f, cand) if refine else [])
+    scored = [(c, _certify(f, c, tol)) for c in pool]
+    return min(scored, key=lambda pair: (not pair[1].passed, pair[1].relative_gap))
+
+
+def solve_qp(
+    f: Any,
+    solver: str | None = None,
+    *,
+    tol: float = DEFAULT_TOL,
+    refine: bool = True,
+    **options: Any,
+) -> Solution:
+    """Solve the full problem ``f.problem`` exactly and certify the answer.
+
+    Parameters
+    ----------
+    f : Formulation
+    solver : str, optional
+        A CVXPY solver name. ``None`` tries :data:`~qpsvm.solvers.backends.DEFAULT_ORDER`
+        (Clarabel, then OSQP), falling back with a logged warning when one fails.
+    tol : float, default=1e-9
+        Relative gap the returned point must be certified at.
+    refine : bool, default=True
+        Refine the backend's point on its support sets (exact KKT solve) before certifying.
+    **options
+        Backend settings, overriding :data:`~qpsvm.solvers.backends.SETTINGS`.
+
+    Raises
+    ------
+    InfeasibleProblemError, NotSeparableError
+        The problem has no feasible point.
+    InaccurateSolutionError, UncertifiedSolutionError
+        No backend produced a point that passes the certificate.
+    """
+    explicit = solver is not None
+    order = (
+        [resolve_solver(solver)]
+        if explicit
+        else [s for s in DEFAULT_ORDER if s in cp.installed_solvers()]
+    )
+    failures: list[str] = []
+    for k, name in enumerate(order):
+        try:
+            result = run_backend(f.problem, name, options if k == 0 else {})
+        except InfeasibleProblemError as exc:
+            specific = f.infeasible_error()
+            raise (specific or exc) from exc
+        except SolverError as exc:
+            if explicit:
+                raise
+            failures.append(f"{name}: {exc}")
+            logger.warning("%s failed (%s); falling back to the next backend", name, exc)
+            continue
+        cand, cert = best_certified(f, f.read_model(f.model), tol, refine)
+        if cert.passed:
+            if result.status in INACCURATE:
+                logger.warning(
+                    "%s reported %s, but the refined point is certified (relative gap %.1e)",
+                    name,
+                    result.status,
+                    cert.relative_gap,
+                )
+            return f.solution_from(
+                cand,
+                cert,
+                solver=name,
+                n_iter=result.n_iter,
+                status="optimal",
+                info={"backend_status": result.status, "backend_time": result.solve_time},
+            )
+        message = f"{name}: certified relative gap {cert.relative_gap:.2e} > tol {tol:.0e}"
+        if explicit:
+            if result.status in INACCURATE:
+                raise inaccurate_error(name, result.status, cert.relative_gap)
+            raise UncertifiedSolutionError(
+                f"{message}. Tighten the backend's tolerances or use solver=None."
+            )
+        failures.append(message)
+        logger.warning("%s; falling back to the next backend", message)
+    raise UncertifiedSolutionError(
+        "no backend produced a certified optimum: " + "; ".join(failures)
+    )

@@ -1,0 +1,131 @@
+"""The :class:`Certificate` of a candidate solution."""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["DEFAULT_TOL", "Certificate", "relative"]
+
+DEFAULT_TOL = 1e-9
+
+
+def relative(value: float, reference: float) -> float:
+    """``value / max(1, |reference|)``: the scale every threshold in qpsvm is relative to."""
+    return value / max(1.0, abs(reference))
+
+
+@dataclass
+class Certificate:
+    """Proof (or refutation) that a candidate is optimal, computed from the data in numpy.
+
+    The certificate pairs the candidate's primal objective ``P`` with the dual objective ``D`` of a
+    dual-feasible point built for it (see :mod:`qpsvm.verify.conventions`). Weak duality gives
+    ``P* in [D, P]``, so ``gap = P - D`` bounds the candidate's suboptimality ``P - P*`` and
+    strong convexity bounds its distance to the optimum: ``||w - w*|| <= sqrt(2 gap)``.
+
+    Attributes
+    ----------
+    primal_objective : float
+        ``P`` at the candidate (``inf`` if the candidate violates a hard constraint).
+    dual_objective : float
+        ``D`` at the dual-feasible point (a lower bound of the optimum).
+    gap : float
+        ``P - D >= P - P* >= 0``.
+    relative_gap : float
+        ``gap / max(1, |P|)``.
+    primal_infeasibility : float
+        Largest violation of a primal constraint by the candidate as given (for a bare ``w`` the
+        slacks are the exact hinge values, so only hard constraints can be violated).
+    dual_infeasibility : float
+        Largest violation of the dual constraints by the candidate's own dual variables, before
+        they were projected onto the feasible set (0 when none were given).
+    complementarity : float
+        Largest ``|alpha_i (y_i f(x_i) - m_i + xi_i)|`` or ``|(C s_i - alpha_i) xi_i|``.
+    stationarity : float
+        ``||w - sum_i alpha_i y_i x_i||`` (0 for a kernel, where ``w`` is implicit).
+    distance_bound : float
+        ``sqrt(2 gap)``, a bound on ``||w - w*||``.
+    tol : float
+        The relative tolerance of the test.
+    passed : bool
+        ``relative_gap <= tol`` and the candidate is primal feasible to ``tol``.
+    formulation : str
+        Name of the formulation that was certified.
+    max_violation : float
+        For cutting-plane problems, the largest constraint violation of the working-set solution.
+    alpha : ndarray
+        The dual-feasible point whose objective is ``dual_objective``.
+    """
+
+    primal_objective: float
+    dual_objective: float
+    primal_infeasibility: float
+    dual_infeasibility: float
+    complementarity: float
+    stationarity: float
+    tol: float = DEFAULT_TOL
+    formulation: str = ""
+    max_violation: float = 0.0
+    alpha: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def gap(self) -> float:
+        """``P - D``, clipped at 0 (a negative value is round-off)."""
+        if not math.isfinite(self.primal_objective):
+            return math.inf
+        return max(0.0, self.primal_objective - self.dual_objective)
+
+    @property
+    def relative_gap(self) -> float:
+        """``gap / max(1, |P|)``."""
+        if not math.isfinite(self.primal_objective):
+            return math.inf
+        return relative(self.gap, self.primal_objective)
+
+    @property
+    def distance_bound(self) -> float:
+        """``sqrt(2 gap)``: bound on ``||w - w*||`` from 1-strong convexity of ``P`` in ``w``."""
+        return math.sqrt(2.0 * self.gap)
+
+    @property
+    def passed(self) -> bool:
+        """True when the relative gap and the relative primal infeasibility are within ``tol``."""
+        feasible = relative(self.primal_infeasibility, self.primal_objective) <= self.tol
+        return feasible and self.relative_gap <= self.tol
+
+    def _rows(self) -> list[tuple[str, str]]:
+        return [
+            ("passed", str(self.passed)),
+            ("primal objective", f"{self.primal_objective:.15g}"),
+            ("dual objective", f"{self.dual_objective:.15g}"),
+            ("gap", f"{self.gap:.3e}"),
+            ("relative gap", f"{self.relative_gap:.3e} (tol {self.tol:.0e})"),
+            ("distance bound ||w - w*||", f"{self.distance_bound:.3e}"),
+            ("primal infeasibility", f"{self.primal_infeasibility:.3e}"),
+            ("dual infeasibility", f"{self.dual_infeasibility:.3e}"),
+            ("complementarity", f"{self.complementarity:.3e}"),
+            ("stationarity", f"{self.stationarity:.3e}"),
+        ] + ([("max violation", f"{self.max_violation:.3e}")] if self.max_violation else [])
+
+    def __str__(self) -> str:
+        head = f"Certificate({self.formulation})" if self.formulation else "Certificate"
+        width = max(len(k) for k, _ in self._rows())
+        return "\n".join([head] + [f"  {k:<{width}}  {v}" for k, v in self._rows()])
+
+    def _repr_html_(self) -> str:
+        color = "#1a7f37" if self.passed else "#cf222e"
+        rows = "".join(
+            f"<tr><td style='text-align:left'>{html.escape(k)}</td>"
+            f"<td style='text-align:right'><code>{html.escape(v)}</code></td></tr>"
+            for k, v in self._rows()
+        )
+        title = html.escape(self.formulation or "Certificate")
+        verdict = "certified optimal" if self.passed else "NOT certified"
+        return (
+            f"<div><b>{title}</b>: <span style='color:{color}'><b>{verdict}</b></span>"
+            f"<table>{rows}</table></div>"
+        )
