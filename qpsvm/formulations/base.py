@@ -95,6 +95,14 @@ class Formulation(ABC):
         solution.method = method
         return solution
 
+    def path(self, Cs: Any, **options: Any) -> list[Solution]:
+        """Certified solutions along a regularisation path, one per value of ``C``.
+
+        The compiled problem is reused (``C`` is a CVXPY parameter) and each solve is
+        warm-started from the previous one; see :func:`qpsvm.solvers.path.solve_path`.
+        """
+        return _load("qpsvm.solvers.path:solve_path")(self, Cs, **options)
+
     def certify(
         self,
         candidate: Any = None,

@@ -75,7 +75,13 @@ class BinaryFormulation(Formulation):
         The kernel (``linear`` for the primal formulations).
     """
 
-    methods: ClassVar[dict[str, str]] = {"qp": "qpsvm.solvers.qp:solve_qp"}
+    methods: ClassVar[dict[str, str]] = {
+        "qp": "qpsvm.solvers.qp:solve_qp",
+        "full": "qpsvm.solvers.qp:solve_qp",
+        "working_set": "qpsvm.solvers.working_set:solve_working_set",
+        "subgradient": "qpsvm.solvers.subgradient:solve_subgradient",
+        "smo": "qpsvm.solvers.smo:solve_smo",
+    }
     certifier: ClassVar[str] = "qpsvm.verify.binary:certify_binary"
     _gram: np.ndarray | None = None
 
