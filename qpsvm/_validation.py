@@ -37,7 +37,9 @@ def check_data(X: Any, name: str = "X", min_samples: int = 1) -> DataMatrix:
         try:
             X = sp.csr_matrix(X, dtype=np.float64, copy=True)
         except (TypeError, ValueError) as exc:
-            raise InvalidTypeError(f"{name} must be a numeric matrix; could not convert it: {exc}")
+            raise InvalidTypeError(
+                f"{name} must be a numeric matrix; could not convert it: {exc}"
+            ) from None
         X.sum_duplicates()
         values = X.data
     else:
@@ -57,7 +59,8 @@ def check_data(X: Any, name: str = "X", min_samples: int = 1) -> DataMatrix:
         values = X
     if X.shape[0] < min_samples or X.shape[1] < 1:
         raise InvalidInputError(
-            f"{name} has shape {X.shape}; it needs at least {min_samples} sample(s) and one feature."
+            f"{name} has shape {X.shape}; it needs at least {min_samples} sample(s) "
+            "and one feature."
         )
     if not np.all(np.isfinite(values)):
         bad = np.argwhere(~np.isfinite(X.toarray() if sp.issparse(X) else X))[0]

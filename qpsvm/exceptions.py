@@ -30,7 +30,7 @@ class InvalidInputError(QPSVMError, ValueError):
 
 
 class InvalidTypeError(QPSVMError, TypeError):
-    """An argument has a type qpsvm cannot use (e.g. a kernel that is neither a name nor callable)."""
+    """An argument has a type qpsvm cannot use (e.g. a kernel neither named nor callable)."""
 
 
 class NotSeparableError(InvalidInputError):

@@ -330,7 +330,8 @@ class BinaryFormulation(Formulation):
             return np.asarray(Xn @ (solution.alpha * self.y)).ravel() + b
         if Xn.shape[1] != self.n_features:
             raise InvalidInputError(
-                f"X has {Xn.shape[1]} features but the formulation was built with {self.n_features}."
+                f"X has {Xn.shape[1]} features but the formulation was built with "
+                f"{self.n_features}."
             )
         if self.linear and solution.w is not None:
             return np.asarray(Xn @ solution.w).ravel() + b

@@ -9,6 +9,7 @@ OSQP with CVXPY's defaults stops near ``1e-4`` when its polish step fails. OSQP 
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +42,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "OSQP": {
         "eps_abs": 1e-9,
         "eps_rel": 1e-9,
-        "polish": True,
+        "polishing": True,
         "polish_refine_iter": 20,
         "max_iter": 200_000,
     },
@@ -111,7 +112,10 @@ def run_backend(problem: cp.Problem, solver: str, options: dict[str, Any]) -> Ba
     """
     settings = {**SETTINGS.get(solver, {}), **options}
     try:
-        problem.solve(solver=solver, **settings)
+        with warnings.catch_warnings():
+            # CVXPY warns on inaccurate statuses; qpsvm handles (and logs) them itself
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            problem.solve(solver=solver, **settings)
     except cp.error.SolverError as exc:
         raise SolverError(
             f"{solver} failed on this problem ({exc}). Try another backend, e.g. "

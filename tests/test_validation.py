@@ -1,0 +1,98 @@
+"""Bad input to the binary formulations: a typed error that names the problem and the fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import qpsvm
+
+X = np.array([[0.0, 1.0], [1.0, 0.0], [3.0, 1.0], [4.0, 2.0]])
+Y = np.array([0, 0, 1, 1])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"X": [[np.nan, 1.0]] * 4}, ValueError, "NaN or inf"),
+        ({"X": [[np.inf, 1.0]] * 4}, ValueError, "NaN or inf"),
+        ({"X": [1.0, 2.0, 3.0, 4.0]}, ValueError, "reshape"),
+        ({"X": np.zeros((4, 0))}, ValueError, "one feature"),
+        ({"X": [["a", "b"]] * 4}, TypeError, "numeric"),
+        ({"y": [0, 0, 1]}, ValueError, "3 labels but X has 4"),
+        ({"y": [1, 1, 1, 1]}, ValueError, "only one class"),
+        ({"y": [0, 1, 2, 2]}, ValueError, "MulticlassSVM"),
+        ({"y": [0.0, np.nan, 1.0, 1.0]}, ValueError, "NaN"),
+        ({"C": 0.0}, ValueError, "C must be finite and > 0"),
+        ({"C": -1.0}, ValueError, "C must be finite and > 0"),
+        ({"C": np.inf}, ValueError, "HardMargin"),
+        ({"C": "1"}, TypeError, "C must be a positive real"),
+        ({"sample_weight": [1, 1, -1, 1]}, ValueError, "non-negative"),
+        ({"sample_weight": [0, 0, 0, 0]}, ValueError, "at least one weight"),
+        ({"sample_weight": [1, 1]}, ValueError, r"expected shape \(4,\)"),
+        ({"margin": [1, 1, 1]}, ValueError, r"margin must have one entry per sample"),
+        ({"margin": [1, np.nan, 1, 1]}, ValueError, "NaN"),
+    ],
+)
+def test_primal_rejects(kwargs, error, match):
+    args = {"X": X, "y": Y, "C": 1.0, **kwargs}
+    with pytest.raises(error, match=match) as info:
+        qpsvm.SoftMarginPrimal(args.pop("X"), args.pop("y"), **args)
+    assert isinstance(info.value, qpsvm.QPSVMError)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"kernel": "sigmoidal"}, ValueError, "unknown kernel"),
+        ({"kernel": 3}, TypeError, "kernel must be one of"),
+        ({"kernel": "rbf", "gamma": -1.0}, ValueError, "gamma"),
+        ({"kernel": "poly", "degree": 0}, ValueError, "degree"),
+        ({"kernel": "precomputed"}, ValueError, "square"),
+    ],
+)
+def test_dual_rejects(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        qpsvm.SoftMarginDual(X, Y, **kwargs)
+
+
+def test_precomputed_must_be_psd():
+    K = np.array([[1.0, 2.0], [2.0, 1.0]])  # eigenvalues 3 and -1
+    with pytest.raises(ValueError, match="positive semidefinite"):
+        qpsvm.SoftMarginDual(K, [0, 1], kernel="precomputed")
+    with pytest.raises(ValueError, match="symmetric"):
+        qpsvm.SoftMarginDual([[1.0, 0.5], [0.0, 1.0]], [0, 1], kernel="precomputed")
+
+
+def test_callable_kernel_must_return_right_shape():
+    f = qpsvm.SoftMarginDual(X, Y, kernel=lambda A, B: np.ones((2, 2)))
+    with pytest.raises(ValueError, match="kernel callable must return"):
+        f.solve()
+
+
+def test_candidate_checks():
+    f = qpsvm.SoftMarginPrimal(X, Y)
+    with pytest.raises(ValueError, match=r"w must have shape \(2,\)"):
+        f.certify(w=np.ones(3))
+    with pytest.raises(ValueError, match="NaN"):
+        f.objective(np.array([np.nan, 1.0]))
+    with pytest.raises(ValueError, match="alpha must have one entry"):
+        f.certify(alpha=np.ones(3))
+    with pytest.raises(ValueError, match="nothing to certify"):
+        f.certify()
+    with pytest.raises(ValueError, match="fit_intercept=True"):
+        qpsvm.SoftMarginPrimal(X, Y, fit_intercept=False).certify(w=np.ones(2), b=1.0)
+    with pytest.raises(ValueError, match="tol"):
+        f.certify(w=np.ones(2), tol=-1.0)
+    with pytest.raises(ValueError, match="unknown method"):
+        f.solve(method="magic")
+    with pytest.raises(ValueError, match="unknown solver"):
+        f.solve(solver="NOT_A_SOLVER")
+    g = qpsvm.SoftMarginDual(X, Y, kernel="rbf")
+    with pytest.raises(ValueError, match="no explicit w"):
+        g.certify(w=np.ones(2))
+
+
+def test_hard_margin_rejects_zero_margins():
+    with pytest.raises(ValueError, match="margins"):
+        qpsvm.HardMargin(X, Y, margin=np.zeros(4))

@@ -1,0 +1,161 @@
+"""The verifier: accepts exact optima, rejects perturbations, and its gap bounds suboptimality."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import random_problem
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.linear_model import SGDClassifier
+from sklearn.svm import SVC, LinearSVC
+
+import qpsvm
+
+
+@pytest.fixture(scope="module")
+def solved(cancer):
+    X, y = cancer
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0)
+    return f, f.solve()
+
+
+def test_accepts_optimum_all_entry_points(solved):
+    f, sol = solved
+    for cert in (f.certify(sol), f.certify(w=sol.w, b=sol.b), f.certify(alpha=sol.alpha)):
+        assert cert.passed and cert.relative_gap <= 1e-9
+        assert cert.primal_objective == pytest.approx(sol.objective, rel=1e-12)
+
+
+def test_bare_w_gets_optimal_intercept(solved):
+    # b=None means the best intercept for w, which at w* is b*
+    f, sol = solved
+    cert = f.certify(w=sol.w)
+    assert cert.passed
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1e-5])
+def test_rejects_perturbed_w(solved, scale):
+    f, sol = solved
+    rng = np.random.default_rng(0)
+    w = sol.w + scale * rng.normal(size=sol.w.shape)
+    cert = f.certify(w=w, b=sol.b)
+    assert not cert.passed
+    # the certified gap is an upper bound on the true suboptimality ...
+    true_sub = f.objective(w, sol.b) - sol.objective
+    assert cert.gap >= true_sub - 1e-9 * sol.objective
+    # ... and the distance bound sqrt(2 gap) covers the true distance
+    assert cert.distance_bound >= np.linalg.norm(w - sol.w)
+
+
+def test_rejects_perturbed_intercept_and_alpha(solved):
+    f, sol = solved
+    assert not f.certify(w=sol.w, b=sol.b + 1e-3).passed
+    alpha = sol.alpha.copy()
+    alpha[np.argmax(alpha)] *= 0.9
+    cert = f.certify(alpha=alpha)
+    assert not cert.passed
+
+
+def test_reports_infeasible_slacks(solved):
+    f, sol = solved
+    cand = qpsvm.Solution(
+        w=sol.w,
+        b=sol.b,
+        xi=np.zeros_like(sol.xi),
+        alpha=None,
+        objective=0.0,
+        status="",
+        solver="",
+        solve_time=0.0,
+        n_iter=0,
+    )
+    cert = f.certify(cand)
+    assert cert.primal_infeasibility == pytest.approx(np.max(sol.xi))
+    assert not cert.passed
+
+
+def test_hard_margin_rejects_infeasible_w(blobs):
+    X, y = blobs
+    f = qpsvm.HardMargin(X, y)
+    sol = f.solve()
+    cert = f.certify(w=0.5 * sol.w, b=sol.b)  # half the norm: violates the margin constraints
+    assert cert.primal_infeasibility > 0.1 and not cert.passed
+    assert f.certify(sol).passed
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), C=st.floats(0.05, 20.0), eps=st.floats(1e-6, 1e-1))
+def test_gap_bounds_true_suboptimality(seed, C, eps):
+    # weak duality: P(w) - D(alpha) >= P(w) - P* for any dual-feasible alpha
+    X, y = random_problem(seed, n=30, d=4)
+    f = qpsvm.SoftMarginPrimal(X, y, C=C)
+    sol = f.solve()
+    rng = np.random.default_rng(seed)
+    w = sol.w + eps * rng.normal(size=sol.w.shape)
+    b = sol.b + eps * rng.normal()
+    cert = f.certify(w=w, b=b)
+    true_sub = f.objective(w, b) - sol.objective
+    assert cert.gap >= true_sub - 1e-9 * max(1.0, sol.objective)
+    assert cert.dual_objective <= sol.objective * (1 + 1e-9) + 1e-12
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf"])
+@pytest.mark.parametrize("tol", [1e-3, 1e-5])
+def test_gap_is_tight_for_libsvm(cancer, kernel, tol):
+    # libsvm stops within ~tol of the optimum; the certificate's gap must not overstate its
+    # suboptimality by more than 2x (it measures what is wrong, not just that something is)
+    X, y = cancer
+    f = qpsvm.SoftMarginDual(X, y, C=1.0, kernel=kernel)
+    opt = f.solve().objective
+    cert = f.certify(SVC(kernel=kernel, C=1.0, tol=tol).fit(X, y))
+    true_sub = cert.primal_objective - opt
+    assert true_sub > 0
+    assert true_sub <= cert.gap <= 2 * true_sub
+
+
+def test_certifies_linear_sklearn_models(cancer, solved):
+    X, y = cancer
+    f, sol = solved
+    # LinearSVC regularises its intercept and SGD is approximate: both are certified as
+    # suboptimal for our problem, with gaps bounding their true suboptimality
+    for est in (
+        LinearSVC(loss="hinge", C=1.0, max_iter=100_000, tol=1e-8),
+        SGDClassifier(alpha=1.0 / len(y), max_iter=50, tol=None, random_state=0),
+    ):
+        cert = f.certify(est.fit(X, y))
+        true_sub = cert.primal_objective - sol.objective
+        assert true_sub > 0 and not cert.passed
+        assert cert.gap >= true_sub
+
+
+def test_estimator_must_match(cancer, blobs):
+    X, y = cancer
+    f = qpsvm.SoftMarginDual(X, y, kernel="rbf")
+    with pytest.raises(qpsvm.InvalidInputError, match="kernel"):
+        f.certify(SVC(kernel="linear").fit(X, y))
+    with pytest.raises(qpsvm.InvalidInputError, match="not fitted"):
+        f.certify(SVC())
+    with pytest.raises(qpsvm.InvalidInputError, match="classes"):
+        f.certify(SVC(kernel="rbf").fit(*blobs))
+    with pytest.raises(qpsvm.InvalidTypeError):
+        f.certify(object())
+
+
+def test_readable_as_text_and_html(solved):
+    f, sol = solved
+    cert = f.certify(sol)
+    text, page = str(cert), cert._repr_html_()
+    assert "relative gap" in text and "passed" in text and "True" in text
+    assert "certified optimal" in page and "<table>" in page
+    bad = f.certify(w=sol.w * 1.1, b=sol.b)
+    assert "NOT certified" in bad._repr_html_()
+
+
+def test_order_of_samples_does_not_matter(cancer):
+    X, y = cancer
+    perm = np.random.default_rng(1).permutation(len(y))
+    a = qpsvm.SoftMarginPrimal(X, y).solve()
+    b = qpsvm.SoftMarginPrimal(X[perm], y[perm]).solve()
+    assert a.objective == pytest.approx(b.objective, rel=2e-9)
+    np.testing.assert_allclose(a.w, b.w, atol=1e-7)
