@@ -213,6 +213,43 @@ class BinaryFormulation(Formulation):
             return rows.toarray() if sp.issparse(rows) else np.asarray(rows)
         return self.gram()[idx]
 
+    def support_solution(self, M: np.ndarray, E: np.ndarray) -> tuple[np.ndarray, float]:
+        r"""Solve the KKT equations given the support sets, in least squares.
+
+        With ``alpha_i = C s_i`` on ``E`` (margin violated), ``alpha_i = 0`` off ``M`` and ``E``,
+        and every ``i`` in ``M`` exactly on its margin:
+
+        .. math::
+
+            \sum_{j\in M} \alpha_j y_i y_j K_{ij} + y_i b
+              = m_i - y_i \sum_{j\in E} C s_j y_j K_{ij} \quad (i\in M),
+            \qquad \sum_{j\in M}\alpha_j y_j = -\sum_{j\in E} C s_j y_j .
+
+        Returns ``alpha_M`` (not clipped: outside ``[0, C s_M]`` the sets are not optimal) and
+        ``b`` (0 without an intercept). For the linear kernel only ``X_M X_M^T`` is formed.
+        """
+        yM = self.y[M]
+        fixed = np.zeros(self.n_samples)
+        fixed[E] = self.upper[E]
+        if self.linear:
+            XM = self.X[M]
+            KMM = XM @ XM.T
+            KMM = KMM.toarray() if sp.issparse(KMM) else np.asarray(KMM)
+            pushed = np.asarray(XM @ self.expansion(fixed)).ravel()
+        else:
+            K = self.gram()
+            KMM = K[np.ix_(M, M)]
+            pushed = K[M] @ (fixed * self.y)
+        Q = (yM[:, None] * yM[None, :]) * KMM
+        rhs = self.margin[M] - yM * pushed
+        if not self.fit_intercept:
+            return (np.linalg.lstsq(Q, rhs, rcond=None)[0] if M.size else np.zeros(0)), 0.0
+        k = M.size
+        A = np.zeros((k + 1, k + 1))
+        A[:k, :k], A[:k, k], A[k, :k] = Q, yM, yM
+        sol = np.linalg.lstsq(A, np.append(rhs, -float(self.y @ fixed)), rcond=None)[0]
+        return sol[:k], float(sol[k])
+
     def expansion(self, alpha: np.ndarray) -> np.ndarray:
         """``w = sum_i alpha_i y_i x_i`` (linear kernel)."""
         return np.asarray(self.X.T @ (alpha * self.y)).ravel()

@@ -1,16 +1,10 @@
-r"""Exact refinement of an approximate optimum on its support sets.
+"""Exact refinement of an approximate optimum on its support sets.
 
 Given the sets a solver identified — ``E`` (margin violated, ``alpha_i = C s_i``), ``M`` (on the
-margin, ``0 < alpha_i < C s_i``) and ``O`` (beyond it, ``alpha_i = 0``) — the KKT conditions of
-the binary SVM are linear:
-
-.. math::
-
-    \sum_{j \in M} \alpha_j y_i y_j K_{ij} + y_i b = m_i - y_i \sum_{j\in E} C s_j y_j K_{ij}
-    \quad (i \in M), \qquad \sum_{j\in M} \alpha_j y_j = -\sum_{j \in E} C s_j y_j.
-
-Solving them in least squares gives the optimum to round-off whenever the sets are right; the
-certificate then decides which point is better.
+margin) and ``O`` (beyond it, ``alpha_i = 0``) — the KKT conditions are linear equations
+(:meth:`~qpsvm.formulations.binary.BinaryFormulation.support_solution`); their solution is the
+optimum to round-off whenever the sets are right, and the certificate decides which point is
+better.
 """
 
 from __future__ import annotations
@@ -45,38 +39,6 @@ def _residuals(f: BinaryFormulation, cand: Candidate) -> np.ndarray:
     return f.y * (scores + float(cand.b or 0.0)) - f.margin
 
 
-def solve_support(
-    f: BinaryFormulation, M: np.ndarray, E: np.ndarray
-) -> tuple[np.ndarray, float] | None:
-    """Solve the KKT equations for ``alpha_M`` and ``b`` given the sets; ``None`` if the answer
-    leaves the box."""
-    u = f.upper
-    rows = f.gram_rows(M) if M.size else np.zeros((0, f.n_samples))
-    yM = f.y[M]
-    uyE = u[E] * f.y[E] if E.size else np.zeros(0)
-    Q = (yM[:, None] * yM[None, :]) * rows[:, M]
-    rhs = f.margin[M] - yM * (rows[:, E] @ uyE if E.size else 0.0)
-    if f.fit_intercept:
-        k = M.size
-        A = np.zeros((k + 1, k + 1))
-        A[:k, :k] = Q
-        A[:k, k] = yM
-        A[k, :k] = yM
-        rhs = np.append(rhs, -float(f.y[E] @ u[E]) if E.size else 0.0)
-        sol = np.linalg.lstsq(A, rhs, rcond=None)[0]
-        aM, b = sol[:k], float(sol[k])
-    else:
-        aM = np.linalg.lstsq(Q, rhs, rcond=None)[0] if M.size else np.zeros(0)
-        b = 0.0
-    slack = 1e-10 * max(1.0, float(np.max(np.abs(aM), initial=0.0)))
-    if np.any(aM < -slack) or np.any(aM > u[M] + slack):
-        return None
-    alpha = np.zeros(f.n_samples)
-    alpha[E] = u[E]
-    alpha[M] = np.clip(aM, 0.0, u[M])
-    return alpha, b
-
-
 def refine_binary(f: BinaryFormulation, cand: Candidate) -> list[Candidate]:
     """Candidates from the KKT equations on the support sets read off ``cand`` at several
     thresholds."""
@@ -95,10 +57,12 @@ def refine_binary(f: BinaryFormulation, cand: Candidate) -> list[Candidate]:
         if key in seen or M.size > MAX_SUPPORT or (M.size == 0 and not E.size):
             continue
         seen.add(key)
-        solved = solve_support(f, M, E)
-        if solved is None:
-            continue
-        alpha, b = solved
+        aM, b = f.support_solution(M, E)
+        slack = 1e-10 * max(1.0, float(np.max(np.abs(aM), initial=0.0)))
+        if np.any(aM < -slack) or np.any(aM > f.upper[M] + slack):
+            continue  # the sets read off the candidate are not those of an optimum
+        alpha = np.where(r < -tau * scale, f.upper, 0.0) * finite
+        alpha[M] = np.clip(aM, 0.0, f.upper[M])
         if M.size == 0:
             b = f.optimal_intercept(f.scores(alpha=alpha))
         w = f.expansion(alpha) if f.linear else None
