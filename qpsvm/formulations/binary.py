@@ -244,11 +244,38 @@ class BinaryFormulation(Formulation):
         rhs = self.margin[M] - yM * pushed
         if not self.fit_intercept:
             return (np.linalg.lstsq(Q, rhs, rcond=None)[0] if M.size else np.zeros(0)), 0.0
+        # balance the blocks: with c = 1/max diag(Q) solve for (alpha, c b); the unscaled system
+        # mixes entries of size ||x||^2 and 1 and loses b to round-off on badly scaled data
         k = M.size
+        c = 1.0 / max(float(np.max(np.diag(Q), initial=0.0)), np.finfo(float).tiny)
         A = np.zeros((k + 1, k + 1))
-        A[:k, :k], A[:k, k], A[k, :k] = Q, yM, yM
-        sol = np.linalg.lstsq(A, np.append(rhs, -float(self.y @ fixed)), rcond=None)[0]
-        return sol[:k], float(sol[k])
+        A[:k, :k], A[:k, k], A[k, :k] = c * Q, yM, yM
+        sol = np.linalg.lstsq(A, np.append(c * rhs, -float(self.y @ fixed)), rcond=None)[0]
+        return sol[:k], float(sol[k]) / c
+
+    def kkt_on_sets(
+        self, M: np.ndarray, bound: np.ndarray, rounds: int = 20
+    ) -> tuple[np.ndarray, float]:
+        """Maximise ``D`` with the sets fixed: :meth:`support_solution` on ``M`` with
+        ``alpha = C s`` on the mask ``bound``, moving coordinates that leave the box to the bound
+        they cross (an active-set loop), then clipping. Returns ``alpha`` and the best ``b``
+        for it."""
+        M = np.asarray(M, dtype=np.intp)
+        bound = np.asarray(bound, dtype=bool).copy()
+        aM = np.zeros(0)
+        for _ in range(rounds):
+            aM = self.support_solution(M, np.flatnonzero(bound))[0]
+            low, high = aM < 0, aM > self.upper[M]
+            if M.size == 0 or not (np.any(low) or np.any(high)):
+                break
+            bound[M[high]] = True
+            M = M[~(low | high)]
+            aM = np.zeros(0)
+        alpha = np.where(bound, self.upper, 0.0)
+        if M.size and aM.size == M.size:
+            alpha[M] = np.clip(aM, 0.0, self.upper[M])
+        # for the alpha found, the best intercept is exact (a breakpoint computed from the data)
+        return alpha, self.optimal_intercept(self.scores(alpha=alpha))
 
     def expansion(self, alpha: np.ndarray) -> np.ndarray:
         """``w = sum_i alpha_i y_i x_i`` (linear kernel)."""

@@ -126,5 +126,9 @@ def solve_qp(
         failures.append(message)
         logger.warning("%s; falling back to the next backend", message)
     raise UncertifiedSolutionError(
-        "no backend produced a certified optimum: " + "; ".join(failures)
+        "no backend produced a certified optimum: "
+        + "; ".join(failures)
+        + ". Badly scaled data limit what floating point can certify: standardise the features "
+        "(e.g. sklearn's StandardScaler), solve the primal form (SoftMarginPrimal) of a linear "
+        "problem, or certify at a looser tol."
     )

@@ -20,6 +20,8 @@ __all__ = ["refine", "refine_binary"]
 
 #: Thresholds (relative to ``max(1, max m_i)``) on ``|y_i f(x_i) - m_i|`` defining ``M``.
 TAUS = (1e-7, 1e-5, 1e-9)
+#: Threshold of the polishing rounds, once the point solves the KKT equations of its sets.
+POLISH_TAU = 1e-9
 #: Refinement is skipped when more samples than this lie on the margin.
 MAX_SUPPORT = 4000
 
@@ -39,32 +41,28 @@ def _residuals(f: BinaryFormulation, cand: Candidate) -> np.ndarray:
     return f.y * (scores + float(cand.b or 0.0)) - f.margin
 
 
-def refine_binary(f: BinaryFormulation, cand: Candidate) -> list[Candidate]:
+def refine_binary(f: BinaryFormulation, cand: Candidate, rounds: int = 5) -> list[Candidate]:
     """Candidates from the KKT equations on the support sets read off ``cand`` at several
-    thresholds."""
+    thresholds, each polished by re-reading the sets off its own point until they are stable
+    (a primal-dual active-set iteration)."""
     if cand.w is None and cand.alpha is None:
         return []
-    r = _residuals(f, cand)
     scale = max(1.0, float(np.max(f.margin)))
     finite = np.isfinite(f.upper)
     out: list[Candidate] = []
     seen: set[bytes] = set()
-    for tau in TAUS:
-        on = np.abs(r) <= tau * scale
-        M = np.flatnonzero(on)
-        E = np.flatnonzero((r < -tau * scale) & finite)
-        key = on.tobytes() + E.tobytes()
-        if key in seen or M.size > MAX_SUPPORT or (M.size == 0 and not E.size):
-            continue
-        seen.add(key)
-        aM, b = f.support_solution(M, E)
-        slack = 1e-10 * max(1.0, float(np.max(np.abs(aM), initial=0.0)))
-        if np.any(aM < -slack) or np.any(aM > f.upper[M] + slack):
-            continue  # the sets read off the candidate are not those of an optimum
-        alpha = np.where(r < -tau * scale, f.upper, 0.0) * finite
-        alpha[M] = np.clip(aM, 0.0, f.upper[M])
-        if M.size == 0:
-            b = f.optimal_intercept(f.scores(alpha=alpha))
-        w = f.expansion(alpha) if f.linear else None
-        out.append(Candidate(w=w, b=b, alpha=alpha))
+    for first in TAUS:
+        r, tau, last = _residuals(f, cand), first, None
+        for _ in range(rounds):
+            on = np.abs(r) <= tau * scale
+            bound = (r < -tau * scale) & finite
+            key = on.tobytes() + bound.tobytes()
+            if key in seen or np.count_nonzero(on) > MAX_SUPPORT:
+                break
+            seen.add(key)
+            alpha, b = f.kkt_on_sets(np.flatnonzero(on), bound)
+            last = Candidate(w=f.expansion(alpha) if f.linear else None, b=b, alpha=alpha)
+            r, tau = _residuals(f, last), POLISH_TAU
+        if last is not None:
+            out.append(last)
     return out

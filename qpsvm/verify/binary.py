@@ -23,7 +23,7 @@ from qpsvm.exceptions import InvalidInputError
 from qpsvm.formulations.model import Candidate
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
 
-__all__ = ["certify_binary", "dual_points", "improve_dual", "kkt_point"]
+__all__ = ["certify_binary", "dual_points", "improve_dual"]
 
 #: Thresholds on ``|y_i f(x_i) - m_i| / max(1, max m)`` for "on the margin".
 MARGIN_TAUS = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
@@ -59,7 +59,7 @@ def dual_points(f: Any, residual: np.ndarray, w: np.ndarray | None) -> list[np.n
         alpha = np.where(bound, u, 0.0)
         M = np.flatnonzero(on)
         if 0 < M.size <= MAX_KKT_SET:
-            points.append(f.project_dual(kkt_point(f, M, bound)))
+            points.append(f.project_dual(f.kkt_on_sets(M, bound)[0]))
         if w is not None and 0 < M.size <= MAX_MARGIN_SET:
             target = w - f.expansion(alpha)
             XM = f.X[M]
@@ -81,26 +81,6 @@ def dual_points(f: Any, residual: np.ndarray, w: np.ndarray | None) -> list[np.n
             alpha[M] = res.x
         points.append(f.project_dual(alpha))
     return points
-
-
-def kkt_point(f: Any, M: np.ndarray, bound: np.ndarray, rounds: int = 20) -> np.ndarray:
-    """Maximise ``D`` with the sets fixed: the KKT equations on ``M`` with ``alpha = C s`` on
-    ``bound``, moving coordinates that leave the box to the bound they cross (an active-set
-    loop), then clipping.
-    """
-    M = np.asarray(M)
-    bound = bound.copy()
-    for _ in range(rounds):
-        aM = f.support_solution(M, np.flatnonzero(bound))[0]
-        low, high = aM < 0, aM > f.upper[M]
-        if not (np.any(low) or np.any(high)) or M.size == 0:
-            break
-        bound[M[high]] = True
-        M = M[~(low | high)]
-    alpha = np.where(bound, f.upper, 0.0)
-    if M.size:
-        alpha[M] = np.clip(aM if aM.size == M.size else 0.0, 0.0, f.upper[M])
-    return alpha
 
 
 def improve_dual(
@@ -125,7 +105,7 @@ def improve_dual(
         M = np.flatnonzero(np.abs(residual) <= tau)
         if not 0 < M.size <= MAX_KKT_SET:
             break
-        trial = f.project_dual(kkt_point(f, M, (residual < -tau) & finite))
+        trial = f.project_dual(f.kkt_on_sets(M, (residual < -tau) & finite)[0])
         trial_value = f.dual_objective(trial)
         if trial_value <= value:
             break
