@@ -44,7 +44,8 @@ def test_primal_exact_on_hard_data(name):
 @pytest.mark.parametrize("name", list(CASES))
 def test_dual_exact_or_refused(name):
     # in the dual, w = sum a_i y_i x_i cancels terms of size |x| ~ 1e4 down to |w| ~ 1e-4, which
-    # costs ~8 digits (so do features shifted by 1e3 at C = 1e4): qpsvm then refuses with a message saying what to do, never a wrong answer
+    # costs ~8 digits (so do features shifted by 1e3 at C = 1e4): qpsvm then refuses with a
+    # message saying what to do, never a wrong answer
     X, y, kw = CASES[name]
     f = qpsvm.SoftMarginDual(X, y, **kw)
     try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["project_box_hyperplane"]
+__all__ = ["project_box_hyperplane", "project_capped_simplex"]
 
 
 def project_box_hyperplane(
@@ -70,3 +70,49 @@ def project_box_hyperplane(
         if abs(y @ candidate) <= abs(y @ a):
             a = candidate
     return a
+
+
+def project_capped_simplex(
+    V: np.ndarray, radius: np.ndarray, mask: np.ndarray | None = None
+) -> np.ndarray:
+    """Project each row ``v_i`` onto ``{a : a >= 0, sum_c a_c <= r_i, a_c = 0 off mask_i}``.
+
+    This is the Crammer-Singer dual set of one example (``r_i = C s_i``). If clipping at 0
+    already meets the budget, the clip is the projection; otherwise the projection is onto the
+    simplex ``sum_c a_c = r_i``: ``a = max(v - tau, 0)`` with the threshold ``tau > 0`` found by
+    sorting (Held, Wolfe & Crowder 1974; Duchi et al., ICML 2008). Entries off the mask are
+    projected as if they were 0, which keeps them at 0 because ``tau > 0``. Rows whose sum still
+    exceeds ``r_i`` by round-off are scaled down to it.
+
+    Parameters
+    ----------
+    V : ndarray of shape (n, k)
+        Rows to project.
+    radius : ndarray of shape (n,)
+        Budgets ``r_i >= 0``.
+    mask : ndarray of bool, shape (n, k), optional
+        Entries allowed to be nonzero (default: all).
+
+    Returns
+    -------
+    ndarray of shape (n, k)
+    """
+    V = np.asarray(V, dtype=np.float64)
+    radius = np.asarray(radius, dtype=np.float64)
+    if mask is not None:
+        V = np.where(mask, V, 0.0)
+    out = np.maximum(V, 0.0)
+    over = np.flatnonzero(out.sum(axis=1) > radius)
+    if over.size:
+        U = -np.sort(-V[over], axis=1)
+        r = radius[over]
+        excess = np.cumsum(U, axis=1) - r[:, None]
+        ranks = np.arange(1, V.shape[1] + 1)
+        rho = np.maximum(np.sum(U * ranks > excess, axis=1), 1)  # r_i = 0 gives tau = max
+        tau = excess[np.arange(over.size), rho - 1] / rho
+        out[over] = np.maximum(V[over] - tau[:, None], 0.0)
+    sums = out.sum(axis=1)
+    big = sums > radius
+    if np.any(big):
+        out[big] *= (radius[big] / sums[big])[:, None]
+    return out
