@@ -87,6 +87,7 @@ def solve_qp(
         else [s for s in DEFAULT_ORDER if s in cp.installed_solvers()]
     )
     failures: list[str] = []
+    uncertified = False
     for k, name in enumerate(order):
         try:
             result = run_backend(f.problem, name, options if k == 0 else {})
@@ -124,8 +125,10 @@ def solve_qp(
                 f"{message}. Tighten the backend's tolerances or use solver=None."
             )
         failures.append(message)
+        uncertified = True
         logger.warning("%s; falling back to the next backend", message)
-    raise UncertifiedSolutionError(
+    error = UncertifiedSolutionError if uncertified else SolverError
+    raise error(
         "no backend produced a certified optimum: "
         + "; ".join(failures)
         + ". Badly scaled data limit what floating point can certify: standardise the features "
