@@ -2,5 +2,14 @@
 
 from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.binary import HardMargin, SoftMarginDual, SoftMarginPrimal
+from qpsvm.formulations.multiclass import MulticlassSVM
+from qpsvm.formulations.ranking import RankingSVM
 
-__all__ = ["Formulation", "HardMargin", "SoftMarginDual", "SoftMarginPrimal"]
+__all__ = [
+    "Formulation",
+    "HardMargin",
+    "MulticlassSVM",
+    "RankingSVM",
+    "SoftMarginDual",
+    "SoftMarginPrimal",
+]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -15,28 +16,33 @@ __all__ = ["Comparison", "compare"]
 
 @dataclass
 class Comparison:
-    """How far a candidate is from a reference optimum.
+    """How far a candidate is from a reference optimum ``(w*, b*)`` with objective ``P*``.
 
     Attributes
     ----------
     suboptimality : float
-        ``P(candidate) - P(reference)``; never below ``-gap(reference)`` when the reference is
-        certified, so a negative value beyond that would expose a wrong reference.
+        ``P(candidate) - P*``, with ``P*`` the reference's primal objective. It is never below
+        ``-reference_gap`` (weak duality: ``P(candidate) >= D >= P* - reference_gap``), so a
+        negative value beyond that would expose a wrong reference.
     relative_suboptimality : float
-        ``suboptimality / max(1, |P(reference)|)``.
+        ``suboptimality / max(1, |P*|)``.
     distance : float
         ``||w - w*||`` (for a kernel: the RKHS norm ``sqrt(d^T K d)`` with ``d = (a - a*) y``).
     intercept_distance : float
-        ``|b - b*|`` (``0`` without an intercept).
+        ``|b - b*|`` (``0`` without an intercept). A candidate without ``b`` takes the best
+        intercept for its ``w``, as its certificate does.
     certified_gap : float
-        The candidate's own certified gap ``P - D``, computed without the reference.
+        The candidate's own certified gap ``P - D``, computed without the reference; it bounds
+        ``P - P*`` from above.
     distance_bound : float
-        ``sqrt(2 certified_gap) >= distance``.
-    theory_bound : float or None
-        For online solutions, the bound of the theory for the run, e.g. the lectures'
-        ``G^2 (1 + log T) / (lambda T)`` for step ``1/(lambda t)``, next to ``suboptimality``.
+        ``sqrt(2 certified_gap) >= distance`` (``P`` is 1-strongly convex in ``w``).
     reference_gap : float
-        The reference's certified gap (how exact the reference is).
+        The reference's certified gap (how exact ``P*`` is).
+    theory_bound : float or None
+        For online solutions, the bound the theory gives for the run, next to the measured
+        ``suboptimality``: the lectures' ``G^2 (1 + log T) / (lambda T)`` for Pegasos steps
+        ``1/(lambda t)``, in qpsvm's objective scale (see
+        :func:`qpsvm.solvers.subgradient.pegasos_bound`); ``None`` for other candidates.
     """
 
     suboptimality: float
@@ -49,34 +55,56 @@ class Comparison:
     theory_bound: float | None = None
 
 
-def _distance(f: Any, a: Any, b: Any) -> float:
-    if a.w is not None and b.w is not None:
-        return float(np.linalg.norm(np.asarray(a.w) - np.asarray(b.w)))
-    if a.alpha is not None and b.alpha is not None:
-        d = (np.asarray(a.alpha) - np.asarray(b.alpha)) * f.y
+def _reader(f: Any) -> Any:
+    module, _, name = f.candidate_reader.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _weights(f: Any, c: Any) -> np.ndarray | None:
+    """Explicit ``w`` of a candidate: its own, or ``sum_i alpha_i y_i x_i`` (linear kernel)."""
+    if c.w is not None:
+        return np.asarray(c.w, dtype=np.float64)
+    if c.alpha is not None and getattr(f, "linear", False):
+        return f.expansion(np.asarray(c.alpha, dtype=np.float64))
+    return None
+
+
+def _intercept(f: Any, c: Any, w: np.ndarray | None) -> np.ndarray:
+    """The candidate's ``b``, or the best one for its ``w`` when it has none."""
+    if c.b is not None:
+        return np.asarray(c.b, dtype=np.float64)
+    scores = f.scores(w=w) if w is not None else f.scores(alpha=np.asarray(c.alpha))
+    return np.asarray(f.optimal_intercept(scores), dtype=np.float64)
+
+
+def _distance(f: Any, c: Any, r: Any, wc: np.ndarray | None, wr: np.ndarray | None) -> float:
+    if wc is not None and wr is not None:
+        return float(np.linalg.norm(wc - wr))
+    if c.alpha is not None and r.alpha is not None:
+        d = (np.asarray(c.alpha) - np.asarray(r.alpha)) * f.y
         return math.sqrt(max(0.0, float(d @ (f.gram() @ d))))
     return math.nan
 
 
 def compare(f: Any, candidate: Any, reference: Any) -> Comparison:
-    """Compare ``candidate`` with ``reference`` on formulation ``f`` (see :class:`Comparison`)."""
+    """Compare ``candidate`` with ``reference`` on formulation ``f`` (see :class:`Comparison`).
+
+    Both may be :class:`~qpsvm.Solution` objects, fitted scikit-learn estimators or anything
+    ``f.certify`` accepts; each is certified from the data.
+    """
     cand = f.certify(candidate)
     ref = f.certify(reference)
-    read = f.candidate_reader
-    module, _, name = read.partition(":")
-    import importlib
-
-    reader = getattr(importlib.import_module(module), name)
-    c, r = reader(f, candidate), reader(f, reference)
-    cb = np.asarray(c.b if c.b is not None else 0.0, dtype=np.float64)
-    rb = np.asarray(r.b if r.b is not None else 0.0, dtype=np.float64)
+    read = _reader(f)
+    c, r = read(f, candidate), read(f, reference)
+    wc, wr = _weights(f, c), _weights(f, r)
+    db = _intercept(f, c, wc) - _intercept(f, r, wr)
     sub = cand.primal_objective - ref.primal_objective
     info = getattr(candidate, "info", None) or {}
     return Comparison(
         suboptimality=sub,
         relative_suboptimality=relative(sub, ref.primal_objective),
-        distance=_distance(f, c, r),
-        intercept_distance=float(np.linalg.norm(np.ravel(cb - rb))),
+        distance=_distance(f, c, r, wc, wr),
+        intercept_distance=float(np.linalg.norm(np.ravel(db))),
         certified_gap=cand.gap,
         distance_bound=cand.distance_bound,
         reference_gap=ref.gap,

@@ -1,0 +1,479 @@
+r"""Multiclass SVMs: Crammer-Singer (one slack per example) and Weston-Watkins (one per class).
+
+With one weight vector :math:`w_c` per class (the rows of ``W``), margins
+:math:`m_{ic} = w_{y_i}\cdot x_i - w_c\cdot x_i` and sample weights ``s_i``:
+
+.. math::
+
+    \text{crammer\_singer:}\quad \min_{W,\xi}\ \tfrac12\|W\|_F^2 + C\sum_i s_i\xi_i
+    \quad\text{s.t.}\quad m_{ic} \ge 1 - \xi_i\ (c \ne y_i),\; \xi_i \ge 0;
+
+    \text{weston\_watkins:}\quad \min_{W,\xi}\ \tfrac12\|W\|_F^2 + C\sum_i s_i\sum_{c\ne y_i}
+    \xi_{ic} \quad\text{s.t.}\quad m_{ic} \ge 1 - \xi_{ic},\; \xi_{ic} \ge 0
+
+(Crammer & Singer, JMLR 2001; Weston & Watkins, ESANN 1999; the lectures' "max" and "multiple
+constraints" forms). With one multiplier :math:`\alpha_{ic} \ge 0` per constraint, stored as an
+``(n_samples, n_classes)`` array with :math:`\alpha_{i y_i} = 0`, both have the dual
+
+.. math::
+
+    D(\alpha) = \sum_{i, c\ne y_i} \alpha_{ic} - \tfrac12 \|A^T X\|_F^2, \qquad
+    A_{ic} = [c = y_i] \sum_{c'} \alpha_{ic'} - \alpha_{ic},
+
+with :math:`W = A^T X` at the optimum, under :math:`\sum_{c} \alpha_{ic} \le C s_i`
+(Crammer-Singer) or :math:`\alpha_{ic} \le C s_i` (Weston-Watkins). The certificate is in
+:mod:`qpsvm.verify.multiclass`.
+
+There is no free intercept: per-class intercepts ``b_c`` would add the equality constraints
+:math:`\sum_i A_{ic} = 0` to the dual, and a regularised intercept (what liblinear and
+scikit-learn's ``LinearSVC(multi_class="crammer_singer")`` fit) is a constant feature column the
+user appends.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, ClassVar
+
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+
+from qpsvm._validation import (
+    check_data,
+    check_multiclass_labels,
+    check_positive,
+    check_sample_weight,
+)
+from qpsvm.exceptions import InvalidInputError, InvalidTypeError
+from qpsvm.formulations.base import Formulation
+from qpsvm.formulations.model import Candidate, Model
+from qpsvm.solution import Solution
+from qpsvm.verify.projection import project_capped_simplex
+
+__all__ = ["VARIANTS", "MulticlassSVM"]
+
+#: The two multiclass formulations.
+VARIANTS = ("crammer_singer", "weston_watkins")
+
+
+def _fsum(a: np.ndarray) -> float:
+    """Correctly rounded sum of all entries (:func:`math.fsum`)."""
+    return math.fsum(np.ravel(a).tolist())
+
+
+class MulticlassSVM(Formulation):
+    r"""Multiclass SVM, Crammer-Singer or Weston-Watkins (see the module docstring for the math).
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,)
+        Any hashable, mutually comparable labels, at least two distinct; ``classes_`` are the
+        sorted unique values and row ``c`` of ``W`` belongs to ``classes_[c]``.
+    C : float, default=1.0
+        Slack penalty. scikit-learn's ``LinearSVC(multi_class="crammer_singer", C=C)`` (liblinear)
+        minimises the same ``1/2 ||W||^2 + C sum_i xi_i``.
+    variant : {"crammer_singer", "weston_watkins"}, default="crammer_singer"
+    sample_weight : array-like of shape (n_samples,), optional
+        Slack weights ``s_i >= 0`` (default 1).
+    fit_intercept : bool, default=False
+        Only ``False`` is supported: a free per-class intercept adds ``n_classes`` equality
+        constraints to the dual, for which qpsvm has no exact certificate. For a regularised
+        intercept (liblinear's), append a constant feature column.
+
+    Attributes
+    ----------
+    y : ndarray of int, shape (n_samples,)
+        Class indices into ``classes_``.
+    classes_ : ndarray of shape (n_classes,)
+    mask : ndarray of bool, shape (n_samples, n_classes)
+        ``True`` where a constraint exists (``c != y_i``).
+    rows, cols : ndarray of int, shape (n_samples * (n_classes - 1),)
+        The constraints ``(i, c)``, ``c != y_i``, in row-major order: the index that
+        ``build(subset=...)`` and the ``margin`` constraint's rows refer to.
+
+    Examples
+    --------
+    >>> import qpsvm
+    >>> X = [[0.0, 1.0], [1.0, 0.0], [-1.0, -1.0], [0.1, 0.9]]
+    >>> f = qpsvm.MulticlassSVM(X, ["a", "b", "c", "a"], C=10.0)
+    >>> sol = f.solve()
+    >>> sol.w.shape, f.certify(sol).passed
+    ((3, 2), True)
+    >>> f.predict([[0.0, 2.0]], sol).tolist()
+    ['a']
+    """
+
+    methods: ClassVar[dict[str, str]] = {
+        "qp": "qpsvm.solvers.qp:solve_qp",
+        "full": "qpsvm.solvers.qp:solve_qp",
+        "working_set": "qpsvm.solvers.working_set:solve_working_set",
+        "subgradient": "qpsvm.solvers.subgradient:solve_subgradient",
+    }
+    certifier: ClassVar[str] = "qpsvm.verify.multiclass:certify_multiclass"
+    candidate_reader: ClassVar[str] = "qpsvm.verify.multiclass:read_multiclass_candidate"
+
+    def __init__(
+        self,
+        X: Any,
+        y: Any,
+        C: float = 1.0,
+        variant: str = "crammer_singer",
+        sample_weight: Any = None,
+        fit_intercept: bool = False,
+    ) -> None:
+        self.X = check_data(X)
+        n = self.X.shape[0]
+        self.y, self.classes_ = check_multiclass_labels(y, n)
+        self.C = check_positive(C, "C")
+        if not isinstance(variant, str):
+            raise InvalidTypeError(f"variant must be one of {VARIANTS}, got {variant!r}.")
+        if variant not in VARIANTS:
+            raise InvalidInputError(f"unknown variant {variant!r}; choose one of {VARIANTS}.")
+        self.variant = variant
+        self.sample_weight = check_sample_weight(sample_weight, n)
+        if fit_intercept:
+            raise InvalidInputError(
+                "MulticlassSVM supports fit_intercept=False only: free per-class intercepts add "
+                "the dual constraints sum_i A_ic = 0, for which qpsvm has no exact certificate. "
+                "For a regularised intercept (what liblinear / LinearSVC fit), append a constant "
+                "column: np.column_stack([X, intercept_scaling * np.ones(len(X))])."
+            )
+        self.fit_intercept = False
+        k = self.n_classes
+        self.mask = np.ones((n, k), dtype=bool)
+        self.mask[np.arange(n), self.y] = False
+        self.rows, self.cols = np.nonzero(self.mask)
+        self._model: Model | None = None
+
+    def with_C(self, C: float) -> MulticlassSVM:
+        """The same problem with another ``C``: a shallow copy sharing the data, with its own
+        model. Used by regularisation paths."""
+        other = copy.copy(self)
+        other.C = check_positive(C, "C")
+        other._model = None
+        return other
+
+    # ----------------------------------------------------------------- sizes and shapes
+    @property
+    def n_samples(self) -> int:
+        """Number of training samples ``n``."""
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        """Number of features ``d``."""
+        return int(self.X.shape[1])
+
+    @property
+    def n_classes(self) -> int:
+        """Number of classes ``k``."""
+        return int(self.classes_.shape[0])
+
+    @property
+    def crammer_singer(self) -> bool:
+        """True for the Crammer-Singer variant (one slack per example)."""
+        return self.variant == "crammer_singer"
+
+    @property
+    def upper(self) -> np.ndarray:
+        """``C s_i``: the bound on ``sum_c alpha_ic`` (Crammer-Singer) or on each ``alpha_ic``."""
+        return self.C * self.sample_weight
+
+    @property
+    def model(self) -> Model:
+        """The full model (problem, named variables and constraints), built once."""
+        if self._model is None:
+            self._model = self.build()
+        return self._model
+
+    @property
+    def problem(self) -> cp.Problem:
+        """The full :class:`cvxpy.Problem` (see :meth:`build`)."""
+        return self.model.problem
+
+    @property
+    def variables(self) -> dict[str, cp.Variable]:
+        """Named CVXPY variables of the full problem."""
+        return self.model.variables
+
+    @property
+    def constraints(self) -> dict[str, cp.Constraint]:
+        """Named CVXPY constraints of the full problem; their duals follow
+        :mod:`qpsvm.verify.multiclass`."""
+        return self.model.constraints
+
+    def build_problem(self, **subset: Any) -> cp.Problem:
+        """The CVXPY problem over all constraints or a subset (see :meth:`build`)."""
+        return self.build(**subset).problem
+
+    # ------------------------------------------------------------------ numpy math
+    def check_w(self, w: Any) -> np.ndarray:
+        """A candidate ``W`` as a finite ``(n_classes, n_features)`` array (flat is reshaped)."""
+        arr = np.asarray(w, dtype=np.float64)
+        k, d = self.n_classes, self.n_features
+        if arr.ndim == 1 and arr.size == k * d:
+            arr = arr.reshape(k, d)
+        if arr.shape != (k, d):
+            raise InvalidInputError(
+                f"w must have shape (n_classes, n_features) = ({k}, {d}); got {arr.shape}."
+            )
+        if not np.all(np.isfinite(arr)):
+            raise InvalidInputError("w contains NaN or inf.")
+        return arr
+
+    def check_b(self, b: Any) -> float:
+        """A candidate intercept, which must be 0 (a scalar or one zero per class)."""
+        arr = np.asarray(b, dtype=np.float64).ravel()
+        if arr.size not in (1, self.n_classes) or np.any(arr != 0.0):
+            raise InvalidInputError(
+                f"MulticlassSVM has no intercept but the candidate has b={b!r}. liblinear's "
+                "intercept is regularised: certify against a formulation built on "
+                "np.column_stack([X, intercept_scaling * np.ones(len(X))]) with "
+                "w = np.column_stack([coef_, intercept_ / intercept_scaling]), or fit with "
+                "fit_intercept=False."
+            )
+        return 0.0
+
+    def check_alpha(self, alpha: Any) -> np.ndarray:
+        """Candidate duals as a finite ``(n_samples, n_classes)`` array (entries at ``y_i``
+        are ignored by the math and reported as dual infeasibility when nonzero)."""
+        arr = np.asarray(alpha, dtype=np.float64)
+        shape = (self.n_samples, self.n_classes)
+        if arr.ndim == 1 and arr.size == self.rows.size:
+            full = np.zeros(shape)
+            full[self.rows, self.cols] = arr
+            arr = full
+        if arr.shape != shape:
+            raise InvalidInputError(
+                f"alpha must have shape (n_samples, n_classes) = {shape}, or one entry per "
+                f"constraint ({self.rows.size},); got {arr.shape}."
+            )
+        if not np.all(np.isfinite(arr)):
+            raise InvalidInputError("alpha contains NaN or inf.")
+        return arr
+
+    def scores(self, W: np.ndarray) -> np.ndarray:
+        """``S = X W^T``: the score ``w_c . x_i`` of every class, shape ``(n, k)``."""
+        return np.asarray(self.X @ W.T)
+
+    def margins(self, S: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """``m_ic = S_{i y_i} - S_ic`` from the scores of all samples or of ``rows`` (0 at
+        ``c = y_i``)."""
+        y = self.y if rows is None else self.y[rows]
+        return S[np.arange(S.shape[0]), y][:, None] - S
+
+    def hinge(self, S: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """``max(0, 1 - m_ic)`` for ``c != y_i`` (0 at ``c = y_i``), shape ``(n, k)``; of the
+        samples ``rows`` when given."""
+        mask = self.mask if rows is None else self.mask[rows]
+        return np.where(mask, np.maximum(0.0, 1.0 - self.margins(S, rows)), 0.0)
+
+    def slacks_from_scores(self, S: np.ndarray) -> np.ndarray:
+        """Exact slacks: ``xi_i = max_c hinge_ic`` (Crammer-Singer, shape ``(n,)``) or
+        ``xi_ic = hinge_ic`` (Weston-Watkins, shape ``(n, k)``)."""
+        h = self.hinge(S)
+        return h.max(axis=1) if self.crammer_singer else h
+
+    def slacks(self, w: Any) -> np.ndarray:
+        """Exact slacks of a candidate ``W`` (see :meth:`slacks_from_scores`)."""
+        return self.slacks_from_scores(self.scores(self.check_w(w)))
+
+    def primal_value(self, norm2: float, S: np.ndarray) -> float:
+        """``1/2 ||W||^2 + C sum_i s_i loss_i`` from ``||W||^2`` and the scores, with careful
+        sums (``loss_i = xi_i`` or ``sum_c xi_ic``)."""
+        xi = self.slacks_from_scores(S)
+        loss = xi if self.crammer_singer else xi.sum(axis=1)
+        return 0.5 * norm2 + self.C * math.fsum((self.sample_weight * loss).tolist())
+
+    def objective(self, w: Any, b: Any = 0.0) -> float:
+        """Primal objective ``P(W) = 1/2 ||W||_F^2 + C sum_i s_i loss_i(W)``."""
+        W = self.check_w(w)
+        self.check_b(b)
+        return self.primal_value(_fsum(W * W), self.scores(W))
+
+    def coefficients(self, alpha: np.ndarray) -> np.ndarray:
+        """``A_ic = [c = y_i] sum_c' alpha_ic' - alpha_ic`` (entries at ``y_i`` ignored)."""
+        a = np.where(self.mask, alpha, 0.0)
+        A = -a
+        A[np.arange(self.n_samples), self.y] = a.sum(axis=1)
+        return A
+
+    def expansion(self, alpha: np.ndarray) -> np.ndarray:
+        """``W = A^T X``: row ``c`` is ``sum_i A_ic x_i``."""
+        return np.asarray(self.X.T @ self.coefficients(alpha)).T
+
+    def dual_objective(self, alpha: Any) -> float:
+        """``D(alpha) = sum_{i, c != y_i} alpha_ic - 1/2 ||A^T X||_F^2``.
+
+        A lower bound of the optimum only when ``alpha`` is dual feasible (see
+        :meth:`project_dual`).
+        """
+        alpha = self.check_alpha(alpha)
+        W = self.expansion(alpha)
+        return _fsum(np.where(self.mask, alpha, 0.0)) - 0.5 * _fsum(W * W)
+
+    def project_dual(self, alpha: Any) -> np.ndarray:
+        """Euclidean projection onto the dual feasible set: per example onto
+        ``{alpha_i >= 0, sum_c alpha_ic <= C s_i}`` (Crammer-Singer,
+        :func:`~qpsvm.verify.projection.project_capped_simplex`) or onto the box
+        ``[0, C s_i]`` (Weston-Watkins); ``alpha_{i y_i} = 0``."""
+        alpha = self.check_alpha(alpha)
+        if self.crammer_singer:
+            return project_capped_simplex(alpha, self.upper, self.mask)
+        return np.where(self.mask, np.clip(alpha, 0.0, self.upper[:, None]), 0.0)
+
+    def dual_infeasibility(self, alpha: np.ndarray) -> float:
+        """Largest violation of ``alpha >= 0``, ``alpha_{i y_i} = 0`` and the budget
+        ``sum_c alpha_ic <= C s_i`` (Crammer-Singer) or bound ``alpha_ic <= C s_i``."""
+        off = float(np.max(np.abs(alpha[~self.mask]), initial=0.0))
+        negative = float(np.max(-alpha, initial=0.0))
+        a = np.where(self.mask, alpha, 0.0)
+        if self.crammer_singer:
+            over = float(np.max(a.sum(axis=1) - self.upper, initial=0.0))
+        else:
+            over = float(np.max(a - self.upper[:, None], initial=0.0))
+        return max(0.0, off, negative, over)
+
+    def loss_subgradient(self, w: Any, idx: Any = None) -> np.ndarray:
+        """A subgradient ``G`` of ``sum_{i in idx} s_i loss_i(W)`` (without ``C``), shape
+        ``(n_classes, n_features)``.
+
+        Crammer-Singer: for each example with ``xi_i > 0``, ``-s_i x_i`` on the row of ``y_i`` and
+        ``+s_i x_i`` on the row of the most violating class (smallest index on ties) — the
+        lectures' update of the true and the arg-max class. Weston-Watkins: the same for every
+        class with ``hinge_ic > 0``.
+        """
+        W = self.check_w(w)
+        rows = np.arange(self.n_samples) if idx is None else np.asarray(idx, dtype=np.intp)
+        Xb = self.X[rows]
+        h = self.hinge(np.asarray(Xb @ W.T), rows)
+        yb, sb = self.y[rows], self.sample_weight[rows]
+        if self.crammer_singer:
+            worst = np.argmax(h, axis=1)
+            active = (h[np.arange(rows.size), worst] > 0).astype(np.float64)
+            coef = np.zeros_like(h)
+            coef[np.arange(rows.size), worst] = active
+        else:
+            coef = (h > 0).astype(np.float64)
+        coef[np.arange(rows.size), yb] = -coef.sum(axis=1)
+        return np.asarray(Xb.T @ (coef * sb[:, None])).T
+
+    def decision_function(self, X: Any, solution: Any) -> np.ndarray:
+        """Class scores ``X W^T`` of new points, shape ``(n, n_classes)``.
+
+        ``solution`` is a :class:`~qpsvm.Solution` or a weight matrix ``W``.
+        """
+        Xn = check_data(X)
+        if Xn.shape[1] != self.n_features:
+            raise InvalidInputError(
+                f"X has {Xn.shape[1]} features but the formulation was built with "
+                f"{self.n_features}."
+            )
+        W = self.check_w(solution.w if isinstance(solution, Solution) else solution)
+        return np.asarray(Xn @ W.T)
+
+    def predict(self, X: Any, solution: Any) -> np.ndarray:
+        """Predicted labels: ``classes_[argmax_c w_c . x]`` (smallest index on ties)."""
+        return self.classes_[np.argmax(self.decision_function(X, solution), axis=1)]
+
+    # ------------------------------------------------------------------ the CVXPY model
+    def build(self, subset: Any = None, at_bound: Any = None) -> Model:
+        """Build the primal over the constraints ``subset`` (indices into :attr:`rows` /
+        :attr:`cols`; default: all).
+
+        Constraints in ``at_bound`` are folded in with ``alpha_ic = C s_i``: they add the linear
+        term ``-C sum s_i (w_{y_i} - w_c) . x_i`` instead of a constraint (for Crammer-Singer at
+        most one per example, whose other constraints must then stay out of ``subset``).
+
+        Variables ``w`` (shape ``(n_classes, n_features)``) and ``xi`` (one per example of the
+        subset for Crammer-Singer, one per constraint for Weston-Watkins); constraints
+        ``margin`` (``m_ic >= 1 - xi``, dual ``alpha_ic >= 0``) and ``slack`` (``xi >= 0``);
+        parameter ``C``. Margins are ``M @ vec(X W^T)`` for a sparse selection ``M``.
+        """
+        n_con = self.rows.size
+        idx = np.arange(n_con) if subset is None else np.asarray(subset, dtype=np.intp).ravel()
+        if idx.size == 0:
+            raise InvalidInputError("subset is empty; give at least one constraint index.")
+        if np.any((idx < 0) | (idx >= n_con)):
+            raise InvalidInputError(f"subset indices must be in [0, {n_con}).")
+        rows, cols = self.rows[idx], self.cols[idx]
+        used, local = np.unique(rows, return_inverse=True)
+        k, m = self.n_classes, idx.size
+        W = cp.Variable((k, self.n_features), name="w")
+        C = cp.Parameter(nonneg=True, value=self.C, name="C")
+        S = self.X[used] @ W.T
+        # vec in column-major order: entry (r, c) of S is at r + c * len(used)
+        sel = sp.csr_matrix(
+            (
+                np.concatenate([np.ones(m), -np.ones(m)]),
+                (
+                    np.concatenate([np.arange(m), np.arange(m)]),
+                    np.concatenate([local + self.y[rows] * used.size, local + cols * used.size]),
+                ),
+            ),
+            shape=(m, used.size * k),
+        )
+        margin = sel @ cp.vec(S, order="F")
+        if self.crammer_singer:
+            xi = cp.Variable(used.size, name="xi")
+            spread = sp.csr_matrix((np.ones(m), (np.arange(m), local)), shape=(m, used.size))
+            constraints = {"margin": margin >= 1 - spread @ xi, "slack": xi >= 0}
+            objective = 0.5 * cp.sum_squares(W) + C * (self.sample_weight[used] @ xi)
+        else:
+            xi = cp.Variable(m, name="xi")
+            constraints = {"margin": margin >= 1 - xi, "slack": xi >= 0}
+            objective = 0.5 * cp.sum_squares(W) + C * (self.sample_weight[rows] @ xi)
+        if at_bound is not None and len(at_bound):
+            objective = objective - C * cp.sum(cp.multiply(self._bound_term(at_bound, used), W))
+        problem = cp.Problem(cp.Minimize(objective), list(constraints.values()))
+        return Model(
+            problem, {"w": W, "xi": xi}, constraints, {"C": C}, None if subset is None else idx
+        )
+
+    def _bound_term(self, at_bound: Any, used: np.ndarray) -> np.ndarray:
+        """``G = sum_{(i,c) in at_bound} s_i x_i (e_{y_i} - e_c)^T``, transposed to ``(k, d)``."""
+        bound = np.asarray(at_bound, dtype=np.intp).ravel()
+        rows, cols = self.rows[bound], self.cols[bound]
+        if self.crammer_singer and (
+            np.unique(rows).size < rows.size or np.intersect1d(rows, used).size
+        ):
+            raise InvalidInputError(
+                "for Crammer-Singer at most one constraint per example can be at its bound "
+                "(alpha_ic = C s_i exhausts the example's budget), and that example's other "
+                "constraints must stay out of the subset."
+            )
+        alpha = np.zeros((self.n_samples, self.n_classes))
+        alpha[rows, cols] = self.sample_weight[rows]
+        return self.expansion(alpha)
+
+    def read_model(self, model: Model) -> Candidate:
+        """Read ``W`` and ``alpha`` (the ``margin`` duals, shape ``(n, k)``) off a solved model."""
+        W = np.asarray(model.variables["w"].value, dtype=np.float64)
+        idx = np.arange(self.rows.size) if model.index is None else model.index
+        alpha = np.zeros((self.n_samples, self.n_classes))
+        duals = np.asarray(model.constraints["margin"].dual_value, dtype=np.float64).ravel()
+        alpha[self.rows[idx], self.cols[idx]] = duals
+        return Candidate(w=W, b=0.0, alpha=alpha)
+
+    def infeasible_error(self) -> Exception | None:
+        """The soft-margin problem is always feasible: no specific error."""
+        return None
+
+    def solution_from(self, cand: Candidate, certificate: Any = None, **fields: Any) -> Solution:
+        """A :class:`~qpsvm.Solution` for ``cand`` with slacks and objective from the data."""
+        W = self.check_w(cand.w) if cand.w is not None else self.expansion(cand.alpha)
+        S = self.scores(W)
+        fields.setdefault("solve_time", 0.0)
+        fields.setdefault("n_iter", 0)
+        return Solution(
+            w=W,
+            b=0.0,
+            xi=self.slacks_from_scores(S),
+            alpha=cand.alpha,
+            objective=float(self.primal_value(_fsum(W * W), S)),
+            certificate=certificate,
+            **fields,
+        )

@@ -1,0 +1,514 @@
+r"""Numba kernels of the online solvers: one subgradient epoch, and the SMO loop.
+
+Subgradient epochs keep ``w = a v`` (a scalar times a vector), so the shrink
+``w <- (1 - eta lambda) w`` and the projection onto a ball are O(1) and a sparse update costs
+``O(nnz(x_i))``, as in Bottou's SGD and scikit-learn's ``SGDClassifier``. The running sum of the
+iterates, for averaging, is kept as ``S = p + beta v``: adding ``delta`` to ``v`` subtracts
+``beta delta`` from ``p`` and each step adds ``a`` to ``beta`` (Xu 2011, "Towards optimal one
+pass large scale learning with averaged stochastic gradient descent").
+
+The scalar state carried across epochs lives in a small float64 array indexed by the ``ST_*``
+constants. Every kernel is compiled once per argument types and cached on disk.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "KIND_GRAM",
+    "KIND_LINEAR",
+    "KIND_POLY",
+    "KIND_RBF",
+    "ST_A",
+    "ST_B",
+    "ST_BETA",
+    "ST_BSUM",
+    "ST_NORM2",
+    "binary_epoch",
+    "data_arrays",
+    "multiclass_epoch",
+    "pair_sq_norms",
+    "row_sq_norms",
+    "smo_loop",
+]
+
+#: Indices of the scalar state of a subgradient run.
+ST_A, ST_B, ST_NORM2, ST_BETA, ST_BSUM = 0, 1, 2, 3, 4
+#: ``a`` is folded into ``v`` when ``|a|`` falls below this (or reaches 0 at Pegasos' first step).
+_RESCALE = 1e-9
+#: Kernel kinds of :func:`smo_loop`.
+KIND_LINEAR, KIND_RBF, KIND_POLY, KIND_GRAM = 0, 1, 2, 3
+#: libsvm's floor on the curvature of a working pair.
+_TAU = 1e-12
+
+
+def data_arrays(X: np.ndarray | sp.csr_matrix, pairs: np.ndarray | None = None) -> tuple:
+    """The matrix argument ``M = (X, data, indices, indptr, sparse, pairs)`` of the kernels.
+
+    ``X`` dense, or ``sparse=True`` with the CSR arrays (``X`` empty); unused arrays are empty.
+    With ``pairs`` (rows ``(i, j)``), example ``p`` is the difference ``x_i - x_j``.
+    """
+    pairs = np.empty((0, 2), dtype=np.int64) if pairs is None else np.asarray(pairs, np.int64)
+    if sp.issparse(X):
+        return np.empty((0, 0)), X.data, X.indices, X.indptr, True, pairs
+    empty = np.empty(0, dtype=np.int32)
+    return np.ascontiguousarray(X), np.empty(0), empty, empty, False, pairs
+
+
+def row_sq_norms(X: np.ndarray | sp.csr_matrix) -> np.ndarray:
+    """``||x_i||^2`` for every row."""
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", X, X)
+
+
+@numba.njit(cache=True, inline="always")
+def _row_dot(i, M, v):  # pragma: no cover - compiled
+    """``v . x_i`` for the row ``i`` of ``M``."""
+    X, data, indices, indptr, sparse, _ = M
+    dot = 0.0
+    if sparse:
+        for p in range(indptr[i], indptr[i + 1]):
+            dot += v[indices[p]] * data[p]
+    else:
+        for j in range(v.shape[0]):
+            dot += v[j] * X[i, j]
+    return dot
+
+
+@numba.njit(cache=True, inline="always")
+def _row_axpy(i, M, c, v):  # pragma: no cover - compiled
+    """``v <- v + c x_i``."""
+    X, data, indices, indptr, sparse, _ = M
+    if sparse:
+        for p in range(indptr[i], indptr[i + 1]):
+            v[indices[p]] += c * data[p]
+    else:
+        for j in range(v.shape[0]):
+            v[j] += c * X[i, j]
+
+
+@numba.njit(cache=True, inline="always")
+def _example_dot(i, M, v):  # pragma: no cover - compiled
+    """``v . z_i``: the row ``x_i``, or ``x_a - x_b`` for the pair ``i = (a, b)``."""
+    pairs = M[5]
+    if pairs.shape[0] > 0:
+        return _row_dot(pairs[i, 0], M, v) - _row_dot(pairs[i, 1], M, v)
+    return _row_dot(i, M, v)
+
+
+@numba.njit(cache=True, inline="always")
+def _example_axpy(i, M, c, v):  # pragma: no cover - compiled
+    """``v <- v + c z_i``."""
+    pairs = M[5]
+    if pairs.shape[0] > 0:
+        _row_axpy(pairs[i, 0], M, c, v)
+        _row_axpy(pairs[i, 1], M, -c, v)
+    else:
+        _row_axpy(i, M, c, v)
+
+
+@numba.njit(cache=True)
+def pair_sq_norms(M, sqnorm, n_features):  # pragma: no cover - compiled
+    """``||x_a - x_b||^2 = ||x_a||^2 + ||x_b||^2 - 2 x_a.x_b`` for every pair ``(a, b)`` of ``M``
+    (``sqnorm``: the rows' squared norms), in ``O(nnz)`` a pair."""
+    pairs = M[5]
+    buf = np.zeros(n_features)
+    out = np.empty(pairs.shape[0])
+    for p in range(pairs.shape[0]):
+        a, b = pairs[p, 0], pairs[p, 1]
+        _row_axpy(a, M, 1.0, buf)
+        cross = _row_dot(b, M, buf)
+        _row_axpy(a, M, -1.0, buf)  # x + (-1) x == 0 exactly: buf is zero again
+        out[p] = max(sqnorm[a] + sqnorm[b] - 2.0 * cross, 0.0)
+    return out
+
+
+@numba.njit(cache=True)
+def _fold(v, avg, a, norm2, beta, average):  # pragma: no cover - compiled
+    """Fold the scale into ``v`` (``v <- a v``, ``a <- 1``) keeping ``w = a v`` and the iterate
+    sum ``S = p + beta v`` (``p <- p + beta v``, ``beta <- 0``); returns ``(a, norm2, beta)``."""
+    if average and beta != 0.0:
+        for j in range(v.shape[0]):
+            avg[j] += beta * v[j]
+    for j in range(v.shape[0]):
+        v[j] *= a
+    return 1.0, norm2 * a * a, 0.0
+
+
+@numba.njit(cache=True)
+def binary_epoch(
+    M, y, s, m, sqnorm, fit_intercept, order, etas, lam, batch, radius, v, avg, state, average
+):  # pragma: no cover - compiled
+    """One pass of (mini-batch) Pegasos over the examples ``order`` of ``M``.
+
+    Step ``t`` (``eta = etas[t]``) on batch ``B``: the violators ``V = {i in B: y_i (w.z_i + b) <
+    m_i}`` are found at the current point, then ``w <- (1 - eta lam) w + eta/|B| sum_V s_i y_i
+    z_i``, ``b <- b + eta/|B| sum_V s_i y_i`` (with an intercept) and, when ``radius > 0``, ``w``
+    is projected onto the ball of that radius (``sqnorm``: ``||z_i||^2``). ``w = a v``;
+    ``state`` holds ``a, b, ||v||^2, beta, sum_t b_t`` and is updated, as are ``v`` and ``avg``
+    (``p``).
+    """
+    a, b = state[ST_A], state[ST_B]
+    norm2, beta, bsum = state[ST_NORM2], state[ST_BETA], state[ST_BSUM]
+    track = radius > 0.0
+    viol = np.empty(batch, dtype=np.int64)
+    coef = np.empty(batch)
+    for step in range(etas.shape[0]):
+        k0 = step * batch
+        k1 = min(k0 + batch, order.shape[0])
+        nv = 0
+        for q in range(k0, k1):
+            i = order[q]
+            if y[i] * (a * _example_dot(i, M, v) + b) < m[i]:
+                viol[nv] = i
+                coef[nv] = s[i] * y[i] / (k1 - k0)
+                nv += 1
+        eta = etas[step]
+        a *= 1.0 - eta * lam
+        if abs(a) < _RESCALE:
+            a, norm2, beta = _fold(v, avg, a, norm2, beta, average)
+        gb = 0.0
+        for r in range(nv):
+            i = viol[r]
+            c = eta * coef[r] / a
+            gb += coef[r]
+            if track:
+                norm2 += 2.0 * c * _example_dot(i, M, v) + c * c * sqnorm[i]
+            _example_axpy(i, M, c, v)
+            if average:
+                _example_axpy(i, M, -c * beta, avg)
+        if fit_intercept:
+            b += eta * gb
+        if track:
+            norm = abs(a) * np.sqrt(max(norm2, 0.0))
+            if norm > radius:
+                a *= radius / norm
+                if abs(a) < _RESCALE:
+                    a, norm2, beta = _fold(v, avg, a, norm2, beta, average)
+        if average:
+            beta += a
+            bsum += b
+    state[ST_A], state[ST_B] = a, b
+    state[ST_NORM2], state[ST_BETA], state[ST_BSUM] = norm2, beta, bsum
+
+
+@numba.njit(cache=True)
+def multiclass_epoch(
+    M,
+    y,
+    s,
+    sqnorm,
+    n_classes,
+    crammer_singer,
+    order,
+    etas,
+    lam,
+    batch,
+    radius,
+    v,
+    avg,
+    state,
+    average,
+):  # pragma: no cover - compiled
+    """One pass of (mini-batch) Pegasos for the multiclass SVM, ``W = a V`` (``v``: ``V``
+    flattened row by row, one row per class).
+
+    At the current point, example ``i`` with scores ``S_c = w_c . x_i`` contributes the pairs
+    ``(y_i, c)`` with ``1 - (S_{y_i} - S_c) > 0``: only the arg-max class ``c`` (smallest index on
+    ties) for Crammer-Singer, every such class for Weston-Watkins. The step is ``W <- (1 - eta
+    lam) W + eta/|B| sum s_i x_i (e_{y_i} - e_c)^T`` — the true class pulled towards ``x_i``, the
+    violating class pushed away — then the optional projection onto ``||W||_F <= radius``.
+    """
+    d = v.shape[0] // n_classes
+    V = v.reshape((n_classes, d))
+    P = avg.reshape((n_classes, d)) if average else avg.reshape((1, avg.shape[0]))
+    a = state[ST_A]
+    norm2, beta = state[ST_NORM2], state[ST_BETA]
+    track = radius > 0.0
+    cap = batch * (n_classes - 1)
+    rec_i = np.empty(cap, dtype=np.int64)
+    rec_c = np.empty(cap, dtype=np.int64)
+    rec_w = np.empty(cap)
+    scores = np.empty(n_classes)
+    for step in range(etas.shape[0]):
+        k0 = step * batch
+        k1 = min(k0 + batch, order.shape[0])
+        nv = 0
+        for q in range(k0, k1):
+            i = order[q]
+            yi = y[i]
+            for c in range(n_classes):
+                scores[c] = a * _row_dot(i, M, V[c])
+            worst = -1
+            for c in range(n_classes):
+                if c == yi or 1.0 - (scores[yi] - scores[c]) <= 0.0:
+                    continue
+                if not crammer_singer:
+                    rec_i[nv], rec_c[nv], rec_w[nv] = i, c, s[i] / (k1 - k0)
+                    nv += 1
+                elif worst < 0 or scores[c] > scores[worst]:
+                    worst = c
+            if worst >= 0:
+                rec_i[nv], rec_c[nv], rec_w[nv] = i, worst, s[i] / (k1 - k0)
+                nv += 1
+        eta = etas[step]
+        a *= 1.0 - eta * lam
+        if abs(a) < _RESCALE:
+            a, norm2, beta = _fold(v, avg, a, norm2, beta, average)
+        for r in range(nv):
+            i = rec_i[r]
+            c = eta * rec_w[r] / a
+            for row, sign in ((y[i], 1.0), (rec_c[r], -1.0)):
+                if track:
+                    norm2 += 2.0 * sign * c * _row_dot(i, M, V[row]) + c * c * sqnorm[i]
+                _row_axpy(i, M, sign * c, V[row])
+                if average:
+                    _row_axpy(i, M, -sign * c * beta, P[row])
+        if track:
+            norm = abs(a) * np.sqrt(max(norm2, 0.0))
+            if norm > radius:
+                a *= radius / norm
+                if abs(a) < _RESCALE:
+                    a, norm2, beta = _fold(v, avg, a, norm2, beta, average)
+        if average:
+            beta += a
+    state[ST_A], state[ST_NORM2], state[ST_BETA] = a, norm2, beta
+
+
+# --------------------------------------------------------------------------------- SMO
+@numba.njit(cache=True)
+def _kernel_row(i, M, kern, out, buf):  # pragma: no cover - compiled
+    """``out[t] = k(x_i, x_t)`` for every training point ``t``; ``kern = (kind, sqnorm, gamma,
+    coef0, degree, gram)`` (linear, rbf or poly)."""
+    kind, sqnorm, gamma, coef0, degree, _ = kern
+    n = out.shape[0]
+    if M[4]:
+        _row_axpy(i, M, 1.0, buf)
+        for t in range(n):
+            out[t] = _row_dot(t, M, buf)
+        _row_axpy(i, M, -1.0, buf)
+    else:
+        out[:] = np.dot(M[0], M[0][i])
+    if kind == KIND_RBF:
+        for t in range(n):
+            out[t] = np.exp(-gamma * max(sqnorm[i] + sqnorm[t] - 2.0 * out[t], 0.0))
+    elif kind == KIND_POLY:
+        for t in range(n):
+            out[t] = (gamma * out[t] + coef0) ** degree
+
+
+@numba.njit(cache=True)
+def _get_row(i, M, kern, cache, clock):  # pragma: no cover - compiled
+    """Row ``i`` of the kernel matrix: from ``gram``, or from the LRU ``cache = (rows, slot_of,
+    owner, stamp, buf, stats)`` (``stats``: hits, misses)."""
+    if kern[0] == KIND_GRAM:
+        return kern[5][i]
+    rows, slot_of, owner, stamp, buf, stats = cache
+    slot = slot_of[i]
+    if slot >= 0:
+        stamp[slot] = clock
+        stats[0] += 1
+        return rows[slot]
+    slot = 0
+    for k in range(1, stamp.shape[0]):
+        if stamp[k] < stamp[slot]:
+            slot = k
+    if owner[slot] >= 0:
+        slot_of[owner[slot]] = -1
+    _kernel_row(i, M, kern, rows[slot], buf)
+    owner[slot] = i
+    slot_of[i] = slot
+    stamp[slot] = clock
+    stats[1] += 1
+    return rows[slot]
+
+
+@numba.njit(cache=True)
+def _pair_step(i, j, Ki, Kj, y, U, alpha, G, diag):  # pragma: no cover - compiled
+    """libsvm's analytic update of ``(alpha_i, alpha_j)`` under ``y.alpha`` fixed, clipped to
+    the box, followed by the gradient update ``G += Q_i da_i + Q_j da_j``."""
+    Ci, Cj = U[i], U[j]
+    ai, aj = alpha[i], alpha[j]
+    quad = diag[i] + diag[j] - 2.0 * Ki[j]
+    if quad <= 0.0:
+        quad = _TAU
+    if y[i] != y[j]:
+        delta = (-G[i] - G[j]) / quad
+        diff = ai - aj
+        alpha[i] = ai + delta
+        alpha[j] = aj + delta
+        if diff > 0.0:
+            if alpha[j] < 0.0:
+                alpha[j] = 0.0
+                alpha[i] = diff
+        elif alpha[i] < 0.0:
+            alpha[i] = 0.0
+            alpha[j] = -diff
+        if diff > Ci - Cj:
+            if alpha[i] > Ci:
+                alpha[i] = Ci
+                alpha[j] = Ci - diff
+        elif alpha[j] > Cj:
+            alpha[j] = Cj
+            alpha[i] = Cj + diff
+    else:
+        delta = (G[i] - G[j]) / quad
+        total = ai + aj
+        alpha[i] = ai - delta
+        alpha[j] = aj + delta
+        if total > Ci:
+            if alpha[i] > Ci:
+                alpha[i] = Ci
+                alpha[j] = total - Ci
+        elif alpha[j] < 0.0:
+            alpha[j] = 0.0
+            alpha[i] = total
+        if total > Cj:
+            if alpha[j] > Cj:
+                alpha[j] = Cj
+                alpha[i] = total - Cj
+        elif alpha[i] < 0.0:
+            alpha[i] = 0.0
+            alpha[j] = total
+    di = (alpha[i] - ai) * y[i]
+    dj = (alpha[j] - aj) * y[j]
+    for t in range(G.shape[0]):
+        G[t] += y[t] * (Ki[t] * di + Kj[t] * dj)
+
+
+@numba.njit(cache=True)
+def _select_i(y, U, alpha, G):  # pragma: no cover - compiled
+    """``i = argmax_{t in I_up} -y_t G_t`` and that maximum (``-1, -inf`` if ``I_up`` is empty)."""
+    gmax = -np.inf
+    i = -1
+    for t in range(y.shape[0]):
+        up = (alpha[t] < U[t]) if y[t] > 0 else (alpha[t] > 0.0)
+        if up and -y[t] * G[t] >= gmax:
+            gmax = -y[t] * G[t]
+            i = t
+    return i, gmax
+
+
+@numba.njit(cache=True)
+def _select_j(i, gmax, Ki, y, U, alpha, G, diag, second_order):  # pragma: no cover - compiled
+    """The partner ``j`` in ``I_low`` (maximal violation or second-order decrease) and the
+    violation ``max_{I_up} -yG - min_{I_low} -yG``."""
+    gmax2 = -np.inf
+    j = -1
+    best = np.inf
+    for t in range(y.shape[0]):
+        low = (alpha[t] > 0.0) if y[t] > 0 else (alpha[t] < U[t])
+        if not low:
+            continue
+        ygt = y[t] * G[t]
+        if ygt >= gmax2:
+            gmax2 = ygt
+            if not second_order:
+                j = t
+        if second_order and gmax + ygt > 0.0:
+            quad = diag[i] + diag[t] - 2.0 * Ki[t]
+            obj = -((gmax + ygt) ** 2) / (quad if quad > 0.0 else _TAU)
+            if obj <= best:
+                best = obj
+                j = t
+    return j, gmax + gmax2
+
+
+@numba.njit(cache=True)
+def _select_single(U, alpha, G, diag, second_order):  # pragma: no cover - compiled
+    """Without the balance constraint: the coordinate to move, its step and the largest
+    projected gradient."""
+    violation = 0.0
+    i = -1
+    best = 0.0
+    step = 0.0
+    for t in range(G.shape[0]):
+        g = G[t]
+        if g < 0.0 and alpha[t] < U[t]:
+            pg = -g
+        elif g > 0.0 and alpha[t] > 0.0:
+            pg = g
+        else:
+            continue
+        violation = max(violation, pg)
+        q = diag[t] if diag[t] > _TAU else _TAU
+        dt = min(max(alpha[t] - g / q, 0.0), U[t]) - alpha[t]
+        score = -(g * dt + 0.5 * diag[t] * dt * dt) if second_order else pg
+        if score > best:
+            best = score
+            i = t
+            step = dt
+    return i, step, violation
+
+
+@numba.njit(cache=True)
+def smo_loop(
+    M,
+    n_features,
+    kern,
+    n_rows,
+    y,
+    U,
+    diag,
+    alpha,
+    G,
+    tol,
+    max_iter,
+    second_order,
+    intercept,
+    stats,
+):  # pragma: no cover - compiled
+    """SMO on ``min 1/2 a^T Q a - m.a`` over ``0 <= a <= U`` (and ``y.a`` fixed with an
+    intercept), ``Q_ij = y_i y_j K_ij``; ``G`` holds the gradient ``Q a - m`` and is updated.
+
+    With an intercept, the working pair is libsvm's (Fan, Chen and Lin 2005): ``i`` maximises
+    ``-y_t G_t`` over ``I_up``, ``j`` minimises it over ``I_low`` (``second_order=False``) or
+    maximises the second-order decrease ``b_ij^2 / (K_ii + K_jj - 2 K_ij)``; the loop stops when
+    ``max_{I_up} -yG - min_{I_low} -yG < tol``. Without one, a single coordinate moves (largest
+    projected gradient, or largest exact decrease) until every projected gradient is below
+    ``tol``. ``kern = (kind, sqnorm, gamma, coef0, degree, gram)``; rows not in ``gram`` are
+    kept in an LRU cache of ``n_rows >= 2`` rows (row ``i`` survives the miss on ``j``: it is
+    the most recently used).
+
+    Returns ``(iterations, violation)``; ``stats`` receives cache hits and misses.
+    """
+    n = y.shape[0]
+    cache = (
+        np.empty((n_rows, n)),
+        -np.ones(n, dtype=np.int64),
+        -np.ones(n_rows, dtype=np.int64),
+        -np.ones(n_rows, dtype=np.int64),
+        np.zeros(n_features if M[4] else 1),
+        stats,
+    )
+    it = 0
+    violation = np.inf
+    while it < max_iter:
+        if intercept:
+            i, gmax = _select_i(y, U, alpha, G)
+            if i < 0:
+                violation = 0.0
+                break
+            Ki = _get_row(i, M, kern, cache, it)
+            j, violation = _select_j(i, gmax, Ki, y, U, alpha, G, diag, second_order)
+            if j < 0 or violation < tol:
+                break
+            Kj = _get_row(j, M, kern, cache, it)
+            _pair_step(i, j, Ki, Kj, y, U, alpha, G, diag)
+        else:
+            i, step, violation = _select_single(U, alpha, G, diag, second_order)
+            if i < 0 or violation < tol:
+                break
+            Ki = _get_row(i, M, kern, cache, it)
+            old = alpha[i]
+            new = old + step
+            alpha[i] = 0.0 if new <= 0.0 else (U[i] if new >= U[i] else new)
+            di = (alpha[i] - old) * y[i]
+            for t in range(n):
+                G[t] += y[t] * Ki[t] * di
+        it += 1
+    return it, violation

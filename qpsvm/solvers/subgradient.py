@@ -1,0 +1,402 @@
+r"""Online (stochastic) subgradient descent: Pegasos and its variants.
+
+The solver minimises the per-example form of the primal. Dividing qpsvm's objective by ``C n``,
+
+.. math::
+
+    \frac{1}{C n}\Big(\tfrac12\|w\|^2 + C\sum_{i=1}^n s_i\,\ell_i(w, b)\Big)
+    = \frac{\lambda}{2}\|w\|^2 + \frac1n\sum_{i=1}^n s_i\,\ell_i(w, b),
+    \qquad \lambda = \frac{1}{C n},
+
+with the hinge ``l_i = max(0, m_i - y_i (w.x_i + b))``: the two problems have the same minimiser,
+and their suboptimalities differ by the factor ``C n`` (the inverse conversion, from Pegasos' or
+``SGDClassifier``'s ``lambda`` to ``C``, is :func:`qpsvm.conventions.C_from_pegasos`). Step ``t``
+picks a batch ``B`` (shuffled epochs: a fresh permutation each pass) and moves along the
+stochastic subgradient
+
+.. math::
+
+    g_t = \lambda w_t - \frac{1}{|B|}\sum_{i\in B,\ \ell_i > 0} s_i y_i x_i, \qquad
+    w_{t+1} = \Pi_R\big(w_t - \eta_t g_t\big),
+
+with ``b`` (free, unregularised) updated by its own subgradient ``-1/|B| sum s_i y_i``. Step sizes:
+``"pegasos"`` ``eta_t = 1/(lambda t)`` (Shalev-Shwartz, Singer, Srebro and Cotter 2011),
+``"sqrt"`` ``eta_t = eta0 / sqrt(t)``, or a callable. ``Pi_R`` is the optional projection onto the
+ball ``||w|| <= R`` that contains ``w*``.
+
+The ranking SVM runs the same update on the pair differences ``x_i - x_j`` (label ``+1``, no
+intercept), never formed. The multiclass SVM updates rows of ``W``: for an example with a
+violated margin, the true class moves towards ``x_i`` and the arg-max class away from it
+(Crammer-Singer), or every violating class does (Weston-Watkins).
+
+The inner loop over samples is a numba kernel (:mod:`qpsvm.solvers._online_kernels`); Python only
+runs once per epoch (shuffling, the step sizes of the epoch, the exact objective for the history).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+
+from qpsvm.exceptions import InvalidInputError, InvalidTypeError
+from qpsvm.formulations.binary import BinaryFormulation
+from qpsvm.formulations.model import Candidate
+from qpsvm.formulations.multiclass import MulticlassSVM
+from qpsvm.formulations.ranking import PairDifferences
+from qpsvm.solution import History, Solution
+from qpsvm.solvers import _online_kernels as kernels
+
+__all__ = ["STEPS", "pegasos_bound", "solve_subgradient", "step_sizes"]
+
+logger = logging.getLogger("qpsvm")
+
+#: Named step-size schedules.
+STEPS = ("pegasos", "sqrt")
+
+StepRule = str | Callable[[np.ndarray], Any]
+
+
+def step_sizes(step: StepRule, t: np.ndarray, lam: float, eta0: float = 1.0) -> np.ndarray:
+    r"""Step sizes ``eta_t`` for the step indices ``t = 1, 2, ...``.
+
+    ``"pegasos"``: :math:`\eta_t = 1/(\lambda t)`; ``"sqrt"``: :math:`\eta_t = \eta_0/\sqrt t`; a
+    callable receives the int64 array ``t`` and returns the step sizes (an array of the same
+    shape, or one number), e.g. ``lambda t: 0.1 / t**0.75``.
+
+    Raises
+    ------
+    InvalidInputError
+        Unknown name, or a callable returning non-finite or non-positive steps.
+    """
+    if isinstance(step, str):
+        if step == "pegasos":
+            return 1.0 / (lam * t)
+        if step == "sqrt":
+            return eta0 / np.sqrt(t)
+        raise InvalidInputError(
+            f"unknown step {step!r}; choose one of {STEPS} or a callable t -> eta."
+        )
+    if not callable(step):
+        raise InvalidTypeError(
+            f"step must be one of {STEPS} or a callable t -> eta; got {type(step).__name__}."
+        )
+    try:
+        etas = np.broadcast_to(np.asarray(step(t), dtype=np.float64), t.shape)
+    except ValueError as exc:
+        raise InvalidInputError(
+            "the step callable must accept the int64 array of step indices t and return an "
+            f"array of the same shape (or one number): {exc}"
+        ) from None
+    if not np.all(np.isfinite(etas) & (etas > 0)):
+        raise InvalidInputError(
+            "the step callable returned a step size that is not finite and > 0."
+        )
+    return np.ascontiguousarray(etas)
+
+
+def pegasos_bound(lam: float, G: float, T: int | np.ndarray) -> float | np.ndarray:
+    r"""The lectures' rate for Pegasos steps, in qpsvm's objective scale.
+
+    For a :math:`\lambda`-strongly convex objective whose stochastic subgradients have norm at
+    most :math:`G`, steps :math:`1/(\lambda t)` give (in expectation, for the average of the
+    first :math:`T` iterates)
+
+    .. math::
+
+        F(\bar w_T) - F^* \le \frac{G^2 (1 + \log T)}{\lambda T}
+
+    (Shalev-Shwartz et al. 2011 prove it with an extra factor 1/2). qpsvm's objective is
+    ``P = C n F = F / lambda``, so the bound returned, on ``P - P*``, is
+    ``G^2 (1 + log T) / (lambda^2 T)``.
+    """
+    T = np.asarray(T, dtype=np.float64)
+    bound = G**2 * (1.0 + np.log(T)) / (lam**2 * T)
+    return float(bound) if bound.ndim == 0 else bound
+
+
+@dataclass
+class OnlineProblem:
+    """What the generic epoch loop needs from a formulation.
+
+    Attributes
+    ----------
+    n : int
+        Number of terms the per-example objective averages over (samples, pairs).
+    C : float
+        Slack penalty; ``lambda = 1/(C n)``.
+    shape : tuple of int
+        Shape of ``w``.
+    radius : float
+        A bound ``R >= ||w*||`` (the projection radius).
+    loss_bound : float
+        A bound ``S`` on the norm of the loss part of a stochastic subgradient, ``||s_i y_i x_i||``.
+    fit_intercept : bool
+        Whether a free intercept ``b`` is updated too.
+    epoch : callable
+        ``epoch(order, etas, lam, batch, radius, v, avg, state, average)`` runs one pass of the
+        numba kernel over the examples in ``order`` with step sizes ``etas``.
+    """
+
+    n: int
+    C: float
+    shape: tuple[int, ...]
+    radius: float
+    loss_bound: float
+    fit_intercept: bool
+    epoch: Callable[..., None]
+
+
+def binary_problem(f: BinaryFormulation) -> OnlineProblem:
+    r"""The binary soft-margin SVM as an online problem (also the ranking SVM: a binary SVM
+    without intercept on the pair differences ``z_p = x_i - x_j``, never formed: the kernel
+    reads the two item rows).
+
+    Radius: at the optimum ``||w*||^2 = sum_i m_i alpha_i - C sum_i s_i xi_i <= C sum_i s_i m_i``
+    (strong duality ``P* = D*`` and ``0 <= alpha_i <= C s_i``), so ``R = sqrt(C sum_i s_i m_i)``;
+    with ``s = m = 1`` it is Pegasos' ``sqrt(C n) = 1/sqrt(lambda)``. The loss part of a
+    subgradient is bounded by ``S = max_i s_i ||x_i||``.
+    """
+    if not math.isfinite(f.C):
+        raise InvalidInputError(
+            "the hard margin has no finite lambda = 1/(C n), so it has no subgradient method; "
+            "use SoftMarginPrimal with a large C (or method='qp' for the exact hard margin)."
+        )
+    if not f.linear:
+        raise InvalidInputError(
+            f"method='subgradient' works on the primal and needs an explicit w; the "
+            f"{f.kernel.name!r} kernel has none. Use method='smo' or method='qp'."
+        )
+    y, s, m = f.y, f.sample_weight, f.margin
+    if isinstance(f.X, PairDifferences):
+        M = kernels.data_arrays(f.items, f.pairs)
+        sqnorm = kernels.pair_sq_norms(M, kernels.row_sq_norms(f.items), f.n_features)
+    else:
+        M = kernels.data_arrays(f.X)
+        sqnorm = kernels.row_sq_norms(f.X)
+    radius = math.sqrt(f.C * float(s @ m))
+    loss_bound = float(np.max(s * np.sqrt(sqnorm)))
+    return OnlineProblem(
+        n=f.n_samples,
+        C=float(f.C),
+        shape=(f.n_features,),
+        radius=radius,
+        loss_bound=loss_bound,
+        fit_intercept=f.fit_intercept,
+        epoch=partial(kernels.binary_epoch, M, y, s, m, sqnorm, f.fit_intercept),
+    )
+
+
+def multiclass_problem(f: MulticlassSVM) -> OnlineProblem:
+    r"""The multiclass SVM (Crammer-Singer or Weston-Watkins) as an online problem.
+
+    Radius: ``||W*||_F^2 = sum_ic alpha_ic - C sum_i s_i loss_i <= sum_ic alpha_ic``, at most
+    ``C sum_i s_i`` (Crammer-Singer: ``sum_c alpha_ic <= C s_i``) or ``C (k - 1) sum_i s_i``
+    (Weston-Watkins); ``R`` is its square root. The
+    loss part of a subgradient, ``s_i x_i (e_{y_i} - e_c)^T`` summed over the violating classes
+    ``c``, has norm at most ``S = max_i s_i ||x_i||`` times ``sqrt 2`` (one class) or
+    ``sqrt(k (k - 1))`` (up to ``k - 1`` classes).
+    """
+    k = f.n_classes
+    radius = math.sqrt(f.C * float(np.sum(f.sample_weight)) * (1 if f.crammer_singer else k - 1))
+    sqnorm = kernels.row_sq_norms(f.X)
+    factor = math.sqrt(2.0) if f.crammer_singer else math.sqrt(k * (k - 1))
+    return OnlineProblem(
+        n=f.n_samples,
+        C=float(f.C),
+        shape=(k, f.n_features),
+        radius=radius,
+        loss_bound=factor * float(np.max(f.sample_weight * np.sqrt(sqnorm))),
+        fit_intercept=False,
+        epoch=partial(
+            kernels.multiclass_epoch,
+            kernels.data_arrays(f.X),
+            f.y.astype(np.int64),
+            f.sample_weight,
+            sqnorm,
+            k,
+            f.crammer_singer,
+        ),
+    )
+
+
+def online_problem(f: Any) -> OnlineProblem:
+    """The :class:`OnlineProblem` of a formulation, or a clear error if it has none."""
+    if isinstance(f, BinaryFormulation):
+        return binary_problem(f)
+    if isinstance(f, MulticlassSVM):
+        return multiclass_problem(f)
+    raise InvalidTypeError(
+        f"method='subgradient' does not support {type(f).__name__}; it supports the binary "
+        "soft-margin, ranking and multiclass formulations."
+    )
+
+
+def _check_count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise InvalidTypeError(f"{name} must be an integer >= 1; got {type(value).__name__}.")
+    if value < 1:
+        raise InvalidInputError(f"{name} must be >= 1; got {value}.")
+    return int(value)
+
+
+def solve_subgradient(
+    f: Any,
+    solver: str | None = None,
+    *,
+    epochs: int = 10,
+    step: StepRule = "pegasos",
+    eta0: float = 1.0,
+    average: bool = False,
+    batch_size: int = 1,
+    projection: bool = False,
+    random_state: Any = None,
+    record_gap: bool = False,
+) -> Solution:
+    r"""Approximate solve by online subgradient descent (Pegasos and variants).
+
+    Minimises :math:`\frac\lambda2\|w\|^2 + \frac1n\sum_i s_i\,\ell_i(w,b)` with
+    :math:`\lambda = 1/(C n)`, which is qpsvm's :math:`\frac12\|w\|^2 + C\sum_i s_i\xi_i` divided by
+    :math:`C n` (same minimiser; see :mod:`qpsvm.solvers.subgradient`).
+
+    Parameters
+    ----------
+    f : Formulation
+        :class:`~qpsvm.SoftMarginPrimal` (or :class:`~qpsvm.SoftMarginDual` with the linear
+        kernel, solved on its primal).
+    solver : None
+        Online methods use no CVXPY solver; passing one is an error.
+    epochs : int, default=10
+        Passes over the data, each in a fresh random order.
+    step : {"pegasos", "sqrt"} or callable, default="pegasos"
+        ``1/(lambda t)``, ``eta0/sqrt(t)``, or ``step(t) -> eta`` called on the array of step
+        indices of an epoch (see :func:`step_sizes`).
+    eta0 : float, default=1.0
+        Scale of the ``"sqrt"`` schedule.
+    average : bool, default=False
+        Return the average of all iterates ``(1/T) sum_t (w_t, b_t)`` instead of the last one.
+    batch_size : int, default=1
+        Samples per step (at most ``n``: a full batch is the deterministic subgradient method);
+        the subgradient is averaged over the batch, so ``T = epochs * ceil(n / batch_size)``
+        steps are taken.
+    projection : bool, default=False
+        Project ``w`` onto the ball of radius ``R >= ||w*||`` after each step (for the binary SVM
+        ``R^2 = C sum_i s_i m_i``, i.e. Pegasos' ``1/sqrt(lambda)`` when
+        ``s = m = 1``); ``b`` is not projected.
+    random_state : int, numpy.random.Generator or None
+        Seed of the shuffling; equal seeds give identical runs.
+    record_gap : bool, default=False
+        Certify the iterate after each epoch (``f.certify``) and store the certified gap in
+        ``history.gap``; the last certificate is attached to the solution.
+
+    Returns
+    -------
+    Solution
+        ``w``, ``b``, slacks and the exact primal objective of the returned iterate;
+        ``alpha=None``; ``status="max_epochs"``; ``history`` per epoch. ``info`` holds
+        ``lambda``, ``steps`` (``T``), ``radius`` (``R``), ``G`` and ``theory_bound``: the
+        lectures' ``G^2 (1 + log T)/(lambda T)`` in qpsvm's scale (:func:`pegasos_bound`) for
+        Pegasos steps without an intercept, where the objective is strongly convex in every
+        variable; ``None`` otherwise. ``G = S + lambda max_t ||w_t||`` bounds the norm of the
+        stochastic subgradients, with ``S`` the bound on their loss part (``max_i s_i ||x_i||``
+        for the binary SVM) and ``||w_t|| <= S/lambda`` when every ``eta_t lambda <= 1`` (always
+        for Pegasos: ``G = 2 S``), ``||w_t|| <= R`` with the projection; ``None`` when neither
+        applies.
+        ``backend_time`` is the time spent in the numba epochs (the rest of ``solve_time`` is
+        the history's exact objectives and certificates).
+
+    Raises
+    ------
+    InvalidInputError
+        A solver was named, a bad argument, a hard margin or a nonlinear kernel.
+    """
+    if solver is not None:
+        raise InvalidInputError(
+            f"method='subgradient' uses no CVXPY solver; got solver={solver!r}. Drop it (or use "
+            "method='qp' to solve exactly with that solver)."
+        )
+    epochs = _check_count(epochs, "epochs")
+    batch_size = _check_count(batch_size, "batch_size")
+    if isinstance(eta0, bool) or not isinstance(eta0, Real) or not 0 < eta0 < math.inf:
+        raise InvalidInputError(f"eta0 must be a finite number > 0; got {eta0!r}.")
+    prob = online_problem(f)
+    batch_size = min(batch_size, prob.n)
+    lam = 1.0 / (prob.C * prob.n)
+    rng = np.random.default_rng(random_state)
+    steps_per_epoch = -(-prob.n // batch_size)
+    size = math.prod(prob.shape)
+    v = np.zeros(size)
+    avg = np.zeros(size if average else 1)
+    state = np.array([1.0, 0.0, 0.0, 0.0, 0.0])
+    radius = prob.radius if projection else 0.0
+    history = History(
+        iteration=np.zeros(epochs, dtype=np.int64),
+        objective=np.zeros(epochs),
+        time=np.zeros(epochs),
+        gap=np.zeros(epochs) if record_gap else None,
+    )
+    certificate = None
+    t = 0
+    kernel_time = eta_max = 0.0
+    start = time.perf_counter()
+    for e in range(epochs):
+        order = rng.permutation(prob.n)
+        etas = step_sizes(step, np.arange(t + 1, t + steps_per_epoch + 1), lam, eta0)
+        eta_max = max(eta_max, float(etas.max()))
+        state[kernels.ST_NORM2] = float(v @ v)
+        tick = time.perf_counter()
+        prob.epoch(order, etas, lam, batch_size, radius, v, avg, state, bool(average))
+        kernel_time += time.perf_counter() - tick
+        t += steps_per_epoch
+        if average:
+            w = (avg + state[kernels.ST_BETA] * v) / t
+            b = state[kernels.ST_BSUM] / t
+        else:
+            w = state[kernels.ST_A] * v
+            b = state[kernels.ST_B]
+        w = w.reshape(prob.shape)
+        history.iteration[e] = t
+        if e < epochs - 1:  # the last objective is the solution's, computed once below
+            history.objective[e] = f.objective(w, b)
+            logger.debug("subgradient epoch %d: objective %.10g", e + 1, history.objective[e])
+        if record_gap:
+            certificate = f.certify(w=w, b=b)
+            history.gap[e] = certificate.gap
+        history.time[e] = time.perf_counter() - start
+    # ||w_t|| <= S / lambda while every eta_t lambda <= 1 (w_{t+1} is then a convex combination
+    # of w_t and a vector of norm <= S / lambda), and <= R with the projection
+    w_bound = min(
+        prob.radius if projection else math.inf,
+        prob.loss_bound / lam if eta_max * lam <= 1.0 + 1e-12 else math.inf,
+    )
+    G = prob.loss_bound + lam * w_bound if math.isfinite(w_bound) else None
+    pegasos = isinstance(step, str) and step == "pegasos"
+    theory = pegasos_bound(lam, G, t) if pegasos and not prob.fit_intercept else None
+    solution = f.solution_from(
+        Candidate(w=w, b=b),
+        certificate,
+        solver="subgradient",
+        status="max_epochs",
+        n_iter=epochs,
+        history=history,
+        info={
+            "lambda": lam,
+            "steps": t,
+            "radius": prob.radius,
+            "G": G,
+            "theory_bound": theory,
+            "step": step if isinstance(step, str) else "callable",
+            "average": bool(average),
+            "batch_size": batch_size,
+            "backend_time": kernel_time,
+        },
+    )
+    history.objective[-1] = solution.objective
+    return solution

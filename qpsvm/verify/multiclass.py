@@ -1,0 +1,234 @@
+r"""Certificates for the multiclass SVMs (Crammer-Singer and Weston-Watkins).
+
+Sign conventions, written down once here for :class:`~qpsvm.MulticlassSVM`. The constraint
+``(i, c)``, ``c != y_i``, reads :math:`m_{ic} = (w_{y_i} - w_c)\cdot x_i \ge 1 - \xi` with
+:math:`\xi = \xi_i` (Crammer-Singer) or :math:`\xi_{ic}` (Weston-Watkins); its multiplier
+:math:`\alpha_{ic} \ge 0` is the CVXPY dual value of the ``margin`` constraint, stored at
+``alpha[i, c]`` of an ``(n_samples, n_classes)`` array whose entries ``alpha[i, y_i]`` are 0.
+Minimising the Lagrangian over ``W`` gives stationarity :math:`W = A^T X` with
+:math:`A_{ic} = [c = y_i]\sum_{c'}\alpha_{ic'} - \alpha_{ic}`, and the dual
+
+.. math::
+
+    D(\alpha) = \sum_{i,c \ne y_i} \alpha_{ic} - \tfrac12 \|A^T X\|_F^2,
+
+over :math:`\{\alpha_i \ge 0,\ \sum_c \alpha_{ic} \le C s_i\}` (Crammer-Singer: minimising over
+:math:`\xi_i \ge 0` leaves the multiplier :math:`C s_i - \sum_c \alpha_{ic} \ge 0` of
+:math:`\xi_i \ge 0`) or :math:`\{0 \le \alpha_{ic} \le C s_i\}` (Weston-Watkins, multiplier
+:math:`C s_i - \alpha_{ic}` of :math:`\xi_{ic} \ge 0`). Weak duality gives
+:math:`D(\alpha) \le P^* \le P(W)` for every feasible ``alpha``; ``P`` is 1-strongly convex in
+``W``, so :math:`\|W - W^*\|_F \le \sqrt{2\,\mathrm{gap}}`.
+
+The dual point of a certificate is the best of the candidate's own ``alpha`` projected onto the
+feasible set and of points built from a bare ``W``: at several thresholds ``t``, the constraints
+with residual :math:`m_{ic} - 1 + \xi \le t` are tight; a violated constraint (slack above ``t``)
+that is the example's only tight one gets :math:`\alpha_{ic} = C s_i`; the other tight ones are
+fitted by bounded least squares to :math:`W = A^T X` (for Crammer-Singer examples with several
+tight violated classes, with the budget :math:`\sum_c \alpha_{ic} = C s_i` as an extra equation),
+then projected. This makes the gap tight for any candidate near the optimum, e.g. scikit-learn's
+``LinearSVC(multi_class="crammer_singer", fit_intercept=False)``. The search stops as soon as the
+relative gap is below :data:`GOOD_ENOUGH` times the tolerance.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import lsq_linear
+
+from qpsvm.exceptions import InvalidInputError, InvalidTypeError
+from qpsvm.formulations.model import Candidate
+from qpsvm.verify.binary import MARGIN_TAUS, MAX_MARGIN_SET
+from qpsvm.verify.candidates import _check_classes, _fitted, read_candidate
+from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, relative
+
+__all__ = ["GOOD_ENOUGH", "certify_multiclass", "dual_points", "read_multiclass_candidate"]
+
+#: The search for a better dual point stops once the relative gap is below this fraction of the
+#: certificate's tolerance (its answer is then exact far beyond what was asked).
+GOOD_ENOUGH = 1e-3
+
+
+def _fsum(a: np.ndarray) -> float:
+    return math.fsum(np.ravel(a).tolist())
+
+
+def _slack_matrix(f: Any, xi: np.ndarray) -> np.ndarray:
+    """Slacks broadcast to ``(n, k)``: ``xi_i`` per row (Crammer-Singer) or ``xi_ic``."""
+    return xi[:, None] if xi.ndim == 1 else xi
+
+
+def _fit_tight(
+    f: Any, alpha: np.ndarray, free: np.ndarray, budget: np.ndarray, W: np.ndarray
+) -> None:
+    """Fit ``alpha[free]`` in ``[0, C s_i]`` to ``W = A^T X`` by bounded least squares, in place
+    (one unconstrained solve when its answer is in the box, as it is near an optimum).
+
+    ``budget`` marks (Crammer-Singer) examples whose free entries must sum to ``C s_i``; each adds
+    one weighted equation.
+    """
+    fi, fc = np.nonzero(free)
+    k, d = f.n_classes, f.n_features
+    XF = f.X[fi]
+    XF = XF.toarray() if sp.issparse(XF) else np.asarray(XF)
+    cols = np.arange(fi.size)
+    A = np.zeros((k, d, fi.size))
+    A[f.y[fi], :, cols] = XF
+    A[fc, :, cols] = -XF
+    A = A.reshape(k * d, fi.size)
+    target = (W - f.expansion(alpha)).ravel()
+    ex = np.flatnonzero(budget)
+    if ex.size:
+        weight = max(1.0, float(np.sqrt(np.max(np.sum(A * A, axis=0)))))
+        member = (fi[None, :] == ex[:, None]).astype(np.float64)
+        A = np.vstack([A, weight * member])
+        target = np.append(target, weight * f.upper[ex])
+    upper = f.upper[fi]
+    x = np.linalg.lstsq(A, target, rcond=None)[0]
+    if np.any(x < 0) or np.any(x > upper):
+        # the unconstrained fit leaves the box: solve the bounded problem
+        x = lsq_linear(
+            A,
+            target,
+            bounds=(np.zeros(fi.size), upper),
+            tol=1e-13,
+            lsmr_tol="auto",
+            method="bvls" if fi.size <= 300 else "trf",
+        ).x
+    alpha[fi, fc] = x
+
+
+def dual_points(f: Any, margins: np.ndarray, xi: np.ndarray, W: np.ndarray) -> Iterator[np.ndarray]:
+    """Dual-feasible points built from the margins ``m_ic`` and exact slacks of a candidate ``W``.
+
+    See the module docstring; one point per distinct set of tight constraints over
+    :data:`~qpsvm.verify.binary.MARGIN_TAUS`, generated lazily (smallest threshold first) so that
+    the certificate can stop once a point is good enough.
+    """
+    slack = _slack_matrix(f, xi)
+    residual = np.where(f.mask, margins - 1.0 + slack, np.inf)
+    slack = np.broadcast_to(slack, residual.shape)
+    seen: set[bytes] = set()
+    for tau in MARGIN_TAUS:
+        tight = residual <= tau
+        over = tight & (slack > tau)
+        if f.crammer_singer:
+            n_tight = tight.sum(axis=1)
+            fixed = over & (n_tight == 1)[:, None]
+            budget = over.any(axis=1) & (n_tight > 1)
+        else:
+            fixed = over
+            budget = np.zeros(f.n_samples, dtype=bool)
+        free = tight & ~fixed
+        key = tight.tobytes() + fixed.tobytes()
+        if key in seen:
+            continue
+        seen.add(key)
+        alpha = np.where(fixed, f.upper[:, None], 0.0)
+        if 0 < np.count_nonzero(free) <= MAX_MARGIN_SET:
+            _fit_tight(f, alpha, free, budget, W)
+        yield f.project_dual(alpha)
+
+
+def certify_multiclass(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certificate:
+    """Certify a candidate ``W`` and/or duals ``alpha`` of a :class:`~qpsvm.MulticlassSVM`.
+
+    Parameters
+    ----------
+    f : MulticlassSVM
+    cand : Candidate
+        ``w`` of shape ``(n_classes, n_features)`` and/or ``alpha`` of shape
+        ``(n_samples, n_classes)``; ``b`` must be 0 or ``None``; ``xi``, when given, is checked
+        for feasibility (shape ``(n,)`` for Crammer-Singer, ``(n, n_classes)`` for
+        Weston-Watkins).
+    tol : float
+        Relative tolerance of the test.
+    """
+    tol = f._check_tol(tol)
+    if cand.w is None and cand.alpha is None:
+        raise InvalidInputError("nothing to certify: pass a solution, w, or alpha.")
+    if cand.b is not None:
+        f.check_b(cand.b)
+    alpha_in = f.check_alpha(cand.alpha) if cand.alpha is not None else None
+    W = f.check_w(cand.w) if cand.w is not None else f.expansion(alpha_in)
+    S = f.scores(W)
+    margins = f.margins(S)
+    xi = f.slacks_from_scores(S)
+    primal = f.primal_value(_fsum(W * W), S)
+    primal_inf = 0.0
+    if cand.xi is not None:
+        given = np.asarray(cand.xi, dtype=np.float64)
+        if given.shape != xi.shape:
+            raise InvalidInputError(f"xi must have shape {xi.shape}; got {given.shape}.")
+        need = np.where(f.mask, 1.0 - margins, -np.inf)
+        short = need - _slack_matrix(f, given)
+        primal_inf = max(0.0, float(np.max(short)), float(np.max(-given)))
+
+    candidates = dual_points(f, margins, xi, W)
+    if alpha_in is not None:
+        candidates = itertools.chain([f.project_dual(alpha_in)], candidates)
+    alpha, dual = np.zeros_like(margins), -math.inf
+    for point in candidates:
+        value = f.dual_objective(point)
+        if value > dual:
+            alpha, dual = point, value
+        if relative(primal - dual, primal) <= GOOD_ENOUGH * tol:
+            break
+
+    slack = _slack_matrix(f, xi)
+    comp = np.where(f.mask, np.abs(alpha * (margins - 1.0 + slack)), 0.0)
+    if f.crammer_singer:
+        unused = np.abs((f.upper - alpha.sum(axis=1)) * xi)
+    else:
+        unused = np.where(f.mask, np.abs((f.upper[:, None] - alpha) * xi), 0.0)
+    return Certificate(
+        primal_objective=float(primal),
+        dual_objective=float(dual),
+        primal_infeasibility=primal_inf,
+        dual_infeasibility=f.dual_infeasibility(alpha_in) if alpha_in is not None else 0.0,
+        complementarity=max(float(np.max(comp, initial=0.0)), float(np.max(unused, initial=0.0))),
+        stationarity=float(np.linalg.norm(W - f.expansion(alpha))),
+        tol=tol,
+        formulation=f"{type(f).__name__}({f.variant})",
+        alpha=alpha,
+    )
+
+
+def read_multiclass_candidate(
+    f: Any, candidate: Any = None, *, w: Any = None, b: Any = None, alpha: Any = None
+) -> Candidate:
+    """Normalise a multiclass candidate: a :class:`~qpsvm.Solution`, arrays ``w`` (shape
+    ``(n_classes, n_features)``) / ``alpha``, or a fitted scikit-learn linear classifier.
+
+    For an estimator, ``W = coef_``. A two-class model has one row ``coef_ = w_1 - w_0``
+    (scikit-learn collapses Crammer-Singer that way); the minimum-norm ``W`` with that
+    difference, ``w_1 = -w_0 = coef_ / 2``, is the one every multiclass SVM optimum has (its
+    rows sum to zero since ``sum_c A_ic = 0``). A nonzero ``intercept_`` is rejected:
+    liblinear's intercept is a regularised constant feature (see
+    :meth:`~qpsvm.MulticlassSVM.check_b`).
+    """
+    from sklearn.base import BaseEstimator
+
+    if not isinstance(candidate, BaseEstimator):
+        return read_candidate(f, candidate, w=w, b=b, alpha=alpha)
+    if w is not None or alpha is not None:
+        raise InvalidInputError("pass either a candidate or w/b/alpha keywords, not both.")
+    from sklearn.linear_model._base import LinearClassifierMixin
+
+    _fitted(candidate)
+    if not isinstance(candidate, LinearClassifierMixin):
+        raise InvalidTypeError(
+            f"cannot certify a {type(candidate).__name__} against MulticlassSVM: pass a qpsvm "
+            "Solution, a fitted linear classifier with one coef_ row per class (e.g. "
+            "LinearSVC(multi_class='crammer_singer', fit_intercept=False)), or arrays w / alpha."
+        )
+    _check_classes(f, candidate)
+    coef = np.asarray(candidate.coef_, dtype=np.float64)
+    if coef.shape[0] == 1 and f.n_classes == 2:
+        coef = np.vstack([-0.5 * coef[0], 0.5 * coef[0]])
+    return Candidate(w=coef, b=np.asarray(candidate.intercept_, dtype=np.float64))
