@@ -16,7 +16,14 @@ from qpsvm.exceptions import (
     SolverNotInstalledError,
     UncertifiedSolutionError,
 )
-from qpsvm.formulations import Formulation, HardMargin, SoftMarginDual, SoftMarginPrimal
+from qpsvm.formulations import (
+    Formulation,
+    HardMargin,
+    MulticlassSVM,
+    RankingSVM,
+    SoftMarginDual,
+    SoftMarginPrimal,
+)
 from qpsvm.solution import History, Solution
 from qpsvm.verify import Certificate, Comparison
 
@@ -32,8 +39,10 @@ __all__ = [
     "InfeasibleProblemError",
     "InvalidInputError",
     "InvalidTypeError",
+    "MulticlassSVM",
     "NotSeparableError",
     "QPSVMError",
+    "RankingSVM",
     "SoftMarginDual",
     "SoftMarginPrimal",
     "Solution",
