@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 import cvxpy as cp
 import numpy as np
 
+from qpsvm.verify.candidates import Candidate
+
 __all__ = ["Candidate", "Model"]
 
 
@@ -23,13 +25,3 @@ class Model:
     constraints: dict[str, cp.Constraint]
     parameters: dict[str, cp.Parameter] = field(default_factory=dict)
     index: np.ndarray | None = None
-
-
-@dataclass
-class Candidate:
-    """A point to certify: primal ``w, b`` (and slacks), dual ``alpha``, any of them missing."""
-
-    w: np.ndarray | None = None
-    b: float | np.ndarray | None = None
-    alpha: np.ndarray | None = None
-    xi: np.ndarray | None = None

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from scipy.optimize import lsq_linear
 
 from qpsvm.exceptions import InvalidInputError
-from qpsvm.formulations.model import Candidate
+from qpsvm.verify.candidates import Candidate
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
 
 __all__ = ["certify_binary", "dual_points", "improve_dual"]

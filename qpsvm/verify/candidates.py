@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
-from qpsvm.formulations.model import Candidate
 from qpsvm.solution import Solution
 
-__all__ = ["read_candidate", "read_estimator"]
+__all__ = ["Candidate", "check_classes", "check_fitted", "read_candidate", "read_estimator"]
+
+
+@dataclass
+class Candidate:
+    """A point to certify: primal ``w, b`` (and slacks), dual ``alpha``, any of them missing."""
+
+    w: np.ndarray | None = None
+    b: float | np.ndarray | None = None
+    alpha: np.ndarray | None = None
+    xi: np.ndarray | None = None
 
 
 def read_candidate(
@@ -42,7 +52,8 @@ def read_candidate(
     return read_estimator(f, candidate)
 
 
-def _fitted(est: Any) -> None:
+def check_fitted(est: Any) -> None:
+    """Raise a typed error unless ``est`` is a fitted scikit-learn estimator."""
     from sklearn.exceptions import NotFittedError
     from sklearn.utils.validation import check_is_fitted
 
@@ -57,7 +68,8 @@ def _fitted(est: Any) -> None:
         ) from None
 
 
-def _check_classes(f: Any, est: Any) -> None:
+def check_classes(f: Any, est: Any) -> None:
+    """Raise a typed error unless ``est`` was fitted on the formulation's classes."""
     classes = getattr(est, "classes_", None)
     if (
         classes is None
@@ -80,8 +92,8 @@ def read_estimator(f: Any, est: Any) -> Candidate:
     from sklearn.linear_model._base import LinearClassifierMixin
     from sklearn.svm import SVC
 
-    _fitted(est)
-    _check_classes(f, est)
+    check_fitted(est)
+    check_classes(f, est)
     if isinstance(est, SVC):
         if f.kernel.name != est.kernel:
             raise InvalidInputError(

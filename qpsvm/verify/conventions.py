@@ -21,4 +21,12 @@ Distance bound
 
 Relative gap
     ``gap / max(1, |P|)``. A point is *exact* when it passes at ``1e-9``.
+
+Ranking and multiclass
+    :class:`~qpsvm.RankingSVM` is the binary case on pair differences (``y_p = +1``, no
+    intercept): one ``alpha_p in [0, C s_p]`` per pair, ``w = sum_p alpha_p (x_i - x_j)``; see
+    :mod:`qpsvm.verify.ranking`. :class:`~qpsvm.MulticlassSVM` has one ``alpha_ic >= 0`` per
+    example and wrong class (``sum_c alpha_ic <= C s_i`` for Crammer-Singer, ``alpha_ic <= C s_i``
+    for Weston-Watkins) and ``w_c = sum_i (delta_{c y_i} sum_k alpha_ik - alpha_ic) x_i``; see
+    :mod:`qpsvm.verify.multiclass`.
 """

@@ -42,9 +42,8 @@ import scipy.sparse as sp
 from scipy.optimize import lsq_linear
 
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
-from qpsvm.formulations.model import Candidate
 from qpsvm.verify.binary import MARGIN_TAUS, MAX_MARGIN_SET
-from qpsvm.verify.candidates import _check_classes, _fitted, read_candidate
+from qpsvm.verify.candidates import Candidate, check_classes, check_fitted, read_candidate
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, relative
 
 __all__ = ["GOOD_ENOUGH", "certify_multiclass", "dual_points", "read_multiclass_candidate"]
@@ -220,14 +219,14 @@ def read_multiclass_candidate(
         raise InvalidInputError("pass either a candidate or w/b/alpha keywords, not both.")
     from sklearn.linear_model._base import LinearClassifierMixin
 
-    _fitted(candidate)
+    check_fitted(candidate)
     if not isinstance(candidate, LinearClassifierMixin):
         raise InvalidTypeError(
             f"cannot certify a {type(candidate).__name__} against MulticlassSVM: pass a qpsvm "
             "Solution, a fitted linear classifier with one coef_ row per class (e.g. "
             "LinearSVC(multi_class='crammer_singer', fit_intercept=False)), or arrays w / alpha."
         )
-    _check_classes(f, candidate)
+    check_classes(f, candidate)
     coef = np.asarray(candidate.coef_, dtype=np.float64)
     if coef.shape[0] == 1 and f.n_classes == 2:
         coef = np.vstack([-0.5 * coef[0], 0.5 * coef[0]])
