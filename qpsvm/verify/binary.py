@@ -161,6 +161,7 @@ def certify_binary(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certifi
     pool = dual_points(f, residual, w)
     if alpha_in is not None:
         pool.append(f.project_dual(alpha_in))
+    pool.append(np.zeros(f.n_samples))  # always feasible: D(0) = 0 <= P*
     values = [f.dual_objective(a) for a in pool]
     best = int(np.argmax(values))
     alpha, dual = improve_dual(f, pool[best], values[best])
