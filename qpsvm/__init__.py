@@ -23,7 +23,9 @@ from qpsvm.formulations import (
     RankingSVM,
     SoftMarginDual,
     SoftMarginPrimal,
+    StructuralSVM,
 )
+from qpsvm.models import ChainModel, JointFeatureModel, MulticlassModel
 from qpsvm.solution import History, Solution
 from qpsvm.verify import Certificate, Comparison
 
@@ -31,6 +33,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Certificate",
+    "ChainModel",
     "Comparison",
     "Formulation",
     "HardMargin",
@@ -39,6 +42,8 @@ __all__ = [
     "InfeasibleProblemError",
     "InvalidInputError",
     "InvalidTypeError",
+    "JointFeatureModel",
+    "MulticlassModel",
     "MulticlassSVM",
     "NotSeparableError",
     "QPSVMError",
@@ -48,6 +53,7 @@ __all__ = [
     "Solution",
     "SolverError",
     "SolverNotInstalledError",
+    "StructuralSVM",
     "UncertifiedSolutionError",
     "__version__",
 ]

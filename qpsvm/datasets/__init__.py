@@ -6,7 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Dataset", "load_cancer", "load_iris_binary"]
+from qpsvm.datasets.chains import ChainDataset, make_chains
+
+__all__ = ["ChainDataset", "Dataset", "load_cancer", "load_iris_binary", "make_chains"]
 
 
 @dataclass

@@ -4,6 +4,7 @@ from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.binary import HardMargin, SoftMarginDual, SoftMarginPrimal
 from qpsvm.formulations.multiclass import MulticlassSVM
 from qpsvm.formulations.ranking import RankingSVM
+from qpsvm.formulations.structural import StructuralSVM
 
 __all__ = [
     "Formulation",
@@ -12,4 +13,5 @@ __all__ = [
     "RankingSVM",
     "SoftMarginDual",
     "SoftMarginPrimal",
+    "StructuralSVM",
 ]

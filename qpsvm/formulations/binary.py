@@ -22,12 +22,15 @@ scikit-learn.
 
 from __future__ import annotations
 
+import copy
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import cvxpy as cp
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
 from qpsvm._validation import (
@@ -50,6 +53,23 @@ __all__ = ["BinaryFormulation", "HardMargin", "SoftMarginDual", "SoftMarginPrima
 def _fsum_dot(a: np.ndarray, b: np.ndarray) -> float:
     """``a . b`` with correctly rounded summation (:func:`math.fsum`)."""
     return math.fsum(np.multiply(a, b).tolist())
+
+
+def _symmetric_solve(A: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Solve the symmetric system ``A x = rhs``: an LDL^T solve (fast), or least squares when
+    ``A`` is singular or the solve leaves a residual above round-off (sets with more points on
+    the margin than dimensions make ``A`` rank deficient)."""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+            x = scipy.linalg.solve(A, rhs, assume_a="sym", check_finite=False)
+        scale = float(np.max(np.abs(A), initial=0.0)) * float(np.max(np.abs(x), initial=0.0))
+        residual = float(np.max(np.abs(A @ x - rhs), initial=0.0))
+        if np.all(np.isfinite(x)) and residual <= 1e-10 * max(scale, float(np.max(np.abs(rhs)))):
+            return x
+    except (np.linalg.LinAlgError, ValueError):
+        pass
+    return np.linalg.lstsq(A, rhs, rcond=None)[0]
 
 
 class BinaryFormulation(Formulation):
@@ -83,6 +103,11 @@ class BinaryFormulation(Formulation):
         "smo": "qpsvm.solvers.smo:solve_smo",
     }
     certifier: ClassVar[str] = "qpsvm.verify.binary:certify_binary"
+    #: Above this many samples :meth:`default_method` is ``"working_set"``: the measured
+    #: crossover of the two exact methods (``--crossover`` of benchmarks/bench_scale.py), for the
+    #: linear kernel and for the others (whose full QP factors the n x n Gram matrix).
+    working_set_min_samples: ClassVar[int] = 1000
+    working_set_min_samples_kernel: ClassVar[int] = 200
     _gram: np.ndarray | None = None
 
     def __init__(
@@ -107,6 +132,24 @@ class BinaryFormulation(Formulation):
         )
         self.kernel = kernel if kernel is not None else Kernel("linear")
         self._model: Model | None = None
+
+    def default_method(self) -> str:
+        """``"working_set"`` above :attr:`working_set_min_samples` samples (linear kernel) or
+        :attr:`working_set_min_samples_kernel` (other kernels), else ``"qp"``."""
+        large = self.working_set_min_samples if self.linear else self.working_set_min_samples_kernel
+        return "working_set" if self.n_samples > large else "qp"
+
+    def with_C(self, C: float) -> BinaryFormulation:
+        """The same problem with another ``C``: a shallow copy sharing the data (and the Gram
+        matrix), with its own model. Used by regularisation paths."""
+        if not math.isfinite(self.C):
+            raise InvalidInputError(
+                "the hard margin has no C to vary; use SoftMarginPrimal for a regularisation path."
+            )
+        other = copy.copy(self)
+        other.C = check_positive(C, "C")
+        other._model = None
+        return other
 
     # ----------------------------------------------------------------- sizes and shapes
     @property
@@ -243,14 +286,14 @@ class BinaryFormulation(Formulation):
         Q = (yM[:, None] * yM[None, :]) * KMM
         rhs = self.margin[M] - yM * pushed
         if not self.fit_intercept:
-            return (np.linalg.lstsq(Q, rhs, rcond=None)[0] if M.size else np.zeros(0)), 0.0
+            return (_symmetric_solve(Q, rhs) if M.size else np.zeros(0)), 0.0
         # balance the blocks: with c = 1/max diag(Q) solve for (alpha, c b); the unscaled system
         # mixes entries of size ||x||^2 and 1 and loses b to round-off on badly scaled data
         k = M.size
         c = 1.0 / max(float(np.max(np.diag(Q), initial=0.0)), np.finfo(float).tiny)
         A = np.zeros((k + 1, k + 1))
         A[:k, :k], A[:k, k], A[k, :k] = c * Q, yM, yM
-        sol = np.linalg.lstsq(A, np.append(c * rhs, -float(self.y @ fixed)), rcond=None)[0]
+        sol = _symmetric_solve(A, np.append(c * rhs, -float(self.y @ fixed)))
         return sol[:k], float(sol[k]) / c
 
     def kkt_on_sets(
@@ -438,22 +481,25 @@ class BinaryFormulation(Formulation):
             objective = objective + C * (s @ xi)
             if at_bound is not None and len(at_bound):
                 # points fixed beyond the margin: alpha_i = C s_i, a linear term in (w, b)
-                Zb, yb = self._signed_rows(np.asarray(at_bound, dtype=np.intp))
-                sb = self.sample_weight[at_bound]
-                g = np.asarray(Zb.T @ sb).ravel()
-                objective = objective - C * (g @ w)
+                fixed = np.zeros(self.n_samples)
+                fixed[np.asarray(at_bound, dtype=np.intp)] = self.sample_weight[at_bound]
+                objective = objective - C * (self.expansion(fixed) @ w)
                 if b is not None:
-                    objective = objective - C * float(sb @ yb) * b
+                    objective = objective - C * float(fixed @ self.y) * b
         else:
             constraints["margin"] = signed >= m
         problem = cp.Problem(cp.Minimize(objective), list(constraints.values()))
         return Model(problem, variables, constraints, parameters, idx)
 
-    def read_model(self, model: Model) -> Candidate:
-        """Read ``w, b, xi, alpha`` off a solved primal model (``alpha`` = margin duals)."""
+    def read_model(self, model: Model, fixed: Any = None) -> Candidate:
+        """Read ``w, b, xi, alpha`` off a solved primal model (``alpha`` = margin duals).
+
+        For a model over a subset, ``alpha`` outside it is ``fixed`` (default 0; ``C s_i`` for
+        samples folded in with ``at_bound``).
+        """
         w = np.asarray(model.variables["w"].value, dtype=np.float64)
         b = float(model.variables["b"].value) if self.fit_intercept else 0.0
-        alpha = np.zeros(self.n_samples)
+        alpha = np.zeros(self.n_samples) if fixed is None else np.array(fixed, dtype=np.float64)
         duals = np.asarray(model.constraints["margin"].dual_value, dtype=np.float64).ravel()
         alpha[slice(None) if model.index is None else model.index] = duals
         return Candidate(w=w, b=b, alpha=alpha)
@@ -629,9 +675,11 @@ class SoftMarginDual(BinaryFormulation):
         """Build the dual over the variables of ``subset`` (default: all).
 
         Samples outside ``subset`` keep the values of ``fixed`` (a full-length ``alpha``, default
-        0), so the working-set solver optimises a block at a time. Variable ``alpha``; constraints
-        ``lower`` (``alpha >= 0``), ``upper`` (``alpha <= C s``) and, with an intercept,
-        ``balance`` (``y . alpha = 0``, whose dual is ``b`` up to sign); parameter ``C``.
+        0), so the working-set solver optimises a block at a time; for a kernel only the
+        subset's block of the Gram matrix is factored, the rest enters as a linear term.
+        Variable ``alpha``; constraints ``lower`` (``alpha >= 0``), ``upper``
+        (``alpha <= C s``) and, with an intercept, ``balance`` (``y . alpha = 0``, whose dual
+        is ``b`` up to sign); parameter ``C``.
         """
         n = self.n_samples
         idx = np.arange(n) if subset is None else np.asarray(subset, dtype=np.intp)
@@ -641,14 +689,21 @@ class SoftMarginDual(BinaryFormulation):
         C = cp.Parameter(nonneg=True, value=self.C, name="C")
         y = self.y[idx]
         ay = cp.multiply(y, a)
+        v = np.zeros(n)  # the fixed multipliers: fixed on the rest R, 0 on the subset W
+        v[rest] = fixed[rest]
         if self.linear:
-            base = np.asarray(self.X[rest].T @ (fixed[rest] * self.y[rest])).ravel()
-            Xt = self.X[idx].T
-            quad = cp.sum_squares(Xt @ ay + base)
+            quad = cp.sum_squares(self.X[idx].T @ ay + self.expansion(v))
+        elif subset is None:
+            quad = cp.sum_squares(gram_factor(self.gram()).T @ ay)
         else:
-            L = gram_factor(self.gram())
-            base = L[rest].T @ (fixed[rest] * self.y[rest])
-            quad = cp.sum_squares(L[idx].T @ ay + base)
+            # (ay)^T K (ay) over W and R: only K_WW is factored; with g = K (v y),
+            # K_WR (v y)_R = g_W is a linear term and (v y)^T g the constant R-R block
+            g = self.scores(alpha=v)
+            quad = (
+                cp.sum_squares(gram_factor(self.gram_rows(idx)[:, idx]).T @ ay)
+                + 2.0 * g[idx] @ ay
+                + float((v * self.y) @ g)
+            )
         objective = cp.Maximize(self.margin[idx] @ a - 0.5 * quad)
         constraints: dict[str, cp.Constraint] = {
             "lower": a >= 0,
@@ -659,9 +714,12 @@ class SoftMarginDual(BinaryFormulation):
         problem = cp.Problem(objective, list(constraints.values()))
         return Model(problem, {"alpha": a}, constraints, {"C": C}, None if subset is None else idx)
 
-    def read_model(self, model: Model) -> Candidate:
-        """Read ``alpha`` off a solved dual model; ``w`` (linear) and ``b`` follow from it."""
-        alpha = np.zeros(self.n_samples)
+    def read_model(self, model: Model, fixed: Any = None) -> Candidate:
+        """Read ``alpha`` off a solved dual model; ``w`` (linear) and ``b`` follow from it.
+
+        For a model over a subset, ``alpha`` outside it is ``fixed`` (as given to :meth:`build`).
+        """
+        alpha = np.zeros(self.n_samples) if fixed is None else np.array(fixed, dtype=np.float64)
         values = np.asarray(model.variables["alpha"].value, dtype=np.float64).ravel()
         alpha[slice(None) if model.index is None else model.index] = values
         alpha = np.clip(alpha, 0.0, self.upper)

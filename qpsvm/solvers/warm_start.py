@@ -1,0 +1,583 @@
+r"""Fast approximate starting points for the working-set engine.
+
+Smoothed Newton (:func:`smoothed_newton`)
+    For linear problems with few features (``d`` up to :data:`NEWTON_MAX_FEATURES`), Newton's
+    method in the primal on the hinge smoothed into a Huber function (Chapelle 2007, "Training a
+    support vector machine in the primal"),
+
+    .. math::
+
+        F_\mu(w, b) = \tfrac12 \|w\|^2 + C \sum_i s_i h_\mu(z_i), \quad
+        z_i = m_i - y_i (w\cdot x_i + b), \quad
+        h_\mu(z) = \begin{cases} 0 & z \le 0 \\ z^2 / (2\mu) & 0 < z < \mu \\
+        z - \mu/2 & z \ge \mu, \end{cases}
+
+    with ``mu`` decreased geometrically, each level warm-started from the last. ``F_mu`` is
+    piecewise quadratic, so a Newton step that leaves every sample in its piece lands on the
+    exact minimiser; ``|F_mu - P| <= C sum_i s_i mu / 2``. Its dual point is
+    ``alpha_i = C s_i h_mu'(z_i)``, inside the box.
+
+Dual coordinate descent (:func:`dual_coordinate_descent`)
+    For sparse or high-dimensional linear problems, where a ``d x d`` Hessian is too large: the
+    algorithm of Hsieh, Chang, Lin, Keerthi and Sundararajan 2008 ("A dual coordinate descent
+    method for large-scale linear SVM", liblinear's ``L2R_L1LOSS_SVC_DUAL``) on
+
+    .. math::
+
+        \min_\alpha \tfrac12 \Big\|\sum_i \alpha_i y_i \tilde x_i\Big\|^2 - \sum_i m_i \alpha_i,
+        \qquad 0 \le \alpha_i \le C s_i, \qquad \tilde x_i = (x_i, B),
+
+    where the intercept is the weight of a constant feature ``B`` (``b = B w_B``), regularised
+    as in liblinear. That is a slightly different problem from ours (free ``b``, balance
+    constraint): the start only has to place most samples on the right side of the margin, and
+    the working-set engine then solves the exact problem. One coordinate step is
+
+    .. math::
+
+        G_i = y_i (w\cdot x_i + B w_B) - m_i, \qquad
+        \alpha_i \leftarrow \operatorname{clip}_{[0, C s_i]}
+        \big(\alpha_i - G_i / \|\tilde x_i\|^2\big),
+
+    followed by ``w += (delta alpha_i) y_i x_i``: ``O(nnz(x_i))``. Samples whose projected
+    gradient says they stay at a bound are shrunk away as in liblinear. The kernel is compiled
+    once by numba and cached on disk. It also serves the hard margin (``C s_i = inf``).
+
+Multiclass dual coordinate descent (:func:`multiclass_dual`)
+    Crammer-Singer by the sequential dual method (Keerthi, Sundararajan, Chang, Hsieh and Lin
+    2008, liblinear's ``Solver_MCSVM_CS``): all multipliers of one example at a time, exactly
+    (Crammer and Singer 2001's sub-problem); Weston-Watkins one multiplier at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from qpsvm.formulations.model import Candidate
+from qpsvm.solvers._online_kernels import (
+    _example_axpy,
+    _example_dot,
+    _row_axpy,
+    _row_dot,
+    data_arrays,
+    pair_sq_norms,
+    row_sq_norms,
+)
+
+__all__ = [
+    "NEWTON_MAX_FEATURES",
+    "Start",
+    "dual_coordinate_descent",
+    "multiclass_dual",
+    "smoothed_newton",
+]
+
+logger = logging.getLogger("qpsvm")
+
+#: Dual coordinate descent puts every shrunk sample back this often (in epochs).
+_UNSHRINK_EVERY = 10
+#: Rows gathered at once when forming the Hessian of :func:`smoothed_newton`.
+_CHUNK = 8192
+#: Largest number of features for which :func:`smoothed_newton` forms its ``d x d`` Hessian.
+NEWTON_MAX_FEATURES = 1000
+
+
+@dataclass
+class Start:
+    """An approximate optimum and the scale of its error.
+
+    Attributes
+    ----------
+    candidate : Candidate
+        ``w``, ``b`` and a box-feasible ``alpha``.
+    band : float
+        Typical size of ``|y_i f(x_i) - y_i f^*(x_i)|``, the error of the margins: samples within
+        a few bands of their margin may be on either side of it at the optimum.
+    method : str
+        Which method produced it.
+    iterations : int
+        Its Newton steps or epochs.
+    """
+
+    candidate: Candidate
+    band: float
+    method: str
+    iterations: int
+
+
+@numba.njit(cache=True)
+def _next_random(state):  # pragma: no cover - compiled
+    """xorshift64 (Marsaglia 2003): the next pseudo-random 63-bit integer; ``state`` is updated."""
+    x = state[0]
+    x ^= x << np.uint64(13)
+    x ^= x >> np.uint64(7)
+    x ^= x << np.uint64(17)
+    state[0] = x
+    return np.int64(x >> np.uint64(1))
+
+
+@numba.njit(cache=True)
+def _dcd(M, y, m, U, sqnorm, bias, alpha, w, state, tol, max_epochs, rng):  # pragma: no cover
+    """Dual coordinate descent with shrinking; ``state = [w_B, epochs, violation]`` on return.
+
+    ``M`` is the data tuple of :func:`qpsvm.solvers._online_kernels.data_arrays` (rows of ``X``,
+    or pair differences); ``rng`` is the state of :func:`_next_random`. Stops when
+    ``max PG - min PG <= tol`` over every sample (liblinear's criterion).
+    """
+    n = y.shape[0]
+    index = np.arange(n)
+    active = n
+    pg_max_old = np.inf
+    pg_min_old = -np.inf
+    wb = state[0]
+    b2 = bias * bias
+    epoch = 0
+    violation = np.inf
+    while epoch < max_epochs:
+        epoch += 1
+        pg_max = -np.inf
+        pg_min = np.inf
+        for s in range(active):
+            t = s + _next_random(rng) % (active - s)
+            index[s], index[t] = index[t], index[s]
+        s = 0
+        while s < active:
+            i = index[s]
+            q = sqnorm[i] + b2
+            g = y[i] * (_example_dot(i, M, w) + bias * wb) - m[i]
+            pg = 0.0
+            if alpha[i] <= 0.0:
+                if g > pg_max_old:
+                    active -= 1
+                    index[s], index[active] = index[active], index[s]
+                    continue
+                if g < 0.0:
+                    pg = g
+            elif alpha[i] >= U[i]:
+                if g < pg_min_old:
+                    active -= 1
+                    index[s], index[active] = index[active], index[s]
+                    continue
+                if g > 0.0:
+                    pg = g
+            else:
+                pg = g
+            pg_max = max(pg_max, pg)
+            pg_min = min(pg_min, pg)
+            if abs(pg) > 1e-12 and q > 0.0:
+                old = alpha[i]
+                alpha[i] = min(max(old - g / q, 0.0), U[i])
+                delta = (alpha[i] - old) * y[i]
+                _example_axpy(i, M, delta, w)
+                wb += delta * bias
+            s += 1
+        violation = pg_max - pg_min
+        if violation <= tol and active == n:
+            break
+        if active < n and (violation <= tol or epoch % _UNSHRINK_EVERY == 0):
+            # liblinear unshrinks only once the active set has converged; on a singular active
+            # set that can take very long while a shrunk sample has become violated
+            active = n
+            pg_max_old = np.inf
+            pg_min_old = -np.inf
+            continue
+        pg_max_old = pg_max if pg_max > 0.0 else np.inf
+        pg_min_old = pg_min if pg_min < 0.0 else -np.inf
+    state[0] = wb
+    state[1] = epoch
+    state[2] = violation
+
+
+def _data(f: Any) -> tuple[tuple, np.ndarray]:
+    """The numba data tuple of a linear binary formulation and its rows' squared norms (pair
+    differences for the ranking SVM, never formed)."""
+    if isinstance(f.X, np.ndarray) or sp.issparse(f.X):
+        return data_arrays(f.X), row_sq_norms(f.X)
+    M = data_arrays(f.X.items, f.X.pairs)
+    return M, pair_sq_norms(M, row_sq_norms(f.X.items), f.n_features)
+
+
+def _rng(seed: int) -> np.ndarray:
+    return np.array([(int(seed) * 2654435761 + 88172645463325252) % 2**64 or 1], dtype=np.uint64)
+
+
+def dual_coordinate_descent(
+    f: Any,
+    *,
+    tol: float = 0.1,
+    max_epochs: int = 50,
+    bias: float | None = None,
+    alpha: np.ndarray | None = None,
+    seed: int = 0,
+) -> Start:
+    """Approximate optimum of a linear binary formulation by dual coordinate descent.
+
+    Parameters
+    ----------
+    f : BinaryFormulation
+        A formulation with the linear kernel (dense or sparse ``X``, or the ranking SVM's pair
+        differences).
+    tol : float, default=0.1
+        Stop when the spread of projected gradients ``max PG - min PG`` is below ``tol``
+        (liblinear's default for this solver).
+    max_epochs : int, default=50
+        Passes over the data at most.
+    bias : float, optional
+        Value ``B`` of the constant feature that stands for the intercept. ``None`` takes the
+        root-mean-square norm of the rows, so ``b`` is regularised about as weakly as a typical
+        weight direction; 0 without an intercept.
+    alpha : ndarray, optional
+        Starting dual point (clipped to the box), e.g. the optimum at a neighbouring ``C``.
+    seed : int, default=0
+        Seed of the random order of coordinates.
+
+    Returns
+    -------
+    Start
+        ``w`` and ``b = B w_B`` of the descent's last iterate and its ``alpha`` (which satisfies
+        the box but in general not ``sum_i alpha_i y_i = 0``); ``band = tol`` (projected
+        gradients are margin residuals; where the descent stopped short of ``tol``, the
+        working-set rounds repair the statuses).
+    """
+    M, sqnorm = _data(f)
+    if bias is None:
+        bias = math.sqrt(float(np.mean(sqnorm))) if f.fit_intercept else 0.0
+    upper = f.upper
+    a = np.zeros(f.n_samples) if alpha is None else np.clip(alpha, 0.0, upper)
+    w = f.expansion(a)
+    state = np.array([bias * float(f.y @ a), 0.0, 0.0])
+    _dcd(
+        M, f.y, f.margin, upper, sqnorm, float(bias), a, w, state, float(tol), int(max_epochs),
+        _rng(seed),
+    )  # fmt: skip
+    logger.debug(
+        "dual coordinate descent: %d epochs, projected-gradient spread %.3g",
+        int(state[1]),
+        state[2],
+    )
+    cand = Candidate(w=w, b=bias * state[0], alpha=a)
+    return Start(cand, tol, "dual_coordinate_descent", int(state[1]))
+
+
+@numba.njit(cache=True)
+def _cs_subproblem(A, B, yi, Ci, out):  # pragma: no cover - compiled
+    """Minimise ``A/2 ||a||^2 + B.a`` over ``sum_m a_m = 0``, ``a_m <= 0`` (``m != yi``),
+    ``a_yi <= Ci`` (Crammer and Singer 2001; liblinear's ``solve_sub_problem``)."""
+    k = B.shape[0]
+    D = B.copy()
+    D[yi] += A * Ci
+    D = -np.sort(-D)
+    beta = D[0] - A * Ci
+    r = 1
+    while r < k and beta < r * D[r]:
+        beta += D[r]
+        r += 1
+    beta /= r
+    for c in range(k):
+        cap = Ci if c == yi else 0.0
+        out[c] = min(cap, (beta - B[c]) / A)
+
+
+@numba.njit(cache=True)
+def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: no cover
+    """Sequential dual method for Crammer-Singer (Keerthi, Sundararajan, Chang, Hsieh and Lin
+    2008; liblinear's ``Solver_MCSVM_CS`` without shrinking): one example's ``k`` multipliers at
+    a time, exactly. ``alpha`` is liblinear's ``(n, k)`` form ``A``; ``state = [epochs,
+    violation]`` on return."""
+    n, k = alpha.shape
+    index = np.arange(n)
+    G = np.empty(k)
+    B = np.empty(k)
+    new = np.empty(k)
+    epoch = 0
+    worst = np.inf
+    while epoch < max_epochs:
+        epoch += 1
+        worst = 0.0
+        for s in range(n):
+            t = s + _next_random(rng) % (n - s)
+            index[s], index[t] = index[t], index[s]
+        for s in range(n):
+            i = index[s]
+            A = sqnorm[i]
+            if A <= 0.0 or U[i] <= 0.0:
+                continue
+            yi = y[i]
+            g_max = -np.inf
+            g_min = np.inf
+            for c in range(k):
+                G[c] = _row_dot(i, M, W[c]) + (0.0 if c == yi else 1.0)
+                g_max = max(g_max, G[c])
+                if alpha[i, c] < (U[i] if c == yi else 0.0):
+                    g_min = min(g_min, G[c])
+            if g_max - g_min <= 1e-12:
+                continue
+            worst = max(worst, g_max - g_min)
+            for c in range(k):
+                B[c] = G[c] - A * alpha[i, c]
+            _cs_subproblem(A, B, yi, U[i], new)
+            for c in range(k):
+                delta = new[c] - alpha[i, c]
+                if abs(delta) > 1e-12:
+                    _row_axpy(i, M, delta, W[c])
+                    alpha[i, c] = new[c]
+        if worst <= tol:
+            break
+    state[0] = epoch
+    state[1] = worst
+
+
+@numba.njit(cache=True)
+def _ww_dcd(M, y, rows, cols, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: no cover
+    """Dual coordinate descent for Weston-Watkins, one constraint ``(i, c)`` at a time:
+    ``G = (w_{y_i} - w_c) . x_i - 1``, curvature ``2 ||x_i||^2``, ``alpha`` clipped to
+    ``[0, C s_i]``; ``state = [epochs, violation]`` on return."""
+    n = rows.shape[0]
+    index = np.arange(n)
+    epoch = 0
+    worst = np.inf
+    while epoch < max_epochs:
+        epoch += 1
+        worst = 0.0
+        for s in range(n):
+            t = s + _next_random(rng) % (n - s)
+            index[s], index[t] = index[t], index[s]
+        for s in range(n):
+            j = index[s]
+            i, c = rows[j], cols[j]
+            q = 2.0 * sqnorm[i]
+            if q <= 0.0:
+                continue
+            g = _row_dot(i, M, W[y[i]]) - _row_dot(i, M, W[c]) - 1.0
+            if (alpha[j] <= 0.0 and g >= 0.0) or (alpha[j] >= U[i] and g <= 0.0):
+                continue
+            worst = max(worst, abs(g))
+            new = min(max(alpha[j] - g / q, 0.0), U[i])
+            delta = new - alpha[j]
+            alpha[j] = new
+            _row_axpy(i, M, delta, W[y[i]])
+            _row_axpy(i, M, -delta, W[c])
+        if worst <= tol:
+            break
+    state[0] = epoch
+    state[1] = worst
+
+
+def multiclass_dual(f: Any, *, tol: float = 0.01, max_epochs: int = 200, seed: int = 0) -> Start:
+    """Approximate optimum of a multiclass SVM by dual coordinate descent.
+
+    Crammer-Singer: the sequential dual method (all ``k`` multipliers of an example at once);
+    Weston-Watkins: one multiplier at a time.
+
+    Parameters
+    ----------
+    f : MulticlassSVM
+    tol : float, default=0.01
+        Stop when no KKT violation exceeds ``tol`` (margin units).
+    max_epochs : int, default=200
+        Passes over the data at most.
+    seed : int, default=0
+        Seed of the random order.
+
+    Returns
+    -------
+    Start
+        ``W`` (``(k, d)``), ``alpha`` in qpsvm's convention (``(n, k)``, ``alpha_{i y_i} = 0``)
+        and ``band = tol``.
+    """
+    k = f.n_classes
+    W = np.zeros((k, f.n_features))
+    state = np.zeros(2)
+    M, sqnorm, y = data_arrays(f.X), row_sq_norms(f.X), f.y.astype(np.int64)
+    if f.crammer_singer:
+        A = np.zeros((f.n_samples, k))
+        _cs_dcd(M, y, f.upper, sqnorm, A, W, state, float(tol), int(max_epochs), _rng(seed))
+        alpha = np.where(f.mask, -A, 0.0)
+    else:
+        a = np.zeros(f.rows.size)
+        _ww_dcd(
+            M, y, f.rows, f.cols, f.upper, sqnorm, a, W, state, float(tol), int(max_epochs),
+            _rng(seed),
+        )  # fmt: skip
+        alpha = np.zeros((f.n_samples, k))
+        alpha[f.rows, f.cols] = a
+    logger.debug("multiclass dual: %d epochs, violation %.3g", int(state[0]), state[1])
+    cand = Candidate(w=W, b=0.0, alpha=alpha)
+    return Start(cand, tol, "multiclass_dual", int(state[0]))
+
+
+def _curvature(X: Any, rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``sum_{i in rows} weights_i x~_i x~_i^T`` with ``x~_i = (x_i, 1)``: ``(d+1) x (d+1)``.
+
+    ``rows`` is a boolean mask; the rows are gathered :data:`_CHUNK` at a time, so the extra
+    memory stays ``O(_CHUNK d)`` however many rows there are.
+    """
+    d = X.shape[1]
+    out = np.zeros((d + 1, d + 1))
+    index = np.flatnonzero(rows)
+    for k in range(0, index.size, _CHUNK):
+        XR, wr = X[index[k : k + _CHUNK]], weights[k : k + _CHUNK]
+        WR = XR.multiply(wr[:, None]).tocsr() if sp.issparse(XR) else XR * wr[:, None]
+        block = XR.T @ WR
+        out[:d, :d] += block.toarray() if sp.issparse(block) else block
+        out[:d, d] += np.asarray(WR.sum(axis=0)).ravel()
+    out[d, :d] = out[:d, d]
+    out[d, d] = float(weights.sum())
+    return out
+
+
+class _Newton:
+    """State of Newton's method on ``F_mu`` (slack penalty ``C``) across smoothing levels.
+
+    The curvature ``S = sum_{i in Q} s_i x~_i x~_i^T`` of the samples in the quadratic piece
+    ``Q = {0 < z_i < mu}`` is updated with the samples that enter or leave ``Q`` when that is
+    cheaper than recomputing it; the Hessian is ``I (+) 0 + (C/mu) S``.
+    """
+
+    def __init__(self, f: Any, C: float) -> None:
+        self.f, self.C = f, C
+        d = f.n_features
+        self.w, self.b, self.z = np.zeros(d), 0.0, f.margin.copy()
+        self.quad = np.zeros(f.n_samples, dtype=bool)
+        self.S = np.zeros((d + 1, d + 1))
+        self.steps = 0
+
+    def _hessian(self, mu: float) -> np.ndarray:
+        f = self.f
+        quad = (self.z > 0.0) & (self.z < mu) & (f.sample_weight > 0)
+        enter, leave = quad & ~self.quad, self.quad & ~quad
+        n_enter, n_leave = int(np.count_nonzero(enter)), int(np.count_nonzero(leave))
+        if n_enter + n_leave < int(np.count_nonzero(quad)):
+            s = f.sample_weight
+            self.S += _curvature(f.X, enter, s[enter]) - _curvature(f.X, leave, s[leave])
+        elif n_enter + n_leave:
+            self.S = _curvature(f.X, quad, f.sample_weight[quad])
+        self.quad = quad
+        d = f.n_features
+        H = (self.C / mu) * self.S
+        H[:d, :d] += np.eye(d)
+        if H[d, d] <= 0.0:  # no sample in the quadratic piece: F is linear in b, unit curvature
+            H[d, d] = 1.0
+        return H if f.fit_intercept else H[:d, :d]
+
+    def _step_length(self, mu: float, u: np.ndarray, wdw: float, dwdw: float) -> float:
+        """Exact minimiser of ``phi(t) = F_mu(w + t dw, b + t db)``, ``t > 0``.
+
+        ``phi'(t) = w.dw + t ||dw||^2 - C sum_i s_i u_i h_mu'(z_i - t u_i)`` is piecewise linear
+        and non-decreasing, negative at 0: its root is bracketed by doubling and found by
+        regula falsi (Illinois), which is exact once the bracket lies in one linear piece.
+        """
+        su = self.C * self.f.sample_weight * u
+
+        def dphi(t: float) -> float:
+            return wdw + t * dwdw - float(su @ np.clip((self.z - t * u) / mu, 0.0, 1.0))
+
+        lo, g_lo = 0.0, dphi(0.0)
+        hi, g_hi = 1.0, dphi(1.0)
+        for _ in range(60):
+            if g_hi >= 0.0:
+                break
+            lo, g_lo, hi = hi, g_hi, 2.0 * hi
+            g_hi = dphi(hi)
+        side = 0
+        for _ in range(100):
+            if g_hi <= 0.0 or hi - lo <= 1e-12 * hi:
+                return hi
+            t = hi - g_hi * (hi - lo) / (g_hi - g_lo)
+            g = dphi(t)
+            if abs(g) <= 1e-13 * (abs(wdw) + t * dwdw + 1.0):
+                return t
+            if g < 0.0:
+                lo, g_lo = t, g
+                g_hi *= 0.5 if side < 0 else 1.0
+                side = -1
+            else:
+                hi, g_hi = t, g
+                g_lo *= 0.5 if side > 0 else 1.0
+                side = 1
+        return 0.5 * (lo + hi)
+
+    def level(self, mu: float, max_steps: int) -> int:
+        """Minimise ``F_mu`` by Newton steps with exact line search; returns the step count."""
+        f = self.f
+        X, y, d = f.X, f.y, f.n_features
+        for step in range(1, max_steps + 1):
+            coef = self.C * f.sample_weight * np.clip(self.z / mu, 0.0, 1.0) * y
+            grad = self.w - np.asarray(X.T @ coef).ravel()
+            if f.fit_intercept:
+                grad = np.append(grad, -coef.sum())
+            direction = np.linalg.solve(self._hessian(mu), -grad)
+            slope = float(grad @ direction)
+            scale = float(self.w @ self.w) + self.C * float(f.sample_weight @ np.abs(self.z))
+            if -slope <= 1e-14 * max(1.0, scale):
+                return step
+            dw, db = direction[:d], float(direction[d]) if f.fit_intercept else 0.0
+            u = y * (np.asarray(X @ dw).ravel() + db)
+            t = self._step_length(mu, u, float(self.w @ dw), float(dw @ dw))
+            z, z_t = self.z, self.z - t * u
+            same = np.array_equal((z > 0.0) & (z < mu), (z_t > 0.0) & (z_t < mu)) and (
+                np.array_equal(z >= mu, z_t >= mu)
+            )
+            self.w, self.b, self.z = self.w + t * dw, self.b + t * db, z_t
+            # a step that stays in one quadratic piece lands on the exact minimiser; one that
+            # moves every margin by less than mu is close enough for a start of band mu
+            if same or t * float(np.max(np.abs(u), initial=0.0)) <= mu:
+                return step
+        return max_steps
+
+
+def smoothed_newton(
+    f: Any,
+    *,
+    C: float | None = None,
+    mu_final: float = 1e-3,
+    shrink: float = 10.0,
+    coarse_steps: int = 3,
+    max_steps: int = 50,
+) -> Start:
+    """Approximate optimum of a linear soft-margin problem by Newton's method on ``F_mu``.
+
+    Parameters
+    ----------
+    f : BinaryFormulation
+        Linear kernel, at most :data:`NEWTON_MAX_FEATURES` features.
+    C : float, optional
+        Slack penalty; default ``f.C``. A finite surrogate for the hard margin (whose optimum
+        is the soft margin's for every ``C`` above some threshold, if the data are separable).
+    mu_final : float, default=1e-3
+        Last smoothing width, relative to ``max(1, max m_i)``.
+    shrink : float, default=10
+        Ratio of consecutive widths, starting from ``2 max(1, max m_i)`` (every sample in the
+        quadratic piece at ``w = 0``).
+    coarse_steps : int, default=3
+        Newton steps per width before the last (they only need to bring the iterate near).
+    max_steps : int, default=50
+        Newton steps at the last width at most.
+
+    Returns
+    -------
+    Start
+        ``w``, ``b`` minimising ``F_mu`` at the last width, ``alpha_i = C s_i h_mu'(z_i)`` and
+        ``band = mu``.
+    """
+    scale = max(1.0, float(np.max(f.margin)))
+    C = f.C if C is None else C
+    newton = _Newton(f, C)
+    mu = 2.0 * scale
+    while True:
+        last = mu <= mu_final * scale
+        taken = newton.level(mu, max_steps if last else coarse_steps)
+        newton.steps += taken
+        logger.debug("smoothed Newton: mu=%.3g, %d steps", mu, taken)
+        if last:
+            break
+        mu = max(mu / shrink, mu_final * scale)
+    alpha = C * f.sample_weight * np.clip(newton.z / mu, 0.0, 1.0)
+    cand = Candidate(w=newton.w, b=newton.b, alpha=alpha)
+    return Start(cand, mu, "smoothed_newton", newton.steps)

@@ -1,0 +1,720 @@
+r"""Exact at scale: the working-set engine.
+
+At the optimum of an SVM most constraints are inactive (the sample is beyond its margin,
+``alpha_i = 0``) or their multiplier sits at its bound (the sample is inside the margin,
+``alpha_i = C s_i``); only the few on the margin need a QP. The engine
+
+1. starts from a fast approximate solution (:mod:`qpsvm.solvers.warm_start`, or SMO for a
+   kernel) and sorts the constraints by their residual ``r_i = y_i f(x_i) - m_i``: those within a
+   few error bands of the margin form the working set ``W``; those certainly inside it are
+   *fixed at their bound* ``E`` and enter the QP as the linear term
+   ``C sum_{i in E} s_i (m_i - y_i f(x_i))``; the rest drop out;
+2. solves the formulation's own declarative CVXPY model over ``W`` (``f.build(subset=W, ...)``)
+   exactly (Clarabel through :func:`~qpsvm.solvers.backends.run_backend`);
+3. checks every constraint on the full data in one vectorised pass: a dropped sample with
+   ``r_i < 0`` or a fixed one with ``r_i > 0`` breaks the KKT conditions of the full problem;
+   such samples join ``W``, and the loop repeats;
+4. when no status is violated, the restricted optimum is a KKT point of the full problem
+   (stationarity and balance hold by construction, complementarity by the check), and the
+   full-data certificate (``f.certify``) proves it. A point that fails its certificate is never
+   returned: :class:`~qpsvm.exceptions.UncertifiedSolutionError` is raised instead.
+
+``W`` only grows, so the loop ends after at most ``n`` rounds; ``max_rounds`` turns a pathological
+case into a clear error. The compiled model is kept while the sets do not change (for a
+regularisation path only the parameter ``C`` changes: see :mod:`qpsvm.solvers.path`).
+
+The loop (:func:`run_working_set`) only talks to a :class:`WorkingSet`: a formulation-specific
+object that builds the restricted model, reads its solution back as a full-data candidate and
+checks the full data. :class:`StatusSets` keeps the three statuses and grows ``W``;
+:class:`BinarySets` (binary and ranking SVMs) and :class:`WestonWatkinsSets` have one scalar
+residual per constraint (:class:`ResidualSets`), :class:`CrammerSingerSets` one status per
+example whose constraints share a slack. A cutting-plane method implements
+:meth:`WorkingSet.update` with its separation oracle and reuses the same loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+
+from qpsvm.exceptions import (
+    InaccurateSolutionError,
+    InfeasibleProblemError,
+    InvalidInputError,
+    InvalidTypeError,
+    SolverError,
+    UncertifiedSolutionError,
+)
+from qpsvm.formulations.binary import BinaryFormulation, SoftMarginDual
+from qpsvm.formulations.model import Candidate, Model
+from qpsvm.formulations.multiclass import MulticlassSVM
+from qpsvm.solution import History, Solution
+from qpsvm.solvers.backends import DEFAULT_ORDER, BackendResult, resolve_solver, run_backend
+from qpsvm.solvers.qp import best_certified
+from qpsvm.solvers.warm_start import (
+    NEWTON_MAX_FEATURES,
+    Start,
+    dual_coordinate_descent,
+    multiclass_dual,
+    smoothed_newton,
+)
+from qpsvm.verify.certificate import DEFAULT_TOL
+
+__all__ = [
+    "BinarySets",
+    "CrammerSingerSets",
+    "ResidualSets",
+    "Round",
+    "StatusSets",
+    "WestonWatkinsSets",
+    "WorkingSet",
+    "backend_order",
+    "run_working_set",
+    "solve_model",
+    "solve_working_set",
+    "start_binary",
+    "working_set_for",
+]
+
+logger = logging.getLogger("qpsvm")
+
+#: Samples within this many error bands of their margin start in the working set.
+WIDTH = 8.0
+#: A round adds at most ``max(MIN_ADD, |W|)`` violated constraints (the most violated).
+MIN_ADD = 100
+#: Slack penalty of the soft-margin problem whose optimum starts the hard margin.
+HARD_SURROGATE_C = 1.0
+#: Tolerance of the dual coordinate descent start (wide linear data).
+DCD_TOL = 1e-2
+#: SMO tolerance of the kernel start (libsvm's default).
+SMO_TOL = 1e-3
+
+
+@dataclass
+class Round:
+    """What one full-data check found.
+
+    Attributes
+    ----------
+    added : int
+        Units (constraints, or examples) that joined the working set (0: the candidate is
+        optimal for the full problem, up to the check's tolerance).
+    objective : float
+        Primal objective of the round's candidate on the full data.
+    violation : float
+        Largest violation found by the check (a residual of the wrong sign for the status).
+    """
+
+    added: int
+    objective: float
+    violation: float
+
+
+class WorkingSet(ABC):
+    """One formulation's half of the working-set method (the loop is :func:`run_working_set`).
+
+    An implementation keeps the working set, builds the formulation's CVXPY model over it
+    (the same declarative code as the full problem), reads the solved model back as a candidate
+    on the full data, and checks the full data. A cutting-plane method (the structural SVM)
+    implements :meth:`update` with its separation oracle (loss-augmented inference on every
+    example): ``added`` is the number of new most-violated constraints, 0 once none is violated
+    by more than its tolerance; the loop then certifies the point with ``f.certify`` and builds
+    the answer with ``f.solution_from``.
+    """
+
+    f: Any
+
+    @abstractmethod
+    def model(self) -> Model:
+        """The QP over the current working set; the same object while the set is unchanged."""
+
+    @abstractmethod
+    def read(self, model: Model) -> Candidate:
+        """The full-data candidate defined by the solved restricted model."""
+
+    @abstractmethod
+    def update(self, cand: Candidate) -> Round:
+        """Check every constraint at ``cand`` and grow the working set with the violated ones."""
+
+    def sizes(self) -> dict[str, int]:
+        """Sizes of the sets, for logging and ``Solution.info``."""
+        return {}
+
+    def infeasible(self, exc: InfeasibleProblemError) -> Exception:
+        """The error for a restricted model the backend reports infeasible."""
+        return exc
+
+
+class StatusSets(WorkingSet):
+    """Working sets whose units each have one of three statuses (shared bookkeeping).
+
+    A unit (a constraint, or an example's group of constraints) is in the working set ``W``
+    (its constraints are in the restricted QP), *fixed at its bound* (its multiplier is known to
+    be ``C s_i``: a linear term of the QP) or *dropped* (multiplier 0). Subclasses sort the units
+    from an approximate optimum (:meth:`sort`), build the restricted model (:meth:`build`) and
+    say which statuses a candidate violates (:meth:`update`); growing ``W``, caching the
+    compiled model and re-targeting to another ``C`` are shared.
+
+    Parameters
+    ----------
+    f : Formulation
+    start : Start
+        Approximate optimum and its error band.
+    width : float
+        Units within ``width * start.band`` of their margin start in ``W``.
+    """
+
+    def __init__(self, f: Any, start: Start, width: float = WIDTH) -> None:
+        self.f = f
+        self.width = width
+        self._model: Model | None = None
+        self.work = np.zeros(0, dtype=bool)
+        self.bound = np.zeros(0, dtype=bool)
+        self.start_method = start.method
+        self.restart(start)
+
+    @abstractmethod
+    def sort(self, start: Start) -> None:
+        """Set :attr:`work` and :attr:`bound` from the approximate optimum ``start``."""
+
+    @abstractmethod
+    def build(self) -> Model:
+        """The formulation's model over ``W`` with the other units folded in."""
+
+    def key(self) -> tuple[np.ndarray, ...]:
+        """Arrays that define the sets (equal keys: the same restricted model)."""
+        return (self.work, self.bound)
+
+    @property
+    def c_parametric(self) -> bool:
+        """Whether the restricted model depends on ``C`` only through its parameter ``C`` (a
+        fixed term ``C`` times data), so it survives a change of ``C``."""
+        return True
+
+    def restart(self, start: Start) -> None:
+        """Re-sort every unit at ``start``; keep the compiled model if the sets are unchanged
+        (with the new value of ``C``)."""
+        previous = self.key() if self._model is not None else None
+        self.start_method = start.method
+        self.sort(start)
+        if self._model is not None and self.c_parametric and previous is not None:
+            if all(np.array_equal(a, b) for a, b in zip(previous, self.key(), strict=True)):
+                self._model.parameters["C"].value = self.f.C
+                return
+        self._model = None
+
+    def retarget(self, f: Any, start: Start) -> None:
+        """Switch to ``f`` (the same data at another ``C``) and re-sort the units at ``start``
+        (e.g. the optimum at the previous ``C``)."""
+        self.f = f
+        self.restart(start)
+
+    def model(self) -> Model:
+        if self._model is None:
+            self._model = self.build()
+        return self._model
+
+    def grow(self, wrong: np.ndarray, eps: float) -> int:
+        """Move the units whose status is violated by more than ``eps`` into ``W`` (at most
+        ``max(MIN_ADD, |W|)`` of them, the most violated: ``W`` at most doubles, as in a
+        cutting-plane method); returns how many moved."""
+        violated = wrong > eps
+        added = int(np.count_nonzero(violated))
+        cap = max(MIN_ADD, int(np.count_nonzero(self.work)))
+        if added > cap:
+            violated = np.zeros_like(violated)
+            violated[np.argpartition(-wrong, cap)[:cap]] = True
+            added = cap
+        if added:
+            self.work |= violated
+            self.bound &= ~violated
+            self._model = None
+        return added
+
+    def seed(self, closeness: np.ndarray, groups: tuple[np.ndarray, ...]) -> None:
+        """Put into ``W`` the unit of smallest ``closeness`` of each group with none in ``W``
+        (the restricted QP needs a constraint, and one of each class with an intercept)."""
+        for group in groups:
+            members = np.flatnonzero(group)
+            if members.size and not np.any(self.work[members]):
+                i = members[np.argmin(closeness[members])]
+                self.work[i], self.bound[i] = True, False
+                self._model = None
+
+    def sizes(self) -> dict[str, int]:
+        return {
+            "working": int(np.count_nonzero(self.work)),
+            "fixed": int(np.count_nonzero(self.bound)),
+            "dropped": int(np.count_nonzero(~self.work & ~self.bound)),
+        }
+
+
+class ResidualSets(StatusSets):
+    r"""Units that are single constraints ``r_j >= 0`` with multipliers ``0 <= alpha_j <= u_j``.
+
+    A dropped unit needs ``r_j >= 0``, a fixed one ``r_j <= 0``; a wrong sign is a violated
+    status. Units with ``|r_j| <= width * band`` at the start are in ``W``, the others fixed
+    (``r_j < 0``, finite ``u_j``) or dropped. With balance labels (a free intercept) the fixed
+    multipliers must leave ``sum_j alpha_j y_j = 0`` reachable by ``W``'s; the sets are corrected
+    so that it is (otherwise the restricted primal would be unbounded in ``b``).
+    """
+
+    @abstractmethod
+    def evaluate(self, cand: Candidate) -> tuple[np.ndarray, float]:
+        """Residuals ``r_j`` of every unit and the primal objective, in one pass over the data."""
+
+    @property
+    @abstractmethod
+    def upper(self) -> np.ndarray:
+        """Bounds ``u_j`` of the multipliers (``inf`` for hard constraints)."""
+
+    @property
+    def labels(self) -> np.ndarray | None:
+        """Labels ``y_j`` of the balance constraint, ``None`` without an intercept."""
+        return None
+
+    @property
+    def scale(self) -> float:
+        """Scale of the residuals (the largest margin, at least 1)."""
+        return 1.0
+
+    def fixed_alpha(self) -> np.ndarray:
+        """Multipliers outside ``W``: ``u_j`` on fixed units, 0 on dropped ones."""
+        return np.where(self.bound, self.upper, 0.0)
+
+    def sort(self, start: Start) -> None:
+        r = self.evaluate(start.candidate)[0]
+        band = self.width * start.band
+        finite = np.isfinite(self.upper)
+        self.work = (np.abs(r) <= band) | ((r < -band) & ~finite)
+        self.bound = (r < -band) & finite
+        y = self.labels
+        self.seed(np.abs(r), (y < 0, y > 0) if y is not None else (np.ones(r.shape, bool),))
+        self.balance(r)
+
+    def balance(self, r: np.ndarray) -> int:
+        """Move fixed units into ``W`` until ``W`` can balance them; returns how many.
+
+        The fixed multipliers need ``sum_W alpha_j y_j = t`` with ``t = -sum_E u_j y_j``, which
+        ``0 <= alpha_W <= u_W`` reaches iff ``-sum_{W, y<0} u <= t <= sum_{W, y>0} u``. If ``t``
+        is too large, fixed negatives (nearest the margin first) join ``W``; if too small,
+        fixed positives.
+        """
+        y = self.labels
+        if y is None or not np.any(self.bound):
+            return 0
+        u = self.upper
+        target = -float(u[self.bound] @ y[self.bound])
+        room_pos = float(np.sum(u[self.work & (y > 0)]))
+        room_neg = float(np.sum(u[self.work & (y < 0)]))
+        if target > room_pos:
+            label, deficit = -1.0, target - room_pos
+        elif target < -room_neg:
+            label, deficit = 1.0, -target - room_neg
+        else:
+            return 0
+        # moving a fixed unit of class `label` into W brings t towards the room by u_j
+        candidates = np.flatnonzero(self.bound & (y == label))
+        order = candidates[np.argsort(-r[candidates], kind="stable")]
+        moved = order[: int(np.searchsorted(np.cumsum(u[order]), deficit)) + 1]
+        self.work[moved], self.bound[moved] = True, False
+        self._model = None
+        return int(moved.size)
+
+    def update(self, cand: Candidate) -> Round:
+        r, objective = self.evaluate(cand)
+        dropped = ~self.work & ~self.bound
+        wrong = np.where(dropped, -r, 0.0) + np.where(self.bound, r, 0.0)
+        added = self.grow(wrong, 1e-9 * self.scale)
+        if added:
+            added += self.balance(r)
+        return Round(added, objective, float(np.max(wrong, initial=0.0)))
+
+
+class BinarySets(ResidualSets):
+    """The binary formulations (and the ranking SVM, a binary SVM on pair differences): one unit
+    per sample, residual ``r_i = y_i (w . phi(x_i) + b) - m_i``."""
+
+    f: BinaryFormulation
+
+    @property
+    def upper(self) -> np.ndarray:
+        return self.f.upper
+
+    @property
+    def labels(self) -> np.ndarray | None:
+        return self.f.y if self.f.fit_intercept else None
+
+    @property
+    def scale(self) -> float:
+        return max(1.0, float(np.max(self.f.margin)))
+
+    @property
+    def c_parametric(self) -> bool:
+        # the dual's fixed multipliers C s_i are data of its model
+        return not isinstance(self.f, SoftMarginDual)
+
+    def evaluate(self, cand: Candidate) -> tuple[np.ndarray, float]:
+        f = self.f
+        scores = f.scores(w=cand.w) if cand.w is not None else f.scores(alpha=cand.alpha)
+        b = float(cand.b or 0.0)
+        norm2 = float(cand.w @ cand.w) if cand.w is not None else float(cand.alpha * f.y @ scores)
+        return f.y * (scores + b) - f.margin, float(f.primal_value(norm2, scores, b))
+
+    def build(self) -> Model:
+        work = np.flatnonzero(self.work)
+        if isinstance(self.f, SoftMarginDual):
+            return self.f.build(subset=work, fixed=self.fixed_alpha())
+        if not np.any(self.bound):
+            return self.f.build(subset=work)
+        return self.f.build(subset=work, at_bound=np.flatnonzero(self.bound))
+
+    def read(self, model: Model) -> Candidate:
+        return self.f.read_model(model, fixed=self.fixed_alpha())
+
+    def infeasible(self, exc: InfeasibleProblemError) -> Exception:
+        # a subset of the constraints is infeasible only if the full problem is (hard margin)
+        return self.f.infeasible_error() or exc
+
+
+class WestonWatkinsSets(ResidualSets):
+    """Weston-Watkins: one unit per constraint ``(i, c)``, ``c != y_i``, residual
+    ``r_ic = w_{y_i} . x_i - w_c . x_i - 1``, bound ``C s_i``."""
+
+    f: MulticlassSVM
+
+    @property
+    def upper(self) -> np.ndarray:
+        return self.f.upper[self.f.rows]
+
+    def evaluate(self, cand: Candidate) -> tuple[np.ndarray, float]:
+        f = self.f
+        S = f.scores(cand.w)
+        r = f.margins(S)[f.rows, f.cols] - 1.0
+        return r, float(f.primal_value(float(np.sum(cand.w * cand.w)), S))
+
+    def build(self) -> Model:
+        bound = np.flatnonzero(self.bound)
+        return self.f.build(
+            subset=np.flatnonzero(self.work), at_bound=bound if bound.size else None
+        )
+
+    def read(self, model: Model) -> Candidate:
+        f = self.f
+        cand = f.read_model(model)
+        bound = np.flatnonzero(self.bound)
+        cand.alpha[f.rows[bound], f.cols[bound]] = f.upper[f.rows[bound]]
+        return cand
+
+
+class CrammerSingerSets(StatusSets):
+    r"""Crammer-Singer: one unit per example, whose constraints ``(i, c)`` share one slack.
+
+    With the unclipped losses ``h_ic = 1 - (w_{y_i} - w_c) . x_i``: a dropped example needs
+    ``max_c h_ic <= 0``; an example fixed at its bound has its whole budget ``C s_i`` on one
+    class ``c* = top_i`` and needs ``h_{ic*} >= 0`` and ``h_{ic*} = max_c h_ic``; an example in
+    ``W`` has in the QP its *active* constraints, those within ``band`` of its largest loss, and
+    needs every other one to satisfy ``h_ic <= xi_i = max(0, max_{active} h_ic)`` (a violated one
+    becomes active). At the start, examples with ``max_c h_ic < -band`` are dropped, those with
+    ``max_c h_ic > band`` and a runner-up more than ``band`` below are fixed, the others are in
+    ``W``.
+    """
+
+    f: MulticlassSVM
+
+    def _losses(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        S = self.f.scores(W)
+        return S, np.where(self.f.mask, 1.0 - self.f.margins(S), -np.inf)
+
+    def key(self) -> tuple[np.ndarray, ...]:
+        return (self.work, self.bound, self.top, self.active)
+
+    def _activate(self, h: np.ndarray, first: np.ndarray, rows: np.ndarray) -> None:
+        """Make the constraints of the examples ``rows`` within ``band`` of their largest loss
+        active."""
+        self.active[rows] = self.f.mask[rows] & (h[rows] >= first[rows, None] - self.band)
+
+    def sort(self, start: Start) -> None:
+        h = self._losses(start.candidate.w)[1]
+        self.band = self.width * start.band
+        self.top = np.argmax(h, axis=1)
+        ordered = np.partition(h, -2, axis=1)
+        first, second = ordered[:, -1], ordered[:, -2]
+        self.bound = (first > self.band) & (first - second > self.band)
+        self.work = (first >= -self.band) & ~self.bound
+        self.seed(np.abs(first), (np.ones(first.shape, bool),))
+        self.active = np.zeros_like(self.f.mask)
+        self._activate(h, first, np.flatnonzero(self.work))
+
+    def update(self, cand: Candidate) -> Round:
+        S, h = self._losses(cand.w)
+        rows = np.arange(h.shape[0])
+        first = h.max(axis=1)
+        fixed = h[rows, self.top]
+        dropped = ~self.work & ~self.bound
+        wrong = np.where(dropped, first, 0.0) + np.where(
+            self.bound, np.maximum(-fixed, first - fixed), 0.0
+        )
+        # an example in W: an inactive constraint above the slack of the active ones
+        xi = np.maximum(0.0, np.max(np.where(self.active, h, -np.inf), axis=1))
+        loose = np.where(self.work[:, None] & ~self.active & self.f.mask, h - xi[:, None], 0.0)
+        activated = self.work[:, None] & (loose > 1e-9)
+        self.active |= activated
+        joined = self.work.copy()
+        added = self.grow(wrong, 1e-9) + int(np.count_nonzero(activated))
+        self._activate(h, first, np.flatnonzero(self.work & ~joined))
+        if np.any(activated):
+            self._model = None
+        objective = float(self.f.primal_value(float(np.sum(cand.w * cand.w)), S))
+        violation = max(float(np.max(wrong, initial=0.0)), float(np.max(loose, initial=0.0)))
+        return Round(added, objective, violation)
+
+    def _constraint(self, i: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Index into ``f.rows`` / ``f.cols`` of the constraints ``(i, c)``, ``c != y_i``."""
+        y = self.f.y[i]
+        return i * (self.f.n_classes - 1) + c - (c > y)
+
+    def build(self) -> Model:
+        f = self.f
+        subset = np.flatnonzero(self.active[f.rows, f.cols])
+        bound = np.flatnonzero(self.bound)
+        at_bound = self._constraint(bound, self.top[bound])
+        return f.build(subset=subset, at_bound=at_bound if at_bound.size else None)
+
+    def read(self, model: Model) -> Candidate:
+        f = self.f
+        cand = f.read_model(model)
+        bound = np.flatnonzero(self.bound)
+        cand.alpha[bound, self.top[bound]] = f.upper[bound]
+        return cand
+
+
+# ---------------------------------------------------------------------------- starting point
+def start_binary(f: BinaryFormulation) -> Start:
+    """The measured-fastest approximate optimum for a binary formulation.
+
+    Smoothed Newton for linear problems with at most
+    :data:`~qpsvm.solvers.warm_start.NEWTON_MAX_FEATURES` features (for the hard margin on the
+    soft margin with ``C =`` :data:`HARD_SURROGATE_C`), dual coordinate descent for wider (e.g.
+    sparse text) data, SMO at tolerance :data:`SMO_TOL` for a nonlinear kernel.
+    """
+    if not f.linear:
+        from qpsvm.solvers.smo import solve_smo
+
+        sol = solve_smo(f, tol=SMO_TOL)
+        cand = Candidate(w=None, b=sol.b, alpha=sol.alpha)
+        return Start(cand, SMO_TOL, "smo", sol.n_iter)
+    if f.n_features <= NEWTON_MAX_FEATURES:
+        return smoothed_newton(f, C=f.C if math.isfinite(f.C) else HARD_SURROGATE_C)
+    return dual_coordinate_descent(f, tol=DCD_TOL, max_epochs=200)
+
+
+def working_set_for(f: Any, start: Start | None = None, width: float = WIDTH) -> StatusSets:
+    """The working set of formulation ``f``, sorted at ``start`` (default: the formulation's
+    fast approximate optimum: :func:`start_binary`, or
+    :func:`~qpsvm.solvers.warm_start.multiclass_dual`)."""
+    if isinstance(f, BinaryFormulation):
+        return BinarySets(f, start_binary(f) if start is None else start, width)
+    if isinstance(f, MulticlassSVM):
+        sets = CrammerSingerSets if f.crammer_singer else WestonWatkinsSets
+        return sets(f, multiclass_dual(f) if start is None else start, width)
+    raise InvalidTypeError(
+        f"method='working_set' does not support {type(f).__name__}; use method='qp'."
+    )
+
+
+# ---------------------------------------------------------------------------- the loop
+def backend_order(solver: str | None) -> list[str]:
+    """The backends to try: the named one, or the installed ones of
+    :data:`~qpsvm.solvers.backends.DEFAULT_ORDER`."""
+    if solver is not None:
+        return [resolve_solver(solver)]
+    return [s for s in DEFAULT_ORDER if s in cp.installed_solvers()]
+
+
+def solve_model(model: Model, order: list[str], options: dict[str, Any]) -> BackendResult:
+    """Solve ``model`` with the first backend of ``order`` that does not fail (later ones get
+    their default settings and a logged warning).
+
+    Raises
+    ------
+    InfeasibleProblemError
+        The backend reports the problem infeasible or unbounded (no fallback).
+    SolverError
+        Every backend failed.
+    """
+    failures: list[str] = []
+    for k, name in enumerate(order):
+        try:
+            return run_backend(model.problem, name, options if k == 0 else {})
+        except InfeasibleProblemError:
+            raise
+        except SolverError as exc:
+            if len(order) == 1:
+                raise
+            failures.append(f"{name}: {exc}")
+            logger.warning("%s failed (%s); trying the next backend", name, exc)
+    raise SolverError("every backend failed: " + "; ".join(failures))
+
+
+def run_working_set(
+    ws: WorkingSet,
+    *,
+    solver: str | None = None,
+    tol: float = DEFAULT_TOL,
+    max_rounds: int = 50,
+    refine: bool = True,
+    options: dict[str, Any] | None = None,
+) -> Solution:
+    """The working-set loop: solve on ``W``, check the full data, grow ``W``, certify.
+
+    Parameters
+    ----------
+    ws : WorkingSet
+        The formulation's sets (e.g. :class:`BinarySets`), already initialised.
+    solver : str, optional
+        CVXPY solver for the restricted QPs; ``None`` tries Clarabel, then OSQP.
+    tol : float, default=1e-9
+        Relative gap the returned point is certified at.
+    max_rounds : int, default=50
+        Restricted solves at most.
+    refine : bool, default=True
+        If the final candidate fails its certificate, try its support-set refinements
+        (:func:`~qpsvm.solvers.qp.best_certified`) before giving up.
+    options : dict, optional
+        Backend settings, overriding :data:`~qpsvm.solvers.backends.SETTINGS`.
+
+    Raises
+    ------
+    InaccurateSolutionError
+        The working set still changed after ``max_rounds`` rounds.
+    UncertifiedSolutionError
+        The final point does not pass its certificate at ``tol``.
+    InfeasibleProblemError, NotSeparableError
+        A restricted problem, hence the full one, is infeasible.
+    """
+    f = ws.f
+    order = backend_order(solver)
+    options = options or {}
+    start = time.perf_counter()
+    rows: list[tuple[int, float, float]] = []
+    backend_time, backend_iter = 0.0, 0
+    for rnd in range(1, max_rounds + 1):
+        model = ws.model()
+        try:
+            result = solve_model(model, order, options)
+        except InfeasibleProblemError as exc:
+            raise ws.infeasible(exc) from exc
+        backend_time += result.solve_time
+        backend_iter += result.n_iter
+        cand = ws.read(model)
+        check = ws.update(cand)
+        rows.append((rnd, check.objective, time.perf_counter() - start))
+        logger.info(
+            "working set round %d: %s, added %d, max violation %.3g, objective %.12g, %.3fs",
+            rnd,
+            ws.sizes(),
+            check.added,
+            check.violation,
+            check.objective,
+            rows[-1][2],
+        )
+        if check.added == 0:
+            break
+    else:
+        raise InaccurateSolutionError(
+            f"the working set still changed after max_rounds={max_rounds} rounds "
+            f"({ws.sizes()}, last violation {check.violation:.3g}); raise max_rounds, or solve "
+            "the full problem with method='full'."
+        )
+    certifying = time.perf_counter()
+    cert = f.certify(cand, tol=tol)
+    if not cert.passed and refine:
+        cand, cert = best_certified(f, cand, tol)
+    certify_time = time.perf_counter() - certifying
+    if not cert.passed:
+        raise UncertifiedSolutionError(
+            f"the working-set optimum is certified only to a relative gap of "
+            f"{cert.relative_gap:.2e} > tol {tol:.0e} (primal infeasibility "
+            f"{cert.primal_infeasibility:.2e}). Standardise the features, or use method='full'."
+        )
+    it, obj, tm = (np.array(v) for v in zip(*rows, strict=True))
+    return f.solution_from(
+        cand,
+        cert,
+        solver=result.solver,
+        status="optimal",
+        n_iter=len(rows),
+        history=History(iteration=it.astype(int), objective=obj, time=tm),
+        info={
+            "rounds": len(rows),
+            "certify_time": certify_time,
+            "backend_time": backend_time,
+            "backend_iterations": backend_iter,
+            **ws.sizes(),
+        },
+    )
+
+
+def solve_working_set(
+    f: Any,
+    solver: str | None = None,
+    *,
+    tol: float = DEFAULT_TOL,
+    max_rounds: int = 50,
+    width: float = WIDTH,
+    start: Start | None = None,
+    refine: bool = True,
+    **options: Any,
+) -> Solution:
+    """Exact, certified optimum by the working-set method (see :mod:`~qpsvm.solvers.working_set`).
+
+    Parameters
+    ----------
+    f : Formulation
+        ``SoftMarginPrimal``, ``HardMargin``, ``SoftMarginDual`` (any kernel), ``RankingSVM``
+        or ``MulticlassSVM`` (both variants).
+    solver : str, optional
+        CVXPY solver of the restricted QPs (default Clarabel, falling back to OSQP).
+    tol : float, default=1e-9
+        Relative gap the answer is certified at.
+    max_rounds : int, default=50
+        Restricted solves at most; degenerate data that keep changing the working set end in
+        :class:`~qpsvm.exceptions.InaccurateSolutionError`.
+    width : float, default=8
+        Constraints within ``width`` error bands of their margin start in the working set.
+    start : Start, optional
+        Approximate optimum to start from (default: see :func:`working_set_for`).
+    refine : bool, default=True
+        Try support-set refinements if the final candidate fails its certificate.
+    **options
+        Backend settings.
+
+    Returns
+    -------
+    Solution
+        Certified at ``tol``; ``info`` holds the rounds, backend time and final set sizes,
+        ``history`` the objective after each round.
+    """
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+        raise InvalidInputError(f"max_rounds must be an integer >= 1; got {max_rounds!r}.")
+    if isinstance(width, bool) or not (
+        isinstance(width, int | float) and math.isfinite(width) and width > 0
+    ):
+        raise InvalidInputError(f"width must be a finite number > 0; got {width!r}.")
+    tol = f._check_tol(tol)
+    begun = time.perf_counter()
+    ws = working_set_for(f, start, float(width))
+    start_time = time.perf_counter() - begun
+    sol = run_working_set(
+        ws, solver=solver, tol=tol, max_rounds=max_rounds, refine=refine, options=options
+    )
+    sol.info.update(start=ws.start_method, start_time=start_time)
+    return sol

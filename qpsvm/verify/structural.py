@@ -1,0 +1,427 @@
+r"""Certificates for the structural SVM, and the cutting planes its solutions are made of.
+
+Sign conventions, written down once here for :class:`~qpsvm.StructuralSVM`. For example ``i`` and
+an output ``y`` write :math:`\delta\Psi_i(y) = \Psi(x_i, y_i) - \Psi(x_i, y)` and
+:math:`\Delta_i(y) = \Delta(y_i, y)`. The constraint of ``(i, y)`` reads
+:math:`\xi_i \ge H_i(y; w) = c_{iy} - a_{iy}\cdot w` with
+
+* margin rescaling: :math:`a_{iy} = \delta\Psi_i(y)`, :math:`c_{iy} = \Delta_i(y)`;
+* slack rescaling: :math:`a_{iy} = \Delta_i(y)\,\delta\Psi_i(y)`, :math:`c_{iy} = \Delta_i(y)`.
+
+A :class:`CuttingPlane` sums such constraints over a set ``S`` of examples, one output each:
+:math:`\sum_{i\in S}\xi_i \ge \sum_{i\in S} H_i(\hat y_i; w)` (``S = {i}``: the n-slack
+constraint; ``S`` = every example: the 1-slack constraint of Joachims, Finley & Yu, 2009). Every
+plane is a valid inequality of the full problem, so a working set of planes ``k`` with multipliers
+:math:`\alpha_k \ge 0` (the CVXPY dual values of the ``planes`` constraint) has the Lagrangian dual
+
+.. math::
+
+    D(\alpha) = \sum_k \alpha_k c_k - \tfrac12 \Big\|\sum_k \alpha_k a_k\Big\|^2, \qquad
+    \sum_{k \ni i} \alpha_k \le C \text{ for every example } i,
+
+with :math:`w = \sum_k \alpha_k a_k` at a primal-dual pair (minimising over :math:`\xi_i \ge 0`
+leaves the multiplier :math:`C - \sum_{k\ni i}\alpha_k \ge 0` of :math:`\xi_i \ge 0`). Collecting
+the weight of every distinct ``(i, y)`` over the planes, :math:`\alpha_{iy} = \sum_{k \ni i,\,
+\hat y_{ki} = y} \alpha_k`, turns any working-set dual point into a point of the dual of the full
+problem (all outputs) with the same value: the certificate works with those pairs, so it covers
+n-slack and 1-slack working sets alike. Weak duality gives :math:`D(\alpha) \le P^* \le P(w)`,
+where the primal objective uses the *true* slacks
+:math:`\xi_i = \max(0, \max_y H_i(y; w))` from the model's (exact) loss-augmented or
+slack-rescaled inference on every example; ``P`` is 1-strongly convex in ``w``, so
+:math:`\|w - w^*\| \le \sqrt{2\,\mathrm{gap}}`.
+
+The certifier never reads a QP's objective: it recomputes the planes from the stored outputs and
+the raw data (:meth:`~qpsvm.StructuralSVM.pair_rows`), projects the pairs' weights onto the
+feasible set (one capped simplex per example), and evaluates both objectives in numpy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from qpsvm.exceptions import InvalidInputError, InvalidTypeError
+from qpsvm.solution import Solution
+from qpsvm.verify.candidates import Candidate
+from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
+from qpsvm.verify.projection import project_capped_simplex
+
+__all__ = [
+    "CuttingPlane",
+    "DualPairs",
+    "StructuralCandidate",
+    "certify_structural",
+    "dual_pairs",
+    "output_key",
+    "read_structural_candidate",
+]
+
+
+#: Coordinate-ascent passes for the dual point of a bare ``w``.
+BARE_W_PASSES = 50
+
+
+def _fsum(a: Any) -> float:
+    """Correctly rounded sum (:func:`math.fsum`)."""
+    return math.fsum(np.ravel(a).tolist())
+
+
+def output_key(y: Any) -> Any:
+    """A hashable key identifying an output: equal outputs give equal keys.
+
+    Arrays are keyed by dtype, shape and bytes; other outputs must be hashable themselves.
+    """
+    if isinstance(y, np.ndarray):
+        return (y.dtype.str, y.shape, y.tobytes())
+    try:
+        hash(y)
+    except TypeError:
+        raise InvalidTypeError(
+            f"an output of type {type(y).__name__} is neither a numpy array nor hashable; "
+            "structured outputs must be arrays or hashable values."
+        ) from None
+    return y
+
+
+@dataclass(frozen=True, eq=False)
+class CuttingPlane:
+    r"""One working-set constraint: :math:`\sum_{i\in S}\xi_i \ge \sum_{i\in S} H_i(\hat y_i; w)`.
+
+    Attributes
+    ----------
+    examples : ndarray of int, shape (k,)
+        The examples ``S`` the plane sums over, distinct.
+    outputs : tuple
+        One output :math:`\hat y_i` per example of ``examples``, in the same order.
+    """
+
+    examples: np.ndarray
+    outputs: tuple[Any, ...]
+
+    @classmethod
+    def single(cls, i: int, y: Any) -> CuttingPlane:
+        """The n-slack constraint of example ``i`` and output ``y``."""
+        return cls(np.array([i], dtype=np.intp), (y,))
+
+    @classmethod
+    def joint(cls, outputs: Sequence[Any]) -> CuttingPlane:
+        """The 1-slack constraint: every example ``i`` with output ``outputs[i]``."""
+        return cls(np.arange(len(outputs), dtype=np.intp), tuple(outputs))
+
+    def __len__(self) -> int:
+        return int(self.examples.shape[0])
+
+
+@dataclass
+class StructuralCandidate(Candidate):
+    """A structural-SVM candidate: ``w`` and/or multipliers ``alpha`` of the ``planes``
+    (``b`` is always 0: the structural SVM has no intercept)."""
+
+    b: float | np.ndarray | None = 0.0
+    planes: list[CuttingPlane] | None = None
+
+
+@dataclass
+class DualPairs:
+    r"""A dual point of the full structural SVM: weights :math:`\alpha_{iy}` of distinct pairs.
+
+    Attributes
+    ----------
+    example : ndarray of int, shape (p,)
+    outputs : list
+        The output of each pair.
+    weight : ndarray of shape (p,)
+        :math:`\alpha_{iy}`, summed over the planes that contain the pair.
+    plane : ndarray of int, shape (q,)
+        For each (plane, member) incidence, the plane's index ...
+    pair : ndarray of int, shape (q,)
+        ... and the pair it refers to (so plane values are sums over pairs).
+    """
+
+    example: np.ndarray
+    outputs: list[Any]
+    weight: np.ndarray
+    plane: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    pair: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+
+
+def dual_pairs(planes: Sequence[CuttingPlane], alpha: np.ndarray, n_samples: int) -> DualPairs:
+    r"""Collect plane multipliers into weights of distinct pairs ``(i, y)``.
+
+    :math:`\alpha_{iy} = \sum_k \alpha_k [i \in S_k,\ \hat y_{ki} = y]`. Pairs are kept even with
+    weight 0 (their planes' values are needed for the maximum violation).
+
+    Raises
+    ------
+    InvalidInputError
+        If ``alpha`` does not have one entry per plane, or a plane is malformed.
+    """
+    alpha = np.asarray(alpha, dtype=np.float64).ravel()
+    if alpha.shape[0] != len(planes):
+        raise InvalidInputError(
+            f"alpha has {alpha.shape[0]} entries but there are {len(planes)} cutting planes; "
+            "pass one multiplier per plane (the solution's alpha with its info['constraints'])."
+        )
+    if not np.all(np.isfinite(alpha)):
+        raise InvalidInputError("alpha contains NaN or inf.")
+    index: dict[tuple[int, Any], int] = {}
+    example: list[int] = []
+    outputs: list[Any] = []
+    weight: list[float] = []
+    plane_of: list[int] = []
+    pair_of: list[int] = []
+    for k, plane in enumerate(planes):
+        if not isinstance(plane, CuttingPlane):
+            raise InvalidTypeError(
+                f"constraint {k} is a {type(plane).__name__}, not a CuttingPlane."
+            )
+        members = np.asarray(plane.examples)
+        if members.shape != (len(plane.outputs),):
+            raise InvalidInputError(
+                f"cutting plane {k} has {members.shape} examples but {len(plane.outputs)} outputs."
+            )
+        if members.size and (members.min() < 0 or members.max() >= n_samples):
+            raise InvalidInputError(
+                f"cutting plane {k} refers to an example outside [0, {n_samples})."
+            )
+        if np.unique(members).size != members.size:
+            raise InvalidInputError(f"cutting plane {k} lists an example twice.")
+        for i, y in zip(members.tolist(), plane.outputs, strict=True):
+            key = (i, output_key(y))
+            p = index.get(key)
+            if p is None:
+                p = index[key] = len(example)
+                example.append(i)
+                outputs.append(y)
+                weight.append(0.0)
+            weight[p] += alpha[k]
+            plane_of.append(k)
+            pair_of.append(p)
+    return DualPairs(
+        example=np.asarray(example, dtype=np.intp),
+        outputs=outputs,
+        weight=np.asarray(weight, dtype=np.float64),
+        plane=np.asarray(plane_of, dtype=np.intp),
+        pair=np.asarray(pair_of, dtype=np.intp),
+    )
+
+
+def _project_pairs(weight: np.ndarray, example: np.ndarray, n: int, C: float) -> np.ndarray:
+    r"""Project pair weights onto :math:`\{\alpha \ge 0,\ \sum_y \alpha_{iy} \le C\ \forall i\}`.
+
+    The set is a product of capped simplices, one per example
+    (:func:`~qpsvm.verify.projection.project_capped_simplex` on the padded rows).
+    """
+    if weight.size == 0:
+        return weight.copy()
+    order = np.argsort(example, kind="stable")
+    counts = np.bincount(example, minlength=n)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    slot = np.arange(weight.size) - np.repeat(starts, counts)
+    V = np.zeros((n, int(counts.max())))
+    mask = np.zeros(V.shape, dtype=bool)
+    V[example[order], slot] = weight[order]
+    mask[example[order], slot] = True
+    projected = project_capped_simplex(V, np.full(n, C), mask)
+    out = np.empty_like(weight)
+    out[order] = projected[example[order], slot]
+    return out
+
+
+def _dual_infeasibility(weight: np.ndarray, example: np.ndarray, n: int, C: float) -> float:
+    """Largest violation of ``alpha >= 0`` and of the per-example budgets ``sum_y alpha <= C``."""
+    if weight.size == 0:
+        return 0.0
+    budget = np.bincount(example, weights=np.maximum(weight, 0.0), minlength=n) - C
+    return max(0.0, float(np.max(-weight)), float(np.max(budget)))
+
+
+def read_structural_candidate(
+    f: Any, candidate: Any = None, *, w: Any = None, b: Any = None, alpha: Any = None
+) -> StructuralCandidate:
+    """Normalise what ``StructuralSVM.certify`` receives to a :class:`StructuralCandidate`.
+
+    ``candidate`` may be a :class:`~qpsvm.Solution` (its ``alpha`` with
+    ``info["constraints"]``), a :class:`StructuralCandidate`, or an array taken as ``w``;
+    otherwise the keyword ``w`` (``alpha`` needs planes, so it only comes with a candidate).
+    """
+    if b is not None:
+        f.check_b(b)
+    if candidate is None:
+        if alpha is not None:
+            raise InvalidInputError(
+                "alpha alone cannot be certified: its cutting planes are needed. Pass the "
+                "Solution, or StructuralCandidate(w=..., alpha=..., planes=...)."
+            )
+        if w is None:
+            raise InvalidInputError("nothing to certify: pass a solution or w.")
+        return StructuralCandidate(w=np.asarray(w, dtype=np.float64))
+    if w is not None or alpha is not None:
+        raise InvalidInputError("pass either a candidate or the keyword w, not both.")
+    if isinstance(candidate, StructuralCandidate):
+        return candidate
+    if isinstance(candidate, Solution):
+        planes = candidate.info.get("constraints")
+        if candidate.alpha is not None and planes is None:
+            raise InvalidInputError(
+                "the solution has alpha but no info['constraints']; its multipliers cannot be "
+                "matched to cutting planes."
+            )
+        return StructuralCandidate(
+            w=candidate.w,
+            alpha=candidate.alpha if planes is not None else None,
+            xi=candidate.xi,
+            planes=planes,
+        )
+    if isinstance(candidate, Candidate):
+        return StructuralCandidate(w=candidate.w, xi=candidate.xi)
+    if isinstance(candidate, np.ndarray | list | tuple):
+        return StructuralCandidate(w=np.asarray(candidate, dtype=np.float64))
+    raise InvalidTypeError(
+        f"cannot certify a {type(candidate).__name__} for a StructuralSVM: pass a qpsvm "
+        "Solution, a StructuralCandidate, or the weight vector w."
+    )
+
+
+def certify_structural(f: Any, cand: StructuralCandidate, tol: float = DEFAULT_TOL) -> Certificate:
+    r"""Certify a structural-SVM candidate from the raw data (see the module docstring).
+
+    Primal side: ``w`` (or, without one, :math:`w = \sum \alpha_{iy} a_{iy}` of the dual
+    point), the true slacks from the model's inference on every example, and
+    :math:`P(w) = \tfrac12\|w\|^2 + C\sum_i \xi_i`.
+
+    Dual side: the candidate's multipliers collected into pairs ``(i, y)`` and projected onto the
+    feasible set; the planes recomputed from the stored outputs by ``f.pair_rows``. For a bare
+    ``w`` the dual point puts multipliers :math:`\beta_i \in [0, C]` on the most violated
+    output of each example at ``w``, maximised by coordinate ascent: valid, but loose unless the
+    optimum needs one output per example (the optimum usually spreads over several).
+
+    ``max_violation`` is the cutting-plane violation: the largest, over the groups of examples the
+    planes sum over (single examples for n-slack planes, all of them for 1-slack planes, and
+    every example no plane covers), of the true slack of the group minus its working-set slack
+    :math:`\max(0, \max_k \sum_{i\in S_k} H_i(\hat y_{ki}; w))`. For a working-set optimum
+    ``gap = C * sum`` of these violations.
+
+    Parameters
+    ----------
+    f : StructuralSVM
+    cand : StructuralCandidate
+    tol : float
+        Relative tolerance of the test.
+
+    Returns
+    -------
+    Certificate
+    """
+    tol = f._check_tol(tol)
+    n, C = f.n_samples, f.C
+    have_dual = cand.alpha is not None and cand.planes is not None
+    pairs = dual_pairs(cand.planes, cand.alpha, n) if have_dual else None
+    if pairs is not None:
+        raw = pairs.weight
+        dual_inf = _dual_infeasibility(raw, pairs.example, n, C)
+        weight = _project_pairs(raw, pairs.example, n, C)
+        rows, c = f.pair_rows(pairs.example, pairs.outputs)
+        w_alpha = np.asarray(rows.T @ weight).ravel()
+    if cand.w is not None:
+        w = f.check_w(cand.w)
+    elif pairs is not None:
+        w = w_alpha
+    else:
+        raise InvalidInputError("nothing to certify: the candidate has neither w nor alpha.")
+    xi, y_hat = f.slacks(w, return_outputs=True)
+    primal = 0.5 * _fsum(w * w) + C * _fsum(xi)
+    if pairs is None:
+        rows, c = f.pair_rows(np.arange(n), y_hat)
+        weight = _best_single_output_dual(rows, c, C)
+        example = np.arange(n)
+        w_alpha = np.asarray(rows.T @ weight).ravel()
+        dual_inf = 0.0
+    else:
+        example = pairs.example
+    dual = _fsum(weight * c) - 0.5 * _fsum(w_alpha * w_alpha)
+    values = c - np.asarray(rows @ w).ravel()  # H_i(y; w) of every pair
+    spent = np.bincount(example, weights=weight, minlength=n)
+    complementarity = max(
+        float(np.max(np.abs(weight * (xi[example] - values)), initial=0.0)),
+        float(np.max(np.abs((C - spent) * xi), initial=0.0)),
+    )
+    return Certificate(
+        primal_objective=float(primal),
+        dual_objective=float(dual),
+        primal_infeasibility=_slack_infeasibility(cand.xi, xi, n),
+        dual_infeasibility=dual_inf,
+        complementarity=complementarity,
+        stationarity=float(np.linalg.norm(w - w_alpha)),
+        tol=tol,
+        formulation=type(f).__name__,
+        max_violation=_max_violation(cand.planes if have_dual else None, pairs, values, xi),
+        alpha=weight,
+    )
+
+
+def _best_single_output_dual(
+    rows: Any, c: np.ndarray, C: float, passes: int = BARE_W_PASSES
+) -> np.ndarray:
+    r"""Multipliers :math:`\beta_i \in [0, C]` of the most violated outputs at a bare ``w``.
+
+    Coordinate ascent on :math:`\sum_i \beta_i c_i - \tfrac12\|\sum_i \beta_i a_i\|^2`
+    (the dual restricted to one output per example; every iterate is feasible), with exact
+    steps :math:`\beta_i \leftarrow \mathrm{clip}_{[0, C]}(\beta_i + (c_i - a_i\cdot v) /
+    \|a_i\|^2)`, :math:`v = \sum_i \beta_i a_i`, until a pass changes nothing.
+    """
+    rows = rows.tocsr()
+    sq = np.asarray(rows.multiply(rows).sum(axis=1)).ravel()
+    beta = np.zeros(c.shape[0])
+    v = np.zeros(rows.shape[1])
+    active = np.flatnonzero(sq > 0).tolist()
+    for _ in range(passes):
+        moved = 0.0
+        for i in active:
+            cols = rows.indices[rows.indptr[i] : rows.indptr[i + 1]]
+            vals = rows.data[rows.indptr[i] : rows.indptr[i + 1]]
+            new = min(C, max(0.0, beta[i] + (c[i] - vals @ v[cols]) / sq[i]))
+            if new != beta[i]:
+                v[cols] += (new - beta[i]) * vals
+                moved = max(moved, abs(new - beta[i]))
+                beta[i] = new
+        if moved <= 1e-12 * C:
+            break
+    return beta
+
+
+def _slack_infeasibility(claimed: Any, true: np.ndarray, n: int) -> float:
+    """How far the candidate's own slacks (if any) fall short of the true slacks."""
+    if claimed is None:
+        return 0.0
+    claimed = np.asarray(claimed, dtype=np.float64).ravel()
+    if claimed.shape != (n,):
+        raise InvalidInputError(f"xi must have shape ({n},); got {claimed.shape}.")
+    return max(0.0, float(np.max(true - claimed)), float(np.max(-claimed)))
+
+
+def _max_violation(
+    planes: Sequence[CuttingPlane] | None,
+    pairs: DualPairs | None,
+    values: np.ndarray,
+    xi: np.ndarray,
+) -> float:
+    """The largest cutting-plane violation over the groups of examples (see
+    :func:`certify_structural`)."""
+    covered = np.zeros(xi.shape[0], dtype=bool)
+    worst = 0.0
+    if planes:
+        plane_value = np.bincount(pairs.plane, weights=values[pairs.pair], minlength=len(planes))
+        groups: dict[bytes, list[int]] = {}
+        for k, plane in enumerate(planes):
+            groups.setdefault(np.sort(plane.examples).tobytes(), []).append(k)
+        for ks in groups.values():
+            members = planes[ks[0]].examples
+            covered[members] = True
+            slack = max(0.0, float(np.max(plane_value[ks])))
+            worst = max(worst, _fsum(xi[members]) - slack)
+    return max(worst, float(np.max(xi[~covered], initial=0.0)))
