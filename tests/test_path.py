@@ -53,7 +53,7 @@ def test_formulation_is_left_unchanged():
     before = f.solve(method="qp")
     f.path([0.01, 100.0], method="qp")
     f.path([0.01, 100.0])
-    assert f.C == 0.5 and f.model.parameters["C"].value == 0.5
+    assert f.C == 0.5 and f.full_model.parameters["C"].value == 0.5
     assert f.solve(method="qp").objective == pytest.approx(before.objective, rel=EXACT)
 
 

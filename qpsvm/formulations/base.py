@@ -13,6 +13,7 @@ import numpy as np
 from qpsvm.exceptions import InvalidInputError
 
 if TYPE_CHECKING:
+    from qpsvm.formulations.model import Model
     from qpsvm.solution import Solution
     from qpsvm.verify.certificate import Certificate
     from qpsvm.verify.comparison import Comparison
@@ -42,18 +43,39 @@ class Formulation(ABC):
     #: "module:function" that turns a solution, estimator or arrays into a candidate.
     candidate_reader: ClassVar[str] = "qpsvm.verify.candidates:read_candidate"
 
-    _problem: cp.Problem | None = None
+    _model: Model | None = None
+
+    @abstractmethod
+    def build(self, **subset: Any) -> Model:
+        """Build the CVXPY model over every constraint (no arguments) or over a subset of them
+        (a working set); each formulation documents its subsets and named parts."""
+
+    @property
+    def full_model(self) -> Model:
+        """The full model (problem, named variables, constraints, parameters), built once."""
+        if self._model is None:
+            self._model = self.build()
+        return self._model
 
     @property
     def problem(self) -> cp.Problem:
         """The full :class:`cvxpy.Problem`, built on first access and cached."""
-        if self._problem is None:
-            self._problem = self.build_problem()
-        return self._problem
+        return self.full_model.problem
 
-    @abstractmethod
+    @property
+    def variables(self) -> dict[str, cp.Variable]:
+        """Named CVXPY variables of the full problem."""
+        return self.full_model.variables
+
+    @property
+    def constraints(self) -> dict[str, cp.Constraint]:
+        """Named CVXPY constraints of the full problem; their duals follow
+        :mod:`qpsvm.verify.conventions`."""
+        return self.full_model.constraints
+
     def build_problem(self, **subset: Any) -> cp.Problem:
-        """Build the CVXPY problem, over every constraint or over a subset of them."""
+        """The CVXPY problem over all constraints or a subset (see :meth:`build`)."""
+        return self.build(**subset).problem
 
     @abstractmethod
     def objective(self, w: Any, b: Any = 0.0) -> float:

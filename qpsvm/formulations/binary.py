@@ -172,37 +172,6 @@ class BinaryFormulation(Formulation):
         """Upper bounds of the dual variables, ``C s_i`` (``inf`` for the hard margin)."""
         return self.C * self.sample_weight
 
-    @property
-    def model(self) -> Model:
-        """The full model (problem, named variables and constraints), built once."""
-        if self._model is None:
-            self._model = self.build()
-        return self._model
-
-    @property
-    def problem(self) -> cp.Problem:
-        """The full :class:`cvxpy.Problem` (see :meth:`build`)."""
-        return self.model.problem
-
-    @property
-    def variables(self) -> dict[str, cp.Variable]:
-        """Named CVXPY variables of the full problem."""
-        return self.model.variables
-
-    @property
-    def constraints(self) -> dict[str, cp.Constraint]:
-        """Named CVXPY constraints of the full problem; their duals follow
-        :mod:`qpsvm.verify.conventions`."""
-        return self.model.constraints
-
-    def build_problem(self, **subset: Any) -> cp.Problem:
-        """The CVXPY problem over all constraints or a subset (see :meth:`build`)."""
-        return self.build(**subset).problem
-
-    def build(self, **subset: Any) -> Model:
-        """Build the CVXPY model; implemented by each formulation."""
-        raise NotImplementedError  # pragma: no cover - abstract in effect, see subclasses
-
     # ------------------------------------------------------------------ numpy math
     def check_w(self, w: Any) -> np.ndarray:
         """A candidate ``w`` as a finite float64 vector of length ``n_features``."""

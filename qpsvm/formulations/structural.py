@@ -150,14 +150,14 @@ class StructuralSVM(Formulation):
         # features of the wrong length or outputs of the wrong type fails here, clearly
         model.check_model(self.X[0], self.Y[0])
         self._true: sp.csr_matrix | None = None
-        self._full: StructuralModel | None = None
+        self._model: StructuralModel | None = None
 
     def with_C(self, C: float) -> StructuralSVM:
         """The same problem with another ``C``: a shallow copy sharing the data (and the joint
         features computed so far), with its own full model. Used by regularisation paths."""
         other = copy.copy(self)
         other.C = check_positive(C, "C")
-        other._full = None
+        other._model = None
         return other
 
     # ----------------------------------------------------------------- sizes and shapes
@@ -365,22 +365,6 @@ class StructuralSVM(Formulation):
             cp.Minimize(0.5 * cp.sum_squares(w) + C * cp.sum(xi)), list(constraints.values())
         )
         return StructuralModel(problem, {"w": w, "xi": xi}, constraints, {"C": C}, planes=planes)
-
-    @property
-    def full_model(self) -> StructuralModel:
-        """The full problem over every output (built once; tiny problems only)."""
-        if self._full is None:
-            self._full = self.build()
-        return self._full
-
-    @property
-    def problem(self) -> cp.Problem:
-        """The full :class:`cvxpy.Problem` over every output (tiny problems only)."""
-        return self.full_model.problem
-
-    def build_problem(self, **working_set: Any) -> cp.Problem:
-        """The CVXPY problem over a working set (see :meth:`build`)."""
-        return self.build(**working_set).problem
 
     def read_model(self, model: StructuralModel) -> StructuralCandidate:
         """Read ``w`` and the planes' multipliers ``alpha`` (``planes`` duals) off a solved

@@ -100,7 +100,7 @@ def solve_qp(
             failures.append(f"{name}: {exc}")
             logger.warning("%s failed (%s); falling back to the next backend", name, exc)
             continue
-        cand, cert = best_certified(f, f.read_model(f.model), tol, refine)
+        cand, cert = best_certified(f, f.read_model(f.full_model), tol, refine)
         if cert.passed:
             if result.status in INACCURATE:
                 logger.warning(

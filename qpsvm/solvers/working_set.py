@@ -508,7 +508,7 @@ def start_binary(f: BinaryFormulation) -> Start:
     if not f.linear:
         from qpsvm.solvers.smo import solve_smo
 
-        sol = solve_smo(f, tol=SMO_TOL)
+        sol = solve_smo(f, tol=SMO_TOL, certify=False)
         cand = Candidate(w=None, b=sol.b, alpha=sol.alpha)
         return Start(cand, SMO_TOL, "smo", sol.n_iter)
     if f.n_features <= NEWTON_MAX_FEATURES:

@@ -18,8 +18,9 @@ def project_box_hyperplane(
 
     Without ``y`` the set is the box and the projection is a clip. With ``y`` the projection is
     ``clip(alpha - nu y, 0, upper)`` for the multiplier ``nu`` that zeroes ``y . a``; ``y . a`` is
-    non-increasing in ``nu``, so ``nu`` is bracketed by bisection and then computed exactly from
-    the free coordinates, which makes ``|y . a|`` round-off small.
+    non-increasing and piecewise linear in ``nu``, so ``nu`` is bracketed by a binary search over
+    the kinks and then computed exactly from the free coordinates, which makes ``|y . a|``
+    round-off small.
 
     Parameters
     ----------
@@ -52,14 +53,18 @@ def project_box_hyperplane(
         lo *= 2.0
     while y @ clipped(hi) > 0:
         hi *= 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        if y @ clipped(mid) > 0:
-            lo = mid
+    # y . a(nu) is piecewise linear with kinks where a coordinate meets 0 or its bound: binary
+    # search over the sorted kinks (~log2(2n) passes), then solve the linear piece exactly
+    kinks = np.concatenate([alpha * y, (alpha - upper) * y])
+    kinks = np.unique(np.concatenate([[lo, hi], kinks[(kinks > lo) & (kinks < hi)]]))
+    i, j = 0, kinks.size - 1
+    while j - i > 1:
+        k = (i + j) // 2
+        if y @ clipped(kinks[k]) > 0:
+            i = k
         else:
-            hi = mid
+            j = k
+    lo, hi = float(kinks[i]), float(kinks[j])
     nu = 0.5 * (lo + hi)
     a = clipped(nu)
     free = (a > 0) & (a < upper)
