@@ -52,8 +52,14 @@ class Kernel:
         if self.name == "linear":
             return _dense(A @ B.T)
         if self.name == "rbf":
-            d2 = _sq_norms(A)[:, None] + _sq_norms(B)[None, :] - 2.0 * _dense(A @ B.T)
-            return np.exp(-self.gamma * np.maximum(d2, 0.0))
+            # in place: ||a||^2 + ||b||^2 - 2 a.b, clipped at 0, then exp(-gamma d2)
+            K = _dense(A @ B.T)
+            K *= -2.0
+            K += _sq_norms(A)[:, None]
+            K += _sq_norms(B)[None, :]
+            np.maximum(K, 0.0, out=K)
+            K *= -self.gamma
+            return np.exp(K, out=K)
         if self.name == "poly":
             return (self.gamma * _dense(A @ B.T) + self.coef0) ** self.degree
         if self.name == "callable":
