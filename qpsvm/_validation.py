@@ -16,6 +16,7 @@ __all__ = [
     "check_data",
     "check_multiclass_labels",
     "check_positive",
+    "check_random_state",
     "check_sample_weight",
     "check_vector",
 ]
@@ -120,7 +121,10 @@ def check_positive(value: Any, name: str) -> float:
 
 
 def _check_label_vector(y: Any, n: int, name: str) -> np.ndarray:
-    arr = np.asarray(y)
+    try:
+        arr = np.asarray(y)
+    except ValueError as exc:
+        raise InvalidInputError(f"{name} must be a 1-D sequence of labels: {exc}") from None
     if arr.ndim == 2 and 1 in arr.shape:
         arr = arr.ravel()
     if arr.ndim != 1:
@@ -167,3 +171,19 @@ def check_multiclass_labels(y: Any, n: int, name: str = "y") -> tuple[np.ndarray
             f"{name} has only one class ({classes.tolist()}); a classifier needs at least two."
         )
     return inverse.astype(np.intp), classes
+
+
+def check_random_state(random_state: Any, name: str = "random_state") -> np.random.Generator:
+    """A :class:`numpy.random.Generator` from ``None``, an int seed or a Generator."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or (
+        isinstance(random_state, int | np.integer) and not isinstance(random_state, bool)
+    ):
+        try:
+            return np.random.default_rng(random_state)
+        except ValueError as exc:
+            raise InvalidInputError(f"{name} must be a non-negative int seed: {exc}") from None
+    raise InvalidTypeError(
+        f"{name} must be None, an int seed or a numpy Generator; got {type(random_state).__name__}."
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 import scipy.linalg
@@ -92,6 +93,14 @@ def make_kernel(
         raise InvalidInputError(
             f"unknown kernel {kernel!r}; choose one of {KERNELS} or a callable."
         )
+    if not (gamma is None or (isinstance(gamma, str | Real) and not isinstance(gamma, bool))):
+        raise InvalidTypeError(
+            f"gamma must be a positive number, 'scale' or 'auto'; got {type(gamma).__name__}."
+        )
+    if not isinstance(degree, Real) or isinstance(degree, bool):
+        raise InvalidTypeError(f"degree must be a positive integer; got {type(degree).__name__}.")
+    if not isinstance(coef0, Real) or isinstance(coef0, bool):
+        raise InvalidTypeError(f"coef0 must be a real number; got {type(coef0).__name__}.")
     if gamma is None or gamma == "scale":
         var = (X.multiply(X).mean() - X.mean() ** 2) if sp.issparse(X) else X.var()
         g = 1.0 / (X.shape[1] * var) if var > 0 else 1.0

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import time
 from abc import ABC, abstractmethod
+from numbers import Real
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import cvxpy as cp
@@ -111,8 +113,17 @@ class Formulation(ABC):
                 f"unknown method {method!r} for {type(self).__name__}; choose one of "
                 f"{sorted(self.methods)}."
             )
+        run = _load(self.methods[method])
+        parameters = inspect.signature(run).parameters
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+            unknown = sorted(set(options) - set(parameters))
+            if unknown:
+                accepted = sorted(set(parameters) - {"f", "solver"})
+                raise InvalidInputError(
+                    f"unknown option(s) {unknown} for method={method!r}; it accepts {accepted}."
+                )
         start = time.perf_counter()
-        solution = _load(self.methods[method])(self, solver=solver, **options)
+        solution = run(self, solver=solver, **options)
         solution.solve_time = time.perf_counter() - start
         solution.method = method
         return solution
@@ -156,6 +167,6 @@ class Formulation(ABC):
 
     @staticmethod
     def _check_tol(tol: float) -> float:
-        if not np.isfinite(tol) or tol <= 0:
+        if isinstance(tol, bool) or not isinstance(tol, Real) or not np.isfinite(tol) or tol <= 0:
             raise InvalidInputError(f"tol must be a positive number, got {tol!r}.")
         return float(tol)

@@ -348,9 +348,12 @@ class RankingSVM(BinaryFormulation):
         self.items = items
         self.X = PairDifferences(items, self.pairs)
         n = self.n_pairs
-        if pair_weight is not None and np.ndim(pair_weight) == 1 and np.size(pair_weight) != n:
+        weight_shape = (
+            np.shape(np.asarray(pair_weight, dtype=object)) if pair_weight is not None else ()
+        )
+        if len(weight_shape) == 1 and weight_shape[0] != n:
             raise InvalidInputError(
-                f"pair_weight has {np.size(pair_weight)} entries but there are {n} pairs (in the "
+                f"pair_weight has {weight_shape[0]} entries but there are {n} pairs (in the "
                 "order of f.pairs; for pairs built from y and groups, of make_pairs(y, groups))."
             )
         self.y = np.ones(n)

@@ -121,8 +121,11 @@ def run_backend(problem: cp.Problem, solver: str, options: dict[str, Any]) -> Ba
             f"{solver} failed on this problem ({exc}). Try another backend, e.g. "
             f"solver='CLARABEL' or solver='OSQP', or rescale the features."
         ) from exc
-    except TypeError as exc:  # an option the backend does not know
-        raise InvalidInputError(f"invalid option for {solver}: {exc}") from exc
+    except (TypeError, ValueError) as exc:  # an option the backend does not know or accept
+        raise InvalidInputError(
+            f"invalid option for {solver} ({sorted(options)}): {exc}. Backend options are "
+            "passed to the QP solver; see its documentation for names and types."
+        ) from exc
     status = problem.status
     stats = problem.solver_stats
     result = BackendResult(

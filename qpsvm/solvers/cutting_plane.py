@@ -53,6 +53,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._validation import check_random_state
 from qpsvm.exceptions import InvalidInputError, UncertifiedSolutionError
 from qpsvm.formulations.structural import PlaneMatrix, StructuralSVM
 from qpsvm.models.base import _check_int
@@ -605,7 +606,7 @@ def solve_cutting_plane(
     ):
         raise InvalidInputError(f"max_time must be a number of seconds > 0; got {max_time!r}.")
     order = backend_order(solver) if solver is not None else []
-    rng = np.random.default_rng(random_state)
+    rng = check_random_state(random_state)
     n = f.n_samples
     pool = _Pool(f.n_features, n if variant == "n_slack" else 1, f.C)
     rows_hist: list[tuple[int, float, float, float]] = []

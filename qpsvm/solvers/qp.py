@@ -80,6 +80,7 @@ def solve_qp(
     InaccurateSolutionError, UncertifiedSolutionError
         No backend produced a point that passes the certificate.
     """
+    tol = f._check_tol(tol)
     explicit = solver is not None
     order = (
         [resolve_solver(solver)]

@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from qpsvm._validation import check_random_state
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.binary import BinaryFormulation
 from qpsvm.formulations.model import Candidate
@@ -329,7 +330,7 @@ def solve_subgradient(
     prob = online_problem(f)
     batch_size = min(batch_size, prob.n)
     lam = 1.0 / (prob.C * prob.n)
-    rng = np.random.default_rng(random_state)
+    rng = check_random_state(random_state)
     steps_per_epoch = -(-prob.n // batch_size)
     size = math.prod(prob.shape)
     v = np.zeros(size)

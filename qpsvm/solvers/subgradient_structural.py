@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from qpsvm._validation import check_random_state
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.formulations.structural import StructuralSVM
 from qpsvm.solution import History, Solution
@@ -104,7 +105,7 @@ def solve_subgradient_structural(
         raise InvalidInputError(f"eta0 must be a finite number > 0; got {eta0!r}.")
     n = f.n_samples
     lam = 1.0 / (f.C * n)
-    rng = np.random.default_rng(random_state)
+    rng = check_random_state(random_state)
     w = np.zeros(f.n_features)
     total = np.zeros(f.n_features)
     history = History(
