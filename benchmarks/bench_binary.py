@@ -16,12 +16,11 @@ Usage: ``python benchmarks/bench_binary.py [--quick] [--repeat 3] [--max-n 10000
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 import warnings
 
 import cvxpy as cp
 import numpy as np
+from _common import timed
 from sklearn.svm import SVC, LinearSVC
 
 import qpsvm
@@ -33,16 +32,6 @@ def make_data(n: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     y = np.where(rng.random(n) < 0.5, -1, 1)
     X = rng.normal(size=(n, d)) + 0.35 * y[:, None] * (np.arange(d) < 5)
     return X, y
-
-
-def timed(fn, repeat: int):
-    """Median wall time of ``repeat`` calls and the last result."""
-    times, out = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), out
 
 
 def plain_cvxpy(X: np.ndarray, y: np.ndarray, C: float) -> tuple[np.ndarray, float]:

@@ -23,26 +23,15 @@ Usage: ``python benchmarks/bench_ranking_multiclass.py [--quick] [--repeat 3]
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 import warnings
 
 import numpy as np
+from _common import timed
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
 import qpsvm
 from qpsvm.conventions import C_from_pair_svm
-
-
-def timed(fn, repeat: int):
-    """Median wall time of ``repeat`` calls and the last result."""
-    times, out = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), out
 
 
 def ranking_data(n_queries: int, per_query: int, d: int, seed: int = 0):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import importlib
 import inspect
 import time
@@ -82,6 +83,26 @@ class Formulation(ABC):
     @abstractmethod
     def objective(self, w: Any, b: Any = 0.0) -> float:
         """Primal objective ``1/2 ||w||^2 + C sum_i s_i xi_i`` of a candidate, in numpy."""
+
+    def with_C(self, C: float) -> Formulation:
+        """The same problem with another ``C``: a shallow copy sharing the data, with its own
+        model. Used by regularisation paths."""
+        from qpsvm._validation import check_positive
+
+        other = copy.copy(self)
+        other.C = check_positive(C, "C")
+        other._model = None
+        return other
+
+    @property
+    def n_samples(self) -> int:
+        """Number of training samples ``n``."""
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        """Number of features ``d`` (of the input space)."""
+        return int(self.X.shape[1])
 
     def default_method(self) -> str:
         """The method :meth:`solve` uses when none is named."""

@@ -22,7 +22,6 @@ scikit-learn.
 
 from __future__ import annotations
 
-import copy
 import math
 import warnings
 from collections.abc import Callable
@@ -146,21 +145,9 @@ class BinaryFormulation(Formulation):
             raise InvalidInputError(
                 "the hard margin has no C to vary; use SoftMarginPrimal for a regularisation path."
             )
-        other = copy.copy(self)
-        other.C = check_positive(C, "C")
-        other._model = None
-        return other
+        return super().with_C(C)
 
     # ----------------------------------------------------------------- sizes and shapes
-    @property
-    def n_samples(self) -> int:
-        """Number of training samples ``n``."""
-        return int(self.X.shape[0])
-
-    @property
-    def n_features(self) -> int:
-        """Number of features ``d`` (of the input space, not of the kernel's feature space)."""
-        return int(self.X.shape[1])
 
     @property
     def linear(self) -> bool:

@@ -32,7 +32,6 @@ user appends.
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any, ClassVar
 
@@ -155,25 +154,7 @@ class MulticlassSVM(Formulation):
         """``"working_set"`` above :attr:`working_set_min_samples` examples, else ``"qp"``."""
         return "working_set" if self.n_samples > self.working_set_min_samples else "qp"
 
-    def with_C(self, C: float) -> MulticlassSVM:
-        """The same problem with another ``C``: a shallow copy sharing the data, with its own
-        model. Used by regularisation paths."""
-        other = copy.copy(self)
-        other.C = check_positive(C, "C")
-        other._model = None
-        return other
-
     # ----------------------------------------------------------------- sizes and shapes
-    @property
-    def n_samples(self) -> int:
-        """Number of training samples ``n``."""
-        return int(self.X.shape[0])
-
-    @property
-    def n_features(self) -> int:
-        """Number of features ``d``."""
-        return int(self.X.shape[1])
-
     @property
     def n_classes(self) -> int:
         """Number of classes ``k``."""

@@ -25,7 +25,6 @@ CVXPY problem over any list of planes, and with every output enumerated
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -151,14 +150,6 @@ class StructuralSVM(Formulation):
         model.check_model(self.X[0], self.Y[0])
         self._true: sp.csr_matrix | None = None
         self._model: StructuralModel | None = None
-
-    def with_C(self, C: float) -> StructuralSVM:
-        """The same problem with another ``C``: a shallow copy sharing the data (and the joint
-        features computed so far), with its own full model. Used by regularisation paths."""
-        other = copy.copy(self)
-        other.C = check_positive(C, "C")
-        other._model = None
-        return other
 
     # ----------------------------------------------------------------- sizes and shapes
     @property
