@@ -19,8 +19,8 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.i
 
 
 def test_notebooks_are_present_and_stored_without_outputs():
-    # the seven notebooks of the research guide, committed clean (outputs are regenerated)
-    assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07"]
+    # the eight notebooks of the research guide, committed clean (outputs are regenerated)
+    assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07", "08"]
     for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
         nbformat.validate(nb)
