@@ -123,6 +123,15 @@ def _next_random(state):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
+def _shuffle(index, rng):  # pragma: no cover - compiled
+    """Fisher-Yates shuffle of ``index`` in place, driven by :func:`_next_random`."""
+    n = index.shape[0]
+    for s in range(n):
+        t = s + _next_random(rng) % (n - s)
+        index[s], index[t] = index[t], index[s]
+
+
+@numba.njit(cache=True)
 def _dcd(M, y, m, U, sqnorm, bias, alpha, w, state, tol, max_epochs, rng):  # pragma: no cover
     """Dual coordinate descent with shrinking; ``state = [w_B, epochs, violation]`` on return.
 
@@ -143,9 +152,7 @@ def _dcd(M, y, m, U, sqnorm, bias, alpha, w, state, tol, max_epochs, rng):  # pr
         epoch += 1
         pg_max = -np.inf
         pg_min = np.inf
-        for s in range(active):
-            t = s + _next_random(rng) % (active - s)
-            index[s], index[t] = index[t], index[s]
+        _shuffle(index[:active], rng)
         s = 0
         while s < active:
             i = index[s]
@@ -300,9 +307,7 @@ def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
     while epoch < max_epochs:
         epoch += 1
         worst = 0.0
-        for s in range(n):
-            t = s + _next_random(rng) % (n - s)
-            index[s], index[t] = index[t], index[s]
+        _shuffle(index, rng)
         for s in range(n):
             i = index[s]
             A = sqnorm[i]
@@ -345,9 +350,7 @@ def _ww_dcd(M, y, rows, cols, U, sqnorm, alpha, W, state, tol, max_epochs, rng):
     while epoch < max_epochs:
         epoch += 1
         worst = 0.0
-        for s in range(n):
-            t = s + _next_random(rng) % (n - s)
-            index[s], index[t] = index[t], index[s]
+        _shuffle(index, rng)
         for s in range(n):
             j = index[s]
             i, c = rows[j], cols[j]
