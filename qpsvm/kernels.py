@@ -1,8 +1,11 @@
-"""Kernels ``k(x, x')`` for the dual formulation, and a factor of the Gram matrix for CVXPY.
+"""Kernels ``k(x, x')`` for the dual formulation, a cache of Gram matrix rows, and a factor of
+the Gram matrix for CVXPY.
 
-The dual's quadratic term is ``||sum_i a_i y_i phi(x_i)||^2 = (a*y)^T K (a*y)``. CVXPY receives it
-as ``sum_squares(L^T (a*y))`` with ``K = L L^T`` (or ``X^T (a*y)`` for the linear kernel, where no
-``n x n`` matrix is ever formed), which is faster and more accurate than ``quad_form(K)``.
+The dual's quadratic term is ``||sum_i a_i y_i phi(x_i)||^2 = (a*y)^T K (a*y)``. For the full
+problem CVXPY receives it as ``sum_squares(L^T (a*y))`` with ``K = L L^T`` (or ``X^T (a*y)`` for
+the linear kernel, where no ``n x n`` matrix is ever formed). At scale the ``n x n`` matrix is not
+formed either: scores ``K (a*y)`` need the rows of the support vectors only, which a
+:class:`KernelCache` computes on demand (compiled, :func:`kernel_row`) and keeps.
 """
 
 from __future__ import annotations
@@ -11,13 +14,29 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Real
 
+import numba
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 
-__all__ = ["KERNELS", "Kernel", "check_precomputed", "gram_factor", "make_kernel"]
+__all__ = [
+    "KERNELS",
+    "ROW_GRAM",
+    "ROW_LINEAR",
+    "ROW_POLY",
+    "ROW_RBF",
+    "Kernel",
+    "KernelCache",
+    "cached_row",
+    "check_precomputed",
+    "exp_nonpositive",
+    "gram_arrays",
+    "gram_factor",
+    "kernel_row",
+    "make_kernel",
+]
 
 KERNELS = ("linear", "rbf", "poly", "precomputed")
 
@@ -72,6 +91,310 @@ class Kernel:
                 )
             return K
         raise InvalidInputError("a precomputed kernel has no function; pass Gram matrices.")
+
+
+# ------------------------------------------------------------------ compiled kernel rows
+#: Kinds of the compiled rows (:func:`kernel_row`); ``ROW_GRAM``: rows of a formed Gram matrix.
+ROW_LINEAR, ROW_RBF, ROW_POLY, ROW_GRAM = 0, 1, 2, 3
+_ROW_KINDS = {"linear": ROW_LINEAR, "rbf": ROW_RBF, "poly": ROW_POLY}
+#: ``ln 2 = _LN2_HI + _LN2_LO`` (fdlibm's split: ``_LN2_HI`` has 32 significant bits, so
+#: ``k _LN2_HI`` is exact for the ``|k| <= 1076`` of :func:`exp_nonpositive`), and ``1 / ln 2``.
+_LN2_HI = 6.93147180369123816490e-01
+_LN2_LO = 1.90821492927058770002e-10
+_LOG2E = 1.4426950408889634
+#: Dense rows are computed in blocks of this many entries (which stay in L1/L2).
+_BLOCK = 1024
+#: Products ``K v`` a :class:`KernelCache` remembers (most recent first).
+REMEMBERED = 4
+
+
+@numba.njit(cache=True, fastmath={"contract"})
+def exp_nonpositive(out, bits):  # pragma: no cover - compiled
+    r"""``out <- exp(out)`` in place for ``out <= 0``, in a loop the compiler vectorises (libm's
+    ``exp`` is not: 4x slower on a kernel row).
+
+    ``x = k \ln 2 + r`` with ``k = round(x / \ln 2)`` and ``|r| <= \ln 2 / 2`` (Cody-Waite);
+    ``e^r`` is its Taylor polynomial of degree 13 (truncation below ``5e-18`` relative), and
+    ``2^k = 2^h 2^h (2 \text{ if } k \text{ odd})`` with ``h = \lfloor k/2 \rfloor`` is built
+    from exponent bits (written to ``bits``, an int64 buffer as long as ``out``), so subnormal
+    results are right too; ``x < -746`` gives 0. Within one ulp of the correctly rounded value.
+    """
+    for t in range(out.shape[0]):
+        x = max(out[t], -746.0)
+        k = np.floor(x * _LOG2E + 0.5)
+        r = (x - k * _LN2_HI) - k * _LN2_LO
+        p = 1.0 / 6227020800.0
+        p = p * r + 1.0 / 479001600.0
+        p = p * r + 1.0 / 39916800.0
+        p = p * r + 1.0 / 3628800.0
+        p = p * r + 1.0 / 362880.0
+        p = p * r + 1.0 / 40320.0
+        p = p * r + 1.0 / 5040.0
+        p = p * r + 1.0 / 720.0
+        p = p * r + 1.0 / 120.0
+        p = p * r + 1.0 / 24.0
+        p = p * r + 1.0 / 6.0
+        p = p * r + 0.5
+        p = p * r + 1.0
+        p = p * r + 1.0
+        h = np.floor(0.5 * k)
+        bits[t] = (np.int64(h) + 1023) << 52
+        out[t] = p * (1.0 + (k - 2.0 * h))
+    scale = bits.view(np.float64)
+    for t in range(out.shape[0]):
+        out[t] = out[t] * scale[t] * scale[t]
+
+
+@numba.njit(cache=True, fastmath={"contract"})
+def kernel_row(i, spec, out):  # pragma: no cover - compiled
+    """``out[t] = k(x_i, x_t)`` for every training point ``t``.
+
+    ``spec = (kind, XT, data, indices, indptr, sparse, sqnorm, gamma, coef0, degree, buf,
+    bits)`` (:attr:`KernelCache.spec`): the dense data transposed and contiguous (so the
+    products ``x_i . x_t`` are vectorised over ``t``) or the CSR arrays, the squared row norms,
+    the kernel's parameters, and scratch buffers (features; int64 of length ``n``).
+    """
+    kind, XT, data, indices, indptr, sparse, sqnorm, gamma, coef0, degree, buf, bits = spec
+    n = out.shape[0]
+    if sparse:
+        for p in range(indptr[i], indptr[i + 1]):
+            buf[indices[p]] = data[p]
+        for t in range(n):
+            dot = 0.0
+            for p in range(indptr[t], indptr[t + 1]):
+                dot += buf[indices[p]] * data[p]
+            out[t] = dot
+        for p in range(indptr[i], indptr[i + 1]):
+            buf[indices[p]] = 0.0
+    else:
+        for t0 in range(0, n, _BLOCK):
+            # slices of a block: contiguous, in-range loops that the compiler vectorises
+            block = out[t0 : t0 + _BLOCK]
+            block[:] = 0.0
+            for k in range(XT.shape[0]):
+                c = XT[k, i]
+                xk = XT[k, t0 : t0 + _BLOCK]
+                for t in range(block.shape[0]):
+                    block[t] += c * xk[t]
+    if kind == ROW_RBF:
+        for t in range(n):
+            out[t] = -gamma * max(sqnorm[i] + sqnorm[t] - 2.0 * out[t], 0.0)
+        exp_nonpositive(out, bits)
+    elif kind == ROW_POLY:
+        for t in range(n):
+            out[t] = (gamma * out[t] + coef0) ** degree
+
+
+@numba.njit(cache=True)
+def cached_row(i, cache):  # pragma: no cover - compiled
+    """Row ``i`` of the kernel matrix from ``cache = (rows, slot_of, owner, stamp, stats, spec)``
+    (:attr:`KernelCache.arrays`, or :func:`gram_arrays`: then ``spec[1]`` is the Gram matrix).
+
+    ``stats = (hits, misses, clock)``. Each use stamps the row's slot with the clock and
+    advances it; a miss computes the row (:func:`kernel_row`) into the first slot of smallest
+    stamp (the empty ones in order, then the least recently used), so the rows of the last
+    ``capacity - 1`` uses survive it.
+    """
+    rows, slot_of, owner, stamp, stats, spec = cache
+    if spec[0] == ROW_GRAM:
+        return spec[1][i]
+    slot = slot_of[i]
+    if slot >= 0:
+        stats[0] += 1
+    else:
+        slot = 0
+        for k in range(1, stamp.shape[0]):
+            if stamp[k] < stamp[slot]:
+                slot = k
+        if owner[slot] >= 0:
+            slot_of[owner[slot]] = -1
+        kernel_row(i, spec, rows[slot])
+        owner[slot] = i
+        slot_of[i] = slot
+        stats[1] += 1
+    stamp[slot] = stats[2]
+    stats[2] += 1
+    return rows[slot]
+
+
+@numba.njit(cache=True)
+def _fill_rows(idx, slots, rows, spec):  # pragma: no cover - compiled
+    """``rows[slots[k]] = K[idx[k], :]``."""
+    for k in range(idx.shape[0]):
+        kernel_row(idx[k], spec, rows[slots[k]])
+
+
+@numba.njit(cache=True, fastmath={"contract"})
+def _combine_rows(rows, slots, weights, out):  # pragma: no cover - compiled
+    """``out += sum_k weights[k] rows[slots[k]]``, row after row (one pass over each row, in one
+    thread: a threaded BLAS product stalls when the other cores are busy)."""
+    for k in range(slots.shape[0]):
+        row = rows[slots[k]]
+        c = weights[k]
+        for t in range(out.shape[0]):
+            out[t] += c * row[t]
+
+
+def _spec(
+    kind: int,
+    mat: np.ndarray,
+    X: np.ndarray | sp.spmatrix | None = None,
+    kernel: Kernel | None = None,
+) -> tuple:
+    """The ``spec`` tuple of :func:`kernel_row` (types fixed, unused entries empty)."""
+    n = mat.shape[0] if X is None else X.shape[0]
+    if X is not None and sp.issparse(X):
+        csr = sp.csr_matrix(X)
+        data, indices, indptr, sparse = csr.data, csr.indices, csr.indptr, True
+        buf = np.zeros(csr.shape[1])
+    else:
+        empty = np.empty(0, dtype=np.int32)
+        data, indices, indptr, sparse, buf = np.empty(0), empty, empty, False, np.zeros(1)
+    return (
+        kind,
+        mat,
+        data,
+        indices,
+        indptr,
+        sparse,
+        np.empty(0) if X is None else _sq_norms(X),
+        0.0 if kernel is None else float(kernel.gamma),
+        0.0 if kernel is None else float(kernel.coef0),
+        0 if kernel is None else int(kernel.degree),
+        buf,
+        np.empty(n, dtype=np.int64),
+    )
+
+
+def gram_arrays(K: np.ndarray) -> tuple:
+    """The ``cache`` argument of :func:`cached_row` for a formed Gram matrix ``K`` (its rows are
+    read in place; nothing is cached)."""
+    n = K.shape[0]
+    unused = np.empty(0, dtype=np.int64)
+    stats = np.zeros(3, dtype=np.int64)
+    return np.empty((0, n)), unused, unused, unused, stats, _spec(ROW_GRAM, K)
+
+
+class KernelCache:
+    r"""Rows ``K[i, :] = [k(x_i, x_t)]_t`` of the training Gram matrix, computed on demand and
+    kept, least recently used first out, up to a memory budget.
+
+    ``K`` is symmetric, so row ``i`` is also column ``i``: a product ``K v`` needs the rows of the
+    nonzero entries of ``v`` only (the support vectors, for ``v = alpha * y``), and a solver
+    never forms the ``n x n`` matrix. The built-in kernels (linear, rbf, poly) compute rows with
+    the compiled :func:`kernel_row`, whose exponential is within one ulp, so every row has the
+    same value whoever asks for it; a callable kernel is called on blocks of rows. The arrays
+    (:attr:`arrays`) are shared with the SMO loop
+    (:func:`qpsvm.solvers._online_kernels.smo_loop`), which fills the same slots by the same
+    rule (:func:`cached_row`), so the rows SMO computed serve the working set and the
+    certificate afterwards.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        Any kernel but ``"precomputed"`` (whose data already are the Gram matrix).
+    X : ndarray or csr_matrix of shape (n_samples, n_features)
+        Training data.
+    size : float
+        Memory budget in MB (``2**20`` bytes); at least two rows are kept.
+
+    Attributes
+    ----------
+    rows : ndarray of shape (capacity, n_samples)
+        The slots; slot ``s`` holds row ``owner[s]`` (``-1``: empty). Slots fill in order, so
+        the used ones are the prefix ``rows[:filled]``.
+    slot_of : ndarray of shape (n_samples,)
+        Slot of each row (``-1``: not cached).
+    owner, stamp : ndarray of shape (capacity,)
+        Row held by each slot, and the clock of its last use (``-1``: never).
+    stats : ndarray of shape (3,)
+        Hits and misses (rows found, rows computed), and the clock (time of the next use).
+    spec : tuple or None
+        Data and parameters of :func:`kernel_row` (``None`` for a callable kernel).
+    """
+
+    def __init__(self, kernel: Kernel, X: np.ndarray | sp.spmatrix, size: float) -> None:
+        if kernel.name == "precomputed":
+            raise InvalidInputError("a precomputed kernel is its own Gram matrix; use its rows.")
+        n = int(X.shape[0])
+        self.kernel, self.X, self.size = kernel, X, float(size)
+        self.capacity = int(min(n, max(2, self.size * 2**20 // (8 * n))))
+        self.rows = np.empty((self.capacity, n))
+        self.slot_of = np.full(n, -1, dtype=np.int64)
+        self.owner = np.full(self.capacity, -1, dtype=np.int64)
+        self.stamp = np.full(self.capacity, -1, dtype=np.int64)
+        self.stats = np.zeros(3, dtype=np.int64)
+        self.spec: tuple | None = None
+        self._products: list[tuple[np.ndarray, np.ndarray]] = []
+        if kernel.name in _ROW_KINDS:
+            XT = np.empty((0, 0)) if sp.issparse(X) else np.ascontiguousarray(X.T)
+            self.spec = _spec(_ROW_KINDS[kernel.name], XT, X, kernel)
+
+    @property
+    def arrays(self) -> tuple:
+        """The ``cache`` argument of :func:`cached_row` (built-in kernels only)."""
+        if self.spec is None:
+            raise InvalidInputError("a callable kernel has no compiled rows; use the Gram matrix.")
+        return self.rows, self.slot_of, self.owner, self.stamp, self.stats, self.spec
+
+    @property
+    def filled(self) -> int:
+        """Number of slots in use (the prefix ``rows[:filled]``)."""
+        return int(np.count_nonzero(self.owner >= 0))
+
+    def slots(self, idx: np.ndarray) -> np.ndarray:
+        """Slots holding the rows ``idx`` (distinct, at most :attr:`capacity`), computing the
+        missing ones from the data in place of the least recently used rows not in ``idx``."""
+        clock = self.stats[2]
+        self.stats += (0, 0, 1)
+        slots = self.slot_of[idx]
+        hit = slots >= 0
+        self.stamp[slots[hit]] = clock
+        missing = idx[~hit]
+        self.stats[:2] += (idx.size - missing.size, missing.size)
+        if missing.size:
+            # empty slots first (in order), then the oldest; this call's hits are the newest
+            free = np.argsort(self.stamp, kind="stable")[: missing.size]
+            old = self.owner[free]
+            self.slot_of[old[old >= 0]] = -1
+            if self.spec is None:
+                self.rows[free] = self.kernel(self.X[missing], self.X)
+            else:
+                _fill_rows(missing.astype(np.int64), free, self.rows, self.spec)
+            self.owner[free], self.slot_of[missing], self.stamp[free] = missing, free, clock
+            slots[~hit] = free
+        return slots
+
+    def take(self, idx: np.ndarray) -> np.ndarray:
+        """``K[idx, :]`` as a new array."""
+        idx = np.asarray(idx, dtype=np.intp)
+        out = np.empty((idx.size, self.rows.shape[1]))
+        unique, inverse = np.unique(idx, return_inverse=True)
+        for start in range(0, unique.size, self.capacity):
+            part = unique[start : start + self.capacity]
+            at = (inverse >= start) & (inverse < start + part.size)
+            out[at] = self.rows[self.slots(part)[inverse[at] - start]]
+        return out
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        """``K v = sum_j v_j K[j, :]`` over the nonzero ``v_j`` only, in increasing ``j``.
+
+        The sum is a function of ``v`` and the data alone (every row is computed the same way),
+        so the last :data:`REMEMBERED` products are kept: a solver, its full-data check and the
+        certificate usually ask for the scores of the same candidate in turn.
+        """
+        v = np.asarray(v, dtype=np.float64)
+        for k, (seen, product) in enumerate(self._products):
+            if np.array_equal(seen, v):
+                self._products.insert(0, self._products.pop(k))
+                return product.copy()
+        nz = np.flatnonzero(v)
+        out = np.zeros(self.rows.shape[1])
+        for start in range(0, nz.size, self.capacity):
+            part = nz[start : start + self.capacity]
+            _combine_rows(self.rows, self.slots(part), np.ascontiguousarray(v[part]), out)
+        self._products = [(v.copy(), out.copy()), *self._products[: REMEMBERED - 1]]
+        return out
 
 
 def make_kernel(

@@ -33,3 +33,26 @@ def random_problem(seed: int, n: int = 40, d: int = 5, shift: float = 0.5):
     y = np.where(rng.random(n) < 0.5, -1, 1)
     X = rng.normal(size=(n, d)) + shift * y[:, None]
     return X, y
+
+
+def ranking_problem(seed: int, n_queries: int = 6, per_query: int = 8, d: int = 4):
+    """Items scored by a hidden linear utility plus noise, cut into 3 relevance levels."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_queries * per_query, d))
+    utility = X @ rng.normal(size=d) + 0.7 * rng.normal(size=len(X))
+    y = np.digitize(utility, [-0.8, 0.8])
+    groups = np.repeat(np.arange(n_queries), per_query)
+    return X, y, groups
+
+
+def hard_variants(X, labels) -> dict:
+    """The badly scaled variants of a problem that every formulation must solve exactly or
+    refuse clearly (issue 8): ``name -> (X, labels, keyword arguments)``."""
+    return {
+        "features shifted by 1e3": (X + 1e3, labels, {}),
+        "features scaled by 1e-4": (X * 1e-4, labels, {}),
+        "features scaled by 1e4": (X * 1e4, labels, {}),
+        "C = 1e-4": (X, labels, {"C": 1e-4}),
+        "C = 1e4": (X, labels, {"C": 1e4}),
+        "C = 1e4, shifted by 1e3": (X + 1e3, labels, {"C": 1e4}),
+    }

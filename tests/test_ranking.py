@@ -10,6 +10,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from conftest import ranking_problem
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import kendalltau
@@ -22,16 +23,6 @@ from qpsvm.conventions import C_from_pair_svm
 from qpsvm.datasets.letor import load_letor
 from qpsvm.formulations.ranking import PairDifferences, make_pairs
 from qpsvm.metrics import kendall_tau, ndcg_at_k, pairwise_accuracy
-
-
-def ranking_problem(seed: int, n_queries: int = 6, per_query: int = 8, d: int = 4):
-    """Items scored by a hidden linear utility plus noise, cut into 3 relevance levels."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n_queries * per_query, d))
-    utility = X @ rng.normal(size=d) + 0.7 * rng.normal(size=len(X))
-    y = np.digitize(utility, [-0.8, 0.8])
-    groups = np.repeat(np.arange(n_queries), per_query)
-    return X, y, groups
 
 
 @pytest.fixture(scope="module")

@@ -63,3 +63,28 @@ def test_solver_failure_not_swallowed(monkeypatch, cancer):
     with pytest.raises(qpsvm.SolverError, match="simulated crash") as info:
         f.solve()
     assert not isinstance(info.value, qpsvm.UncertifiedSolutionError)
+
+
+@pytest.mark.parametrize("method", ["qp", "working_set"])
+def test_feasible_problem_reported_infeasible_falls_back(monkeypatch, cancer, method):
+    # a soft margin always has a solution: Clarabel calling it infeasible is a numerical failure,
+    # so OSQP is tried (and an explicit solver gets a SolverError, not InfeasibleProblemError)
+    from qpsvm.solvers import backends
+
+    X, y = cancer
+    f = qpsvm.SoftMarginPrimal(X, y)
+    run = backends.run_backend
+
+    def liar(problem, solver, options):
+        if solver == "CLARABEL":
+            raise qpsvm.InfeasibleProblemError("CLARABEL reports the problem infeasible")
+        return run(problem, solver, options)
+
+    for module in ("qpsvm.solvers.qp", "qpsvm.solvers.working_set"):
+        monkeypatch.setattr(f"{module}.run_backend", liar)
+    sol = f.solve(method=method)
+    assert sol.solver == "OSQP" and sol.certificate.passed
+    with pytest.raises(qpsvm.SolverError) as info:
+        f.solve(method=method, solver="CLARABEL")
+    assert not isinstance(info.value, qpsvm.InfeasibleProblemError)
+    assert "always has a solution" in str(info.value) or "numerical failure" in str(info.value)

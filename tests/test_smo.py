@@ -116,19 +116,103 @@ def test_precomputed_and_callable_kernels(cancer_dual):
 
 def test_row_cache_changes_where_rows_come_from_not_the_run(cancer_dual):
     X, y = cancer_dual
-    # linear kernel: rows are always computed by the same kernel, cached or not: identical runs
+    # every row is computed by the same compiled kernel, cached or not: identical runs
     f = qpsvm.SoftMarginDual(X, y, C=1.0)
     big, tiny = f.solve(method="smo"), f.solve(method="smo", cache_size=1e-6)
     np.testing.assert_array_equal(big.alpha, tiny.alpha)
     assert tiny.info["misses"] > big.info["misses"]
     assert big.info["hits"] + big.info["misses"] >= big.n_iter
-    # rbf: the full Gram matrix (fits in 200 MB) or LRU rows from the numba kernel: the values
-    # differ by round-off only, so both runs stop within tolerance
+    # rbf: by default SMO fills the formulation's own cache, which a second run finds full
     g = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf")
-    full, rows = g.solve(method="smo"), g.solve(method="smo", cache_size=0.05)
-    assert full.info["misses"] == 0 and rows.info["misses"] > 0
-    check_within_tolerance(g, rows)
-    assert abs(full.objective - rows.objective) <= gap_bound(g)
+    shared, private = g.solve(method="smo"), g.solve(method="smo", cache_size=0.05)
+    again = g.solve(method="smo")
+    assert shared.info["misses"] > 0 and again.info["misses"] == 0
+    assert g.kernel_cache().filled >= shared.info["misses"]
+    for sol in (private, again):
+        np.testing.assert_array_equal(sol.alpha, shared.alpha)
+    # a formed Gram matrix (numpy's arithmetic: round-off apart) is used as it is; both runs
+    # stop within tolerance
+    g.gram()
+    full = g.solve(method="smo")
+    assert full.info["misses"] == 0
+    check_within_tolerance(g, full)
+    assert abs(full.objective - shared.objective) <= gap_bound(g)
+
+
+def test_shrinking_changes_the_work_not_the_stopping_rule(cancer_dual):
+    # shrunk variables are checked again (their gradient rebuilt) before SMO stops, so with or
+    # without shrinking every KKT condition holds within tol on all the data
+    X, y = cancer_dual
+    for kernel, fit_intercept in (("rbf", True), ("linear", True), ("rbf", False)):
+        f = qpsvm.SoftMarginDual(X, y, C=10.0, kernel=kernel, fit_intercept=fit_intercept)
+        on = f.solve(method="smo", tol=1e-4)
+        off = f.solve(method="smo", tol=1e-4, shrinking=False)
+        for sol in (on, off):
+            assert sol.status == "tolerance"
+            check_kkt(f, sol.alpha, 1e-4)
+        assert abs(on.objective - off.objective) <= gap_bound(f, 1e-4)
+
+
+def check_kkt(f, alpha, tol):
+    """SMO's stopping rule recomputed from the data: with ``G = Q alpha - m``, the largest
+    ``-y G`` over ``I_up`` exceeds the smallest over ``I_low`` by less than ``tol`` (without an
+    intercept: every projected gradient is below ``tol``)."""
+    G = f.y * f.scores(alpha=alpha) - f.margin
+    up, low = alpha < f.upper, alpha > 0
+    if f.fit_intercept:
+        yG = -f.y * G
+        i_up = np.where(f.y > 0, up, low)
+        i_low = np.where(f.y > 0, low, up)
+        assert np.max(yG[i_up]) - np.min(yG[i_low]) < tol
+    else:
+        assert np.max(np.where(up, -G, 0.0)) < tol and np.max(np.where(low, G, 0.0)) < tol
+
+
+def test_compiled_exponential_is_within_one_ulp():
+    # the rbf rows use a vectorised exp: compared with math.exp (correctly rounded in practice)
+    # over the whole range of exp(-gamma d^2), subnormal results and underflow included
+    import math
+
+    from qpsvm.kernels import exp_nonpositive
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate(
+        [
+            -rng.uniform(0, 1, 20000),
+            -rng.uniform(0, 50, 20000),
+            -rng.uniform(700, 750, 5000),
+            -np.logspace(-300, 3, 5000),
+            [0.0, -0.0, -5e-324, -708.4, -709.0, -745.1, -745.2, -1e300, -np.inf],
+        ]
+    )
+    out = x.copy()
+    exp_nonpositive(out, np.empty(x.size, dtype=np.int64))
+    ref = np.array([math.exp(v) for v in x])
+    ulps = np.abs(out - ref) / np.spacing(np.maximum(ref, 5e-324))
+    assert np.max(ulps) <= 1.0
+    assert out[-1] == 0.0 and out[-9] == 1.0
+
+
+def test_kernel_cache_rows_match_the_kernel(cancer_dual):
+    # rows and products from the cache equal the kernel's numpy matrix up to round-off,
+    # with a cache so small that rows are evicted while a product runs (capacity 2 rows)
+    from qpsvm.kernels import KernelCache
+
+    X, y = cancer_dual
+    Xs = sp.csr_matrix(np.where(np.abs(X) > 0.7, X, 0.0))
+    rng = np.random.default_rng(1)
+    v = np.where(rng.random(200) < 0.3, rng.normal(size=200), 0.0)
+    idx = np.array([5, 3, 5, 199, 0])
+    for data in (X, Xs):
+        for name in ("rbf", "poly", "linear"):
+            f = qpsvm.SoftMarginDual(data, y, kernel=name, gamma=0.05, degree=2)
+            K = f.kernel(data, data)
+            for size in (200.0, 1e-6):
+                cache = KernelCache(f.kernel, data, size)
+                np.testing.assert_allclose(cache.take(idx), K[idx], rtol=1e-13, atol=1e-13)
+                scale = np.abs(K).max() * np.abs(v).sum()
+                np.testing.assert_allclose(cache.matvec(v), K @ v, rtol=0, atol=1e-13 * scale)
+            assert cache.capacity == 2 and cache.stats[1] > 5
 
 
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
@@ -191,6 +275,7 @@ def test_certificate_can_be_skipped_for_warm_starts(cancer_dual):
         ({"cache_size": -1}, ValueError, "cache_size must be"),
         ({"max_iter": 0}, ValueError, "max_iter must be"),
         ({"selection": "random"}, ValueError, "unknown selection"),
+        ({"shrinking": "yes"}, TypeError, "shrinking must be"),
     ],
 )
 def test_bad_arguments_raise_clear_errors(options, error, message):
@@ -203,3 +288,21 @@ def test_hard_margin_has_no_box():
     X, y = random_problem(0)
     with pytest.raises(qpsvm.InvalidInputError, match="finite box"):
         qpsvm.HardMargin(X, y).solve(method="smo")
+
+
+def test_working_set_never_forms_the_gram_matrix():
+    # SMO's rows (the formulation's cache) serve the restricted QP and the certificate: the
+    # n x n matrix is never formed, and the answer is the full QP's optimum (certified)
+    X, y = random_problem(3, n=400, d=5)
+    f = qpsvm.SoftMarginDual(X, y, C=2.0, kernel="rbf", gamma=0.5)
+    sol = f.solve(method="working_set")
+    assert f._gram is None and sol.certificate.passed
+    assert f.kernel_cache().filled >= np.count_nonzero(sol.alpha)
+    exact = qpsvm.SoftMarginDual(X, y, C=2.0, kernel="rbf", gamma=0.5).solve(method="qp")
+    assert abs(sol.objective - exact.objective) <= 1e-9 * max(1.0, abs(exact.objective))
+    # the cache remembers recent products, and hands out copies
+    v = sol.alpha * f.y
+    first = f.kernel_cache().matvec(v)
+    first[:] = 0.0
+    np.testing.assert_array_equal(f.kernel_cache().matvec(v), f.scores(alpha=sol.alpha))
+    assert np.any(f.kernel_cache().matvec(v) != 0.0)

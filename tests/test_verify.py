@@ -176,3 +176,30 @@ def test_gap_is_tight_for_liblinear(cancer, intercept_scaling):
     true_sub = cert.primal_objective - opt
     assert 0 < true_sub <= 1e-3 * opt
     assert true_sub <= cert.gap <= 2 * true_sub
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(2, 60),
+    noise=st.sampled_from([0.0, 1e-12, 1e-6, 1e-2, 1.0, 10.0]),
+)
+def test_balance_projection_is_the_euclidean_projection(seed, n, noise):
+    # a feasible point plus noise of every size: near-feasible points take the Newton steps, far
+    # ones the kink search; both must give clip(alpha - nu y, 0, u) with y . a = 0, the unique
+    # projection, here checked against nu found by bisection to full precision
+    from qpsvm.verify.projection import project_box_hyperplane
+
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    y[0], y[1] = 1.0, -1.0
+    upper = rng.uniform(0.1, 2.0, n)
+    base = project_box_hyperplane(rng.uniform(0.0, 1.0, n) * upper, upper, y)
+    alpha = base + noise * rng.normal(size=n)
+    a = project_box_hyperplane(alpha, upper, y)
+    assert np.all(a >= 0) and np.all(a <= upper) and abs(y @ a) <= 1e-12 * n
+    lo, hi = -1e3, 1e3
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if y @ np.clip(alpha - mid * y, 0, upper) > 0 else (lo, mid)
+    np.testing.assert_allclose(a, np.clip(alpha - lo * y, 0, upper), atol=1e-10)

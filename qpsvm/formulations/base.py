@@ -45,6 +45,10 @@ class Formulation(ABC):
     certifier: ClassVar[str] = ""
     #: "module:function" that turns a solution, estimator or arrays into a candidate.
     candidate_reader: ClassVar[str] = "qpsvm.verify.candidates:read_candidate"
+    #: Whether every instance has a solution (soft margins: ``w = 0`` with large slacks, and the
+    #: objective is bounded below): a backend that reports such a problem infeasible or
+    #: unbounded has failed numerically, and the next backend is tried.
+    always_feasible: ClassVar[bool] = True
 
     _model: Model | None = None
 

@@ -23,7 +23,6 @@ scikit-learn.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -32,6 +31,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from qpsvm._numerics import fsum_dot, tdot, tdot2
 from qpsvm._validation import (
     check_binary_labels,
     check_data,
@@ -42,33 +42,38 @@ from qpsvm._validation import (
 from qpsvm.exceptions import InvalidInputError, NotSeparableError
 from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.model import Candidate, Model
-from qpsvm.kernels import Kernel, check_precomputed, gram_factor, make_kernel
+from qpsvm.kernels import Kernel, KernelCache, check_precomputed, gram_factor, make_kernel
 from qpsvm.solution import Solution
 from qpsvm.verify.projection import project_box_hyperplane
 
 __all__ = ["BinaryFormulation", "HardMargin", "SoftMarginDual", "SoftMarginPrimal"]
 
 
-def _fsum_dot(a: np.ndarray, b: np.ndarray) -> float:
-    """``a . b`` with correctly rounded summation (:func:`math.fsum`)."""
-    return math.fsum(np.multiply(a, b).tolist())
+#: Most solves of the KKT equations in :meth:`BinaryFormulation.support_solution` (the first,
+#: then iterative-refinement corrections while the residual at least halves).
+KKT_SOLVES = 4
 
 
-def _symmetric_solve(A: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Solve the symmetric system ``A x = rhs``: an LDL^T solve (fast), or least squares when
-    ``A`` is singular or the solve leaves a residual above round-off (sets with more points on
-    the margin than dimensions make ``A`` rank deficient)."""
-    try:
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
-            x = scipy.linalg.solve(A, rhs, assume_a="sym", check_finite=False)
-        scale = float(np.max(np.abs(A), initial=0.0)) * float(np.max(np.abs(x), initial=0.0))
-        residual = float(np.max(np.abs(A @ x - rhs), initial=0.0))
-        if np.all(np.isfinite(x)) and residual <= 1e-10 * max(scale, float(np.max(np.abs(rhs)))):
-            return x
-    except (np.linalg.LinAlgError, ValueError):
-        pass
-    return np.linalg.lstsq(A, rhs, rcond=None)[0]
+def _symmetric_solver(A: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """``rhs -> x`` with ``A x = rhs`` for a symmetric ``A``, factored once: LDL^T
+    (Bunch-Kaufman, LAPACK ``dsytrf``), or, when ``A`` is singular to working precision
+    (reciprocal condition number below ``k eps``; sets with more points on the margin than
+    dimensions make it rank deficient), the minimum-norm least-squares solution through the
+    eigendecomposition ``A = V diag(lam) V^T``, eigenvalues below ``k eps max|lam|`` dropped."""
+    k = A.shape[0]
+    eps = np.finfo(float).eps
+    lapack = scipy.linalg.lapack
+    lwork = max(k, int(lapack.dsytrf_lwork(k, lower=1)[0]))
+    ldu, ipiv, info = lapack.dsytrf(A, lower=1, lwork=lwork)
+    if info == 0:
+        anorm = float(np.max(np.sum(np.abs(A), axis=0), initial=0.0))
+        rcond = lapack.dsycon(ldu, ipiv, anorm, lower=1)[0] if anorm > 0 else 0.0
+        if rcond > k * eps:
+            return lambda rhs: lapack.dsytrs(ldu, ipiv, rhs, lower=1)[0]
+    lam, V = scipy.linalg.eigh(A, check_finite=False)
+    keep = np.abs(lam) > k * eps * float(np.max(np.abs(lam), initial=0.0))
+    lam, V = lam[keep], V[:, keep]
+    return lambda rhs: V @ ((V.T @ rhs) / lam)
 
 
 class BinaryFormulation(Formulation):
@@ -107,7 +112,10 @@ class BinaryFormulation(Formulation):
     #: linear kernel and for the others (whose full QP factors the n x n Gram matrix).
     working_set_min_samples: ClassVar[int] = 1000
     working_set_min_samples_kernel: ClassVar[int] = 200
+    #: Memory budget (MB) of the kernel row cache (:meth:`kernel_cache`).
+    kernel_cache_size: ClassVar[float] = 200.0
     _gram: np.ndarray | None = None
+    _cache: KernelCache | None = None
 
     def __init__(
         self,
@@ -206,11 +214,33 @@ class BinaryFormulation(Formulation):
         return self._gram
 
     def gram_rows(self, idx: np.ndarray) -> np.ndarray:
-        """Rows ``K[idx, :]`` of the Gram matrix (computed from ``X`` for the linear kernel)."""
+        """Rows ``K[idx, :]`` of the Gram matrix (computed from ``X`` for the linear kernel,
+        taken from :meth:`kernel_cache` for the others unless the Gram matrix is formed)."""
         if self.linear:
             rows = self.X[idx] @ self.X.T
             return rows.toarray() if sp.issparse(rows) else np.asarray(rows)
+        if self._gram is None and self.kernel.name != "precomputed":
+            return self.kernel_cache().take(idx)
         return self.gram()[idx]
+
+    def kernel_cache(self) -> KernelCache:
+        """The rows of the Gram matrix computed so far (:class:`~qpsvm.kernels.KernelCache` of
+        :attr:`kernel_cache_size` MB, created on first use): shared by SMO, the working set and
+        the certificate, and by the copies of :meth:`with_C` made after it exists."""
+        if self.linear or self.kernel.name == "precomputed":
+            raise InvalidInputError(
+                f"the {self.kernel.name!r} kernel has no row cache; use X (or the Gram matrix)."
+            )
+        if self._cache is None:
+            self._cache = KernelCache(self.kernel, self.X, self.kernel_cache_size)
+        return self._cache
+
+    def _kernel_product(self, v: np.ndarray) -> np.ndarray:
+        """``K v`` (nonlinear kernels): with the Gram matrix when it is formed, else over the
+        cached rows of the nonzero ``v_j``."""
+        if self._gram is None and self.kernel.name != "precomputed":
+            return self.kernel_cache().matvec(v)
+        return self.gram() @ v
 
     def support_solution(self, M: np.ndarray, E: np.ndarray) -> tuple[np.ndarray, float]:
         r"""Solve the KKT equations given the support sets, in least squares.
@@ -226,31 +256,67 @@ class BinaryFormulation(Formulation):
 
         Returns ``alpha_M`` (not clipped: outside ``[0, C s_M]`` the sets are not optimal) and
         ``b`` (0 without an intercept). For the linear kernel only ``X_M X_M^T`` is formed.
+
+        The system is factored once and its solution refined (iterative refinement, at most
+        :data:`KKT_SOLVES` solves) with residuals of the margin equations evaluated at the
+        iterate itself; for the linear kernel through ``w = sum_j alpha_j y_j x_j`` in twice the
+        working precision (:func:`qpsvm._numerics.tdot2`). On badly scaled data the terms of
+        ``w`` cancel by many digits (``|x| ~ 1e4``, ``|w| ~ 1e-4``) and a single solve leaves
+        margins wrong in the 8th digit; refined, they are exact to round-off.
         """
         yM = self.y[M]
+        k = M.size
+        if k == 0:
+            return np.zeros(0), 0.0
         fixed = np.zeros(self.n_samples)
         fixed[E] = self.upper[E]
         if self.linear:
             XM = self.X[M]
             KMM = XM @ XM.T
             KMM = KMM.toarray() if sp.issparse(KMM) else np.asarray(KMM)
-            pushed = np.asarray(XM @ self.expansion(fixed)).ravel()
+            w_fixed = tdot2(self.X, fixed * self.y)
+
+            def margin_scores(aM: np.ndarray) -> np.ndarray:
+                hi, lo = tdot2(XM, yM * aM, w_fixed)
+                return np.asarray(XM @ (hi + lo)).ravel()
+
         else:
-            K = self.gram()
-            KMM = K[np.ix_(M, M)]
-            pushed = K[M] @ (fixed * self.y)
+            rows = self.gram_rows(M)
+            KMM = rows[:, M]
+            pushed = rows @ (fixed * self.y)
+
+            def margin_scores(aM: np.ndarray) -> np.ndarray:
+                return pushed + KMM @ (yM * aM)
+
         Q = (yM[:, None] * yM[None, :]) * KMM
-        rhs = self.margin[M] - yM * pushed
-        if not self.fit_intercept:
-            return (_symmetric_solve(Q, rhs) if M.size else np.zeros(0)), 0.0
         # balance the blocks: with c = 1/max diag(Q) solve for (alpha, c b); the unscaled system
         # mixes entries of size ||x||^2 and 1 and loses b to round-off on badly scaled data
-        k = M.size
         c = 1.0 / max(float(np.max(np.diag(Q), initial=0.0)), np.finfo(float).tiny)
-        A = np.zeros((k + 1, k + 1))
-        A[:k, :k], A[:k, k], A[k, :k] = c * Q, yM, yM
-        sol = _symmetric_solve(A, np.append(c * rhs, -float(self.y @ fixed)))
-        return sol[:k], float(sol[k]) / c
+        A = c * Q
+        if self.fit_intercept:
+            A = np.block([[A, yM[:, None]], [yM[None, :], np.zeros((1, 1))]])
+        solve = _symmetric_solver(A)
+        balance = -fsum_dot(self.y, fixed)  # sum_{j in M} alpha_j y_j (exact: y_j = +-1)
+
+        def residual(x: np.ndarray) -> np.ndarray:
+            b = x[k] / c if self.fit_intercept else 0.0
+            r = c * (self.margin[M] - yM * (margin_scores(x[:k]) + b))
+            return np.append(r, balance - fsum_dot(yM, x[:k])) if self.fit_intercept else r
+
+        best = np.zeros(A.shape[0])
+        r = residual(best)
+        best_norm = float(np.max(np.abs(r)))
+        for _ in range(KKT_SOLVES):
+            x = best + solve(r)
+            r_x = residual(x)
+            norm = float(np.max(np.abs(r_x)))
+            if not norm < best_norm:
+                break
+            halved = norm < 0.5 * best_norm
+            best, best_norm, r = x, norm, r_x
+            if not halved:
+                break
+        return best[:k], (float(best[k]) / c if self.fit_intercept else 0.0)
 
     def kkt_on_sets(
         self, M: np.ndarray, bound: np.ndarray, rounds: int = 20
@@ -277,8 +343,10 @@ class BinaryFormulation(Formulation):
         return alpha, self.optimal_intercept(self.scores(alpha=alpha))
 
     def expansion(self, alpha: np.ndarray) -> np.ndarray:
-        """``w = sum_i alpha_i y_i x_i`` (linear kernel)."""
-        return np.asarray(self.X.T @ (alpha * self.y)).ravel()
+        """``w = sum_i alpha_i y_i x_i`` (linear kernel), as if computed in twice the working
+        precision, then rounded (:func:`qpsvm._numerics.tdot`): its terms cancel by many digits
+        on badly scaled data (``|x| ~ 1e4``, ``|w| ~ 1e-4``), which a plain product loses."""
+        return tdot(self.X, alpha * self.y)
 
     def scores(self, w: np.ndarray | None = None, alpha: np.ndarray | None = None) -> np.ndarray:
         """``w . phi(x_i)`` on the training data, from ``w`` (linear) or from ``alpha``."""
@@ -286,7 +354,7 @@ class BinaryFormulation(Formulation):
             return np.asarray(self.X @ w).ravel()
         if self.linear:
             return np.asarray(self.X @ self.expansion(alpha)).ravel()
-        return self.gram() @ (alpha * self.y)
+        return self._kernel_product(alpha * self.y)
 
     def margins(self, w: Any, b: Any = 0.0) -> np.ndarray:
         """Functional margins ``y_i (w . x_i + b)``."""
@@ -301,7 +369,7 @@ class BinaryFormulation(Formulation):
         hinge = np.maximum(0.0, self.margin - self.y * (scores + b))
         if not math.isfinite(self.C):
             return 0.5 * norm2 if not np.any(hinge > 0) else math.inf
-        return 0.5 * norm2 + self.C * _fsum_dot(self.sample_weight, hinge)
+        return 0.5 * norm2 + self.C * fsum_dot(self.sample_weight, hinge)
 
     def objective(self, w: Any, b: Any = 0.0) -> float:
         """Primal objective ``P(w, b) = 1/2 ||w||^2 + C sum_i s_i max(0, m_i - y_i(w.x_i + b))``.
@@ -309,17 +377,22 @@ class BinaryFormulation(Formulation):
         For the hard margin, ``+inf`` when a margin constraint is violated.
         """
         w = self.check_w(w)
-        return self.primal_value(_fsum_dot(w, w), self.scores(w=w), self.check_b(b))
+        return self.primal_value(fsum_dot(w, w), self.scores(w=w), self.check_b(b))
 
     def objective_alpha(self, alpha: Any, b: Any = None) -> float:
         """Primal objective of ``w = sum_i alpha_i y_i phi(x_i)`` (any kernel).
 
         ``b=None`` takes the best intercept for that ``w`` (:meth:`optimal_intercept`).
+        ``||w||^2`` is ``w . w`` for the linear kernel (no cancellation), ``(alpha y) . K (alpha
+        y)`` otherwise.
         """
         alpha = self.check_alpha(alpha)
+        if self.linear:
+            w = self.expansion(alpha)
+            return self.objective(w, b=self.optimal_intercept(self.scores(w=w)) if b is None else b)
         g = self.scores(alpha=alpha)
         b = self.optimal_intercept(g) if b is None else self.check_b(b)
-        return self.primal_value(_fsum_dot(alpha * self.y, g), g, b)
+        return self.primal_value(fsum_dot(alpha * self.y, g), g, b)
 
     def dual_objective(self, alpha: Any) -> float:
         """``D(alpha) = sum_i m_i alpha_i - 1/2 ||sum_i alpha_i y_i phi(x_i)||^2``.
@@ -330,11 +403,11 @@ class BinaryFormulation(Formulation):
         alpha = self.check_alpha(alpha)
         if self.linear:
             v = self.expansion(alpha)
-            quad = _fsum_dot(v, v)
+            quad = fsum_dot(v, v)
         else:
             ay = alpha * self.y
-            quad = _fsum_dot(ay, self.gram() @ ay)
-        return _fsum_dot(self.margin, alpha) - 0.5 * quad
+            quad = fsum_dot(ay, self._kernel_product(ay))
+        return fsum_dot(self.margin, alpha) - 0.5 * quad
 
     def project_dual(self, alpha: Any) -> np.ndarray:
         """Euclidean projection onto ``{0 <= alpha <= C s, sum alpha_i y_i = 0}``."""
@@ -346,7 +419,7 @@ class BinaryFormulation(Formulation):
         box = max(
             float(np.max(-alpha, initial=0.0)), float(np.max(alpha - self.upper, initial=0.0))
         )
-        balance = abs(_fsum_dot(alpha, self.y)) if self.fit_intercept else 0.0
+        balance = abs(fsum_dot(alpha, self.y)) if self.fit_intercept else 0.0
         return max(0.0, box, balance)
 
     def optimal_intercept(self, scores: np.ndarray) -> float:
@@ -470,7 +543,7 @@ class BinaryFormulation(Formulation):
         w = cand.w if cand.w is not None or not self.linear else self.expansion(alpha)
         scores = self.scores(w=w) if w is not None else self.scores(alpha=alpha)
         b = self.optimal_intercept(scores) if cand.b is None else float(cand.b)
-        norm2 = _fsum_dot(w, w) if w is not None else _fsum_dot(alpha * self.y, scores)
+        norm2 = fsum_dot(w, w) if w is not None else fsum_dot(alpha * self.y, scores)
         xi = np.maximum(0.0, self.margin - self.y * (scores + b))
         objective = (
             0.5 * norm2 if not math.isfinite(self.C) else self.primal_value(norm2, scores, b)
@@ -557,6 +630,8 @@ class HardMargin(BinaryFormulation):
     soft-margin dual without the upper bound ``C s_i``.
     """
 
+    always_feasible: ClassVar[bool] = False
+
     def __init__(self, X: Any, y: Any, fit_intercept: bool = True, margin: Any = None) -> None:
         super().__init__(X, y, math.inf, fit_intercept=fit_intercept, margin=margin)
         if not np.any(self.margin > 0):
@@ -587,7 +662,9 @@ class SoftMarginDual(BinaryFormulation):
         \quad\text{s.t.}\quad 0 \le \alpha_i \le C s_i,\ \sum_i \alpha_i y_i = 0.
 
     The quadratic term is given to CVXPY as ``sum_squares(X^T (alpha*y))`` for the linear kernel
-    (no ``n x n`` matrix) and as ``sum_squares(L^T (alpha*y))`` with ``K = L L^T`` otherwise.
+    (no ``n x n`` matrix) and as ``sum_squares(L^T (alpha*y))`` with ``K = L L^T`` otherwise;
+    over a subset ``W`` (the working set) as ``quad_form(alpha*y, K_WW)``, with ``K_WW`` taken
+    from the cached kernel rows (:meth:`kernel_cache`), never the ``n x n`` matrix.
     ``w`` (linear kernel) and ``b`` are recovered from ``alpha``.
 
     Parameters
@@ -632,7 +709,8 @@ class SoftMarginDual(BinaryFormulation):
 
         Samples outside ``subset`` keep the values of ``fixed`` (a full-length ``alpha``, default
         0), so the working-set solver optimises a block at a time; for a kernel only the
-        subset's block of the Gram matrix is factored, the rest enters as a linear term.
+        subset's block ``K_WW`` of the Gram matrix is a quadratic form, the rest enters as a
+        linear term (from the cached rows of the fixed support vectors).
         Variable ``alpha``; constraints ``lower`` (``alpha >= 0``), ``upper``
         (``alpha <= C s``) and, with an intercept, ``balance`` (``y . alpha = 0``, whose dual
         is ``b`` up to sign); parameter ``C``.
@@ -652,11 +730,13 @@ class SoftMarginDual(BinaryFormulation):
         elif subset is None:
             quad = cp.sum_squares(gram_factor(self.gram()).T @ ay)
         else:
-            # (ay)^T K (ay) over W and R: only K_WW is factored; with g = K (v y),
-            # K_WR (v y)_R = g_W is a linear term and (v y)^T g the constant R-R block
+            # (ay)^T K (ay) over W and R: K_WW is the quadratic form (given to the backend as
+            # it is: no factorisation), and with g = K (v y), K_WR (v y)_R = g_W is a linear term
+            # and (v y)^T g the constant R-R block
             g = self.scores(alpha=v)
+            K_WW = self.gram_rows(idx)[:, idx]
             quad = (
-                cp.sum_squares(gram_factor(self.gram_rows(idx)[:, idx]).T @ ay)
+                cp.quad_form(ay, cp.psd_wrap(0.5 * (K_WW + K_WW.T)))
                 + 2.0 * g[idx] @ ay
                 + float((v * self.y) @ g)
             )

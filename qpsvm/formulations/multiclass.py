@@ -32,13 +32,13 @@ user appends.
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._numerics import fsum
 from qpsvm._validation import (
     check_data,
     check_multiclass_labels,
@@ -55,11 +55,6 @@ __all__ = ["VARIANTS", "MulticlassSVM"]
 
 #: The two multiclass formulations.
 VARIANTS = ("crammer_singer", "weston_watkins")
-
-
-def _fsum(a: np.ndarray) -> float:
-    """Correctly rounded sum of all entries (:func:`math.fsum`)."""
-    return math.fsum(np.ravel(a).tolist())
 
 
 class MulticlassSVM(Formulation):
@@ -247,13 +242,13 @@ class MulticlassSVM(Formulation):
         sums (``loss_i = xi_i`` or ``sum_c xi_ic``)."""
         xi = self.slacks_from_scores(S)
         loss = xi if self.crammer_singer else xi.sum(axis=1)
-        return 0.5 * norm2 + self.C * math.fsum((self.sample_weight * loss).tolist())
+        return 0.5 * norm2 + self.C * fsum(self.sample_weight * loss)
 
     def objective(self, w: Any, b: Any = 0.0) -> float:
         """Primal objective ``P(W) = 1/2 ||W||_F^2 + C sum_i s_i loss_i(W)``."""
         W = self.check_w(w)
         self.check_b(b)
-        return self.primal_value(_fsum(W * W), self.scores(W))
+        return self.primal_value(fsum(W * W), self.scores(W))
 
     def coefficients(self, alpha: np.ndarray) -> np.ndarray:
         """``A_ic = [c = y_i] sum_c' alpha_ic' - alpha_ic`` (entries at ``y_i`` ignored)."""
@@ -274,7 +269,7 @@ class MulticlassSVM(Formulation):
         """
         alpha = self.check_alpha(alpha)
         W = self.expansion(alpha)
-        return _fsum(np.where(self.mask, alpha, 0.0)) - 0.5 * _fsum(W * W)
+        return fsum(np.where(self.mask, alpha, 0.0)) - 0.5 * fsum(W * W)
 
     def project_dual(self, alpha: Any) -> np.ndarray:
         """Euclidean projection onto the dual feasible set: per example onto
@@ -424,17 +419,26 @@ class MulticlassSVM(Formulation):
         return None
 
     def solution_from(self, cand: Candidate, certificate: Any = None, **fields: Any) -> Solution:
-        """A :class:`~qpsvm.Solution` for ``cand`` with slacks and objective from the data."""
+        """A :class:`~qpsvm.Solution` for ``cand`` with slacks and objective from the data.
+
+        With a ``certificate``, ``alpha`` is its dual point: feasible, and fitted to ``W`` on
+        the tight constraints, so that it certifies on its own. An interior-point solver's raw
+        duals do not always: their expansion ``A^T X`` lies ~1e-9 from ``W``, which at large
+        ``C`` costs ``P(A^T X) - P*`` above ``1e-9`` relative.
+        """
         W = self.check_w(cand.w) if cand.w is not None else self.expansion(cand.alpha)
         S = self.scores(W)
         fields.setdefault("solve_time", 0.0)
         fields.setdefault("n_iter", 0)
+        alpha = cand.alpha
+        if certificate is not None and certificate.alpha is not None:
+            alpha = certificate.alpha
         return Solution(
             w=W,
             b=0.0,
             xi=self.slacks_from_scores(S),
-            alpha=cand.alpha,
-            objective=float(self.primal_value(_fsum(W * W), S)),
+            alpha=alpha,
+            objective=float(self.primal_value(fsum(W * W), S)),
             certificate=certificate,
             **fields,
         )

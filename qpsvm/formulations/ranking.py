@@ -413,35 +413,54 @@ class RankingSVM(BinaryFormulation):
     def build(self, subset: Any = None, at_bound: Any = None) -> Model:
         """Build the primal over the pairs of ``subset`` (default: all pairs).
 
-        The item scores are a variable, ``score == X[used] @ w`` over the items the pairs use, and
-        the margins are ``D @ score``: the constraint matrix has ``nnz(X) + 2 n_pairs`` entries
-        instead of the ``n_pairs * n_features`` of the differences. Pairs in ``at_bound`` are
-        folded in with ``alpha_p = C s_p`` (the linear term ``-C sum_p s_p w.(x_i - x_j)``), as
-        for :meth:`SoftMarginPrimal.build <qpsvm.SoftMarginPrimal.build>`.
+        The margins ``w . (x_i - x_j)`` are stated in whichever form has fewer nonzeros: the
+        differences ``Z = D X[used]`` themselves (``n_pairs * n_features`` entries for dense
+        items), or a variable ``score`` of the items the pairs use, ``score == X[used] @ w``,
+        with margins ``D @ score`` (``nnz(X) + 2 n_pairs`` entries: far fewer when items take
+        part in many pairs). The differences are the more accurate form: on features scaled by
+        ``1e4``, Clarabel stopped above a relative gap of ``1e-9`` on 11 of 111 small problems in
+        the score form, on none with the differences. In the score form dense items are centred
+        (``X[used] - mean``): a common shift cancels in every difference, and without it the
+        scores of features shifted by ``1e3`` are ``1e3`` times the margins they differ by.
+        Pairs in ``at_bound`` are folded in with ``alpha_p = C s_p`` (the linear term
+        ``-C sum_p s_p w.(x_i - x_j)``), as for
+        :meth:`SoftMarginPrimal.build <qpsvm.SoftMarginPrimal.build>`.
 
-        Variables ``w``, ``score``, ``xi``; constraints ``score`` (equality), ``margin``
-        (``score_i - score_j >= 1 - xi_p``, dual ``alpha_p >= 0``) and ``slack`` (``xi >= 0``,
-        dual ``C s_p - alpha_p``); parameter ``C``.
+        Variables ``w``, ``xi`` (and ``score`` in the score form); constraints ``margin``
+        (``w . (x_i - x_j) >= 1 - xi_p``, dual ``alpha_p >= 0``), ``slack`` (``xi >= 0``, dual
+        ``C s_p - alpha_p``) and, in the score form, ``score`` (equality); parameter ``C``.
         """
         idx = None if subset is None else np.asarray(subset, dtype=np.intp).ravel()
         if idx is not None and idx.size == 0:
             raise InvalidInputError("subset is empty; give at least one pair index.")
         pairs = self.pairs if idx is None else self.pairs[idx]
+        m = pairs.shape[0]
         used, local = np.unique(pairs, return_inverse=True)
         D = _difference_matrix(local.reshape(pairs.shape), used.size)
+        items = self.items[used]
+        if sp.issparse(items):  # nnz(x_i - x_j) <= nnz(x_i) + nnz(x_j)
+            explicit = int(np.diff(items.indptr)[local].sum()) <= items.nnz + 2 * m
+        else:
+            explicit = m * self.n_features <= items.size + 2 * m
         w = cp.Variable(self.n_features, name="w")
-        score = cp.Variable(used.size, name="score")
-        xi = cp.Variable(pairs.shape[0], name="xi")
+        xi = cp.Variable(m, name="xi")
+        variables = {"w": w, "xi": xi}
+        constraints: dict[str, cp.Constraint] = {}
+        if explicit:
+            margins = (D @ items) @ w
+        else:
+            if not sp.issparse(items):
+                items = items - items.mean(axis=0)
+            score = variables["score"] = cp.Variable(used.size, name="score")
+            constraints["score"] = score == items @ w
+            margins = D @ score
+        constraints["margin"] = margins >= 1 - xi
+        constraints["slack"] = xi >= 0
         C = cp.Parameter(nonneg=True, value=self.C, name="C")
         s = self.sample_weight if idx is None else self.sample_weight[idx]
-        constraints: dict[str, cp.Constraint] = {
-            "score": score == self.items[used] @ w,
-            "margin": D @ score >= 1 - xi,
-            "slack": xi >= 0,
-        }
         objective = 0.5 * cp.sum_squares(w) + C * (s @ xi)
         if at_bound is not None and len(at_bound):
             bound = np.asarray(at_bound, dtype=np.intp)
             objective = objective - C * (self.X.rmatvec(self.sample_weight[bound], bound) @ w)
         problem = cp.Problem(cp.Minimize(objective), list(constraints.values()))
-        return Model(problem, {"w": w, "score": score, "xi": xi}, constraints, {"C": C}, idx)
+        return Model(problem, variables, constraints, {"C": C}, idx)

@@ -25,7 +25,6 @@ CVXPY problem over any list of planes, and with every output enumerated
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -34,6 +33,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._numerics import fsum
 from qpsvm._validation import check_positive
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.base import Formulation
@@ -50,11 +50,6 @@ RESCALINGS = ("margin", "slack")
 MAX_FULL_CONSTRAINTS = 20_000
 #: Examples per block when joint features are stacked (bounds the memory of one block).
 CHUNK = 512
-
-
-def _fsum(a: Any) -> float:
-    """Correctly rounded sum (:func:`math.fsum`)."""
-    return math.fsum(np.ravel(a).tolist())
 
 
 @dataclass
@@ -262,7 +257,7 @@ class StructuralSVM(Formulation):
         r"""Primal objective :math:`\tfrac12\|w\|^2 + C\sum_i \xi_i(w)` with the true slacks."""
         self.check_b(b)
         w = self.check_w(w)
-        return 0.5 * _fsum(w * w) + self.C * _fsum(self.slacks(w))
+        return 0.5 * fsum(w * w) + self.C * fsum(self.slacks(w))
 
     def predict(self, X: Any, solution: Any) -> list[Any]:
         r"""Predictions :math:`\arg\max_y w\cdot\Psi(x, y)` for new inputs (``solution.w``)."""
@@ -389,7 +384,7 @@ class StructuralSVM(Formulation):
             b=0.0,
             xi=xi,
             alpha=cand.alpha,
-            objective=0.5 * _fsum(w * w) + self.C * _fsum(xi),
+            objective=0.5 * fsum(w * w) + self.C * fsum(xi),
             certificate=certificate,
             info=info,
             **fields,

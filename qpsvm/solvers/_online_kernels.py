@@ -17,11 +17,9 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm.kernels import cached_row
+
 __all__ = [
-    "KIND_GRAM",
-    "KIND_LINEAR",
-    "KIND_POLY",
-    "KIND_RBF",
     "ST_A",
     "ST_B",
     "ST_BETA",
@@ -39,8 +37,6 @@ __all__ = [
 ST_A, ST_B, ST_NORM2, ST_BETA, ST_BSUM = 0, 1, 2, 3, 4
 #: ``a`` is folded into ``v`` when ``|a|`` falls below this (or reaches 0 at Pegasos' first step).
 _RESCALE = 1e-9
-#: Kernel kinds of :func:`smo_loop`.
-KIND_LINEAR, KIND_RBF, KIND_POLY, KIND_GRAM = 0, 1, 2, 3
 #: libsvm's floor on the curvature of a working pair.
 _TAU = 1e-12
 
@@ -281,56 +277,10 @@ def multiclass_epoch(
 
 # --------------------------------------------------------------------------------- SMO
 @numba.njit(cache=True)
-def _kernel_row(i, M, kern, out, buf):  # pragma: no cover - compiled
-    """``out[t] = k(x_i, x_t)`` for every training point ``t``; ``kern = (kind, sqnorm, gamma,
-    coef0, degree, gram)`` (linear, rbf or poly)."""
-    kind, sqnorm, gamma, coef0, degree, _ = kern
-    n = out.shape[0]
-    if M[4]:
-        _row_axpy(i, M, 1.0, buf)
-        for t in range(n):
-            out[t] = _row_dot(t, M, buf)
-        _row_axpy(i, M, -1.0, buf)
-    else:
-        out[:] = np.dot(M[0], M[0][i])
-    if kind == KIND_RBF:
-        for t in range(n):
-            out[t] = np.exp(-gamma * max(sqnorm[i] + sqnorm[t] - 2.0 * out[t], 0.0))
-    elif kind == KIND_POLY:
-        for t in range(n):
-            out[t] = (gamma * out[t] + coef0) ** degree
-
-
-@numba.njit(cache=True)
-def _get_row(i, M, kern, cache, clock):  # pragma: no cover - compiled
-    """Row ``i`` of the kernel matrix: from ``gram``, or from the LRU ``cache = (rows, slot_of,
-    owner, stamp, buf, stats)`` (``stats``: hits, misses)."""
-    if kern[0] == KIND_GRAM:
-        return kern[5][i]
-    rows, slot_of, owner, stamp, buf, stats = cache
-    slot = slot_of[i]
-    if slot >= 0:
-        stamp[slot] = clock
-        stats[0] += 1
-        return rows[slot]
-    slot = 0
-    for k in range(1, stamp.shape[0]):
-        if stamp[k] < stamp[slot]:
-            slot = k
-    if owner[slot] >= 0:
-        slot_of[owner[slot]] = -1
-    _kernel_row(i, M, kern, rows[slot], buf)
-    owner[slot] = i
-    slot_of[i] = slot
-    stamp[slot] = clock
-    stats[1] += 1
-    return rows[slot]
-
-
-@numba.njit(cache=True)
-def _pair_step(i, j, Ki, Kj, y, U, alpha, G, diag):  # pragma: no cover - compiled
+def _pair_step(i, j, Ki, Kj, y, U, alpha, G, diag, act, n_act):  # pragma: no cover - compiled
     """libsvm's analytic update of ``(alpha_i, alpha_j)`` under ``y.alpha`` fixed, clipped to
-    the box, followed by the gradient update ``G += Q_i da_i + Q_j da_j``."""
+    the box, followed by the gradient update ``G += Q_i da_i + Q_j da_j`` on the active
+    variables ``act[:n_act]``."""
     Ci, Cj = U[i], U[j]
     ai, aj = alpha[i], alpha[j]
     quad = diag[i] + diag[j] - 2.0 * Ki[j]
@@ -376,16 +326,19 @@ def _pair_step(i, j, Ki, Kj, y, U, alpha, G, diag):  # pragma: no cover - compil
             alpha[j] = total
     di = (alpha[i] - ai) * y[i]
     dj = (alpha[j] - aj) * y[j]
-    for t in range(G.shape[0]):
+    for k in range(n_act):
+        t = act[k]
         G[t] += y[t] * (Ki[t] * di + Kj[t] * dj)
 
 
 @numba.njit(cache=True)
-def _select_i(y, U, alpha, G):  # pragma: no cover - compiled
-    """``i = argmax_{t in I_up} -y_t G_t`` and that maximum (``-1, -inf`` if ``I_up`` is empty)."""
+def _select_i(y, U, alpha, G, act, n_act):  # pragma: no cover - compiled
+    """``i = argmax_{t in I_up} -y_t G_t`` over the active variables, and that maximum
+    (``-1, -inf`` if ``I_up`` is empty)."""
     gmax = -np.inf
     i = -1
-    for t in range(y.shape[0]):
+    for k in range(n_act):
+        t = act[k]
         up = (alpha[t] < U[t]) if y[t] > 0 else (alpha[t] > 0.0)
         if up and -y[t] * G[t] >= gmax:
             gmax = -y[t] * G[t]
@@ -394,13 +347,19 @@ def _select_i(y, U, alpha, G):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
-def _select_j(i, gmax, Ki, y, U, alpha, G, diag, second_order):  # pragma: no cover - compiled
-    """The partner ``j`` in ``I_low`` (maximal violation or second-order decrease) and the
-    violation ``max_{I_up} -yG - min_{I_low} -yG``."""
+def _select_j(i, gmax, Ki, y, U, alpha, G, diag, second_order, act, n_act):  # pragma: no cover
+    """The partner ``j`` in ``I_low`` (maximal violation or second-order decrease) among the
+    active variables, and the violation ``max_{I_up} -yG - min_{I_low} -yG``.
+
+    The decrease ``b_t^2 / a_t`` (``b_t = gmax + y_t G_t > 0``, ``a_t`` the curvature) is
+    compared as ``b_t^2 a_best >= b_best^2 a_t``: no division in the loop (early on most
+    variables violate, and one division per variable was most of a step's time)."""
     gmax2 = -np.inf
     j = -1
-    best = np.inf
-    for t in range(y.shape[0]):
+    best_b2 = 0.0
+    best_a = 1.0
+    for k in range(n_act):
+        t = act[k]
         low = (alpha[t] > 0.0) if y[t] > 0 else (alpha[t] < U[t])
         if not low:
             continue
@@ -409,24 +368,28 @@ def _select_j(i, gmax, Ki, y, U, alpha, G, diag, second_order):  # pragma: no co
             gmax2 = ygt
             if not second_order:
                 j = t
-        if second_order and gmax + ygt > 0.0:
-            quad = diag[i] + diag[t] - 2.0 * Ki[t]
-            obj = -((gmax + ygt) ** 2) / (quad if quad > 0.0 else _TAU)
-            if obj <= best:
-                best = obj
+        b = gmax + ygt
+        if second_order and b > 0.0:
+            a = diag[i] + diag[t] - 2.0 * Ki[t]
+            if a <= 0.0:
+                a = _TAU
+            if b * b * best_a >= best_b2 * a:
+                best_b2 = b * b
+                best_a = a
                 j = t
     return j, gmax + gmax2
 
 
 @numba.njit(cache=True)
-def _select_single(U, alpha, G, diag, second_order):  # pragma: no cover - compiled
-    """Without the balance constraint: the coordinate to move, its step and the largest
+def _select_single(U, alpha, G, diag, second_order, act, n_act):  # pragma: no cover - compiled
+    """Without the balance constraint: the active coordinate to move, its step and the largest
     projected gradient."""
     violation = 0.0
     i = -1
     best = 0.0
     step = 0.0
-    for t in range(G.shape[0]):
+    for k in range(n_act):
+        t = act[k]
         g = G[t]
         if g < 0.0 and alpha[t] < U[t]:
             pg = -g
@@ -446,12 +409,97 @@ def _select_single(U, alpha, G, diag, second_order):  # pragma: no cover - compi
 
 
 @numba.njit(cache=True)
+def _extremes(y, U, alpha, G, act, n_act, intercept):  # pragma: no cover - compiled
+    """``(max_{I_up} -y G, max_{I_low} y G)`` over the active variables (libsvm's ``Gmax1``,
+    ``Gmax2``); without an intercept the largest projected gradient, twice."""
+    g1 = -np.inf
+    g2 = -np.inf
+    for k in range(n_act):
+        t = act[k]
+        if intercept:
+            if (alpha[t] < U[t]) if y[t] > 0 else (alpha[t] > 0.0):
+                g1 = max(g1, -y[t] * G[t])
+            if (alpha[t] > 0.0) if y[t] > 0 else (alpha[t] < U[t]):
+                g2 = max(g2, y[t] * G[t])
+        else:
+            if alpha[t] < U[t]:
+                g1 = max(g1, -G[t])
+            if alpha[t] > 0.0:
+                g1 = max(g1, G[t])
+    return (g1, g2) if intercept else (g1, g1)
+
+
+@numba.njit(cache=True)
+def _shrink(y, U, alpha, G, act, n_act, intercept, scratch):  # pragma: no cover - compiled
+    """libsvm's shrinking: move to the end of ``act[:n_act]`` the variables at a bound whose
+    gradient pushes them further into it by more than the current extremes (they are unlikely
+    to move again); returns the new number of active variables. A stable partition, so the
+    active variables keep their order (and the selection its ties)."""
+    g1, g2 = _extremes(y, U, alpha, G, act, n_act, intercept)
+    kept = 0
+    dropped = 0
+    for k in range(n_act):
+        t = act[k]
+        plus = y[t] > 0 or not intercept
+        # at a bound, t is in I_up only or in I_low only; it is stuck when it cannot form a
+        # violating pair: y G above max_{I_low} y G (I_up only), -y G above max_{I_up} -y G
+        if alpha[t] >= U[t]:
+            up_only = not plus
+        elif alpha[t] <= 0.0:
+            up_only = plus
+        else:
+            act[kept] = t
+            kept += 1
+            continue
+        yg = y[t] * G[t] if intercept else G[t]
+        if (yg > g2) if up_only else (-yg > g1):
+            scratch[dropped] = t
+            dropped += 1
+        else:
+            act[kept] = t
+            kept += 1
+    act[kept:n_act] = scratch[:dropped]
+    return kept
+
+
+@numba.njit(cache=True)
+def _bound_change(i, old, Ki, y, U, alpha, G_bar):  # pragma: no cover - compiled
+    """Keep ``G_bar = sum_{j: alpha_j = U_j} U_j Q_j`` (the gradient of the variables at their
+    upper bound, libsvm's ``G_bar``) when ``alpha_i`` moved from ``old``: a pass over ``Q_i``
+    only if it reached or left its bound."""
+    was, now = old >= U[i], alpha[i] >= U[i]
+    if was != now:
+        c = U[i] * y[i] if now else -U[i] * y[i]
+        for t in range(G_bar.shape[0]):
+            G_bar[t] += c * y[t] * Ki[t]
+
+
+@numba.njit(cache=True)
+def _unshrink(cache, y, m, U, alpha, G, G_bar, act, n_act):  # pragma: no cover - compiled
+    """Recompute the gradient of the shrunk variables, ``G_t = G_bar_t - m_t + y_t sum_j
+    alpha_j y_j K_jt`` over the free ``0 < alpha_j < U_j`` only (rows from the cache), and make
+    every variable active again (in index order)."""
+    n = y.shape[0]
+    if n_act < n:
+        for k in range(n_act, n):
+            G[act[k]] = G_bar[act[k]] - m[act[k]]
+        for j in range(n):
+            if 0.0 < alpha[j] < U[j]:
+                Kj = cached_row(j, cache)
+                c = alpha[j] * y[j]
+                for k in range(n_act, n):
+                    t = act[k]
+                    G[t] += y[t] * Kj[t] * c
+    for t in range(n):
+        act[t] = t
+    return n
+
+
+@numba.njit(cache=True)
 def smo_loop(
-    M,
-    n_features,
-    kern,
-    n_rows,
+    cache,
     y,
+    m,
     U,
     diag,
     alpha,
@@ -460,7 +508,7 @@ def smo_loop(
     max_iter,
     second_order,
     intercept,
-    stats,
+    shrinking,
 ):  # pragma: no cover - compiled
     """SMO on ``min 1/2 a^T Q a - m.a`` over ``0 <= a <= U`` (and ``y.a`` fixed with an
     intercept), ``Q_ij = y_i y_j K_ij``; ``G`` holds the gradient ``Q a - m`` and is updated.
@@ -470,45 +518,82 @@ def smo_loop(
     maximises the second-order decrease ``b_ij^2 / (K_ii + K_jj - 2 K_ij)``; the loop stops when
     ``max_{I_up} -yG - min_{I_low} -yG < tol``. Without one, a single coordinate moves (largest
     projected gradient, or largest exact decrease) until every projected gradient is below
-    ``tol``. ``kern = (kind, sqnorm, gamma, coef0, degree, gram)``; rows not in ``gram`` are
-    kept in an LRU cache of ``n_rows >= 2`` rows (row ``i`` survives the miss on ``j``: it is
-    the most recently used).
+    ``tol``. Rows of ``K`` come from ``cache`` (:func:`qpsvm.kernels.cached_row`: a formed
+    Gram matrix, or a :class:`~qpsvm.kernels.KernelCache`'s LRU slots, computed on a miss; row
+    ``i`` survives the miss on ``j``: it is the most recently used).
 
-    Returns ``(iterations, violation)``; ``stats`` receives cache hits and misses.
+    With ``shrinking``, every ``min(n, 1000)`` steps the variables that :func:`_shrink` finds
+    stuck at a bound leave the selection and the gradient update, as in libsvm; the first time
+    the violation falls below ``10 tol``, and whenever the active variables meet ``tol``, the
+    full gradient is rebuilt (:func:`_unshrink`) and every variable is checked again: the loop
+    stops only when all of them meet ``tol``.
+
+    Returns ``(iterations, violation)``; ``cache[4]`` counts cache hits and misses.
     """
     n = y.shape[0]
-    cache = (
-        np.empty((n_rows, n)),
-        -np.ones(n, dtype=np.int64),
-        -np.ones(n_rows, dtype=np.int64),
-        -np.ones(n_rows, dtype=np.int64),
-        np.zeros(n_features if M[4] else 1),
-        stats,
-    )
+    act = np.arange(n)
+    scratch = np.empty(n, dtype=np.int64)
+    G_bar = np.zeros(n)
+    n_act = n
+    period = min(n, 1000)
+    counter = period
+    unshrunk = False
     it = 0
     violation = np.inf
     while it < max_iter:
-        if intercept:
-            i, gmax = _select_i(y, U, alpha, G)
-            if i < 0:
+        if shrinking:
+            counter -= 1
+            if counter == 0:
+                counter = period
+                if not unshrunk:
+                    g1, g2 = _extremes(y, U, alpha, G, act, n_act, intercept)
+                    if (g1 + g2 if intercept else g1) <= 10.0 * tol:
+                        unshrunk = True
+                        n_act = _unshrink(cache, y, m, U, alpha, G, G_bar, act, n_act)
+                n_act = _shrink(y, U, alpha, G, act, n_act, intercept, scratch)
+        for _ in range(2):
+            if intercept:
+                i, gmax = _select_i(y, U, alpha, G, act, n_act)
+                j = -1
                 violation = 0.0
+                if i >= 0:
+                    Ki = cached_row(i, cache)
+                    j, violation = _select_j(
+                        i, gmax, Ki, y, U, alpha, G, diag, second_order, act, n_act
+                    )
+                done = j < 0 or violation < tol
+            else:
+                i, step, violation = _select_single(U, alpha, G, diag, second_order, act, n_act)
+                done = i < 0 or violation < tol
+            if not done or n_act == n:
                 break
-            Ki = _get_row(i, M, kern, cache, it)
-            j, violation = _select_j(i, gmax, Ki, y, U, alpha, G, diag, second_order)
-            if j < 0 or violation < tol:
-                break
-            Kj = _get_row(j, M, kern, cache, it)
-            _pair_step(i, j, Ki, Kj, y, U, alpha, G, diag)
+            # optimal on the active variables: rebuild the gradient and select among them all
+            n_act = _unshrink(cache, y, m, U, alpha, G, G_bar, act, n_act)
+            counter = 1
+        if done:
+            break
+        if intercept:
+            Kj = cached_row(j, cache)
+            old_i, old_j = alpha[i], alpha[j]
+            _pair_step(i, j, Ki, Kj, y, U, alpha, G, diag, act, n_act)
+            if shrinking:
+                _bound_change(i, old_i, Ki, y, U, alpha, G_bar)
+                _bound_change(j, old_j, Kj, y, U, alpha, G_bar)
         else:
-            i, step, violation = _select_single(U, alpha, G, diag, second_order)
-            if i < 0 or violation < tol:
-                break
-            Ki = _get_row(i, M, kern, cache, it)
+            Ki = cached_row(i, cache)
             old = alpha[i]
             new = old + step
             alpha[i] = 0.0 if new <= 0.0 else (U[i] if new >= U[i] else new)
             di = (alpha[i] - old) * y[i]
-            for t in range(n):
+            for k in range(n_act):
+                t = act[k]
                 G[t] += y[t] * Ki[t] * di
+            if shrinking:
+                _bound_change(i, old, Ki, y, U, alpha, G_bar)
         it += 1
+    if n_act < n:
+        # stopped by max_iter: a gradient on every variable, and the violation of them all
+        n_act = _unshrink(cache, y, m, U, alpha, G, G_bar, act, n_act)
+        g1, g2 = _extremes(y, U, alpha, G, act, n_act, intercept)
+        violation = g1 + g2 if intercept else g1
     return it, violation

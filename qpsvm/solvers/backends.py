@@ -8,6 +8,7 @@ OSQP with CVXPY's defaults stops near ``1e-4`` when its polish step fails. OSQP 
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 from dataclasses import dataclass
@@ -23,7 +24,14 @@ from qpsvm.exceptions import (
     SolverNotInstalledError,
 )
 
-__all__ = ["DEFAULT_ORDER", "SETTINGS", "BackendResult", "run_backend"]
+__all__ = [
+    "DEFAULT_ORDER",
+    "SETTINGS",
+    "BackendResult",
+    "backend_order",
+    "installed_solvers",
+    "run_backend",
+]
 
 logger = logging.getLogger("qpsvm")
 
@@ -77,21 +85,34 @@ class BackendResult:
     solve_time: float
 
 
+@functools.cache
+def installed_solvers() -> tuple[str, ...]:
+    """CVXPY's installed solvers, probed once per process (probing imports every package)."""
+    return tuple(cp.installed_solvers())
+
+
+def backend_order(solver: str | None) -> list[str]:
+    """The backends to try: the named one, or the installed ones of :data:`DEFAULT_ORDER`."""
+    if solver is not None:
+        return [resolve_solver(solver)]
+    return [s for s in DEFAULT_ORDER if s in installed_solvers()]
+
+
 def resolve_solver(solver: str) -> str:
     """Upper-case name of an installed CVXPY solver, or a typed error saying what to install."""
     if not isinstance(solver, str):
         raise InvalidInputError(f"solver must be a CVXPY solver name, got {solver!r}.")
     name = solver.upper()
-    if name not in cp.installed_solvers():
+    if name not in installed_solvers():
         known = set(_PACKAGES) | set(cp.settings.SOLVERS)
         if name not in known:
             raise InvalidInputError(
-                f"unknown solver {solver!r}; installed QP solvers: {cp.installed_solvers()}."
+                f"unknown solver {solver!r}; installed QP solvers: {list(installed_solvers())}."
             )
         package = _PACKAGES.get(name, name.lower())
         raise SolverNotInstalledError(
             f"solver {name} is not installed; install it with `pip install {package}` or pick "
-            f"one of {cp.installed_solvers()}."
+            f"one of {list(installed_solvers())}."
         )
     return name
 

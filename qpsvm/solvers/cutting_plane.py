@@ -31,10 +31,14 @@ The working-set QP
       examples one by one, each with a fresh oracle call at the current ``w`` and an update of its
       block: Algorithm 1 with the QP re-optimised over the example's working set (the block
       coordinate Frank-Wolfe step of Lacoste-Julien, Jaggi, Schmidt & Pletscher, ICML 2013, plus
-      the cached planes).
+      the cached planes). Coordinate ascent crawls on ill-conditioned planes (features shifted by
+      ``1e3`` or scaled by ``1e4``: a gap near 1 after hundreds of rounds); when it stalls
+      (:data:`STALL_ROUNDS`) the remaining rounds solve the working-set QP by CVXPY, below.
     * ``solver="CLARABEL"`` (or any CVXPY QP solver): the formulation's own declarative model
       (:meth:`~qpsvm.StructuralSVM.build` over the working set), solved exactly each round; its
-      ``planes`` duals are :math:`\alpha`. Exact per round but slow on large working sets:
+      ``planes`` duals are :math:`\alpha`, and the round is evaluated at its primal ``w`` (on
+      ill-conditioned planes the expansion of the duals is far less accurate). Exact per round
+      but slow on large working sets:
       on the 700-sequence chain benchmark the optimum has about 5000 active planes, and one
       Clarabel solve of that QP takes 70-120 s, while the whole default training takes about
       20 s (``benchmarks/bench_structural.py``).
@@ -53,6 +57,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._numerics import fsum
 from qpsvm._validation import check_random_state
 from qpsvm.exceptions import InvalidInputError, UncertifiedSolutionError
 from qpsvm.formulations.structural import PlaneMatrix, StructuralSVM
@@ -76,6 +81,11 @@ logger = logging.getLogger("qpsvm")
 VARIANTS = ("n_slack", "one_slack")
 #: Pairwise steps per block visit at most.
 BLOCK_STEPS = 50
+#: Block-coordinate ascent has stalled when the sweeps of this many consecutive rounds ran out
+#: before their target and the best certified gap did not halve over those rounds (measured:
+#: features shifted by 1e3 or scaled by 1e4 leave the gap near 1 for hundreds of rounds, while
+#: on the chain benchmark at tol 1e-9 rounds that run out of sweeps still shrink it 2x each).
+STALL_ROUNDS = 10
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -359,21 +369,19 @@ class _Pool:
         also resets ``spare`` to ``C - sum`` of each block's multipliers."""
         _expand(self.alive_ids(), self.start, self.end, self.idx, self.val, self.alpha, self.w)
         for b, block in enumerate(self.blocks):
-            self.spare[b] = max(0.0, self.C - math.fsum(self.alpha[block.ids].tolist()))
+            self.spare[b] = max(0.0, self.C - fsum(self.alpha[block.ids]))
         return self.w
 
     def dual(self, w: np.ndarray) -> float:
         """``D(alpha) = sum_k alpha_k c_k - 1/2 ||w||^2`` at ``w = expansion()``."""
         ids = self.alive_ids()
-        return math.fsum((self.alpha[ids] * self.c[ids]).tolist()) - 0.5 * math.fsum(
-            (w * w).tolist()
-        )
+        return fsum(self.alpha[ids] * self.c[ids]) - 0.5 * fsum(w * w)
 
-    def block_slacks(self) -> np.ndarray:
-        """Working-set slack of every block at the current ``w``."""
+    def block_slacks(self, w: np.ndarray) -> np.ndarray:
+        """Working-set slack of every block at ``w``."""
         bptr, bids, _, _ = self.layout()
         out = np.zeros(len(self.blocks))
-        _block_values(bptr, bids, self.start, self.end, self.idx, self.val, self.c, self.w, out)
+        _block_values(bptr, bids, self.start, self.end, self.idx, self.val, self.c, w, out)
         return out
 
     def matrix(self, ids: np.ndarray, n: int) -> PlaneMatrix:
@@ -430,14 +438,22 @@ class _Round:
         return max(0.0, self.primal - self.dual)
 
 
-def _evaluate(f: StructuralSVM, pool: _Pool) -> _Round:
-    """Oracle on every example at ``w = sum alpha_k a_k``: true slacks, ``P(w)`` and ``D``."""
-    w = pool.expansion().copy()
+def _evaluate(f: StructuralSVM, pool: _Pool, w: np.ndarray | None = None) -> _Round:
+    """Oracle on every example at ``w``: true slacks and ``P(w)``; ``D`` at the pool's
+    multipliers.
+
+    ``w`` defaults to their expansion ``sum alpha_k a_k``. A CVXPY working-set QP passes its
+    primal ``w`` instead: on ill-conditioned planes (badly scaled features) its duals are
+    accurate only where they matter for ``D``, and their expansion can be far less accurate
+    than the primal solution, while any ``w`` gives a valid ``P(w) >= P*``.
+    """
+    expansion = pool.expansion().copy()
+    w = expansion if w is None else w
     outputs = f.oracle(w)
     rows, c = f.pair_rows(np.arange(f.n_samples), outputs)
     xi = np.maximum(0.0, c - np.asarray(rows @ w).ravel())
-    primal = 0.5 * math.fsum((w * w).tolist()) + f.C * math.fsum(xi.tolist())
-    return _Round(w, outputs, rows, c, xi, primal, pool.dual(w))
+    primal = 0.5 * fsum(w * w) + f.C * fsum(xi)
+    return _Round(w, outputs, rows, c, xi, primal, pool.dual(expansion))
 
 
 def _row(rows: sp.csr_matrix, i: int) -> tuple[np.ndarray, np.ndarray]:
@@ -454,7 +470,7 @@ def _add_planes(f: StructuralSVM, pool: _Pool, rnd: _Round, variant: str) -> int
         total.sort_indices()
         key = tuple(output_key(y) for y in rnd.outputs)
         plane = CuttingPlane.joint(rnd.outputs)
-        c = math.fsum(rnd.c.tolist())
+        c = fsum(rnd.c)
         indices, values = total.indices.astype(np.int64), total.data.copy()
         return int(c > 0 and pool.add(0, key, indices, values, c, plane))
     rows = rnd.rows.copy()
@@ -491,8 +507,11 @@ def _sequential_pass(f: StructuralSVM, pool: _Pool, order: np.ndarray) -> None:
         _ascend(ids, block.gram, *pool.arrays, pool.spare, i, pool.w, pool.C, BLOCK_STEPS, g, old)
 
 
-def _sweeps(pool: _Pool, target: float, max_sweeps: int, rng: np.random.Generator) -> int:
-    """Sweeps of block-coordinate ascent until the working-set gap is at most ``target``."""
+def _sweeps(
+    pool: _Pool, target: float, max_sweeps: int, rng: np.random.Generator
+) -> tuple[int, bool]:
+    """Sweeps of block-coordinate ascent until the working-set gap is at most ``target``; the
+    number of sweeps and whether the target was reached within ``max_sweeps``."""
     bptr, bids, gptr, gram = pool.layout()
     done = 0
     while done < max_sweeps:
@@ -502,25 +521,27 @@ def _sweeps(pool: _Pool, target: float, max_sweeps: int, rng: np.random.Generato
         )
         done += 1
         if gap <= target:
-            break
-    return done
+            return done, True
+    return done, False
 
 
 def _solve_cvxpy(
     f: StructuralSVM, pool: _Pool, order: list[str], options: dict[str, Any]
-) -> BackendResult:
-    """Solve the working-set QP exactly with the formulation's CVXPY model; read ``alpha``."""
+) -> tuple[BackendResult, np.ndarray]:
+    """Solve the working-set QP exactly with the formulation's CVXPY model; read ``alpha`` into
+    the pool and return the backend's result and the QP's primal ``w``."""
     ids = pool.alive_ids()
     model = f.build([pool.planes[k] for k in ids], rows=pool.matrix(ids, f.n_samples))
-    result = solve_model(model, order, options)
-    alpha = np.maximum(f.read_model(model).alpha, 0.0)
+    result = solve_model(model, order, options, f.always_feasible)
+    cand = f.read_model(model)
+    alpha = np.maximum(cand.alpha, 0.0)
     pool.alpha[ids] = alpha
     for block in pool.blocks:  # round-off can exceed a budget by a few ulps: scale it back
         total = float(np.sum(pool.alpha[block.ids]))
         if total > pool.C:
             pool.alpha[block.ids] *= pool.C / total
     pool.expansion()
-    return result
+    return result, cand.w
 
 
 # ---------------------------------------------------------------------------- solvers
@@ -546,7 +567,8 @@ def solve_cutting_plane(
     ----------
     f : StructuralSVM
     solver : str, optional
-        ``None``: the working-set QP by block-coordinate ascent (fastest, by measurement).
+        ``None``: the working-set QP by block-coordinate ascent (fastest, by measurement), or by
+        the default CVXPY backend once that stalls (``info["switched_at"]``, a logged warning).
         A CVXPY solver name (``"CLARABEL"``, ``"OSQP"``...): the formulation's CVXPY model over
         the working set, solved exactly every round (see :mod:`qpsvm.solvers.cutting_plane`).
     variant : {"n_slack", "one_slack"}, default="n_slack"
@@ -586,9 +608,10 @@ def solve_cutting_plane(
         :class:`~qpsvm.verify.structural.CuttingPlane`); ``objective`` ``P(w)``; ``history``
         per round (iteration, objective, time, gap); ``n_iter`` rounds; ``certificate`` from
         :func:`~qpsvm.verify.structural.certify_structural`. ``info`` also holds the variant,
-        the working-set and support sizes, the numbers of sweeps and of dropped planes, and the
-        time spent in the oracle, the working-set QP (with a CVXPY solver: inside the backend,
-        ``backend_time``) and the certificates.
+        the working-set and support sizes, the numbers of sweeps and of dropped planes, the
+        round from which a stalled coordinate ascent gave way to CVXPY (``switched_at``,
+        ``None`` if it did not), and the time spent in the oracle, the working-set QP (with a
+        CVXPY solver: inside the backend, ``backend_time``) and the certificates.
     """
     if not isinstance(f, StructuralSVM):
         raise InvalidInputError(
@@ -606,6 +629,10 @@ def solve_cutting_plane(
     ):
         raise InvalidInputError(f"max_time must be a number of seconds > 0; got {max_time!r}.")
     order = backend_order(solver) if solver is not None else []
+    primal_w: np.ndarray | None = None  # the CVXPY working-set QP's w, once one is solved
+    rel_gaps: list[float] = []
+    ran_out: list[bool] = []  # per coordinate-ascent round: sweeps ended before their target
+    switched_at: int | None = None
     rng = check_random_state(random_state)
     n = f.n_samples
     pool = _Pool(f.n_features, n if variant == "n_slack" else 1, f.C)
@@ -619,11 +646,12 @@ def solve_cutting_plane(
     try:
         for it in range(max_iter + 1):
             tick = time.perf_counter()
-            rnd = _evaluate(f, pool)
+            rnd = _evaluate(f, pool, primal_w)
             timing["oracle_time"] += time.perf_counter() - tick
             elapsed = time.perf_counter() - start
             rows_hist.append((it, rnd.primal, elapsed, rnd.gap))
-            violation = _max_violation(pool, rnd.xi, variant)
+            rel_gaps.append(relative(rnd.gap, rnd.primal))
+            violation = _max_violation(pool, rnd, variant)
             logger.info(
                 "cutting plane round %d: working set %d, max violation %.3g, gap %.3g "
                 "(relative %.2e), %.2fs",
@@ -658,7 +686,7 @@ def solve_cutting_plane(
                 break
             tick = time.perf_counter()
             added = _add_planes(f, pool, rnd, variant)
-            if variant == "n_slack" and sequential and solver is None:
+            if variant == "n_slack" and sequential and not order:
                 _sequential_pass(f, pool, rng.permutation(n))
             timing["oracle_time"] += time.perf_counter() - tick
             if drop_after:
@@ -666,10 +694,22 @@ def solve_cutting_plane(
             if added == 0:
                 kappa /= 10.0
             tick = time.perf_counter()
-            if solver is None:
-                sweeps += _sweeps(pool, kappa * rnd.gap, max_sweeps, rng)
-            else:
-                result = _solve_cvxpy(f, pool, order, options)
+            if not order:
+                done, reached = _sweeps(pool, kappa * rnd.gap, max_sweeps, rng)
+                sweeps += done
+                ran_out.append(not reached)
+                if _stalled(rel_gaps, ran_out):
+                    order, switched_at = backend_order(None), it
+                    logger.warning(
+                        "block-coordinate ascent stalled at a relative gap of %.2e (the "
+                        "planes are ill-conditioned, e.g. badly scaled features); solving the "
+                        "working-set QP with %s from round %d on",
+                        min(rel_gaps),
+                        order[0],
+                        it,
+                    )
+            if order:
+                result, primal_w = _solve_cvxpy(f, pool, order, options)
                 backend = result.solver
                 backend_iter += result.n_iter
                 timing["backend_time"] += result.solve_time
@@ -710,6 +750,7 @@ def solve_cutting_plane(
             "working_set": int(ids.size),
             "support": int(np.count_nonzero(pool.alpha[ids])),
             "sweeps": sweeps,
+            "switched_at": switched_at,
             "dropped": dropped,
             "backend_iterations": backend_iter,
             **timing,
@@ -724,12 +765,24 @@ def _candidate(pool: _Pool, w: np.ndarray) -> StructuralCandidate:
     )
 
 
-def _max_violation(pool: _Pool, xi: np.ndarray, variant: str) -> float:
-    """Largest true slack of a block minus its working-set slack (the cutting-plane ``eps``)."""
-    ws = pool.block_slacks()
+def _max_violation(pool: _Pool, rnd: _Round, variant: str) -> float:
+    """Largest true slack of a block minus its working-set slack at the round's ``w`` (the
+    cutting-plane ``eps``)."""
+    xi = rnd.xi
+    ws = pool.block_slacks(rnd.w)
     if variant == "one_slack":
-        return max(0.0, math.fsum(xi.tolist()) - float(ws[0]))
+        return max(0.0, fsum(xi) - float(ws[0]))
     return max(0.0, float(np.max(xi - ws)))
+
+
+def _stalled(rel_gaps: list[float], ran_out: list[bool]) -> bool:
+    """Whether block-coordinate ascent has stalled (see :data:`STALL_ROUNDS`): the sweeps of
+    each of the last rounds ran out, and the best relative gap over those rounds is more than
+    half the best one before them."""
+    if len(ran_out) < STALL_ROUNDS or not all(ran_out[-STALL_ROUNDS:]):
+        return False
+    before = min(rel_gaps[:-STALL_ROUNDS], default=math.inf)
+    return min(rel_gaps[-STALL_ROUNDS:]) > 0.5 * before
 
 
 def solve_full(
@@ -749,7 +802,7 @@ def solve_full(
     """
     tol = f._check_tol(tol)
     model = f.full_model
-    result = solve_model(model, backend_order(solver), options)
+    result = solve_model(model, backend_order(solver), options, f.always_feasible)
     cand = f.read_model(model)
     cand.alpha = np.maximum(cand.alpha, 0.0)
     cert = certify_structural(f, cand, tol)

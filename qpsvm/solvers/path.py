@@ -25,12 +25,12 @@ import numpy as np
 from qpsvm.exceptions import InvalidInputError, UncertifiedSolutionError
 from qpsvm.formulations.model import Candidate
 from qpsvm.solution import Solution
+from qpsvm.solvers.backends import backend_order
 from qpsvm.solvers.qp import best_certified
 from qpsvm.solvers.warm_start import Start
 from qpsvm.solvers.working_set import (
     WIDTH,
     StatusSets,
-    backend_order,
     run_working_set,
     solve_model,
     working_set_for,
@@ -43,7 +43,7 @@ logger = logging.getLogger("qpsvm")
 
 PATH_METHODS = ("working_set", "qp", "full")
 #: Error band assumed for the previous ``C``'s optimum as a start for the next one.
-PATH_BAND = 1e-2
+PATH_BAND = 1e-3
 
 
 def check_Cs(Cs: Any) -> np.ndarray:
@@ -138,7 +138,7 @@ def solve_path(
             g = formulations[k]
             started = time.perf_counter()
             model.parameters["C"].value = Cs[k]
-            result = solve_model(model, backends, options)
+            result = solve_model(model, backends, options, f.always_feasible)
             cand, cert = best_certified(g, g.read_model(model), tol)
             if not cert.passed:
                 raise UncertifiedSolutionError(

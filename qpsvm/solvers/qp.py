@@ -10,18 +10,10 @@ import importlib
 import logging
 from typing import Any
 
-import cvxpy as cp
-
 from qpsvm.exceptions import InfeasibleProblemError, SolverError, UncertifiedSolutionError
 from qpsvm.formulations.model import Candidate
 from qpsvm.solution import Solution
-from qpsvm.solvers.backends import (
-    DEFAULT_ORDER,
-    INACCURATE,
-    inaccurate_error,
-    resolve_solver,
-    run_backend,
-)
+from qpsvm.solvers.backends import INACCURATE, backend_order, inaccurate_error, run_backend
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
 
 __all__ = ["best_certified", "solve_qp"]
@@ -82,19 +74,23 @@ def solve_qp(
     """
     tol = f._check_tol(tol)
     explicit = solver is not None
-    order = (
-        [resolve_solver(solver)]
-        if explicit
-        else [s for s in DEFAULT_ORDER if s in cp.installed_solvers()]
-    )
+    order = backend_order(solver)
     failures: list[str] = []
     uncertified = False
     for k, name in enumerate(order):
         try:
             result = run_backend(f.problem, name, options if k == 0 else {})
         except InfeasibleProblemError as exc:
-            specific = f.infeasible_error()
-            raise (specific or exc) from exc
+            if not f.always_feasible:
+                raise (f.infeasible_error() or exc) from exc
+            if explicit:
+                raise SolverError(
+                    f"{exc} — but {type(f).__name__} always has a solution: a numerical "
+                    "failure. Standardise the features, or use solver=None."
+                ) from exc
+            failures.append(f"{name}: {exc} (a numerical failure: the problem has a solution)")
+            logger.warning("%s reported a problem with a solution %s; falling back", name, exc)
+            continue
         except SolverError as exc:
             if explicit:
                 raise

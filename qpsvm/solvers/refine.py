@@ -62,7 +62,12 @@ def refine_binary(f: BinaryFormulation, cand: Candidate, rounds: int = 5) -> lis
             seen.add(key)
             alpha, b = f.kkt_on_sets(np.flatnonzero(on), bound)
             last = Candidate(w=f.expansion(alpha) if f.linear else None, b=b, alpha=alpha)
-            r, tau = _residuals(f, last), POLISH_TAU
+            r = _residuals(f, last)
+            # the KKT point lies exactly on the margin where 0 < alpha < C s: the residuals it
+            # shows there are round-off (of alpha itself, ~eps |x|^2 on badly scaled data), a
+            # floor below which re-reading the sets would misread them
+            free = on & (alpha > 0) & (alpha < f.upper)
+            tau = max(POLISH_TAU, 2.0 * float(np.max(np.abs(r[free]), initial=0.0)) / scale)
         if last is not None:
             out.append(last)
     return out

@@ -42,6 +42,7 @@ import numpy as np
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.binary import BinaryFormulation
 from qpsvm.formulations.model import Candidate
+from qpsvm.kernels import KernelCache, gram_arrays
 from qpsvm.solution import Solution
 from qpsvm.solvers import _online_kernels as kernels
 
@@ -51,7 +52,6 @@ logger = logging.getLogger("qpsvm")
 
 #: Working-set selection rules.
 SELECTIONS = ("second_order", "max_violating")
-_KINDS = {"linear": kernels.KIND_LINEAR, "rbf": kernels.KIND_RBF, "poly": kernels.KIND_POLY}
 
 
 def smo_intercept(y: np.ndarray, G: np.ndarray, alpha: np.ndarray, upper: np.ndarray) -> float:
@@ -77,8 +77,14 @@ def smo_intercept(y: np.ndarray, G: np.ndarray, alpha: np.ndarray, upper: np.nda
 
 
 def _check_options(
-    f: Any, solver: Any, tol: Any, max_iter: Any, cache_size: Any, selection: Any
-) -> tuple[float, int, float]:
+    f: Any,
+    solver: Any,
+    tol: Any,
+    max_iter: Any,
+    cache_size: Any,
+    selection: Any,
+    shrinking: Any,
+) -> tuple[float, int, float | None]:
     if solver is not None:
         raise InvalidInputError(
             f"method='smo' uses no CVXPY solver; got solver={solver!r}. Drop it (or use "
@@ -94,6 +100,8 @@ def _check_options(
             "method='qp', or SoftMarginDual with a large C."
         )
     for value, name in ((tol, "tol"), (cache_size, "cache_size")):
+        if name == "cache_size" and value is None:
+            continue
         if isinstance(value, bool) or not isinstance(value, Real) or not 0 < value < math.inf:
             raise InvalidInputError(f"{name} must be a finite number > 0; got {value!r}.")
     if max_iter is None:
@@ -102,7 +110,9 @@ def _check_options(
         raise InvalidInputError(f"max_iter must be an integer >= 1 or None; got {max_iter!r}.")
     if selection not in SELECTIONS:
         raise InvalidInputError(f"unknown selection {selection!r}; choose one of {SELECTIONS}.")
-    return float(tol), int(max_iter), float(cache_size)
+    if not isinstance(shrinking, bool | np.bool_):
+        raise InvalidTypeError(f"shrinking must be True or False; got {shrinking!r}.")
+    return float(tol), int(max_iter), None if cache_size is None else float(cache_size)
 
 
 def solve_smo(
@@ -111,8 +121,9 @@ def solve_smo(
     *,
     tol: float = 1e-3,
     max_iter: int | None = None,
-    cache_size: float = 200.0,
+    cache_size: float | None = None,
     selection: str = "second_order",
+    shrinking: bool = True,
     certify: bool = True,
 ) -> Solution:
     r"""Approximate solve of the soft-margin dual by SMO (see :mod:`qpsvm.solvers.smo`).
@@ -129,13 +140,20 @@ def solve_smo(
         intercept: the largest projected gradient) is below ``tol``, as libsvm's ``eps``.
     max_iter : int, optional
         Limit on SMO steps; ``None`` is libsvm's ``max(10^7, 100 n)``.
-    cache_size : float, default=200
-        Kernel memory in MB. The rbf/poly Gram matrix is computed at once when it fits (and
-        kept on ``f`` for the certificate); otherwise rows are computed on demand and kept in an
-        LRU cache of that size. The linear kernel always uses the row cache (qpsvm never forms
-        its ``n x n`` Gram matrix); precomputed and callable kernels use the full matrix.
+    cache_size : float, optional
+        Kernel memory in MB. Rows of the kernel matrix are computed on demand (in a vectorised
+        numba loop) and kept in an LRU :class:`~qpsvm.kernels.KernelCache`; the ``n x n`` Gram
+        matrix is never formed. By default the rbf/poly rows go to the formulation's own cache
+        (``f.kernel_cache()``, ``f.kernel_cache_size`` MB), where they serve the working set and
+        the certificate afterwards; a ``cache_size`` gives SMO a private cache of that size (the
+        linear kernel always has a private one). Precomputed and callable kernels, and a Gram
+        matrix ``f`` has already formed, are used as the full matrix.
     selection : {"second_order", "max_violating"}, default="second_order"
         Working-pair rule.
+    shrinking : bool, default=True
+        libsvm's shrinking: variables stuck at a bound leave the selection and the gradient
+        update for a while; the gradient of all of them is rebuilt before SMO stops, so the
+        stopping rule always holds on every variable.
     certify : bool, default=True
         Attach ``f.certify`` of the result. For a kernel the certificate solves least-squares
         systems on the support vectors and can cost far more than SMO itself; callers that use
@@ -151,43 +169,37 @@ def solve_smo(
         ``violation``, the cache ``hits`` and ``misses`` and ``backend_time``, the seconds spent
         in the SMO loop (the rest of ``solve_time`` is setup and the certificate).
     """
-    tol, max_iter, cache_size = _check_options(f, solver, tol, max_iter, cache_size, selection)
+    tol, max_iter, cache_size = _check_options(
+        f, solver, tol, max_iter, cache_size, selection, shrinking
+    )
     n = f.n_samples
     name = f.kernel.name
-    cache_bytes = cache_size * 2**20
-    M = kernels.data_arrays(f.X)
-    if name not in _KINDS or (name != "linear" and 8.0 * n * n <= cache_bytes):
-        gram = np.ascontiguousarray(f.gram())
-        kern = (kernels.KIND_GRAM, np.empty(0), 0.0, 0.0, 0, gram)
-        diag = np.diag(gram).copy()
-        n_rows = 0
-    else:
-        k = f.kernel
-        sqnorm = kernels.row_sq_norms(f.X)
-        kern = (
-            _KINDS[name],
-            sqnorm,
-            float(k.gamma),
-            float(k.coef0),
-            int(k.degree),
-            np.empty((0, 0)),
-        )
+    if name in ("linear", "rbf", "poly") and f._gram is None:
+        if cache_size is None and name != "linear":
+            cache = f.kernel_cache()  # shared: its rows serve the certificate afterwards
+        else:
+            size = f.kernel_cache_size if cache_size is None else cache_size
+            cache = KernelCache(f.kernel, f.X, size)
+        arrays = cache.arrays
+        k, sqnorm = f.kernel, cache.spec[6]
         diag = {
             "linear": sqnorm,
             "rbf": np.ones(n),
             "poly": (k.gamma * sqnorm + k.coef0) ** k.degree,
         }[name]
-        n_rows = int(min(n, max(2, cache_bytes // (8 * n))))
+    else:
+        gram = np.ascontiguousarray(f.gram())
+        arrays = gram_arrays(gram)
+        diag = np.diag(gram).copy()
+    stats = arrays[4]
+    before = stats[:2].copy()
     alpha = np.zeros(n)
     G = -f.margin
-    stats = np.zeros(2, dtype=np.int64)
     start = time.perf_counter()
     n_iter, violation = kernels.smo_loop(
-        M,
-        f.n_features,
-        kern,
-        n_rows,
+        arrays,
         f.y,
+        f.margin,
         f.upper,
         diag,
         alpha,
@@ -196,7 +208,7 @@ def solve_smo(
         max_iter,
         selection == "second_order",
         f.fit_intercept,
-        stats,
+        bool(shrinking),
     )
     loop_time = time.perf_counter() - start
     violation = max(float(violation), 0.0)
@@ -218,9 +230,10 @@ def solve_smo(
         n_iter=int(n_iter),
         info={
             "violation": violation,
-            "hits": int(stats[0]),
-            "misses": int(stats[1]),
+            "hits": int(stats[0] - before[0]),
+            "misses": int(stats[1] - before[1]),
             "selection": selection,
+            "shrinking": bool(shrinking),
             "backend_time": loop_time,
         },
     )

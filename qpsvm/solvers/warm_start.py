@@ -294,24 +294,34 @@ def _cs_subproblem(A, B, yi, Ci, out):  # pragma: no cover - compiled
 @numba.njit(cache=True)
 def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: no cover
     """Sequential dual method for Crammer-Singer (Keerthi, Sundararajan, Chang, Hsieh and Lin
-    2008; liblinear's ``Solver_MCSVM_CS`` without shrinking): one example's ``k`` multipliers at
-    a time, exactly. ``alpha`` is liblinear's ``(n, k)`` form ``A``; ``state = [epochs,
-    violation]`` on return."""
+    2008; liblinear's ``Solver_MCSVM_CS``): one example's ``k`` multipliers at a time, exactly.
+    ``alpha`` is liblinear's ``(n, k)`` form ``A``; ``state = [epochs, violation]`` on return.
+
+    With liblinear's shrinking of examples: a class whose multiplier is at its bound with a
+    gradient below every class that can still grow stays there; an example with at most one
+    other class is skipped until the active examples meet the tolerance ``eps_shrink``, which
+    then halves down to ``tol`` and everything is checked again (liblinear's schedule).
+    """
     n, k = alpha.shape
     index = np.arange(n)
     G = np.empty(k)
     B = np.empty(k)
     new = np.empty(k)
+    active = n
+    eps_shrink = max(10.0 * tol, 1.0)
+    from_all = True
     epoch = 0
     worst = np.inf
     while epoch < max_epochs:
         epoch += 1
         worst = 0.0
-        _shuffle(index, rng)
-        for s in range(n):
+        _shuffle(index[:active], rng)
+        s = 0
+        while s < active:
             i = index[s]
             A = sqnorm[i]
             if A <= 0.0 or U[i] <= 0.0:
+                s += 1
                 continue
             yi = y[i]
             g_max = -np.inf
@@ -321,6 +331,15 @@ def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
                 g_max = max(g_max, G[c])
                 if alpha[i, c] < (U[i] if c == yi else 0.0):
                     g_min = min(g_min, G[c])
+            movable = 0
+            for c in range(k):
+                if alpha[i, c] != (U[i] if c == yi else 0.0) or G[c] >= g_min:
+                    movable += 1
+            if movable <= 1:
+                active -= 1
+                index[s], index[active] = index[active], index[s]
+                continue
+            s += 1
             if g_max - g_min <= 1e-12:
                 continue
             worst = max(worst, g_max - g_min)
@@ -332,8 +351,14 @@ def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
                 if abs(delta) > 1e-12:
                     _row_axpy(i, M, delta, W[c])
                     alpha[i, c] = new[c]
-        if worst <= tol:
-            break
+        if worst < eps_shrink:
+            if worst <= tol and from_all:
+                break
+            active = n
+            eps_shrink = max(0.5 * eps_shrink, tol)
+            from_all = True
+        else:
+            from_all = False
     state[0] = epoch
     state[1] = worst
 
@@ -372,19 +397,25 @@ def _ww_dcd(M, y, rows, cols, U, sqnorm, alpha, W, state, tol, max_epochs, rng):
     state[1] = worst
 
 
-def multiclass_dual(f: Any, *, tol: float = 0.01, max_epochs: int = 200, seed: int = 0) -> Start:
+def multiclass_dual(
+    f: Any, *, tol: float | None = None, max_epochs: int | None = None, seed: int = 0
+) -> Start:
     """Approximate optimum of a multiclass SVM by dual coordinate descent.
 
-    Crammer-Singer: the sequential dual method (all ``k`` multipliers of an example at once);
-    Weston-Watkins: one multiplier at a time.
+    Crammer-Singer: the sequential dual method (all ``k`` multipliers of an example at once, with
+    liblinear's shrinking); Weston-Watkins: one multiplier at a time.
 
     Parameters
     ----------
     f : MulticlassSVM
-    tol : float, default=0.01
-        Stop when no KKT violation exceeds ``tol`` (margin units).
-    max_epochs : int, default=200
-        Passes over the data at most.
+    tol : float, optional
+        Stop when no KKT violation exceeds ``tol`` (margin units). Default ``1e-3`` for
+        Crammer-Singer (measured: on 2e4 x 50 with 10 classes the tighter start shrinks the
+        working set from ~4000 to ~850 examples, which halves the total time), ``1e-2`` for
+        Weston-Watkins.
+    max_epochs : int, optional
+        Passes over the data at most; default 1000 for Crammer-Singer (shrunk passes are cheap),
+        200 for Weston-Watkins.
     seed : int, default=0
         Seed of the random order.
 
@@ -392,8 +423,13 @@ def multiclass_dual(f: Any, *, tol: float = 0.01, max_epochs: int = 200, seed: i
     -------
     Start
         ``W`` (``(k, d)``), ``alpha`` in qpsvm's convention (``(n, k)``, ``alpha_{i y_i} = 0``)
-        and ``band = tol``.
+        and ``band``: ``tol``, or the last pass's largest violation where the descent stopped
+        short of ``tol``.
     """
+    if tol is None:
+        tol = 1e-3 if f.crammer_singer else 1e-2
+    if max_epochs is None:
+        max_epochs = 1000 if f.crammer_singer else 200
     k = f.n_classes
     W = np.zeros((k, f.n_features))
     state = np.zeros(2)
@@ -412,7 +448,7 @@ def multiclass_dual(f: Any, *, tol: float = 0.01, max_epochs: int = 200, seed: i
         alpha[f.rows, f.cols] = a
     logger.debug("multiclass dual: %d epochs, violation %.3g", int(state[0]), state[1])
     cand = Candidate(w=W, b=0.0, alpha=alpha)
-    return Start(cand, tol, "multiclass_dual", int(state[0]))
+    return Start(cand, max(float(tol), float(state[1])), "multiclass_dual", int(state[0]))
 
 
 def _curvature(X: Any, rows: np.ndarray, weights: np.ndarray) -> np.ndarray:

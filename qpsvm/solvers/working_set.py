@@ -41,7 +41,6 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-import cvxpy as cp
 import numpy as np
 
 from qpsvm.exceptions import (
@@ -56,7 +55,7 @@ from qpsvm.formulations.binary import BinaryFormulation, SoftMarginDual
 from qpsvm.formulations.model import Candidate, Model
 from qpsvm.formulations.multiclass import MulticlassSVM
 from qpsvm.solution import History, Solution
-from qpsvm.solvers.backends import DEFAULT_ORDER, BackendResult, resolve_solver, run_backend
+from qpsvm.solvers.backends import BackendResult, backend_order, run_backend
 from qpsvm.solvers.qp import best_certified
 from qpsvm.solvers.warm_start import (
     NEWTON_MAX_FEATURES,
@@ -237,6 +236,15 @@ class StatusSets(WorkingSet):
             self.bound &= ~violated
             self._model = None
         return added
+
+    def release(self) -> np.ndarray:
+        """Move every unit fixed at its bound into ``W`` (their linear term ``C`` times data is
+        what can make a restricted QP too badly scaled for a backend); returns their indices."""
+        moved = np.flatnonzero(self.bound)
+        if moved.size:
+            self.work[moved], self.bound[moved] = True, False
+            self._model = None
+        return moved
 
     def seed(self, closeness: np.ndarray, groups: tuple[np.ndarray, ...]) -> None:
         """Put into ``W`` the unit of smallest ``closeness`` of each group with none in ``W``
@@ -476,6 +484,11 @@ class CrammerSingerSets(StatusSets):
         violation = max(float(np.max(wrong, initial=0.0)), float(np.max(loose, initial=0.0)))
         return Round(added, objective, violation)
 
+    def release(self) -> np.ndarray:
+        moved = super().release()
+        self.active[moved] = self.f.mask[moved]
+        return moved
+
     def _constraint(self, i: np.ndarray, c: np.ndarray) -> np.ndarray:
         """Index into ``f.rows`` / ``f.cols`` of the constraints ``(i, c)``, ``c != y_i``."""
         y = self.f.y[i]
@@ -531,22 +544,19 @@ def working_set_for(f: Any, start: Start | None = None, width: float = WIDTH) ->
 
 
 # ---------------------------------------------------------------------------- the loop
-def backend_order(solver: str | None) -> list[str]:
-    """The backends to try: the named one, or the installed ones of
-    :data:`~qpsvm.solvers.backends.DEFAULT_ORDER`."""
-    if solver is not None:
-        return [resolve_solver(solver)]
-    return [s for s in DEFAULT_ORDER if s in cp.installed_solvers()]
-
-
-def solve_model(model: Model, order: list[str], options: dict[str, Any]) -> BackendResult:
+def solve_model(
+    model: Model, order: list[str], options: dict[str, Any], feasible: bool = False
+) -> BackendResult:
     """Solve ``model`` with the first backend of ``order`` that does not fail (later ones get
     their default settings and a logged warning).
+
+    ``feasible`` says the problem always has a solution (:attr:`Formulation.always_feasible`):
+    a backend that reports it infeasible or unbounded has then failed, and the next one is tried.
 
     Raises
     ------
     InfeasibleProblemError
-        The backend reports the problem infeasible or unbounded (no fallback).
+        The backend reports the problem infeasible or unbounded (not ``feasible``: no fallback).
     SolverError
         Every backend failed.
     """
@@ -554,13 +564,19 @@ def solve_model(model: Model, order: list[str], options: dict[str, Any]) -> Back
     for k, name in enumerate(order):
         try:
             return run_backend(model.problem, name, options if k == 0 else {})
-        except InfeasibleProblemError:
-            raise
-        except SolverError as exc:
-            if len(order) == 1:
+        except InfeasibleProblemError as exc:
+            if not feasible:
                 raise
-            failures.append(f"{name}: {exc}")
-            logger.warning("%s failed (%s); trying the next backend", name, exc)
+            failure: SolverError = SolverError(
+                f"{exc} — but the problem always has a solution: a numerical failure "
+                "(badly scaled data? standardise the features)"
+            )
+        except SolverError as exc:
+            failure = exc
+        if len(order) == 1:
+            raise failure
+        failures.append(f"{name}: {failure}")
+        logger.warning("%s failed (%s); trying the next backend", name, failure)
     raise SolverError("every backend failed: " + "; ".join(failures))
 
 
@@ -606,12 +622,20 @@ def run_working_set(
     start = time.perf_counter()
     rows: list[tuple[int, float, float]] = []
     backend_time, backend_iter = 0.0, 0
+    check = Round(0, math.nan, math.inf)
     for rnd in range(1, max_rounds + 1):
         model = ws.model()
         try:
-            result = solve_model(model, order, options)
+            result = solve_model(model, order, options, f.always_feasible)
         except InfeasibleProblemError as exc:
             raise ws.infeasible(exc) from exc
+        except SolverError as exc:
+            # a start far from the optimum can fix many units at their bound; their large
+            # linear term may defeat the backends: put them back into W and solve again
+            if not isinstance(ws, StatusSets) or not ws.release().size:
+                raise
+            logger.warning("restricted QP failed (%s); releasing the fixed units into W", exc)
+            continue
         backend_time += result.solve_time
         backend_iter += result.n_iter
         cand = ws.read(model)

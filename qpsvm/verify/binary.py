@@ -8,22 +8,39 @@ projected; and the maximiser of the dual with those sets fixed (the KKT equation
 projected. Several thresholds for "on the margin" are tried and the best lower bound is kept,
 which makes the gap tight for any candidate near the optimum: once the sets are those of the
 optimum, the lower bound is the optimum itself and the gap is the true suboptimality.
+
+Floating point. For the linear kernel ``w`` is explicit (or computed from ``alpha`` in twice the
+working precision), so the scores ``w . x_i`` and both objectives are accurate to a few units of
+round-off. A nonlinear kernel's scores ``g = K (alpha y)`` are sums of kernel values that can
+cancel by many digits (the poly kernel on raw features ``~ 100`` has ``K ~ 1e10`` and scores
+``~ 1``): they are summed in twice the working precision, and the bound on the rounding of the
+kernel values (:func:`kernel_scores`) is added to the primal value and subtracted from the dual
+value, so a gap below round-off is never reported.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import lsq_linear
 
+from qpsvm._numerics import fsum_dot, tdot2
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.verify.candidates import Candidate
-from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
+from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, best_dual_point
 
-__all__ = ["certify_binary", "dual_points", "improve_dual"]
+__all__ = [
+    "certify_binary",
+    "dual_points",
+    "improve_dual",
+    "kernel_scores",
+    "kernel_ulps",
+]
 
 #: Thresholds on ``|y_i f(x_i) - m_i| / max(1, max m)`` for "on the margin".
 MARGIN_TAUS = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
@@ -31,22 +48,83 @@ MARGIN_TAUS = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 MAX_MARGIN_SET = 5000
 #: Largest margin set for which the KKT equations are solved (an |M| x |M| system).
 MAX_KKT_SET = 2000
+#: Units of round-off in one value of a user's kernel callable (a few operations).
+KERNEL_ULPS = 4.0
+#: Bytes of Gram matrix rows per block when a certificate walks the support vectors.
+ROW_BLOCK_BYTES = 2**25
 
 
-def _fsum_dot(a: np.ndarray, b: np.ndarray) -> float:
-    return math.fsum(np.multiply(a, b).tolist())
+def kernel_ulps(f: Any) -> float:
+    """Units of round-off ``c`` in one computed kernel value, ``|K^_ij - K_ij| <= c eps |K_ij|``.
+
+    RBF, ``exp(-gamma (||a||^2 + ||b||^2 - 2 a.b))``: the expanded squared distance is exact to
+    ``4 eps max ||x||^2``, times ``gamma`` in the exponent, plus the exponential and a product.
+    Poly, ``(gamma a.b + c0)^p``: the inner product over ``d`` features, the affine map and the
+    power give ``p (d + 2)`` (without cancellation in ``gamma a.b + c0``). A precomputed Gram
+    matrix is the data (0); a callable :data:`KERNEL_ULPS`.
+    """
+    name = f.kernel.name
+    if name == "precomputed":
+        return 0.0
+    if name == "rbf":
+        X = f.X
+        sq = X.multiply(X).sum(axis=1) if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
+        return 2.0 + 4.0 * f.kernel.gamma * float(np.max(sq))
+    if name == "poly":
+        return float(f.kernel.degree * (f.n_features + 2))
+    return KERNEL_ULPS
 
 
-def dual_points(f: Any, residual: np.ndarray, w: np.ndarray | None) -> list[np.ndarray]:
+def kernel_scores(f: Any, alpha: np.ndarray, ulps: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""Kernel scores ``g = K (alpha y)`` and a bound ``e`` on their error, from the data.
+
+    .. math::
+
+        |\hat g_i - g_i| \le e_i = (c + s)\,\varepsilon\,(|K|\,|\alpha|)_i
+        + \varepsilon |\hat g_i|,
+
+    where ``c`` bounds the rounding of one kernel value (:func:`kernel_ulps`) and ``s`` that of
+    the sum over the ``m`` nonzero ``alpha_j``. RBF values lie in ``(0, 1]``, so their sums
+    cancel little: ``g`` is the formulation's own product and ``s = sqrt(m)``, the
+    probabilistic bound of a sum (Higham and Mary 2019), with ``|K| |alpha| = K |alpha|`` one more
+    product. Other kernels can be huge: ``g`` is summed over the rows of the support (``K`` is
+    symmetric) in twice the working precision (:func:`qpsvm._numerics.tdot2`), in blocks of
+    :data:`ROW_BLOCK_BYTES`, and ``s = m^2 eps`` (the Dot2 bound of Ogita, Rump and Oishi 2005).
+    ``e`` is negligible for kernel values of order 1 and decisive when they are huge and the
+    scores small: on raw features ``~ N(100, 1)`` the poly kernel ``(0.1 x.x' + 1)^3`` is
+    ``~ 1e10``, each value is rounded by ``~ 1e-6`` and the optimum of the rounded Gram matrix
+    moves in the 6th digit.
+    """
+    eps = np.finfo(float).eps
+    a = np.abs(alpha)
+    m = int(np.count_nonzero(a))
+    if f.kernel.name == "rbf":
+        g = f.scores(alpha=alpha)
+        return g, (ulps + math.sqrt(m)) * eps * f.scores(alpha=a * f.y) + eps * np.abs(g)
+    support = np.flatnonzero(a)
+    v = alpha * f.y
+    total = (np.zeros(f.n_samples), np.zeros(f.n_samples))
+    magnitude = np.zeros(f.n_samples)
+    step = max(1, ROW_BLOCK_BYTES // (8 * f.n_samples))
+    for start in range(0, m, step):
+        idx = support[start : start + step]
+        rows = f.gram_rows(idx)
+        total = tdot2(rows, v[idx], total)
+        magnitude += np.abs(rows).T @ a[idx]
+    g = total[0] + total[1]
+    return g, (ulps + m * m * eps) * eps * magnitude + eps * np.abs(g)
+
+
+def dual_points(f: Any, residual: np.ndarray, w: np.ndarray | None) -> Iterator[np.ndarray]:
     """Dual-feasible points built from the margin residuals ``y_i f(x_i) - m_i`` of a candidate.
 
     ``w`` (linear kernel) is matched by bounded least squares on the margin set; for a kernel the
-    margin set keeps zeros (the candidate's ``alpha`` is projected separately).
+    margin set keeps zeros (the candidate's ``alpha`` is projected separately). Points are
+    generated lazily, tightest threshold first, so a caller can stop once one is good enough.
     """
     u = f.upper
     finite = np.isfinite(u)
     scale = max(1.0, float(np.max(f.margin)))
-    points: list[np.ndarray] = []
     seen: set[bytes] = set()
     for tau in MARGIN_TAUS:
         t = tau * scale
@@ -59,7 +137,7 @@ def dual_points(f: Any, residual: np.ndarray, w: np.ndarray | None) -> list[np.n
         alpha = np.where(bound, u, 0.0)
         M = np.flatnonzero(on)
         if 0 < M.size <= MAX_KKT_SET:
-            points.append(f.project_dual(f.kkt_on_sets(M, bound)[0]))
+            yield f.project_dual(f.kkt_on_sets(M, bound)[0])
         if w is not None and 0 < M.size <= MAX_MARGIN_SET:
             target = w - f.expansion(alpha)
             XM = f.X[M]
@@ -79,8 +157,7 @@ def dual_points(f: Any, residual: np.ndarray, w: np.ndarray | None) -> list[np.n
                 method="bvls" if M.size <= 300 else "trf",
             )
             alpha[M] = res.x
-        points.append(f.project_dual(alpha))
-    return points
+        yield f.project_dual(alpha)
 
 
 def improve_dual(
@@ -113,6 +190,27 @@ def improve_dual(
     return alpha, value
 
 
+def feasible_near(f: Any, alpha: np.ndarray) -> np.ndarray:
+    """``alpha`` made dual feasible, keeping its support where it can.
+
+    Clipped to the box; with an intercept, the balance ``y . a = 0`` is restored by shifting the
+    free coordinates alone, ``a_F - nu y_F`` with ``nu = y . a / |F|``, when that stays inside
+    the box (a solver's multipliers are off balance by round-off, and the Euclidean projection
+    would spread that round-off over every zero multiplier, which costs a kernel row each);
+    otherwise the projection (:meth:`project_dual`).
+    """
+    a = np.clip(alpha, 0.0, f.upper)
+    if not f.fit_intercept:
+        return a
+    free = (a > 0) & (a < f.upper)
+    if np.any(free):
+        shifted = a[free] - (fsum_dot(f.y, a) / np.count_nonzero(free)) * f.y[free]
+        if np.all(shifted > 0) and np.all(shifted < f.upper[free]):
+            a[free] = shifted
+            return a
+    return f.project_dual(alpha)
+
+
 def certify_binary(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certificate:
     """Certify a candidate of a binary formulation (see :mod:`qpsvm.verify.conventions`).
 
@@ -132,15 +230,16 @@ def certify_binary(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certifi
     if f.linear:
         w = f.check_w(cand.w) if cand.w is not None else f.expansion(alpha_in)
         scores = f.scores(w=w)
-        norm2 = _fsum_dot(w, w)
+        norm2 = fsum_dot(w, w)
     else:
         if alpha_in is None:
             raise InvalidInputError(
                 f"the {f.kernel.name!r} kernel has no explicit w: certify alpha instead."
             )
         w = None
-        scores = f.scores(alpha=alpha_in)
-        norm2 = _fsum_dot(alpha_in * f.y, scores)
+        ulps = kernel_ulps(f)
+        scores, e = kernel_scores(f, alpha_in, ulps)
+        norm2 = fsum_dot(alpha_in * f.y, scores)
     b = f.optimal_intercept(scores) if cand.b is None else f.check_b(cand.b)
     margins = f.y * (scores + b)
     residual = margins - f.margin
@@ -158,13 +257,26 @@ def certify_binary(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certifi
                 raise InvalidInputError(f"xi must have shape ({f.n_samples},); got {xi.shape}.")
             primal_inf = max(0.0, float(np.max(-residual - xi)), float(np.max(-xi)))
 
-    pool = dual_points(f, residual, w)
-    if alpha_in is not None:
-        pool.append(f.project_dual(alpha_in))
-    pool.append(np.zeros(f.n_samples))  # always feasible: D(0) = 0 <= P*
-    values = [f.dual_objective(a) for a in pool]
-    best = int(np.argmax(values))
-    alpha, dual = improve_dual(f, pool[best], values[best])
+    # alpha = 0 is always feasible (D(0) = 0 <= P*); the search stops at a gap far below tol
+    pool = itertools.chain(
+        [] if alpha_in is None else [feasible_near(f, alpha_in)],
+        dual_points(f, residual, w),
+    )
+    alpha, dual, early = best_dual_point(f.dual_objective, pool, np.zeros(f.n_samples), primal, tol)
+    if not early:
+        alpha, dual = improve_dual(f, alpha, dual)
+    if not f.linear:
+        # bounds through the scores' error e (kernel_scores), which no dual point can remove:
+        # ||w||^2 = (alpha y) . g is off by up to sum_i |alpha_i| e_i, and a slack by e_i
+        # wherever it could be nonzero (kernels have a finite C); D is recomputed likewise
+        near = residual < e
+        primal += 0.5 * fsum_dot(np.abs(alpha_in), e)
+        primal += f.C * fsum_dot(f.sample_weight[near], e[near])
+        g, e_dual = kernel_scores(f, alpha, ulps)
+        dual = fsum_dot(f.margin, alpha) - 0.5 * fsum_dot(alpha * f.y, g)
+        dual -= 0.5 * fsum_dot(np.abs(alpha), e_dual)
+        if dual < 0.0:
+            alpha, dual = np.zeros(f.n_samples), 0.0
 
     comp = np.abs(alpha * (residual + hinge))
     if not hard:

@@ -10,6 +10,9 @@ import numpy as np
 
 __all__ = ["project_box_hyperplane", "project_capped_simplex"]
 
+#: Newton steps on the balance constraint tried before the search over the kinks.
+NEWTON_STEPS = 4
+
 
 def project_box_hyperplane(
     alpha: np.ndarray, upper: np.ndarray, y: np.ndarray | None = None
@@ -18,9 +21,12 @@ def project_box_hyperplane(
 
     Without ``y`` the set is the box and the projection is a clip. With ``y`` the projection is
     ``clip(alpha - nu y, 0, upper)`` for the multiplier ``nu`` that zeroes ``y . a``; ``y . a`` is
-    non-increasing and piecewise linear in ``nu``, so ``nu`` is bracketed by a binary search over
-    the kinks and then computed exactly from the free coordinates, which makes ``|y . a|``
-    round-off small.
+    non-increasing and piecewise linear in ``nu``. On the piece where the coordinates ``F`` are
+    free and ``U`` at their bound its root is
+    ``nu = (sum_F y_i alpha_i + sum_U y_i upper_i) / |F|``; a few of these Newton steps from
+    ``nu = 0`` end on a consistent piece for a nearly feasible ``alpha`` (the common case: a
+    solver's multipliers), else ``nu`` is bracketed by a binary search over the kinks and then
+    computed on its piece. Either way ``|y . a|`` is at round-off.
 
     Parameters
     ----------
@@ -42,8 +48,26 @@ def project_box_hyperplane(
     def clipped(nu: float) -> np.ndarray:
         return np.clip(alpha - nu * y, 0.0, upper)
 
+    def piece_root(a: np.ndarray) -> float | None:
+        free = (a > 0) & (a < upper)
+        if not np.any(free):
+            return None
+        at_upper = a >= upper
+        return float(y[free] @ alpha[free] + y[at_upper] @ upper[at_upper]) / np.count_nonzero(free)
+
     if not (np.any(y > 0) and np.any(y < 0)):
         return np.zeros_like(alpha)
+    nu: float | None = 0.0
+    a = clipped(0.0)
+    for _ in range(NEWTON_STEPS):
+        nu = piece_root(a)
+        if nu is None:
+            break
+        step = clipped(nu)
+        same = np.array_equal(step > 0, a > 0) and np.array_equal(step < upper, a < upper)
+        a = step
+        if same:  # nu is the root of the piece it lies on: the projection
+            return a
     span = float(np.max(np.abs(alpha[np.isfinite(alpha)]), initial=1.0)) + 1.0
     finite_upper = upper[np.isfinite(upper)]
     if finite_upper.size:
@@ -64,14 +88,10 @@ def project_box_hyperplane(
             i = k
         else:
             j = k
-    lo, hi = float(kinks[i]), float(kinks[j])
-    nu = 0.5 * (lo + hi)
-    a = clipped(nu)
-    free = (a > 0) & (a < upper)
-    if np.any(free):
-        at_upper = a >= upper
-        nu_exact = (y[free] @ alpha[free] + y[at_upper] @ upper[at_upper]) / np.count_nonzero(free)
-        candidate = clipped(nu_exact)
+    a = clipped(0.5 * (float(kinks[i]) + float(kinks[j])))
+    nu = piece_root(a)
+    if nu is not None:
+        candidate = clipped(nu)
         if abs(y @ candidate) <= abs(y @ a):
             a = candidate
     return a

@@ -37,13 +37,13 @@ feasible set (one capped simplex per example), and evaluates both objectives in 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from qpsvm._numerics import fsum
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.solution import Solution
 from qpsvm.verify.candidates import Candidate
@@ -63,11 +63,6 @@ __all__ = [
 
 #: Coordinate-ascent passes for the dual point of a bare ``w``.
 BARE_W_PASSES = 50
-
-
-def _fsum(a: Any) -> float:
-    """Correctly rounded sum (:func:`math.fsum`)."""
-    return math.fsum(np.ravel(a).tolist())
 
 
 def output_key(y: Any) -> Any:
@@ -334,7 +329,7 @@ def certify_structural(f: Any, cand: StructuralCandidate, tol: float = DEFAULT_T
     else:
         raise InvalidInputError("nothing to certify: the candidate has neither w nor alpha.")
     xi, y_hat = f.slacks(w, return_outputs=True)
-    primal = 0.5 * _fsum(w * w) + C * _fsum(xi)
+    primal = 0.5 * fsum(w * w) + C * fsum(xi)
     if pairs is None:
         rows, c = f.pair_rows(np.arange(n), y_hat)
         weight = _best_single_output_dual(rows, c, C)
@@ -343,7 +338,7 @@ def certify_structural(f: Any, cand: StructuralCandidate, tol: float = DEFAULT_T
         dual_inf = 0.0
     else:
         example = pairs.example
-    dual = _fsum(weight * c) - 0.5 * _fsum(w_alpha * w_alpha)
+    dual = fsum(weight * c) - 0.5 * fsum(w_alpha * w_alpha)
     values = c - np.asarray(rows @ w).ravel()  # H_i(y; w) of every pair
     spent = np.bincount(example, weights=weight, minlength=n)
     complementarity = max(
@@ -423,5 +418,5 @@ def _max_violation(
             members = planes[ks[0]].examples
             covered[members] = True
             slack = max(0.0, float(np.max(plane_value[ks])))
-            worst = max(worst, _fsum(xi[members]) - slack)
+            worst = max(worst, fsum(xi[members]) - slack)
     return max(worst, float(np.max(xi[~covered], initial=0.0)))
