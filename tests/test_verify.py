@@ -203,3 +203,21 @@ def test_balance_projection_is_the_euclidean_projection(seed, n, noise):
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if y @ np.clip(alpha - mid * y, 0, upper) > 0 else (lo, mid)
     np.testing.assert_allclose(a, np.clip(alpha - lo * y, 0, upper), atol=1e-10)
+
+
+def test_solver_multipliers_made_feasible_keep_their_support(solved):
+    # off balance by round-off: the free multipliers absorb it, the zeros stay zero (the
+    # Euclidean projection would spread it over every zero, each a kernel row for the dual)
+    from qpsvm.verify.binary import feasible_near
+
+    f, sol = solved
+    alpha = sol.alpha.copy()
+    free = np.flatnonzero((alpha > 0) & (alpha < f.upper))
+    alpha[free[0]] += 1e-13
+    a = feasible_near(f, alpha)
+    assert abs(f.y @ a) <= 1e-15 * np.sum(a) and np.all(a >= 0) and np.all(a <= f.upper)
+    np.testing.assert_array_equal(a > 0, alpha > 0)
+    assert np.max(np.abs(a - alpha)) <= 1e-13
+    # far from feasible it is the projection
+    rough = np.full(f.n_samples, 2.0 * f.C)
+    np.testing.assert_allclose(feasible_near(f, rough), f.project_dual(rough))
