@@ -728,6 +728,8 @@ class SoftMarginDual(BinaryFormulation):
         if self.linear:
             quad = cp.sum_squares(self.X[idx].T @ ay + self.expansion(v))
         elif subset is None:
+            # the full Gram matrix through its factor: on ill-conditioned kernels (poly on raw
+            # features) Clarabel is far more accurate on this form than on psd_wrap(K)
             quad = cp.sum_squares(gram_factor(self.gram()).T @ ay)
         else:
             # (ay)^T K (ay) over W and R: K_WW is the quadratic form (given to the backend as
