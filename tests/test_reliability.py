@@ -80,7 +80,7 @@ def test_feasible_problem_reported_infeasible_falls_back(monkeypatch, cancer, me
             raise qpsvm.InfeasibleProblemError("CLARABEL reports the problem infeasible")
         return run(problem, solver, options)
 
-    for module in ("qpsvm.solvers.qp", "qpsvm.solvers.working_set"):
+    for module in ("qpsvm.solvers.qp", "qpsvm.solvers.backends"):
         monkeypatch.setattr(f"{module}.run_backend", liar)
     sol = f.solve(method=method)
     assert sol.solver == "OSQP" and sol.certificate.passed

@@ -12,7 +12,7 @@ import functools
 import logging
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cvxpy as cp
 
@@ -24,6 +24,9 @@ from qpsvm.exceptions import (
     SolverNotInstalledError,
 )
 
+if TYPE_CHECKING:
+    from qpsvm.formulations.model import Model
+
 __all__ = [
     "DEFAULT_ORDER",
     "SETTINGS",
@@ -31,6 +34,7 @@ __all__ = [
     "backend_order",
     "installed_solvers",
     "run_backend",
+    "solve_model",
 ]
 
 logger = logging.getLogger("qpsvm")
@@ -173,3 +177,39 @@ def inaccurate_error(solver: str, status: str, relative_gap: float) -> Inaccurat
         f"gap of {relative_gap:.2e}. Raise max_iter, tighten the backend's tolerances, or use "
         "solver=None (Clarabel with fallbacks)."
     )
+
+
+def solve_model(
+    model: Model, order: list[str], options: dict[str, Any], feasible: bool = False
+) -> BackendResult:
+    """Solve ``model`` with the first backend of ``order`` that does not fail (later ones get
+    their default settings and a logged warning).
+
+    ``feasible`` says the problem always has a solution (:attr:`Formulation.always_feasible`):
+    a backend that reports it infeasible or unbounded has then failed, and the next one is tried.
+
+    Raises
+    ------
+    InfeasibleProblemError
+        The backend reports the problem infeasible or unbounded (not ``feasible``: no fallback).
+    SolverError
+        Every backend failed.
+    """
+    failures: list[str] = []
+    for k, name in enumerate(order):
+        try:
+            return run_backend(model.problem, name, options if k == 0 else {})
+        except InfeasibleProblemError as exc:
+            if not feasible:
+                raise
+            failure: SolverError = SolverError(
+                f"{exc} — but the problem always has a solution: a numerical failure "
+                "(badly scaled data? standardise the features)"
+            )
+        except SolverError as exc:
+            failure = exc
+        if len(order) == 1:
+            raise failure
+        failures.append(f"{name}: {failure}")
+        logger.warning("%s failed (%s); trying the next backend", name, failure)
+    raise SolverError("every backend failed: " + "; ".join(failures))

@@ -63,8 +63,7 @@ from qpsvm.exceptions import InvalidInputError, UncertifiedSolutionError
 from qpsvm.formulations.structural import PlaneMatrix, StructuralSVM
 from qpsvm.models.base import _check_int
 from qpsvm.solution import History, Solution
-from qpsvm.solvers.backends import BackendResult
-from qpsvm.solvers.working_set import backend_order, solve_model
+from qpsvm.solvers.backends import BackendResult, backend_order, solve_model
 from qpsvm.verify.certificate import DEFAULT_TOL, relative
 from qpsvm.verify.structural import (
     CuttingPlane,

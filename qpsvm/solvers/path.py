@@ -25,14 +25,13 @@ import numpy as np
 from qpsvm.exceptions import InvalidInputError, UncertifiedSolutionError
 from qpsvm.formulations.model import Candidate
 from qpsvm.solution import Solution
-from qpsvm.solvers.backends import backend_order
+from qpsvm.solvers.backends import backend_order, solve_model
 from qpsvm.solvers.qp import best_certified
 from qpsvm.solvers.warm_start import Start
 from qpsvm.solvers.working_set import (
     WIDTH,
     StatusSets,
     run_working_set,
-    solve_model,
     working_set_for,
 )
 from qpsvm.verify.certificate import DEFAULT_TOL

@@ -55,7 +55,7 @@ from qpsvm.formulations.binary import BinaryFormulation, SoftMarginDual
 from qpsvm.formulations.model import Candidate, Model
 from qpsvm.formulations.multiclass import MulticlassSVM
 from qpsvm.solution import History, Solution
-from qpsvm.solvers.backends import BackendResult, backend_order, run_backend
+from qpsvm.solvers.backends import backend_order, solve_model
 from qpsvm.solvers.qp import best_certified
 from qpsvm.solvers.warm_start import (
     NEWTON_MAX_FEATURES,
@@ -74,9 +74,7 @@ __all__ = [
     "StatusSets",
     "WestonWatkinsSets",
     "WorkingSet",
-    "backend_order",
     "run_working_set",
-    "solve_model",
     "solve_working_set",
     "start_binary",
     "working_set_for",
@@ -544,42 +542,6 @@ def working_set_for(f: Any, start: Start | None = None, width: float = WIDTH) ->
 
 
 # ---------------------------------------------------------------------------- the loop
-def solve_model(
-    model: Model, order: list[str], options: dict[str, Any], feasible: bool = False
-) -> BackendResult:
-    """Solve ``model`` with the first backend of ``order`` that does not fail (later ones get
-    their default settings and a logged warning).
-
-    ``feasible`` says the problem always has a solution (:attr:`Formulation.always_feasible`):
-    a backend that reports it infeasible or unbounded has then failed, and the next one is tried.
-
-    Raises
-    ------
-    InfeasibleProblemError
-        The backend reports the problem infeasible or unbounded (not ``feasible``: no fallback).
-    SolverError
-        Every backend failed.
-    """
-    failures: list[str] = []
-    for k, name in enumerate(order):
-        try:
-            return run_backend(model.problem, name, options if k == 0 else {})
-        except InfeasibleProblemError as exc:
-            if not feasible:
-                raise
-            failure: SolverError = SolverError(
-                f"{exc} — but the problem always has a solution: a numerical failure "
-                "(badly scaled data? standardise the features)"
-            )
-        except SolverError as exc:
-            failure = exc
-        if len(order) == 1:
-            raise failure
-        failures.append(f"{name}: {failure}")
-        logger.warning("%s failed (%s); trying the next backend", name, failure)
-    raise SolverError("every backend failed: " + "; ".join(failures))
-
-
 def run_working_set(
     ws: WorkingSet,
     *,
