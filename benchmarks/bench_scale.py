@@ -20,8 +20,8 @@ Cases (``--only`` picks some):
   process (after a small warm-up solve), as a multiple of ``X.nbytes`` (tracemalloc: Python and
   numpy allocations; peak RSS growth over the RSS before the solve, with the kernel's peak
   counter reset: everything, the backends' included);
-* ``path``: a 20-value regularisation path against one solve (at ``C = 1``) and against 20
-  cold solves;
+* ``path``: a 20-value regularisation path (``f.path``: the first value by the working set, the
+  others by event tracking) against one solve (at ``C = 1``) and against 20 cold solves;
 * ``curve``: time vs n from 1e3 to 1e6 for the primal with the empirical exponent (least-squares
   slope of log time on log n), next to LinearSVC's (up to ``--anchor-max-n``);
 * ``crossover``: the full QP against the working set for small n (the measured threshold of
@@ -250,12 +250,13 @@ def case_path(args: argparse.Namespace) -> None:
         t_cold = time.perf_counter() - begun
         worst = max(s.certificate.relative_gap for s in path)
         certify = sum(s.info["certify_time"] for s in path)
-        rounds = sum(s.info["rounds"] for s in path)
+        events = sum(s.info.get("events", 0) for s in path)
+        fallbacks = sum("fallback" in s.info for s in path)
         print(
             f"path       n={n}: 20 values of C in [1e-2, 10] {t_path:.2f}s, one solve (C=1) "
             f"{t_one:.2f}s: path / one solve {t_path / t_one:.1f}x, path / 20 cold solves "
-            f"{t_path / t_cold:.2f}x; worst rel. gap {worst:.1e}; "
-            f"{rounds} rounds, certificates {certify:.2f}s",
+            f"{t_path / t_cold:.2f}x; worst rel. gap {worst:.1e}; {events} events, "
+            f"{fallbacks} values solved by the working set instead, certificates {certify:.2f}s",
             flush=True,
         )
         assert one.certificate.passed and all(s.certificate.passed for s in path + cold)

@@ -15,7 +15,7 @@ def independent(f: qpsvm.Formulation, C: float) -> qpsvm.Solution:
     return f.with_C(C).solve(method="qp")
 
 
-@pytest.mark.parametrize("method", ["working_set", "qp"])
+@pytest.mark.parametrize("method", ["homotopy", "working_set", "qp"])
 def test_path_matches_independent_solves(method):
     X, y = random_problem(0, n=150, d=4)
     f = qpsvm.SoftMarginPrimal(X, y, C=1.0)
@@ -33,13 +33,13 @@ def test_path_matches_independent_solves(method):
 
 
 def test_order_duplicates_and_default_method():
-    # values come back in the order given, duplicates included; the default is the working set
+    # values come back in the order given, duplicates included; the default is the homotopy
     X, y = random_problem(1, n=120, d=3)
     f = qpsvm.SoftMarginPrimal(X, y, C=1.0)
     Cs = [10.0, 0.1, 1.0, 0.1]
     path = f.path(Cs)
     assert [s.info["C"] for s in path] == Cs
-    assert all(s.method == "working_set" for s in path)
+    assert all(s.method == "homotopy" for s in path)
     assert path[1].objective == pytest.approx(path[3].objective, rel=EXACT)
     # the optimal objective grows with C (a larger penalty on the same slacks)
     objectives = [path[1].objective, path[2].objective, path[0].objective]
@@ -111,7 +111,7 @@ def test_bad_Cs(Cs, match):
 
 def test_bad_method_and_hard_margin(blobs):
     X, y = blobs
-    with pytest.raises(qpsvm.InvalidInputError, match="'working_set' or 'qp'"):
+    with pytest.raises(qpsvm.InvalidInputError, match=r"solved by method .*'homotopy'"):
         qpsvm.SoftMarginPrimal(X, y).path([1.0], method="smo")
     with pytest.raises(qpsvm.InvalidInputError, match="hard margin has no C"):
         qpsvm.HardMargin(X, y).path([1.0])

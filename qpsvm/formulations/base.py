@@ -156,8 +156,9 @@ class Formulation(ABC):
     def path(self, Cs: Any, **options: Any) -> list[Solution]:
         """Certified solutions along a regularisation path, one per value of ``C``.
 
-        The compiled problem is reused (``C`` is a CVXPY parameter) and each solve is
-        warm-started from the previous one; see :func:`qpsvm.solvers.path.solve_path`.
+        The binary and ranking SVMs follow their support sets from one value to the next by
+        event tracking; the others re-solve their compiled problem (``C`` is a CVXPY parameter)
+        or keep their working set. See :func:`qpsvm.solvers.path.solve_path`.
         """
         return _load("qpsvm.solvers.path:solve_path")(self, Cs, **options)
 

@@ -242,7 +242,9 @@ class BinaryFormulation(Formulation):
             return self.kernel_cache().matvec(v)
         return self.gram() @ v
 
-    def support_solution(self, M: np.ndarray, E: np.ndarray) -> tuple[np.ndarray, float]:
+    def support_solution(
+        self, M: np.ndarray, E: np.ndarray
+    ) -> tuple[np.ndarray, float, np.ndarray | None]:
         r"""Solve the KKT equations given the support sets, in least squares.
 
         With ``alpha_i = C s_i`` on ``E`` (margin violated), ``alpha_i = 0`` off ``M`` and ``E``,
@@ -254,8 +256,9 @@ class BinaryFormulation(Formulation):
               = m_i - y_i \sum_{j\in E} C s_j y_j K_{ij} \quad (i\in M),
             \qquad \sum_{j\in M}\alpha_j y_j = -\sum_{j\in E} C s_j y_j .
 
-        Returns ``alpha_M`` (not clipped: outside ``[0, C s_M]`` the sets are not optimal) and
-        ``b`` (0 without an intercept). For the linear kernel only ``X_M X_M^T`` is formed.
+        Returns ``alpha_M`` (not clipped: outside ``[0, C s_M]`` the sets are not optimal),
+        ``b`` (0 without an intercept) and, for the linear kernel, ``w = sum_j alpha_j y_j x_j``
+        (``None`` for the others). For the linear kernel only ``X_M X_M^T`` is formed.
 
         The system is factored once and its solution refined (iterative refinement, at most
         :data:`KKT_SOLVES` solves) with residuals of the margin equations evaluated at the
@@ -266,19 +269,22 @@ class BinaryFormulation(Formulation):
         """
         yM = self.y[M]
         k = M.size
-        if k == 0:
-            return np.zeros(0), 0.0
         fixed = np.zeros(self.n_samples)
         fixed[E] = self.upper[E]
+        if k == 0:
+            return np.zeros(0), 0.0, (tdot(self.X, fixed * self.y) if self.linear else None)
         if self.linear:
             XM = self.X[M]
             KMM = XM @ XM.T
             KMM = KMM.toarray() if sp.issparse(KMM) else np.asarray(KMM)
             w_fixed = tdot2(self.X, fixed * self.y)
 
-            def margin_scores(aM: np.ndarray) -> np.ndarray:
+            def expansion(aM: np.ndarray) -> np.ndarray:
                 hi, lo = tdot2(XM, yM * aM, w_fixed)
-                return np.asarray(XM @ (hi + lo)).ravel()
+                return hi + lo
+
+            def margin_scores(aM: np.ndarray) -> np.ndarray:
+                return np.asarray(XM @ expansion(aM)).ravel()
 
         else:
             rows = self.gram_rows(M)
@@ -316,7 +322,9 @@ class BinaryFormulation(Formulation):
             best, best_norm, r = x, norm, r_x
             if not halved:
                 break
-        return best[:k], (float(best[k]) / c if self.fit_intercept else 0.0)
+        aM = best[:k]
+        b = float(best[k]) / c if self.fit_intercept else 0.0
+        return aM, b, (expansion(aM) if self.linear else None)
 
     def kkt_on_sets(
         self, M: np.ndarray, bound: np.ndarray, rounds: int = 20
@@ -400,14 +408,20 @@ class BinaryFormulation(Formulation):
         A lower bound of the optimum only when ``alpha`` is dual feasible (see
         :meth:`project_dual`).
         """
+        return self.dual_parts(alpha)[0]
+
+    def dual_parts(self, alpha: Any) -> tuple[float, np.ndarray | None]:
+        """:meth:`dual_objective` and, for the linear kernel, the expansion
+        ``sum_i alpha_i y_i x_i`` it computed (``None`` for other kernels)."""
         alpha = self.check_alpha(alpha)
+        v = None
         if self.linear:
             v = self.expansion(alpha)
             quad = fsum_dot(v, v)
         else:
             ay = alpha * self.y
             quad = fsum_dot(ay, self._kernel_product(ay))
-        return fsum_dot(self.margin, alpha) - 0.5 * quad
+        return fsum_dot(self.margin, alpha) - 0.5 * quad, v
 
     def project_dual(self, alpha: Any) -> np.ndarray:
         """Euclidean projection onto ``{0 <= alpha <= C s, sum alpha_i y_i = 0}``."""

@@ -1,13 +1,18 @@
 r"""Regularisation paths: a certified optimum for each of several values of ``C``.
 
-``C`` is a CVXPY parameter of every model (DPP), so a compiled problem is re-solved for a new
-``C`` without being compiled again; each solve starts from the previous one.
-
-* ``method="working_set"`` (the default where the formulation supports it) keeps the working set
+* ``method="homotopy"`` (the default for the binary and ranking SVMs) solves the first value by
+  the working-set engine, then follows the support sets from each value of ``C`` to the next by
+  event tracking (:mod:`qpsvm.solvers.homotopy`): the sets change at a few events between
+  neighbouring values, and each event costs a small linear solve instead of a QP. The KKT
+  equations on the sets reached give the optimum, which is certified like any other; a value
+  where tracking fails (ties, degenerate data, a sample far from the margin that changed status)
+  is solved by the working-set engine instead, and ``info["fallback"]`` says why.
+* ``method="working_set"`` (the default for the multiclass SVMs) keeps the working set
   from one ``C`` to the next: the previous optimum's sets are the first guess at the new ``C``
   (the primal's compiled restricted model is re-solved with only the parameter changed), and the
   engine's full-data check repairs the statuses that changed.
-* ``method="qp"`` re-solves the full compiled problem with the new parameter value.
+* ``method="qp"`` re-solves the full compiled problem with the new parameter value: ``C`` is a
+  CVXPY parameter of every model (DPP), so the problem is compiled once.
 
 Values are solved in increasing order of ``C`` (the working set grows with ``C``: more samples
 reach their margin) and returned in the order given. Every returned solution has passed its own
@@ -23,9 +28,11 @@ from typing import Any
 import numpy as np
 
 from qpsvm.exceptions import InvalidInputError, UncertifiedSolutionError
+from qpsvm.formulations.binary import BinaryFormulation
 from qpsvm.formulations.model import Candidate
 from qpsvm.solution import Solution
 from qpsvm.solvers.backends import backend_order, solve_model
+from qpsvm.solvers.homotopy import MIN_WORK, PathState, residuals, track_step
 from qpsvm.solvers.qp import best_certified
 from qpsvm.solvers.warm_start import Start
 from qpsvm.solvers.working_set import (
@@ -40,7 +47,7 @@ __all__ = ["check_Cs", "solve_path"]
 
 logger = logging.getLogger("qpsvm")
 
-PATH_METHODS = ("working_set", "qp", "full")
+PATH_METHODS = ("homotopy", "working_set", "qp", "full")
 #: Error band assumed for the previous ``C``'s optimum as a start for the next one.
 PATH_BAND = 1e-3
 
@@ -80,8 +87,9 @@ def solve_path(
         A formulation with a slack penalty ``C`` (not the hard margin).
     Cs : array-like of float
         Values of ``C`` (any order; duplicates allowed).
-    method : {"working_set", "qp", "full"}, optional
-        ``None`` takes ``"working_set"`` when the formulation supports it, else ``"qp"``.
+    method : {"homotopy", "working_set", "qp", "full"}, optional
+        ``None`` takes ``"homotopy"`` for the binary and ranking SVMs, ``"working_set"`` for
+        the others that support it, else ``"qp"``.
     solver : str, optional
         CVXPY solver (default Clarabel, falling back to OSQP).
     tol : float, default=1e-9
@@ -95,7 +103,9 @@ def solve_path(
     -------
     list of Solution
         One per value, in the order of ``Cs``; ``solve_time`` is the time spent on that value,
-        ``info["C"]`` the value.
+        ``info["C"]`` the value. With ``"homotopy"``, ``solver`` is ``"homotopy"`` and
+        ``n_iter`` (and ``info["events"]``) the events followed from the previous value, or the
+        value was solved by the working set and ``info["fallback"]`` says why.
 
     Raises
     ------
@@ -106,17 +116,25 @@ def solve_path(
     """
     Cs = check_Cs(Cs)
     tol = f._check_tol(tol)
+    tracks = isinstance(f, BinaryFormulation) and "working_set" in f.methods
+    available = {m for m in PATH_METHODS if m in f.methods or (m == "homotopy" and tracks)}
     if method is None:
-        method = "working_set" if "working_set" in f.methods else "qp"
-    if method not in PATH_METHODS or method not in f.methods:
+        method = "homotopy" if tracks else "working_set" if "working_set" in f.methods else "qp"
+    if method not in available:
         raise InvalidInputError(
-            f"a path is solved by method 'working_set' or 'qp'; got {method!r} for "
-            f"{type(f).__name__} (available: {sorted(set(PATH_METHODS) & set(f.methods))})."
+            f"a path of {type(f).__name__} is solved by method {sorted(available)}; got {method!r}."
         )
     formulations = [f.with_C(C) for C in Cs]  # validates that f has a C to vary
     solutions: list[Solution | None] = [None] * len(Cs)
     order = np.argsort(Cs, kind="stable")
-    if method == "working_set":
+    if method == "homotopy":
+        state: PathState | None = None
+        for k in order:
+            g = formulations[k]
+            started = time.perf_counter()
+            sol, state = _homotopy_step(g, state, solver, tol, max_rounds, width, options)
+            solutions[k] = _stamp(sol, method, Cs[k], started)
+    elif method == "working_set":
         sets: StatusSets | None = None
         last: Solution | None = None
         for k in order:
@@ -149,6 +167,46 @@ def solve_path(
             )
             solutions[k] = _stamp(sol, method, Cs[k], started)
     return [s for s in solutions if s is not None]
+
+
+def _homotopy_step(
+    g: Any,
+    state: PathState | None,
+    solver: str | None,
+    tol: float,
+    max_rounds: int,
+    width: float,
+    options: dict[str, Any],
+) -> tuple[Solution, PathState]:
+    """The optimum of ``g`` tracked from ``state``, or (first value, failed tracking) by the
+    working-set engine started from ``state``'s optimum."""
+    reason = None
+    if state is not None:
+        step = track_step(g, state, tol)
+        if not isinstance(step, str):
+            sol = g.solution_from(
+                step.state.candidate,
+                step.certificate,
+                solver="homotopy",
+                status="optimal",
+                n_iter=step.events,
+                info={
+                    "events": step.events,
+                    "tracked": step.tracked,
+                    "certify_time": step.certify_time,
+                },
+            )
+            return sol, step.state
+        reason = step
+        logger.info("path: no tracking to C=%.6g (%s); solved by the working set", g.C, reason)
+    start = None if state is None else Start(state.candidate, PATH_BAND, "previous C", 0)
+    sets = working_set_for(g, start, width)
+    sol = run_working_set(sets, solver=solver, tol=tol, max_rounds=max_rounds, options=options)
+    if reason is not None:
+        sol.info["fallback"] = reason
+    cand = _candidate(sol)
+    size = max(MIN_WORK, 2 * int(sol.info.get("working", 0)))
+    return sol, PathState(g.C, cand, residuals(g, cand), size)
 
 
 def _candidate(sol: Solution) -> Candidate:

@@ -262,7 +262,15 @@ def certify_binary(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certifi
         [] if alpha_in is None else [feasible_near(f, alpha_in)],
         dual_points(f, residual, w),
     )
-    alpha, dual, early = best_dual_point(f.dual_objective, pool, np.zeros(f.n_samples), primal, tol)
+    # the expansions computed for D, kept with their points for the stationarity residual
+    expansions: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
+
+    def dual_objective(point: np.ndarray) -> float:
+        value, v = f.dual_parts(point)
+        expansions[id(point)] = (point, v)
+        return value
+
+    alpha, dual, early = best_dual_point(dual_objective, pool, np.zeros(f.n_samples), primal, tol)
     if not early:
         alpha, dual = improve_dual(f, alpha, dual)
     if not f.linear:
@@ -281,7 +289,10 @@ def certify_binary(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certifi
     comp = np.abs(alpha * (residual + hinge))
     if not hard:
         comp = np.maximum(comp, np.abs((f.upper - alpha) * hinge))
-    stationarity = float(np.linalg.norm(w - f.expansion(alpha))) if w is not None else 0.0
+    stationarity = 0.0
+    if w is not None:
+        point, v = expansions.get(id(alpha), (None, None))
+        stationarity = float(np.linalg.norm(w - (v if point is alpha else f.expansion(alpha))))
     return Certificate(
         primal_objective=float(primal),
         dual_objective=float(dual),

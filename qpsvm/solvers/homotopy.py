@@ -1,0 +1,367 @@
+r"""Exact regularisation paths of the binary SVM by event tracking.
+
+With the support sets fixed — ``M`` on the margin (``0 <= alpha_i <= C s_i``), ``E`` inside it
+(``alpha_i = C s_i``), ``R`` beyond it (``alpha_i = 0``) — the KKT conditions are the linear
+equations
+
+.. math::
+
+    \sum_{j\in M} \alpha_j y_i y_j K_{ij} + y_i b = m_i - C\, y_i \sum_{j\in E} s_j y_j K_{ij}
+    \quad (i\in M), \qquad \sum_{j\in M} \alpha_j y_j = -C \sum_{j\in E} s_j y_j,
+
+whose right-hand side is affine in ``C``: so are ``alpha_M``, ``b`` and every residual
+``r_i = y_i f(x_i) - m_i``. As ``C`` grows from ``C0`` to ``C1`` the sets change only at
+*events*: a multiplier in ``M`` reaches ``0`` (the sample leaves for ``R``) or ``C s_i`` (for
+``E``), or the residual of a sample in ``E`` or ``R`` reaches ``0`` (it joins ``M``). Following
+them from one event to the next is the path algorithm of Hastie, Rosset, Tibshirani & Zhu,
+"The entire regularization path for the support vector machine", JMLR 5 (2004).
+
+:func:`track_sets` follows the events of the samples in a working set ``W`` (those near their
+margin at ``C0``; the others keep their status, folded into the right-hand side). It returns the
+sets at ``C1``, not a point: the caller solves the KKT equations on them in refined arithmetic
+(:meth:`~qpsvm.formulations.binary.BinaryFormulation.support_solution`), checks every sample
+and certifies the answer, so a sample outside ``W`` that changed status, or a degenerate event
+(ties, more samples on the margin than dimensions), costs a fallback, never a wrong answer.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from qpsvm.formulations.model import Candidate
+from qpsvm.verify.certificate import Certificate
+
+__all__ = [
+    "BEYOND",
+    "BOUND",
+    "MARGIN",
+    "PathState",
+    "Step",
+    "Tracked",
+    "residuals",
+    "track_sets",
+    "track_step",
+]
+
+#: Status codes of the samples of ``W``.
+BEYOND, MARGIN, BOUND = 0, 1, 2
+#: Events tracked per sample of ``W`` at most (and at least :data:`MIN_EVENTS`) before giving up.
+EVENTS_PER_SAMPLE = 4
+MIN_EVENTS = 1000
+#: Residuals within this (relative to ``max(1, max m_i)``) of 0 read as "on the margin".
+ON_MARGIN = 1e-9
+#: Smallest working set, and its size relative to the samples that changed status last step.
+MIN_WORK = 128
+GROWTH = 2.0
+#: Events in a row at the same ``C`` (a tie or a cycle of round-off) before giving up.
+STALLED_EVENTS = 50
+
+_DONE, _SINGULAR, _TOO_MANY, _STALLED, _EMPTY = range(5)
+_REASONS = {
+    _SINGULAR: "singular KKT equations (more samples on the margin than dimensions)",
+    _TOO_MANY: "too many events",
+    _STALLED: "events stalled at one value of C (ties)",
+    _EMPTY: "the margin set emptied",
+}
+
+
+@dataclass
+class Tracked:
+    """Outcome of :func:`track_sets`.
+
+    Attributes
+    ----------
+    status : ndarray of int8, shape (|W|,)
+        :data:`BEYOND`, :data:`MARGIN` or :data:`BOUND` per sample of ``W`` at the last ``C``
+        reached.
+    events : int
+        Status changes followed.
+    reached : float
+        The value of ``C`` reached: ``C1``, or where tracking stopped.
+    failure : str or None
+        Why tracking stopped before ``C1`` (``None``: it reached ``C1``).
+    """
+
+    status: np.ndarray
+    events: int
+    reached: float
+    failure: str | None
+
+
+def track_sets(
+    f: Any, work: np.ndarray, status: np.ndarray, outside: np.ndarray, C0: float, C1: float
+) -> Tracked:
+    """Follow the support sets of ``f`` from ``C0`` to ``C1 >= C0`` (see the module docstring).
+
+    Parameters
+    ----------
+    f : BinaryFormulation
+        Supplies the data, labels, weights ``s`` and margins ``m`` (its own ``C`` is not used).
+    work : ndarray of int
+        Indices of the working set ``W``.
+    status : ndarray of int8
+        Statuses of the samples of ``W`` at the optimum for ``C0`` (copied, not modified).
+    outside : ndarray of bool, shape (n_samples,)
+        Samples outside ``W`` inside their margin (``alpha_i = C s_i`` at every ``C`` tracked).
+    C0, C1 : float
+        Start and end of the segment.
+    """
+    G, pushed = _gram(f, work, np.where(outside, f.sample_weight * f.y, 0.0))
+    codes = np.ascontiguousarray(status, dtype=np.int8).copy()
+    budget = max(MIN_EVENTS, EVENTS_PER_SAMPLE * work.size)
+    code, events, reached = _track(
+        G,
+        pushed,
+        float(f.sample_weight[outside] @ f.y[outside]),
+        f.y[work],
+        f.sample_weight[work],
+        f.margin[work],
+        codes,
+        float(C0),
+        float(C1),
+        bool(f.fit_intercept),
+        budget,
+    )
+    return Tracked(codes, int(events), float(reached), _REASONS.get(int(code)))
+
+
+@dataclass
+class PathState:
+    """A certified optimum on the path and what the next step needs from it.
+
+    Attributes
+    ----------
+    C : float
+        Its value of ``C``.
+    candidate : Candidate
+        The optimum (``w`` for a linear kernel, ``b``, ``alpha``).
+    residuals : ndarray
+        ``r_i = y_i f(x_i) - m_i`` at the optimum.
+    size : int
+        Size of the next working set: :data:`GROWTH` times the samples that the last step needed
+        in ``W`` (at least :data:`MIN_WORK`).
+    """
+
+    C: float
+    candidate: Candidate
+    residuals: np.ndarray
+    size: int
+
+
+@dataclass
+class Step:
+    """A certified step of the path: the new state, its certificate, the events followed, the
+    size of the last working set tracked and the seconds spent certifying."""
+
+    state: PathState
+    certificate: Certificate
+    events: int
+    tracked: int
+    certify_time: float
+
+
+def residuals(f: Any, cand: Candidate) -> np.ndarray:
+    """``y_i (w . phi(x_i) + b) - m_i`` on the training data."""
+    scores = f.scores(w=cand.w) if cand.w is not None else f.scores(alpha=cand.alpha)
+    return f.y * (scores + float(cand.b or 0.0)) - f.margin
+
+
+def track_step(g: Any, state: PathState, tol: float) -> Step | str:
+    """The certified optimum of ``g`` (the data of ``state`` at ``C = g.C >= state.C``).
+
+    The ``state.size`` samples nearest their margin form ``W``; their sets are tracked from
+    ``state.C`` to ``g.C`` (:func:`track_sets`), the KKT equations are solved on the sets reached
+    (:meth:`~qpsvm.formulations.binary.BinaryFormulation.support_solution`) and the point is
+    certified at ``tol``. If a sample outside ``W`` changed status, the step is tried once more
+    with those samples and a larger ``W``.
+
+    Returns
+    -------
+    Step or str
+        The certified step, or why no certified point was found (the caller then solves ``g``
+        otherwise).
+    """
+    r0 = state.residuals
+    eps = ON_MARGIN * max(1.0, float(np.max(g.margin)))
+    on = np.abs(r0) <= eps
+    inside = (r0 < 0) & ~on
+    near = np.abs(r0)
+    size, extra = state.size, np.zeros(0, dtype=np.intp)
+    events, certify_time = 0, 0.0
+    while True:
+        in_work = np.zeros(r0.shape, dtype=bool)
+        in_work[_nearest(near, size)] = True
+        in_work[extra] = True
+        in_work |= on
+        work = np.flatnonzero(in_work)
+        status = np.where(on[work], MARGIN, np.where(inside[work], BOUND, BEYOND))
+        outside = inside & ~in_work
+        tracked = track_sets(g, work, status, outside, state.C, g.C)
+        events += tracked.events
+        if tracked.failure is not None:
+            return tracked.failure
+        bound = outside.copy()
+        bound[work[tracked.status == BOUND]] = True
+        cand = _kkt_point(g, work[tracked.status == MARGIN], bound)
+        if cand is None:
+            return "the KKT equations of the tracked sets leave the box"
+        r = residuals(g, cand)
+        # samples outside W whose status is wrong at the point: track again with them
+        missed = ~in_work & np.where(outside, r > eps, r < -eps)
+        if np.any(missed) and extra.size == 0:
+            extra, size = np.flatnonzero(missed), 4 * size
+            continue
+        began = time.perf_counter()
+        cert = g.certify(cand, tol=tol)
+        certify_time += time.perf_counter() - began
+        if not cert.passed:
+            return f"not certified at tol {tol:.0e} (relative gap {cert.relative_gap:.1e})"
+        changed = on | ((r0 < 0) != (r < 0)) | (np.abs(r) <= eps)
+        needed = int(np.count_nonzero(near <= np.max(near[changed], initial=0.0)))
+        nxt = PathState(g.C, cand, r, max(MIN_WORK, int(GROWTH * needed)))
+        return Step(nxt, cert, events, work.size, certify_time)
+
+
+def _nearest(near: np.ndarray, size: int) -> np.ndarray:
+    """Indices of the ``size`` smallest entries of ``near``."""
+    if size >= near.size:
+        return np.arange(near.size)
+    return np.argpartition(near, size)[:size]
+
+
+def _kkt_point(g: Any, M: np.ndarray, E: np.ndarray) -> Candidate | None:
+    """The point of the KKT equations on the sets ``M``, ``E`` (``None`` if its multipliers
+    leave the box by more than round-off)."""
+    aM, b, w = g.support_solution(M, np.flatnonzero(E))
+    upper = g.upper
+    slack = 1e-9 * np.maximum(1.0, upper[M])
+    if np.any(aM < -slack) or np.any(aM > upper[M] + slack):
+        return None
+    alpha = np.where(E, upper, 0.0)
+    alpha[M] = np.clip(aM, 0.0, upper[M])
+    return Candidate(w=w, b=b, alpha=alpha)
+
+
+def _gram(f: Any, work: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``K_WW`` and ``K_W. u`` (the kernel sums of the fixed samples ``u_j = s_j y_j``)."""
+    if f.linear:
+        XW = f.X[work]
+        G = XW @ XW.T
+        G = G.toarray() if sp.issparse(G) else np.asarray(G)
+        pushed = np.asarray(XW @ np.asarray(f.X.T @ u).ravel()).ravel()
+    else:
+        rows = f.gram_rows(work)
+        G, pushed = rows[:, work], rows @ u
+    return np.ascontiguousarray(G, dtype=np.float64), pushed
+
+
+@numba.njit(cache=True)
+def _track(
+    G: np.ndarray,
+    pushed: np.ndarray,
+    pushed_balance: float,
+    y: np.ndarray,
+    s: np.ndarray,
+    m: np.ndarray,
+    status: np.ndarray,
+    C0: float,
+    C1: float,
+    intercept: bool,
+    max_events: int,
+) -> tuple[int, int, float]:
+    n = y.size
+    # per unit C: the kernel sums and the balance of the samples fixed at their bound
+    fixed = pushed.copy()
+    balance = pushed_balance
+    for j in range(n):
+        if status[j] == BOUND:
+            fixed += s[j] * y[j] * G[:, j]
+            balance += s[j] * y[j]
+    C = C0
+    events = 0
+    stalled = 0
+    a = np.empty(n)
+    c = np.empty(n)
+    while True:
+        M = np.flatnonzero(status == MARGIN)
+        k = M.size
+        if k == 0 and intercept:
+            return _EMPTY, events, C
+        size = k + 1 if intercept else k
+        A = np.zeros((size, size))
+        rhs = np.zeros((size, 2))
+        for p in range(k):
+            i = M[p]
+            for q in range(k):
+                A[p, q] = y[i] * y[M[q]] * G[i, M[q]]
+            rhs[p, 0] = m[i]
+            rhs[p, 1] = -y[i] * fixed[i]
+            if intercept:
+                A[p, k] = y[i]
+                A[k, p] = y[i]
+        if intercept:
+            rhs[k, 1] = -balance
+        if k:
+            try:
+                sol = np.linalg.solve(A, rhs)
+            except Exception:  # numba raises a generic error on a singular A
+                return _SINGULAR, events, C
+            if not np.all(np.isfinite(sol)):
+                return _SINGULAR, events, C
+        else:
+            sol = np.zeros((size, 2))
+        # residuals r_i(C) = a_i + C c_i over W
+        for i in range(n):
+            f0 = 0.0
+            f1 = fixed[i]
+            for p in range(k):
+                j = M[p]
+                f0 += y[j] * sol[p, 0] * G[i, j]
+                f1 += y[j] * sol[p, 1] * G[i, j]
+            if intercept:
+                f0 += sol[k, 0]
+                f1 += sol[k, 1]
+            a[i] = y[i] * f0 - m[i]
+            c[i] = y[i] * f1
+        # the next event: the smallest crossing at or after C
+        nxt = np.inf
+        who = -1
+        to = BEYOND
+        for p in range(k):
+            i = M[p]
+            P, Q = sol[p, 0], sol[p, 1]
+            if Q < 0.0:  # alpha_i falls to 0
+                t = max(-P / Q, C)
+                if t < nxt:
+                    nxt, who, to = t, i, BEYOND
+            if s[i] - Q < 0.0:  # alpha_i rises to C s_i
+                t = max(P / (s[i] - Q), C)
+                if t < nxt:
+                    nxt, who, to = t, i, BOUND
+        for i in range(n):
+            if (status[i] == BOUND and c[i] > 0.0) or (status[i] == BEYOND and c[i] < 0.0):
+                t = max(-a[i] / c[i], C)
+                if t < nxt:
+                    nxt, who, to = t, i, MARGIN
+        if nxt >= C1:
+            return _DONE, events, C1
+        stalled = stalled + 1 if nxt == C else 0
+        if stalled > STALLED_EVENTS:
+            return _STALLED, events, C
+        events += 1
+        if events > max_events:
+            return _TOO_MANY, events, C
+        C = nxt
+        if status[who] == BOUND:
+            fixed -= s[who] * y[who] * G[:, who]
+            balance -= s[who] * y[who]
+        elif to == BOUND:
+            fixed += s[who] * y[who] * G[:, who]
+            balance += s[who] * y[who]
+        status[who] = to
