@@ -1,13 +1,14 @@
 r"""Regularisation paths: a certified optimum for each of several values of ``C``.
 
-* ``method="homotopy"`` (the default for the binary and ranking SVMs) solves the first value by
+* ``method="homotopy"`` (the default for the linear binary and ranking SVMs; available for any
+  kernel, where many samples on the margin make each event costly) solves the first value by
   the working-set engine, then follows the support sets from each value of ``C`` to the next by
   event tracking (:mod:`qpsvm.solvers.homotopy`): the sets change at a few events between
   neighbouring values, and each event costs a small linear solve instead of a QP. The KKT
   equations on the sets reached give the optimum, which is certified like any other; a value
   where tracking fails (ties, degenerate data, a sample far from the margin that changed status)
   is solved by the working-set engine instead, and ``info["fallback"]`` says why.
-* ``method="working_set"`` (the default for the multiclass SVMs) keeps the working set
+* ``method="working_set"`` (the default for kernels and the multiclass SVMs) keeps the working set
   from one ``C`` to the next: the previous optimum's sets are the first guess at the new ``C``
   (the primal's compiled restricted model is re-solved with only the parameter changed), and the
   engine's full-data check repairs the statuses that changed.
@@ -88,8 +89,8 @@ def solve_path(
     Cs : array-like of float
         Values of ``C`` (any order; duplicates allowed).
     method : {"homotopy", "working_set", "qp", "full"}, optional
-        ``None`` takes ``"homotopy"`` for the binary and ranking SVMs, ``"working_set"`` for
-        the others that support it, else ``"qp"``.
+        ``None`` takes ``"homotopy"`` for the linear binary and ranking SVMs,
+        ``"working_set"`` for the others that support it (kernels, multiclass), else ``"qp"``.
     solver : str, optional
         CVXPY solver (default Clarabel, falling back to OSQP).
     tol : float, default=1e-9
@@ -119,7 +120,15 @@ def solve_path(
     tracks = isinstance(f, BinaryFormulation) and "working_set" in f.methods
     available = {m for m in PATH_METHODS if m in f.methods or (m == "homotopy" and tracks)}
     if method is None:
-        method = "homotopy" if tracks else "working_set" if "working_set" in f.methods else "qp"
+        # measured: with a nonlinear kernel many samples sit on the margin and every event
+        # solves a large system; the working set is then faster
+        method = (
+            "homotopy"
+            if tracks and f.linear
+            else "working_set"
+            if "working_set" in f.methods
+            else "qp"
+        )
     if method not in available:
         raise InvalidInputError(
             f"a path of {type(f).__name__} is solved by method {sorted(available)}; got {method!r}."
