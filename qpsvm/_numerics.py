@@ -154,6 +154,18 @@ def tdot2(
     return s, c
 
 
+def scale2(a: float, hi: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a (hi + lo)`` as an unevaluated sum, with the error of ``a hi`` kept (TwoProduct by
+    Dekker's splitting), for a sum from :func:`tdot2` scaled by a number such as ``C``."""
+    p = a * hi
+    ah, al = _split(np.float64(a))
+    hh, hl = _split(np.ascontiguousarray(hi, dtype=np.float64))
+    err = ((ah * hh - p) + ah * hl + al * hh) + al * hl
+    if not np.all(np.isfinite(err)):
+        return p, a * lo
+    return p, err + a * lo
+
+
 def tdot(X: Any, v: np.ndarray) -> np.ndarray:
     """``X^T v`` as if computed in twice the working precision, then rounded (:func:`tdot2`)."""
     hi, lo = tdot2(X, v)

@@ -163,11 +163,14 @@ def test_a_too_small_working_set_is_repaired_or_refused():
     f = qpsvm.SoftMarginPrimal(X, y)
     start = reference(f, 0.05)
     g = f.with_C(5.0)
-    r = residuals(f, start)
     optimum = reference(f, 5.0).objective
-    repaired = track_step(g, PathState(0.05, start, r, 20), EXACT)
-    full = track_step(g, PathState(0.05, start, r, 300), EXACT)
-    refused = track_step(g, PathState(0.05, start, r, 2), EXACT)
+
+    def step(size):
+        state = PathState.at(f.with_C(0.05), start, size)
+        state.size = size
+        return track_step(g, state, EXACT)
+
+    repaired, full, refused = step(20), step(300), step(2)
     assert isinstance(repaired, Step) and repaired.tracked > 4 * 20
     assert isinstance(full, Step) and full.tracked == 300
     for step in (repaired, full):

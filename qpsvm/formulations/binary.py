@@ -31,7 +31,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from qpsvm._numerics import fsum_dot, tdot, tdot2
+from qpsvm._numerics import fsum_dot, scale2, tdot, tdot2
 from qpsvm._validation import (
     check_binary_labels,
     check_data,
@@ -243,7 +243,10 @@ class BinaryFormulation(Formulation):
         return self.gram() @ v
 
     def support_solution(
-        self, M: np.ndarray, E: np.ndarray
+        self,
+        M: np.ndarray,
+        E: np.ndarray,
+        bound_sum: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> tuple[np.ndarray, float, np.ndarray | None]:
         r"""Solve the KKT equations given the support sets, in least squares.
 
@@ -265,19 +268,25 @@ class BinaryFormulation(Formulation):
         iterate itself; for the linear kernel through ``w = sum_j alpha_j y_j x_j`` in twice the
         working precision (:func:`qpsvm._numerics.tdot2`). On badly scaled data the terms of
         ``w`` cancel by many digits (``|x| ~ 1e4``, ``|w| ~ 1e-4``) and a single solve leaves
-        margins wrong in the 8th digit; refined, they are exact to round-off.
+        margins wrong in the 8th digit; refined, they are exact to round-off. ``bound_sum``, the
+        unevaluated sum ``hi + lo`` of ``sum_{j in E} s_j y_j x_j`` in that precision (e.g.
+        updated from a neighbouring ``E``), saves the product over all of ``E``.
         """
         yM = self.y[M]
         k = M.size
         fixed = np.zeros(self.n_samples)
         fixed[E] = self.upper[E]
+        w_fixed = None
+        if self.linear:
+            w_fixed = (
+                tdot2(self.X, fixed * self.y) if bound_sum is None else scale2(self.C, *bound_sum)
+            )
         if k == 0:
-            return np.zeros(0), 0.0, (tdot(self.X, fixed * self.y) if self.linear else None)
+            return np.zeros(0), 0.0, (w_fixed[0] + w_fixed[1] if w_fixed is not None else None)
         if self.linear:
             XM = self.X[M]
             KMM = XM @ XM.T
             KMM = KMM.toarray() if sp.issparse(KMM) else np.asarray(KMM)
-            w_fixed = tdot2(self.X, fixed * self.y)
 
             def expansion(aM: np.ndarray) -> np.ndarray:
                 hi, lo = tdot2(XM, yM * aM, w_fixed)

@@ -34,6 +34,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._numerics import tdot2
 from qpsvm.formulations.model import Candidate
 from qpsvm.verify.certificate import Certificate
 
@@ -95,7 +96,13 @@ class Tracked:
 
 
 def track_sets(
-    f: Any, work: np.ndarray, status: np.ndarray, outside: np.ndarray, C0: float, C1: float
+    f: Any,
+    work: np.ndarray,
+    status: np.ndarray,
+    outside: np.ndarray,
+    C0: float,
+    C1: float,
+    outside_sum: np.ndarray | None = None,
 ) -> Tracked:
     """Follow the support sets of ``f`` from ``C0`` to ``C1 >= C0`` (see the module docstring).
 
@@ -111,8 +118,10 @@ def track_sets(
         Samples outside ``W`` inside their margin (``alpha_i = C s_i`` at every ``C`` tracked).
     C0, C1 : float
         Start and end of the segment.
+    outside_sum : ndarray of shape (n_features,), optional
+        ``sum_{j in outside} s_j y_j x_j`` (linear kernel) if known; computed otherwise.
     """
-    G, pushed = _gram(f, work, np.where(outside, f.sample_weight * f.y, 0.0))
+    G, pushed = _gram(f, work, outside, outside_sum)
     codes = np.ascontiguousarray(status, dtype=np.int8).copy()
     budget = max(MIN_EVENTS, EVENTS_PER_SAMPLE * work.size)
     code, events, reached = _track(
@@ -143,6 +152,11 @@ class PathState:
         The optimum (``w`` for a linear kernel, ``b``, ``alpha``).
     residuals : ndarray
         ``r_i = y_i f(x_i) - m_i`` at the optimum.
+    margin, bound : ndarray of bool
+        Its support sets: ``M`` (on the margin) and ``E`` (``alpha_i = C s_i``).
+    bound_sum : (ndarray, ndarray) or None
+        ``sum_{j in E} s_j y_j x_j`` as an unevaluated sum ``hi + lo`` in twice the working
+        precision (:func:`~qpsvm._numerics.tdot2`); ``None`` for a nonlinear kernel.
     size : int
         Size of the next working set: :data:`GROWTH` times the samples that the last step needed
         in ``W`` (at least :data:`MIN_WORK`).
@@ -151,7 +165,21 @@ class PathState:
     C: float
     candidate: Candidate
     residuals: np.ndarray
+    margin: np.ndarray
+    bound: np.ndarray
+    bound_sum: tuple[np.ndarray, np.ndarray] | None
     size: int
+
+    @classmethod
+    def at(cls, f: Any, cand: Candidate, size: int) -> PathState:
+        """The state of an optimum ``cand`` of ``f`` found otherwise (sets read off its
+        residuals)."""
+        r = residuals(f, cand)
+        eps = ON_MARGIN * max(1.0, float(np.max(f.margin)))
+        margin = np.abs(r) <= eps
+        bound = r < -eps
+        total = tdot2(f.X, np.where(bound, f.sample_weight * f.y, 0.0)) if f.linear else None
+        return cls(f.C, cand, r, margin, bound, total, max(MIN_WORK, size))
 
 
 @dataclass
@@ -179,7 +207,8 @@ def track_step(g: Any, state: PathState, tol: float) -> Step | str:
     ``state.C`` to ``g.C`` (:func:`track_sets`), the KKT equations are solved on the sets reached
     (:meth:`~qpsvm.formulations.binary.BinaryFormulation.support_solution`) and the point is
     certified at ``tol``. If a sample outside ``W`` changed status, the step is tried once more
-    with those samples and a larger ``W``.
+    with those samples and a larger ``W``. For a linear kernel the sum over ``E`` is updated
+    from ``state.bound_sum`` through the rows of ``W`` only.
 
     Returns
     -------
@@ -187,12 +216,11 @@ def track_step(g: Any, state: PathState, tol: float) -> Step | str:
         The certified step, or why no certified point was found (the caller then solves ``g``
         otherwise).
     """
-    r0 = state.residuals
+    r0, on, inside = state.residuals, state.margin, state.bound
     eps = ON_MARGIN * max(1.0, float(np.max(g.margin)))
-    on = np.abs(r0) <= eps
-    inside = (r0 < 0) & ~on
     near = np.abs(r0)
     size, extra = state.size, np.zeros(0, dtype=np.intp)
+    sy = g.sample_weight * g.y
     events, certify_time = 0, 0.0
     while True:
         in_work = np.zeros(r0.shape, dtype=bool)
@@ -202,13 +230,23 @@ def track_step(g: Any, state: PathState, tol: float) -> Step | str:
         work = np.flatnonzero(in_work)
         status = np.where(on[work], MARGIN, np.where(inside[work], BOUND, BEYOND))
         outside = inside & ~in_work
-        tracked = track_sets(g, work, status, outside, state.C, g.C)
+        XW = g.X[work] if g.linear else None
+        outside_sum = None
+        if state.bound_sum is not None:
+            outside_sum = tdot2(XW, -np.where(inside[work], sy[work], 0.0), state.bound_sum)
+        pushed = None if outside_sum is None else outside_sum[0] + outside_sum[1]
+        tracked = track_sets(g, work, status, outside, state.C, g.C, pushed)
         events += tracked.events
         if tracked.failure is not None:
             return tracked.failure
+        margin = np.zeros(r0.shape, dtype=bool)
+        margin[work[tracked.status == MARGIN]] = True
         bound = outside.copy()
         bound[work[tracked.status == BOUND]] = True
-        cand = _kkt_point(g, work[tracked.status == MARGIN], bound)
+        bound_sum = None
+        if outside_sum is not None:
+            bound_sum = tdot2(XW, np.where(tracked.status == BOUND, sy[work], 0.0), outside_sum)
+        cand = _kkt_point(g, margin, bound, bound_sum)
         if cand is None:
             return "the KKT equations of the tracked sets leave the box"
         r = residuals(g, cand)
@@ -222,9 +260,10 @@ def track_step(g: Any, state: PathState, tol: float) -> Step | str:
         certify_time += time.perf_counter() - began
         if not cert.passed:
             return f"not certified at tol {tol:.0e} (relative gap {cert.relative_gap:.1e})"
-        changed = on | ((r0 < 0) != (r < 0)) | (np.abs(r) <= eps)
+        changed = on | margin | ((r0 < 0) != (r < 0))
         needed = int(np.count_nonzero(near <= np.max(near[changed], initial=0.0)))
-        nxt = PathState(g.C, cand, r, max(MIN_WORK, int(GROWTH * needed)))
+        size = max(MIN_WORK, int(GROWTH * needed))
+        nxt = PathState(g.C, cand, r, margin, bound, bound_sum, size)
         return Step(nxt, cert, events, work.size, certify_time)
 
 
@@ -235,26 +274,37 @@ def _nearest(near: np.ndarray, size: int) -> np.ndarray:
     return np.argpartition(near, size)[:size]
 
 
-def _kkt_point(g: Any, M: np.ndarray, E: np.ndarray) -> Candidate | None:
-    """The point of the KKT equations on the sets ``M``, ``E`` (``None`` if its multipliers
-    leave the box by more than round-off)."""
-    aM, b, w = g.support_solution(M, np.flatnonzero(E))
+def _kkt_point(
+    g: Any,
+    margin: np.ndarray,
+    bound: np.ndarray,
+    bound_sum: tuple[np.ndarray, np.ndarray] | None,
+) -> Candidate | None:
+    """The point of the KKT equations on the sets ``M``, ``E`` (masks; ``None`` if its
+    multipliers leave the box by more than round-off)."""
+    M = np.flatnonzero(margin)
+    aM, b, w = g.support_solution(M, np.flatnonzero(bound), bound_sum)
     upper = g.upper
     slack = 1e-9 * np.maximum(1.0, upper[M])
     if np.any(aM < -slack) or np.any(aM > upper[M] + slack):
         return None
-    alpha = np.where(E, upper, 0.0)
+    alpha = np.where(bound, upper, 0.0)
     alpha[M] = np.clip(aM, 0.0, upper[M])
     return Candidate(w=w, b=b, alpha=alpha)
 
 
-def _gram(f: Any, work: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``K_WW`` and ``K_W. u`` (the kernel sums of the fixed samples ``u_j = s_j y_j``)."""
+def _gram(
+    f: Any, work: np.ndarray, outside: np.ndarray, outside_sum: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``K_WW`` and ``sum_{j in outside} s_j y_j K_Wj`` (the kernel sums of the fixed samples)."""
+    u = np.where(outside, f.sample_weight * f.y, 0.0)
     if f.linear:
         XW = f.X[work]
         G = XW @ XW.T
         G = G.toarray() if sp.issparse(G) else np.asarray(G)
-        pushed = np.asarray(XW @ np.asarray(f.X.T @ u).ravel()).ravel()
+        if outside_sum is None:
+            outside_sum = np.asarray(f.X.T @ u).ravel()
+        pushed = np.asarray(XW @ outside_sum).ravel()
     else:
         rows = f.gram_rows(work)
         G, pushed = rows[:, work], rows @ u

@@ -33,7 +33,7 @@ from qpsvm.formulations.binary import BinaryFormulation
 from qpsvm.formulations.model import Candidate
 from qpsvm.solution import Solution
 from qpsvm.solvers.backends import backend_order, solve_model
-from qpsvm.solvers.homotopy import MIN_WORK, PathState, residuals, track_step
+from qpsvm.solvers.homotopy import PathState, track_step
 from qpsvm.solvers.qp import best_certified
 from qpsvm.solvers.warm_start import Start
 from qpsvm.solvers.working_set import (
@@ -213,9 +213,7 @@ def _homotopy_step(
     sol = run_working_set(sets, solver=solver, tol=tol, max_rounds=max_rounds, options=options)
     if reason is not None:
         sol.info["fallback"] = reason
-    cand = _candidate(sol)
-    size = max(MIN_WORK, 2 * int(sol.info.get("working", 0)))
-    return sol, PathState(g.C, cand, residuals(g, cand), size)
+    return sol, PathState.at(g, _candidate(sol), 2 * int(sol.info.get("working", 0)))
 
 
 def _candidate(sol: Solution) -> Candidate:

@@ -193,21 +193,27 @@ def improve_dual(
 def feasible_near(f: Any, alpha: np.ndarray) -> np.ndarray:
     """``alpha`` made dual feasible, keeping its support where it can.
 
-    Clipped to the box; with an intercept, the balance ``y . a = 0`` is restored by shifting the
+    Clipped to the box; with an intercept, the balance ``y . a = 0`` is restored by shifting
     free coordinates alone, ``a_F - nu y_F`` with ``nu = y . a / |F|``, when that stays inside
     the box (a solver's multipliers are off balance by round-off, and the Euclidean projection
-    would spread that round-off over every zero multiplier, which costs a kernel row each);
-    otherwise the projection (:meth:`project_dual`).
+    would spread that round-off over every zero multiplier, which costs a kernel row each).
+    ``F`` is every free coordinate, else those with room for twice the even share (a multiplier
+    of a sample that just reached its margin can be free by a hair); otherwise the projection
+    (:meth:`project_dual`).
     """
     a = np.clip(alpha, 0.0, f.upper)
     if not f.fit_intercept:
         return a
     free = (a > 0) & (a < f.upper)
     if np.any(free):
-        shifted = a[free] - (fsum_dot(f.y, a) / np.count_nonzero(free)) * f.y[free]
-        if np.all(shifted > 0) and np.all(shifted < f.upper[free]):
-            a[free] = shifted
-            return a
+        excess = fsum_dot(f.y, a)
+        room = np.minimum(a, f.upper - a)
+        for F in (free, free & (room > 2.0 * abs(excess) / np.count_nonzero(free))):
+            if np.any(F):
+                shifted = a[F] - (excess / np.count_nonzero(F)) * f.y[F]
+                if np.all(shifted > 0) and np.all(shifted < f.upper[F]):
+                    a[F] = shifted
+                    return a
     return f.project_dual(alpha)
 
 
