@@ -156,7 +156,12 @@ def tdot2(
 
 def scale2(a: float, hi: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``a (hi + lo)`` as an unevaluated sum, with the error of ``a hi`` kept (TwoProduct by
-    Dekker's splitting), for a sum from :func:`tdot2` scaled by a number such as ``C``."""
+    Dekker's splitting) after the pair is normalised (TwoSum), for a sum from :func:`tdot2`
+    scaled by a number such as ``C``: exact to a few units of ``eps^2``."""
+    # normalise the pair first (TwoSum): a sum from tdot2 may carry a large lo
+    total = hi + lo
+    z = total - hi
+    hi, lo = total, (hi - (total - z)) + (lo - z)
     p = a * hi
     ah, al = _split(np.float64(a))
     hh, hl = _split(np.ascontiguousarray(hi, dtype=np.float64))

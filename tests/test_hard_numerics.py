@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sklearn.preprocessing import StandardScaler
 
 import qpsvm
-from qpsvm._numerics import fsum, tdot, tdot2
+from qpsvm._numerics import fsum, scale2, tdot, tdot2
 
 
 def _cases():
@@ -179,6 +179,40 @@ def test_tdot_sparse_and_continued_sums():
     # a sum continued from (hi, lo) equals the sum over all rows at once
     hi, lo = tdot2(A[150:], u[150:], tdot2(A[:150], u[:150]))
     np.testing.assert_array_equal(hi + lo, tdot(A, u))
+
+
+def test_scaled_sum_keeps_twice_the_working_precision():
+    # C (hi + lo) with the rounding error of C hi kept: the scaled pair is C times the pair up to
+    # ~eps^2 relative (a plain C * hi loses the low half, an error of ~eps)
+    A, u = _cancelling(seed=2)
+    C = 0.1234567
+    pair = tdot2(A, u)
+    hi, lo = scale2(C, *pair)
+    plain = []
+    for j in range(A.shape[1]):
+        scaled = Fraction(C) * (Fraction(pair[0][j]) + Fraction(pair[1][j]))
+        assert abs(Fraction(hi[j]) + Fraction(lo[j]) - scaled) <= 1e-30 * abs(scaled)
+        plain.append(abs(Fraction(C * pair[0][j]) - scaled) / abs(scaled))
+    assert max(plain) > 1e-20
+
+
+def test_support_solution_from_an_updated_bound_sum():
+    # the KKT point from a bound-set sum continued through a few rows equals the one computed
+    # from all bound rows at once
+    X, y = random_problem(3, n=200, d=4)
+    f = qpsvm.SoftMarginPrimal(X * 1e3 + 1e3, y, C=1e-4)
+    sol = f.solve(method="qp")
+    r = f.y * (f.scores(w=sol.w) + sol.b) - f.margin
+    M, E = np.flatnonzero(np.abs(r) <= 1e-9), np.flatnonzero(r < -1e-9)
+    sy = f.sample_weight * f.y
+    first, rest = E[: E.size // 2], E[E.size // 2 :]
+    total = tdot2(X[rest] * 1e3 + 1e3, sy[rest], tdot2(f.X[first], sy[first]))
+    a1, b1, w1 = f.support_solution(M, E)
+    a2, b2, w2 = f.support_solution(M, E, bound_sum=total)
+    np.testing.assert_allclose(a2, a1, rtol=1e-12, atol=1e-15)
+    assert b2 == pytest.approx(b1, rel=1e-12)
+    np.testing.assert_allclose(w2, w1, rtol=1e-12, atol=1e-15)
+    assert f.certify(w=w2, b=b2).passed
 
 
 @settings(max_examples=50, deadline=None)
