@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import random_problem, ranking_problem
+from conftest import hard_variants, random_problem, ranking_problem
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -178,3 +178,14 @@ def test_a_too_small_working_set_is_repaired_or_refused():
         assert step.certificate.passed
         assert g.objective(cand.w, cand.b) == pytest.approx(optimum, rel=EXACT)
     assert isinstance(refused, str) and "not certified" in refused
+
+
+@pytest.mark.parametrize("name", list(hard_variants(*random_problem(5, n=150, d=4))))
+def test_badly_scaled_paths_stay_exact(name):
+    # shifted or scaled features and extreme C: tracked where round-off allows, else solved by
+    # the working set; each value equals the independent solve either way
+    X, y, kw = hard_variants(*random_problem(5, n=150, d=4))[name]
+    C = kw.pop("C", 1.0)
+    f = qpsvm.SoftMarginPrimal(X, y, **kw)
+    Cs = C * np.logspace(-1, 1, 5)
+    assert_path_exact(f, Cs, f.path(Cs))
