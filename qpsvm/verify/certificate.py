@@ -14,7 +14,7 @@ __all__ = ["DEFAULT_TOL", "GOOD_ENOUGH", "Certificate", "best_dual_point", "rela
 DEFAULT_TOL = 1e-9
 #: The search for a better dual point stops once the relative gap is below this fraction of the
 #: certificate's tolerance (its answer is then exact far beyond what was asked).
-GOOD_ENOUGH = 1e-3
+GOOD_ENOUGH = 1e-2
 
 
 def relative(value: float, reference: float) -> float:
