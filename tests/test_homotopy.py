@@ -22,10 +22,10 @@ from qpsvm.solvers.homotopy import (
     ON_MARGIN,
     PathState,
     Step,
-    residuals,
     track_sets,
     track_step,
 )
+from qpsvm.solvers.refine import residuals
 
 EXACT = 1e-9
 

@@ -36,6 +36,7 @@ import scipy.sparse as sp
 
 from qpsvm._numerics import tdot2
 from qpsvm.formulations.model import Candidate
+from qpsvm.solvers.refine import residuals
 from qpsvm.verify.certificate import Certificate
 
 __all__ = [
@@ -45,7 +46,6 @@ __all__ = [
     "PathState",
     "Step",
     "Tracked",
-    "residuals",
     "track_sets",
     "track_step",
 ]
@@ -192,12 +192,6 @@ class Step:
     events: int
     tracked: int
     certify_time: float
-
-
-def residuals(f: Any, cand: Candidate) -> np.ndarray:
-    """``y_i (w . phi(x_i) + b) - m_i`` on the training data."""
-    scores = f.scores(w=cand.w) if cand.w is not None else f.scores(alpha=cand.alpha)
-    return f.y * (scores + float(cand.b or 0.0)) - f.margin
 
 
 def track_step(g: Any, state: PathState, tol: float) -> Step | str:

@@ -16,7 +16,7 @@ import numpy as np
 from qpsvm.formulations.binary import BinaryFormulation
 from qpsvm.formulations.model import Candidate
 
-__all__ = ["refine", "refine_binary"]
+__all__ = ["refine", "refine_binary", "residuals"]
 
 #: Thresholds (relative to ``max(1, max m_i)``) on ``|y_i f(x_i) - m_i|`` defining ``M``.
 TAUS = (1e-7, 1e-5, 1e-9)
@@ -33,7 +33,8 @@ def refine(f: Any, cand: Candidate) -> list[Candidate]:
     return []
 
 
-def _residuals(f: BinaryFormulation, cand: Candidate) -> np.ndarray:
+def residuals(f: BinaryFormulation, cand: Candidate) -> np.ndarray:
+    """``y_i (w . phi(x_i) + b) - m_i`` on the training data, from ``w`` or ``alpha``."""
     if cand.w is not None:
         scores = f.scores(w=cand.w)
     else:
@@ -52,7 +53,7 @@ def refine_binary(f: BinaryFormulation, cand: Candidate, rounds: int = 5) -> lis
     out: list[Candidate] = []
     seen: set[bytes] = set()
     for first in TAUS:
-        r, tau, last = _residuals(f, cand), first, None
+        r, tau, last = residuals(f, cand), first, None
         for _ in range(rounds):
             on = np.abs(r) <= tau * scale
             bound = (r < -tau * scale) & finite
@@ -62,7 +63,7 @@ def refine_binary(f: BinaryFormulation, cand: Candidate, rounds: int = 5) -> lis
             seen.add(key)
             alpha, b = f.kkt_on_sets(np.flatnonzero(on), bound)
             last = Candidate(w=f.expansion(alpha) if f.linear else None, b=b, alpha=alpha)
-            r = _residuals(f, last)
+            r = residuals(f, last)
             # the KKT point lies exactly on the margin where 0 < alpha < C s: the residuals it
             # shows there are round-off (of alpha itself, ~eps |x|^2 on badly scaled data), a
             # floor below which re-reading the sets would misread them
