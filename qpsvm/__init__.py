@@ -5,6 +5,7 @@ returns the exact optimum, certified; ``f.certify(candidate)`` certifies any can
 scikit-learn's, or a user's own — from the data alone.
 """
 
+import qpsvm._compile_cache  # noqa: F401  (first: compiled kernels cache outside the package)
 from qpsvm.exceptions import (
     InaccurateSolutionError,
     InfeasibleProblemError,

@@ -1,0 +1,49 @@
+"""numba's compile cache lives outside the package, so an install leaves nothing pip does not know.
+
+A cache written into ``site-packages/qpsvm/**/__pycache__`` survives ``pip uninstall`` and keeps
+``qpsvm`` importable as a namespace package that shadows a later editable install (issue 13).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import qpsvm
+
+PACKAGE = Path(qpsvm.__file__).resolve().parent
+SCRIPT = """
+import numpy as np, qpsvm
+rng = np.random.default_rng(0)
+X = rng.normal(size=(40, 3)); y = np.where(X[:, 0] > 0, 1, -1)
+qpsvm.SoftMarginPrimal(X, y).solve(method="subgradient", epochs=1, random_state=0)
+"""
+
+
+def _compiled_files(root: Path) -> set[Path]:
+    return {p for pattern in ("*.nbi", "*.nbc") for p in root.rglob(pattern)}
+
+
+def test_compiled_kernels_are_cached_in_the_user_cache_not_in_the_package(tmp_path):
+    before = _compiled_files(PACKAGE)
+    env = {**os.environ, "QPSVM_CACHE_DIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", SCRIPT], env=env, check=True, timeout=600)
+    cached = _compiled_files(tmp_path)
+    assert any(p.name.startswith("_online_kernels.binary_epoch") for p in cached), cached
+    assert _compiled_files(PACKAGE) == before
+    # a second process loads the cache instead of compiling again: the index is not rewritten
+    stamps = {p: p.stat().st_mtime_ns for p in cached if p.suffix == ".nbi"}
+    subprocess.run([sys.executable, "-c", SCRIPT], env=env, check=True, timeout=600)
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+
+
+def test_cache_directory_follows_the_environment(monkeypatch, tmp_path):
+    from qpsvm._compile_cache import cache_directory
+
+    monkeypatch.setenv("QPSVM_CACHE_DIR", str(tmp_path / "a"))
+    assert cache_directory() == tmp_path / "a"
+    monkeypatch.delenv("QPSVM_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_directory() == tmp_path / "xdg" / "qpsvm"
