@@ -1,14 +1,29 @@
-"""Shared fixtures: small real and synthetic data sets."""
+"""Shared fixtures (small real and synthetic data sets) and the hypothesis profiles.
+
+The test command gives the same answer on every run, with ``CI`` set or not: the default
+profile, ``deterministic``, derandomizes hypothesis (each test draws the same examples every
+time, seeded from the test itself) and keeps no example database between runs. Every example
+that ever failed is pinned in its test with ``@example``. To hunt for new failures, opt in to
+fresh random examples on every run, remembered in ``.hypothesis/`` when they fail::
+
+    python -m pytest --hypothesis-profile=hunt            # new examples each run
+    python -m pytest --hypothesis-profile=hunt --hypothesis-seed=12345   # replay one run
+"""
 
 from __future__ import annotations
 
 import matplotlib
 import numpy as np
 import pytest
+from hypothesis import settings
 from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
 
 matplotlib.use("Agg")
+
+settings.register_profile("deterministic", derandomize=True, database=None, print_blob=True)
+settings.register_profile("hunt", derandomize=False, print_blob=True)
+settings.load_profile("deterministic")
 
 
 @pytest.fixture(scope="session")

@@ -34,7 +34,7 @@ import math
 import numpy as np
 import pytest
 from conftest import hard_variants, ranking_problem
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import qpsvm
@@ -48,6 +48,11 @@ TOL = 1e-9
 #: sums of ~100 terms of data as large as 1e3 (shifted features); measured up to 5e-12.
 ROUND = 1e-11
 VARIANTS = ("crammer_singer", "weston_watkins")
+#: Pinned failures that belong to the certificate issue (strict: the example must still fail).
+DUAL_ONLY = (
+    "issue 15: certify(alpha=...) of an exact Crammer-Singer answer fails at 1e-9 "
+    "(P - D = 5.6e-7 on P = 558): the dual point alone is not tight"
+)
 
 
 # ------------------------------------------------------------------------------ problems
@@ -205,6 +210,9 @@ def test_ranking_does_not_depend_on_the_order(seed, C, given_pairs, score_form):
     eps=st.floats(1e-6, 1e-1),
     variant=st.sampled_from(VARIANTS),
 )
+@example(seed=154, C=59.0, eps=0.0625, variant="crammer_singer").xfail(
+    raises=AssertionError, reason=DUAL_ONLY
+)
 def test_multiclass_verifier_is_sound(seed, C, eps, variant):
     X, y = multiclass_problem(seed)
     f = qpsvm.MulticlassSVM(X, y, C=C, variant=variant)
@@ -230,6 +238,7 @@ def test_multiclass_verifier_is_sound(seed, C, eps, variant):
 
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), C=st.floats(0.01, 100.0), variant=st.sampled_from(VARIANTS))
+@example(seed=2043, C=15.0, variant="crammer_singer").xfail(raises=AssertionError, reason=DUAL_ONLY)
 def test_multiclass_does_not_depend_on_sample_order_or_class_names(seed, C, variant):
     X, y = multiclass_problem(seed)
     rng = np.random.default_rng(seed)
@@ -686,6 +695,11 @@ def exact_or_refused(f, **options):
 @pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), score_form=st.booleans(), **hard_transform)
+@example(seed=1999, score_form=False, shift=1e3, scale=0.01, log_C=4.0).xfail(
+    raises=AssertionError,
+    reason="issue 15: both gaps are 0.0 (P - D clipped) while the objectives differ by 8e-7; "
+    "P is a float64 sum of shifted margins with no rounding bound added",
+)
 def test_ranking_exact_or_refused_on_random_hard_data(seed, score_form, shift, scale, log_C):
     X, pairs, weight = ranking_pairs(seed, *((8, 4) if score_form else (6, 3)))
     f = qpsvm.RankingSVM(X * scale + shift, pairs=pairs, C=10.0**log_C, pair_weight=weight)
