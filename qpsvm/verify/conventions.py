@@ -1,11 +1,11 @@
 """Sign conventions of every dual variable in qpsvm — written down once, here.
 
-Binary soft margin (:class:`~qpsvm.SoftMarginPrimal`, :class:`~qpsvm.SoftMarginDual`,
-:class:`~qpsvm.HardMargin`)
-    Primal ``P(w, b) = 1/2 ||w||^2 + C sum_i s_i xi_i`` subject to
+Binary soft margin
+    (:class:`~qpsvm.SoftMarginPrimal`, :class:`~qpsvm.SoftMarginDual`,
+    :class:`~qpsvm.HardMargin`.) Primal ``P(w, b) = 1/2 ||w||^2 + C sum_i s_i xi_i`` subject to
     ``y_i (w.x_i + b) >= m_i - xi_i`` and ``xi_i >= 0``. The multiplier of the margin constraint is
     ``alpha_i >= 0`` (the CVXPY dual value of the ``>=`` constraint, which is non-negative), the
-    multiplier of ``xi_i >= 0`` is ``C s_i - alpha_i >= 0``. The Lagrangian dual is
+    multiplier of ``xi_i >= 0`` is ``C s_i - alpha_i >= 0``. The Lagrangian dual is::
 
         D(alpha) = sum_i m_i alpha_i - 1/2 || sum_i alpha_i y_i x_i ||^2,
         0 <= alpha_i <= C s_i,  sum_i alpha_i y_i = 0  (the last only with an intercept),
