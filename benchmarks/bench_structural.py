@@ -39,7 +39,7 @@ import numpy as np
 import qpsvm
 from qpsvm.datasets import make_chains
 from qpsvm.models import ChainModel
-from qpsvm.verify.structural import CuttingPlane, StructuralCandidate
+from qpsvm.solution import CuttingPlane, StructuralCandidate
 
 
 def run(label: str, f: qpsvm.StructuralSVM, **options):

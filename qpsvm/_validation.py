@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
-from numbers import Real
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -14,10 +15,14 @@ from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 __all__ = [
     "check_binary_labels",
     "check_data",
+    "check_flag",
+    "check_int",
     "check_multiclass_labels",
+    "check_number",
     "check_positive",
     "check_random_state",
     "check_sample_weight",
+    "check_tol",
     "check_vector",
 ]
 
@@ -187,3 +192,43 @@ def check_random_state(random_state: Any, name: str = "random_state") -> np.rand
     raise InvalidTypeError(
         f"{name} must be None, an int seed or a numpy Generator; got {type(random_state).__name__}."
     )
+
+
+def check_int(value: Any, name: str, minimum: int = 1, owner: str | None = None) -> int:
+    """``value`` as an ``int >= minimum``; booleans and floats are rejected.
+
+    ``owner`` (e.g. a class name) opens the message when the argument belongs to one.
+    """
+    prefix = f"{owner}: " if owner else ""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise InvalidTypeError(
+            f"{prefix}{name} must be an integer >= {minimum}, got {type(value).__name__} {value!r}."
+        )
+    if value < minimum:
+        raise InvalidInputError(f"{prefix}{name} must be >= {minimum}, got {int(value)}.")
+    return int(value)
+
+
+def check_number(value: Any, name: str, upper: float = math.inf) -> float:
+    """A real number in the open interval ``(0, upper)`` (finite), as a float."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, Real)
+        or not 0 < value < upper
+        or not math.isfinite(value)
+    ):
+        where = "a finite number > 0" if upper == math.inf else f"a number in (0, {upper:g})"
+        raise InvalidInputError(f"{name} must be {where}; got {value!r}.")
+    return float(value)
+
+
+def check_tol(tol: Any) -> float:
+    """A certificate tolerance: a relative gap, a finite number > 0."""
+    return check_number(tol, "tol")
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """``True`` or ``False`` (numpy's booleans too), as a ``bool``."""
+    if not isinstance(value, bool | np.bool_):
+        raise InvalidTypeError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)

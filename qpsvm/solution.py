@@ -1,7 +1,11 @@
-"""Result types shared by every solver: :class:`Solution` and its optional :class:`History`."""
+"""The records solvers, formulations and the verifier exchange: a :class:`Solution` (with its
+optional :class:`History`) returned by every solver, and the points on the way to one: a
+:class:`Candidate` to certify, the :class:`CuttingPlane` working-set constraints of the structural
+SVM and its :class:`StructuralCandidate`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +14,7 @@ import numpy as np
 if TYPE_CHECKING:
     from qpsvm.verify.certificate import Certificate
 
-__all__ = ["History", "Solution"]
+__all__ = ["Candidate", "CuttingPlane", "History", "Solution", "StructuralCandidate"]
 
 
 @dataclass
@@ -98,3 +102,51 @@ class Solution:
             f"solver={self.solver!r}, method={self.method!r}, w.shape={shape}, "
             f"n_iter={self.n_iter}, solve_time={self.solve_time:.3g}s)"
         )
+
+
+@dataclass
+class Candidate:
+    """A point to certify: primal ``w, b`` (and slacks), dual ``alpha``, any of them missing."""
+
+    w: np.ndarray | None = None
+    b: float | np.ndarray | None = None
+    alpha: np.ndarray | None = None
+    xi: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class CuttingPlane:
+    r"""One working-set constraint: :math:`\sum_{i\in S}\xi_i \ge \sum_{i\in S} H_i(\hat y_i; w)`.
+
+    Attributes
+    ----------
+    examples : ndarray of int, shape (k,)
+        The examples ``S`` the plane sums over, distinct.
+    outputs : tuple
+        One output :math:`\hat y_i` per example of ``examples``, in the same order.
+    """
+
+    examples: np.ndarray
+    outputs: tuple[Any, ...]
+
+    @classmethod
+    def single(cls, i: int, y: Any) -> CuttingPlane:
+        """The n-slack constraint of example ``i`` and output ``y``."""
+        return cls(np.array([i], dtype=np.intp), (y,))
+
+    @classmethod
+    def joint(cls, outputs: Sequence[Any]) -> CuttingPlane:
+        """The 1-slack constraint: every example ``i`` with output ``outputs[i]``."""
+        return cls(np.arange(len(outputs), dtype=np.intp), tuple(outputs))
+
+    def __len__(self) -> int:
+        return int(self.examples.shape[0])
+
+
+@dataclass
+class StructuralCandidate(Candidate):
+    """A structural-SVM candidate: ``w`` and/or multipliers ``alpha`` of the ``planes``
+    (``b`` is always 0: the structural SVM has no intercept)."""
+
+    b: float | np.ndarray | None = 0.0
+    planes: list[CuttingPlane] | None = None

@@ -40,8 +40,7 @@ from hypothesis import strategies as st
 import qpsvm
 from qpsvm.datasets import make_chains
 from qpsvm.models import ChainModel, MulticlassModel
-from qpsvm.verify.candidates import Candidate
-from qpsvm.verify.structural import CuttingPlane, StructuralCandidate
+from qpsvm.solution import Candidate, CuttingPlane, StructuralCandidate
 
 TOL = 1e-9
 #: Round-off allowed in identities between objectives evaluated in floating point (relative):

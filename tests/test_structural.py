@@ -29,7 +29,7 @@ from qpsvm.conventions import C_from_structural
 from qpsvm.datasets import make_chains
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.models import ChainModel, MulticlassModel
-from qpsvm.verify.structural import CuttingPlane, StructuralCandidate
+from qpsvm.solution import CuttingPlane, StructuralCandidate
 
 TOL = 1e-9
 

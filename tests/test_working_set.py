@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import qpsvm
 from qpsvm.formulations.binary import SoftMarginPrimal
-from qpsvm.formulations.model import Candidate
+from qpsvm.solution import Candidate
 from qpsvm.solvers.warm_start import Start, dual_coordinate_descent, smoothed_newton
 from qpsvm.solvers.working_set import BinarySets, run_working_set, start_binary
 from qpsvm.verify.certificate import Certificate

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError
-from qpsvm.models.base import _check_int
 
 __all__ = ["ChainDataset", "make_chains"]
 
@@ -112,12 +112,12 @@ def make_chains(
     (5, 128, 26)
     """
     owner = "make_chains"
-    n_sequences = _check_int(n_sequences, "n_sequences", 1, owner)
-    mean_length = _check_int(mean_length, "mean_length", 3, owner)
-    n_features = _check_int(n_features, "n_features", 1, owner)
-    n_states = _check_int(n_states, "n_states", 2, owner)
-    n_styles = _check_int(n_styles, "n_styles", 1, owner)
-    successors = _check_int(successors, "successors", 1, owner)
+    n_sequences = check_int(n_sequences, "n_sequences", 1, owner)
+    mean_length = check_int(mean_length, "mean_length", 3, owner)
+    n_features = check_int(n_features, "n_features", 1, owner)
+    n_states = check_int(n_states, "n_states", 2, owner)
+    n_styles = check_int(n_styles, "n_styles", 1, owner)
+    successors = check_int(successors, "successors", 1, owner)
     _check_probability(similarity, "similarity", 1.0)
     _check_probability(noise, "noise", 0.5)
     rng = np.random.default_rng(random_state)

@@ -7,16 +7,14 @@ import importlib
 import inspect
 import time
 from abc import ABC, abstractmethod
-from numbers import Real
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import cvxpy as cp
-import numpy as np
 
 from qpsvm.exceptions import InvalidInputError
 
 if TYPE_CHECKING:
-    from qpsvm.formulations.model import Model
+    from qpsvm.formulations.model import CvxModel
     from qpsvm.solution import Solution
     from qpsvm.verify.certificate import Certificate
     from qpsvm.verify.comparison import Comparison
@@ -50,15 +48,15 @@ class Formulation(ABC):
     #: unbounded has failed numerically, and the next backend is tried.
     always_feasible: ClassVar[bool] = True
 
-    _model: Model | None = None
+    _model: CvxModel | None = None
 
     @abstractmethod
-    def build(self, **subset: Any) -> Model:
+    def build(self, **subset: Any) -> CvxModel:
         """Build the CVXPY model over every constraint (no arguments) or over a subset of them
         (a working set); each formulation documents its subsets and named parts."""
 
     @property
-    def full_model(self) -> Model:
+    def full_model(self) -> CvxModel:
         """The full model (problem, named variables, constraints, parameters), built once."""
         if self._model is None:
             self._model = self.build()
@@ -190,9 +188,3 @@ class Formulation(ABC):
         if reference is None:
             reference = self.solve()
         return compare(self, candidate, reference)
-
-    @staticmethod
-    def _check_tol(tol: float) -> float:
-        if isinstance(tol, bool) or not isinstance(tol, Real) or not np.isfinite(tol) or tol <= 0:
-            raise InvalidInputError(f"tol must be a positive number, got {tol!r}.")
-        return float(tol)

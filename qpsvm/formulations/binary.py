@@ -41,9 +41,9 @@ from qpsvm._validation import (
 )
 from qpsvm.exceptions import InvalidInputError, NotSeparableError
 from qpsvm.formulations.base import Formulation
-from qpsvm.formulations.model import Candidate, Model
+from qpsvm.formulations.model import CvxModel
 from qpsvm.kernels import Kernel, KernelCache, check_precomputed, gram_factor, make_kernel
-from qpsvm.solution import Solution
+from qpsvm.solution import Candidate, Solution
 from qpsvm.verify.projection import project_box_hyperplane
 
 __all__ = ["BinaryFormulation", "HardMargin", "SoftMarginDual", "SoftMarginPrimal"]
@@ -138,7 +138,7 @@ class BinaryFormulation(Formulation):
             np.ones(n) if margin is None else check_vector(margin, n, "margin", nonnegative=True)
         )
         self.kernel = kernel if kernel is not None else Kernel("linear")
-        self._model: Model | None = None
+        self._model: CvxModel | None = None
 
     def default_method(self) -> str:
         """``"working_set"`` above :attr:`working_set_min_samples` samples (linear kernel) or
@@ -507,7 +507,7 @@ class BinaryFormulation(Formulation):
         Z = sp.diags(y) @ X if sp.issparse(X) else X * y[:, None]
         return Z, y
 
-    def _primal_model(self, slack: bool, subset: Any = None, at_bound: Any = None) -> Model:
+    def _primal_model(self, slack: bool, subset: Any = None, at_bound: Any = None) -> CvxModel:
         idx = None if subset is None else np.asarray(subset, dtype=np.intp)
         Z, y = self._signed_rows(idx)
         m = self.margin if idx is None else self.margin[idx]
@@ -541,9 +541,9 @@ class BinaryFormulation(Formulation):
         else:
             constraints["margin"] = signed >= m
         problem = cp.Problem(cp.Minimize(objective), list(constraints.values()))
-        return Model(problem, variables, constraints, parameters, idx)
+        return CvxModel(problem, variables, constraints, parameters, idx)
 
-    def read_model(self, model: Model, fixed: Any = None) -> Candidate:
+    def read_model(self, model: CvxModel, fixed: Any = None) -> Candidate:
         """Read ``w, b, xi, alpha`` off a solved primal model (``alpha`` = margin duals).
 
         For a model over a subset, ``alpha`` outside it is ``fixed`` (default 0; ``C s_i`` for
@@ -631,7 +631,7 @@ class SoftMarginPrimal(BinaryFormulation):
             margin=margin,
         )
 
-    def build(self, subset: Any = None, at_bound: Any = None) -> Model:
+    def build(self, subset: Any = None, at_bound: Any = None) -> CvxModel:
         """Build the primal over the margin constraints of ``subset`` (default: all samples).
 
         Samples in ``at_bound`` are folded in with ``alpha_i = C s_i`` (known to violate their
@@ -663,7 +663,7 @@ class HardMargin(BinaryFormulation):
                 "give positive margins."
             )
 
-    def build(self, subset: Any = None) -> Model:
+    def build(self, subset: Any = None) -> CvxModel:
         """Variables ``w`` and ``b``; constraint ``margin`` (``y_i (w.x_i + b) >= m_i``, dual
         ``alpha_i >= 0``)."""
         return self._primal_model(False, subset)
@@ -727,7 +727,7 @@ class SoftMarginDual(BinaryFormulation):
         )
         self.kernel = make_kernel(kernel, self.X, gamma, degree, coef0)
 
-    def build(self, subset: Any = None, fixed: Any = None) -> Model:
+    def build(self, subset: Any = None, fixed: Any = None) -> CvxModel:
         """Build the dual over the variables of ``subset`` (default: all).
 
         Samples outside ``subset`` keep the values of ``fixed`` (a full-length ``alpha``, default
@@ -773,9 +773,11 @@ class SoftMarginDual(BinaryFormulation):
         if self.fit_intercept:
             constraints["balance"] = y @ a == -float(self.y[rest] @ fixed[rest])
         problem = cp.Problem(objective, list(constraints.values()))
-        return Model(problem, {"alpha": a}, constraints, {"C": C}, None if subset is None else idx)
+        return CvxModel(
+            problem, {"alpha": a}, constraints, {"C": C}, None if subset is None else idx
+        )
 
-    def read_model(self, model: Model, fixed: Any = None) -> Candidate:
+    def read_model(self, model: CvxModel, fixed: Any = None) -> Candidate:
         """Read ``alpha`` off a solved dual model; ``w`` (linear) and ``b`` follow from it.
 
         For a model over a subset, ``alpha`` outside it is ``fixed`` (as given to :meth:`build`).

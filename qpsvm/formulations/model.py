@@ -1,4 +1,5 @@
-"""The pieces of a built CVXPY model, kept by name."""
+"""The pieces of a built CVXPY problem, kept by name (:class:`CvxModel`; not to be confused with
+the structured-output models of :mod:`qpsvm.models`)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,11 @@ from dataclasses import dataclass, field
 import cvxpy as cp
 import numpy as np
 
-from qpsvm.verify.candidates import Candidate
-
-__all__ = ["Candidate", "Model"]
+__all__ = ["CvxModel"]
 
 
 @dataclass
-class Model:
+class CvxModel:
     """A CVXPY problem with its named variables, constraints and parameters.
 
     ``index`` maps the rows of the constraint blocks back to samples (or pairs) of the full data

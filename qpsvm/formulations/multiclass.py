@@ -47,8 +47,8 @@ from qpsvm._validation import (
 )
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.base import Formulation
-from qpsvm.formulations.model import Candidate, Model
-from qpsvm.solution import Solution
+from qpsvm.formulations.model import CvxModel
+from qpsvm.solution import Candidate, Solution
 from qpsvm.verify.projection import project_capped_simplex
 
 __all__ = ["VARIANTS", "MulticlassSVM"]
@@ -143,7 +143,7 @@ class MulticlassSVM(Formulation):
         self.mask = np.ones((n, k), dtype=bool)
         self.mask[np.arange(n), self.y] = False
         self.rows, self.cols = np.nonzero(self.mask)
-        self._model: Model | None = None
+        self._model: CvxModel | None = None
 
     def default_method(self) -> str:
         """``"working_set"`` above :attr:`working_set_min_samples` examples, else ``"qp"``."""
@@ -336,7 +336,7 @@ class MulticlassSVM(Formulation):
         return self.classes_[np.argmax(self.decision_function(X, solution), axis=1)]
 
     # ------------------------------------------------------------------ the CVXPY model
-    def build(self, subset: Any = None, at_bound: Any = None) -> Model:
+    def build(self, subset: Any = None, at_bound: Any = None) -> CvxModel:
         """Build the primal over the constraints ``subset`` (indices into :attr:`rows` /
         :attr:`cols`; default: all).
 
@@ -385,7 +385,7 @@ class MulticlassSVM(Formulation):
         if at_bound is not None and len(at_bound):
             objective = objective - C * cp.sum(cp.multiply(self._bound_term(at_bound, used), W))
         problem = cp.Problem(cp.Minimize(objective), list(constraints.values()))
-        return Model(
+        return CvxModel(
             problem, {"w": W, "xi": xi}, constraints, {"C": C}, None if subset is None else idx
         )
 
@@ -405,7 +405,7 @@ class MulticlassSVM(Formulation):
         alpha[rows, cols] = self.sample_weight[rows]
         return self.expansion(alpha)
 
-    def read_model(self, model: Model) -> Candidate:
+    def read_model(self, model: CvxModel) -> Candidate:
         """Read ``W`` and ``alpha`` (the ``margin`` duals, shape ``(n, k)``) off a solved model."""
         W = np.asarray(model.variables["w"].value, dtype=np.float64)
         idx = np.arange(self.rows.size) if model.index is None else model.index

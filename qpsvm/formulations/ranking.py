@@ -44,7 +44,7 @@ from qpsvm._validation import (
 )
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.binary import BinaryFormulation
-from qpsvm.formulations.model import Model
+from qpsvm.formulations.model import CvxModel
 from qpsvm.kernels import Kernel
 from qpsvm.solution import Solution
 
@@ -410,7 +410,7 @@ class RankingSVM(BinaryFormulation):
         rank."""
         return self.decision_function(X, solution)
 
-    def build(self, subset: Any = None, at_bound: Any = None) -> Model:
+    def build(self, subset: Any = None, at_bound: Any = None) -> CvxModel:
         """Build the primal over the pairs of ``subset`` (default: all pairs).
 
         The margins ``w . (x_i - x_j)`` are stated in whichever form has fewer nonzeros: the
@@ -463,4 +463,4 @@ class RankingSVM(BinaryFormulation):
             bound = np.asarray(at_bound, dtype=np.intp)
             objective = objective - C * (self.X.rmatvec(self.sample_weight[bound], bound) @ w)
         problem = cp.Problem(cp.Minimize(objective), list(constraints.values()))
-        return Model(problem, variables, constraints, {"C": C}, idx)
+        return CvxModel(problem, variables, constraints, {"C": C}, idx)

@@ -37,12 +37,12 @@ from qpsvm._numerics import fsum
 from qpsvm._validation import check_positive
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.base import Formulation
-from qpsvm.formulations.model import Model
+from qpsvm.formulations.model import CvxModel
 from qpsvm.models.base import JointFeatureModel
-from qpsvm.solution import Solution
-from qpsvm.verify.structural import CuttingPlane, StructuralCandidate, dual_pairs
+from qpsvm.solution import CuttingPlane, Solution, StructuralCandidate
+from qpsvm.verify.structural import dual_pairs
 
-__all__ = ["RESCALINGS", "StructuralModel", "StructuralSVM"]
+__all__ = ["RESCALINGS", "StructuralCvxModel", "StructuralSVM"]
 
 #: The two ways a task loss enters the constraints.
 RESCALINGS = ("margin", "slack")
@@ -53,7 +53,7 @@ CHUNK = 512
 
 
 @dataclass
-class StructuralModel(Model):
+class StructuralCvxModel(CvxModel):
     """A working-set QP: the CVXPY model and the cutting planes its ``planes`` rows stand for."""
 
     planes: list[CuttingPlane] = field(default_factory=list)
@@ -144,7 +144,7 @@ class StructuralSVM(Formulation):
         # features of the wrong length or outputs of the wrong type fails here, clearly
         model.check_model(self.X[0], self.Y[0])
         self._true: sp.csr_matrix | None = None
-        self._model: StructuralModel | None = None
+        self._model: StructuralCvxModel | None = None
 
     # ----------------------------------------------------------------- sizes and shapes
     @property
@@ -311,7 +311,7 @@ class StructuralSVM(Formulation):
 
     def build(
         self, planes: Sequence[CuttingPlane] | None = None, rows: PlaneMatrix | None = None
-    ) -> StructuralModel:
+    ) -> StructuralCvxModel:
         r"""Declare the QP over a working set of cutting planes (default: the full problem).
 
         .. math::
@@ -350,9 +350,9 @@ class StructuralSVM(Formulation):
         problem = cp.Problem(
             cp.Minimize(0.5 * cp.sum_squares(w) + C * cp.sum(xi)), list(constraints.values())
         )
-        return StructuralModel(problem, {"w": w, "xi": xi}, constraints, {"C": C}, planes=planes)
+        return StructuralCvxModel(problem, {"w": w, "xi": xi}, constraints, {"C": C}, planes=planes)
 
-    def read_model(self, model: StructuralModel) -> StructuralCandidate:
+    def read_model(self, model: StructuralCvxModel) -> StructuralCandidate:
         """Read ``w`` and the planes' multipliers ``alpha`` (``planes`` duals) off a solved
         model."""
         w = np.asarray(model.variables["w"].value, dtype=np.float64)

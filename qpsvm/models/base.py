@@ -31,18 +31,6 @@ from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 __all__ = ["JointFeatureModel"]
 
 
-def _check_int(value: Any, name: str, minimum: int, owner: str) -> int:
-    """Return ``value`` as an ``int >= minimum``; booleans and floats are rejected."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidTypeError(
-            f"{owner}: {name} must be an integer, got {type(value).__name__} {value!r}."
-        )
-    value = int(value)
-    if value < minimum:
-        raise InvalidInputError(f"{owner}: {name} must be >= {minimum}, got {value}.")
-    return value
-
-
 def _locate(
     exc: InvalidInputError | InvalidTypeError, where: str
 ) -> InvalidInputError | InvalidTypeError:

@@ -9,8 +9,9 @@ from typing import Any, Literal
 import numba
 import numpy as np
 
+from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
-from qpsvm.models.base import JointFeatureModel, _check_int, _locate
+from qpsvm.models.base import JointFeatureModel, _locate
 
 __all__ = ["ChainModel"]
 
@@ -188,8 +189,8 @@ class ChainModel(JointFeatureModel):
     """
 
     def __init__(self, n_features: int, n_states: int) -> None:
-        self.n_features = _check_int(n_features, "n_features", 1, self._name)
-        self.n_states = _check_int(n_states, "n_states", 2, self._name)
+        self.n_features = check_int(n_features, "n_features", 1, self._name)
+        self.n_states = check_int(n_states, "n_states", 2, self._name)
 
     @property
     def n_joint_features(self) -> int:  # type: ignore[override]

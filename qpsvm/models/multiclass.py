@@ -8,8 +8,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
-from qpsvm.models.base import JointFeatureModel, _check_int
+from qpsvm.models.base import JointFeatureModel
 
 __all__ = ["MulticlassModel"]
 
@@ -45,8 +46,8 @@ class MulticlassModel(JointFeatureModel):
     """
 
     def __init__(self, n_features: int, n_classes: int) -> None:
-        self.n_features = _check_int(n_features, "n_features", 1, self._name)
-        self.n_classes = _check_int(n_classes, "n_classes", 2, self._name)
+        self.n_features = check_int(n_features, "n_features", 1, self._name)
+        self.n_classes = check_int(n_classes, "n_classes", 2, self._name)
 
     @property
     def n_joint_features(self) -> int:  # type: ignore[override]

@@ -25,7 +25,7 @@ from qpsvm.exceptions import (
 )
 
 if TYPE_CHECKING:
-    from qpsvm.formulations.model import Model
+    from qpsvm.formulations.model import CvxModel
 
 __all__ = [
     "DEFAULT_ORDER",
@@ -180,7 +180,7 @@ def inaccurate_error(solver: str, status: str, relative_gap: float) -> Inaccurat
 
 
 def solve_model(
-    model: Model, order: list[str], options: dict[str, Any], feasible: bool = False
+    model: CvxModel, order: list[str], options: dict[str, Any], feasible: bool = False
 ) -> BackendResult:
     """Solve ``model`` with the first backend of ``order`` that does not fail (later ones get
     their default settings and a logged warning).

@@ -50,7 +50,6 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from numbers import Real
 from typing import Any
 
 import numba
@@ -58,19 +57,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from qpsvm._numerics import fsum
-from qpsvm._validation import check_random_state
+from qpsvm._validation import check_int, check_number, check_random_state, check_tol
 from qpsvm.exceptions import InvalidInputError, UncertifiedSolutionError
 from qpsvm.formulations.structural import PlaneMatrix, StructuralSVM
-from qpsvm.models.base import _check_int
-from qpsvm.solution import History, Solution
+from qpsvm.solution import CuttingPlane, History, Solution, StructuralCandidate
 from qpsvm.solvers.backends import BackendResult, backend_order, solve_model
 from qpsvm.verify.certificate import DEFAULT_TOL, relative
-from qpsvm.verify.structural import (
-    CuttingPlane,
-    StructuralCandidate,
-    certify_structural,
-    output_key,
-)
+from qpsvm.verify.structural import certify_structural, output_key
 
 __all__ = ["VARIANTS", "solve_cutting_plane", "solve_full"]
 
@@ -400,12 +393,6 @@ class _Pool:
 
 
 # --------------------------------------------------------------------------- helpers
-def _check_fraction(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, Real) or not 0 < value < 1:
-        raise InvalidInputError(f"{name} must be a number in (0, 1); got {value!r}.")
-    return float(value)
-
-
 def _progress_bar(enabled: bool, total: int) -> Any:
     """A tqdm bar over the rounds, or ``None``."""
     if not enabled:
@@ -618,15 +605,13 @@ def solve_cutting_plane(
         )
     if variant not in VARIANTS:
         raise InvalidInputError(f"unknown variant {variant!r}; choose one of {VARIANTS}.")
-    tol = f._check_tol(tol)
-    max_iter = _check_int(max_iter, "max_iter", 1, "solve_cutting_plane")
-    drop_after = _check_int(drop_after, "drop_after", 0, "solve_cutting_plane")
-    max_sweeps = _check_int(max_sweeps, "max_sweeps", 1, "solve_cutting_plane")
-    kappa = _check_fraction(kappa, "kappa")
-    if max_time is not None and (
-        isinstance(max_time, bool) or not isinstance(max_time, Real) or not max_time > 0
-    ):
-        raise InvalidInputError(f"max_time must be a number of seconds > 0; got {max_time!r}.")
+    tol = check_tol(tol)
+    max_iter = check_int(max_iter, "max_iter", 1, "solve_cutting_plane")
+    drop_after = check_int(drop_after, "drop_after", 0, "solve_cutting_plane")
+    max_sweeps = check_int(max_sweeps, "max_sweeps", 1, "solve_cutting_plane")
+    kappa = check_number(kappa, "kappa", 1.0)
+    if max_time is not None:
+        max_time = check_number(max_time, "max_time")
     order = backend_order(solver) if solver is not None else []
     primal_w: np.ndarray | None = None  # the CVXPY working-set QP's w, once one is solved
     rel_gaps: list[float] = []
@@ -799,7 +784,7 @@ def solve_full(
     UncertifiedSolutionError
         The backend's answer does not pass its certificate at ``tol``.
     """
-    tol = f._check_tol(tol)
+    tol = check_tol(tol)
     model = f.full_model
     result = solve_model(model, backend_order(solver), options, f.always_feasible)
     cand = f.read_model(model)

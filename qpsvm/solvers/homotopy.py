@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from qpsvm._numerics import tdot2
-from qpsvm.formulations.model import Candidate
+from qpsvm.solution import Candidate
 from qpsvm.solvers.refine import residuals
 from qpsvm.verify.certificate import Certificate
 

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from qpsvm._validation import check_tol
 from qpsvm.exceptions import InvalidInputError, UncertifiedSolutionError
 from qpsvm.formulations.binary import BinaryFormulation
-from qpsvm.formulations.model import Candidate
-from qpsvm.solution import Solution
+from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.backends import backend_order, solve_model
 from qpsvm.solvers.homotopy import PathState, track_step
 from qpsvm.solvers.qp import best_certified
@@ -117,7 +117,7 @@ def solve_path(
         Some value's optimum could not be certified at ``tol``.
     """
     Cs = check_Cs(Cs)
-    tol = f._check_tol(tol)
+    tol = check_tol(tol)
     tracks = isinstance(f, BinaryFormulation) and "working_set" in f.methods
     available = {m for m in PATH_METHODS if m in f.methods or (m == "homotopy" and tracks)}
     if method is None:

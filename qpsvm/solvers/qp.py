@@ -10,9 +10,9 @@ import importlib
 import logging
 from typing import Any
 
+from qpsvm._validation import check_tol
 from qpsvm.exceptions import InfeasibleProblemError, SolverError, UncertifiedSolutionError
-from qpsvm.formulations.model import Candidate
-from qpsvm.solution import Solution
+from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.backends import INACCURATE, backend_order, inaccurate_error, run_backend
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
 
@@ -72,7 +72,7 @@ def solve_qp(
     InaccurateSolutionError, UncertifiedSolutionError
         No backend produced a point that passes the certificate.
     """
-    tol = f._check_tol(tol)
+    tol = check_tol(tol)
     explicit = solver is not None
     order = backend_order(solver)
     failures: list[str] = []

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from qpsvm.formulations.binary import BinaryFormulation
-from qpsvm.formulations.model import Candidate
+from qpsvm.solution import Candidate
 
 __all__ = ["refine", "refine_binary", "residuals"]
 

@@ -34,16 +34,15 @@ from __future__ import annotations
 import logging
 import math
 import time
-from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
+from qpsvm._validation import check_flag, check_int, check_number
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.binary import BinaryFormulation
-from qpsvm.formulations.model import Candidate
 from qpsvm.kernels import KernelCache, gram_arrays
-from qpsvm.solution import Solution
+from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers import _online_kernels as kernels
 
 __all__ = ["SELECTIONS", "smo_intercept", "solve_smo"]
@@ -99,20 +98,14 @@ def _check_options(
             "SMO needs the finite box 0 <= alpha_i <= C s_i; the hard margin has none. Use "
             "method='qp', or SoftMarginDual with a large C."
         )
-    for value, name in ((tol, "tol"), (cache_size, "cache_size")):
-        if name == "cache_size" and value is None:
-            continue
-        if isinstance(value, bool) or not isinstance(value, Real) or not 0 < value < math.inf:
-            raise InvalidInputError(f"{name} must be a finite number > 0; got {value!r}.")
-    if max_iter is None:
-        max_iter = max(10_000_000, 100 * f.n_samples)
-    if isinstance(max_iter, bool) or not isinstance(max_iter, Integral) or max_iter < 1:
-        raise InvalidInputError(f"max_iter must be an integer >= 1 or None; got {max_iter!r}.")
+    tol = check_number(tol, "tol")
+    cache_size = None if cache_size is None else check_number(cache_size, "cache_size")
+    max_iter = max(10_000_000, 100 * f.n_samples) if max_iter is None else max_iter
+    max_iter = check_int(max_iter, "max_iter")
     if selection not in SELECTIONS:
         raise InvalidInputError(f"unknown selection {selection!r}; choose one of {SELECTIONS}.")
-    if not isinstance(shrinking, bool | np.bool_):
-        raise InvalidTypeError(f"shrinking must be True or False; got {shrinking!r}.")
-    return float(tol), int(max_iter), None if cache_size is None else float(cache_size)
+    check_flag(shrinking, "shrinking")
+    return tol, max_iter, cache_size
 
 
 def solve_smo(

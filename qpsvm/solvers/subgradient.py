@@ -41,18 +41,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
-from qpsvm._validation import check_random_state
+from qpsvm._validation import check_int, check_number, check_random_state
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.binary import BinaryFormulation
-from qpsvm.formulations.model import Candidate
 from qpsvm.formulations.multiclass import MulticlassSVM
 from qpsvm.formulations.ranking import PairDifferences
-from qpsvm.solution import History, Solution
+from qpsvm.solution import Candidate, History, Solution
 from qpsvm.solvers import _online_kernels as kernels
 
 __all__ = ["STEPS", "pegasos_bound", "solve_subgradient", "step_sizes"]
@@ -240,14 +238,6 @@ def online_problem(f: Any) -> OnlineProblem:
     )
 
 
-def _check_count(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise InvalidTypeError(f"{name} must be an integer >= 1; got {type(value).__name__}.")
-    if value < 1:
-        raise InvalidInputError(f"{name} must be >= 1; got {value}.")
-    return int(value)
-
-
 def solve_subgradient(
     f: Any,
     solver: str | None = None,
@@ -323,10 +313,9 @@ def solve_subgradient(
             f"method='subgradient' uses no CVXPY solver; got solver={solver!r}. Drop it (or use "
             "method='qp' to solve exactly with that solver)."
         )
-    epochs = _check_count(epochs, "epochs")
-    batch_size = _check_count(batch_size, "batch_size")
-    if isinstance(eta0, bool) or not isinstance(eta0, Real) or not 0 < eta0 < math.inf:
-        raise InvalidInputError(f"eta0 must be a finite number > 0; got {eta0!r}.")
+    epochs = check_int(epochs, "epochs")
+    batch_size = check_int(batch_size, "batch_size")
+    eta0 = check_number(eta0, "eta0")
     prob = online_problem(f)
     batch_size = min(batch_size, prob.n)
     lam = 1.0 / (prob.C * prob.n)

@@ -25,19 +25,16 @@ model's batched oracle once on its batch; the model's compiled kernels do the pe
 from __future__ import annotations
 
 import logging
-import math
 import time
-from numbers import Real
 from typing import Any
 
 import numpy as np
 
-from qpsvm._validation import check_random_state
+from qpsvm._validation import check_int, check_number, check_random_state
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.formulations.structural import StructuralSVM
-from qpsvm.solution import History, Solution
-from qpsvm.solvers.subgradient import StepRule, _check_count, step_sizes
-from qpsvm.verify.structural import StructuralCandidate
+from qpsvm.solution import History, Solution, StructuralCandidate
+from qpsvm.solvers.subgradient import StepRule, step_sizes
 
 __all__ = ["solve_subgradient_structural"]
 
@@ -99,10 +96,9 @@ def solve_subgradient_structural(
         raise InvalidInputError(
             f"solve_subgradient_structural solves a StructuralSVM, got {type(f).__name__}."
         )
-    epochs = _check_count(epochs, "epochs")
-    batch_size = min(_check_count(batch_size, "batch_size"), f.n_samples)
-    if isinstance(eta0, bool) or not isinstance(eta0, Real) or not 0 < eta0 < math.inf:
-        raise InvalidInputError(f"eta0 must be a finite number > 0; got {eta0!r}.")
+    epochs = check_int(epochs, "epochs")
+    batch_size = min(check_int(batch_size, "batch_size"), f.n_samples)
+    eta0 = check_number(eta0, "eta0")
     n = f.n_samples
     lam = 1.0 / (f.C * n)
     rng = check_random_state(random_state)

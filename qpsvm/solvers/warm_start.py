@@ -59,7 +59,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from qpsvm.formulations.model import Candidate
+from qpsvm.solution import Candidate
 from qpsvm.solvers._online_kernels import (
     _example_axpy,
     _example_dot,

@@ -43,18 +43,18 @@ from typing import Any
 
 import numpy as np
 
+from qpsvm._validation import check_int, check_number, check_tol
 from qpsvm.exceptions import (
     InaccurateSolutionError,
     InfeasibleProblemError,
-    InvalidInputError,
     InvalidTypeError,
     SolverError,
     UncertifiedSolutionError,
 )
 from qpsvm.formulations.binary import BinaryFormulation, SoftMarginDual
-from qpsvm.formulations.model import Candidate, Model
+from qpsvm.formulations.model import CvxModel
 from qpsvm.formulations.multiclass import MulticlassSVM
-from qpsvm.solution import History, Solution
+from qpsvm.solution import Candidate, History, Solution
 from qpsvm.solvers.backends import backend_order, solve_model
 from qpsvm.solvers.qp import best_certified
 from qpsvm.solvers.warm_start import (
@@ -129,11 +129,11 @@ class WorkingSet(ABC):
     f: Any
 
     @abstractmethod
-    def model(self) -> Model:
+    def model(self) -> CvxModel:
         """The QP over the current working set; the same object while the set is unchanged."""
 
     @abstractmethod
-    def read(self, model: Model) -> Candidate:
+    def read(self, model: CvxModel) -> Candidate:
         """The full-data candidate defined by the solved restricted model."""
 
     @abstractmethod
@@ -171,7 +171,7 @@ class StatusSets(WorkingSet):
     def __init__(self, f: Any, start: Start, width: float = WIDTH) -> None:
         self.f = f
         self.width = width
-        self._model: Model | None = None
+        self._model: CvxModel | None = None
         self.work = np.zeros(0, dtype=bool)
         self.bound = np.zeros(0, dtype=bool)
         self.start_method = start.method
@@ -182,7 +182,7 @@ class StatusSets(WorkingSet):
         """Set :attr:`work` and :attr:`bound` from the approximate optimum ``start``."""
 
     @abstractmethod
-    def build(self) -> Model:
+    def build(self) -> CvxModel:
         """The formulation's model over ``W`` with the other units folded in."""
 
     def key(self) -> tuple[np.ndarray, ...]:
@@ -213,7 +213,7 @@ class StatusSets(WorkingSet):
         self.f = f
         self.restart(start)
 
-    def model(self) -> Model:
+    def model(self) -> CvxModel:
         if self._model is None:
             self._model = self.build()
         return self._model
@@ -374,7 +374,7 @@ class BinarySets(ResidualSets):
         norm2 = float(cand.w @ cand.w) if cand.w is not None else float(cand.alpha * f.y @ scores)
         return f.y * (scores + b) - f.margin, float(f.primal_value(norm2, scores, b))
 
-    def build(self) -> Model:
+    def build(self) -> CvxModel:
         work = np.flatnonzero(self.work)
         if isinstance(self.f, SoftMarginDual):
             return self.f.build(subset=work, fixed=self.fixed_alpha())
@@ -382,7 +382,7 @@ class BinarySets(ResidualSets):
             return self.f.build(subset=work)
         return self.f.build(subset=work, at_bound=np.flatnonzero(self.bound))
 
-    def read(self, model: Model) -> Candidate:
+    def read(self, model: CvxModel) -> Candidate:
         return self.f.read_model(model, fixed=self.fixed_alpha())
 
     def infeasible(self, exc: InfeasibleProblemError) -> Exception:
@@ -406,13 +406,13 @@ class WestonWatkinsSets(ResidualSets):
         r = f.margins(S)[f.rows, f.cols] - 1.0
         return r, float(f.primal_value(float(np.sum(cand.w * cand.w)), S))
 
-    def build(self) -> Model:
+    def build(self) -> CvxModel:
         bound = np.flatnonzero(self.bound)
         return self.f.build(
             subset=np.flatnonzero(self.work), at_bound=bound if bound.size else None
         )
 
-    def read(self, model: Model) -> Candidate:
+    def read(self, model: CvxModel) -> Candidate:
         f = self.f
         cand = f.read_model(model)
         bound = np.flatnonzero(self.bound)
@@ -492,14 +492,14 @@ class CrammerSingerSets(StatusSets):
         y = self.f.y[i]
         return i * (self.f.n_classes - 1) + c - (c > y)
 
-    def build(self) -> Model:
+    def build(self) -> CvxModel:
         f = self.f
         subset = np.flatnonzero(self.active[f.rows, f.cols])
         bound = np.flatnonzero(self.bound)
         at_bound = self._constraint(bound, self.top[bound])
         return f.build(subset=subset, at_bound=at_bound if at_bound.size else None)
 
-    def read(self, model: Model) -> Candidate:
+    def read(self, model: CvxModel) -> Candidate:
         f = self.f
         cand = f.read_model(model)
         bound = np.flatnonzero(self.bound)
@@ -689,13 +689,9 @@ def solve_working_set(
         Certified at ``tol``; ``info`` holds the rounds, backend time and final set sizes,
         ``history`` the objective after each round.
     """
-    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
-        raise InvalidInputError(f"max_rounds must be an integer >= 1; got {max_rounds!r}.")
-    if isinstance(width, bool) or not (
-        isinstance(width, int | float) and math.isfinite(width) and width > 0
-    ):
-        raise InvalidInputError(f"width must be a finite number > 0; got {width!r}.")
-    tol = f._check_tol(tol)
+    max_rounds = check_int(max_rounds, "max_rounds")
+    width = check_number(width, "width")
+    tol = check_tol(tol)
     begun = time.perf_counter()
     ws = working_set_for(f, start, float(width))
     start_time = time.perf_counter() - begun

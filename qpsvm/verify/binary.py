@@ -30,8 +30,9 @@ import scipy.sparse as sp
 from scipy.optimize import lsq_linear
 
 from qpsvm._numerics import fsum_dot, tdot2
+from qpsvm._validation import check_tol
 from qpsvm.exceptions import InvalidInputError
-from qpsvm.verify.candidates import Candidate
+from qpsvm.solution import Candidate
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, best_dual_point
 
 __all__ = [
@@ -229,7 +230,7 @@ def certify_binary(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certifi
     tol : float
         Relative tolerance of the test.
     """
-    tol = f._check_tol(tol)
+    tol = check_tol(tol)
     if cand.w is None and cand.alpha is None:
         raise InvalidInputError("nothing to certify: pass a solution, w (and b), or alpha.")
     alpha_in = f.check_alpha(cand.alpha) if cand.alpha is not None else None

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
-from qpsvm.solution import Solution
+from qpsvm.solution import Candidate, Solution
 
 __all__ = ["Candidate", "check_classes", "check_fitted", "read_candidate", "read_estimator"]
-
-
-@dataclass
-class Candidate:
-    """A point to certify: primal ``w, b`` (and slacks), dual ``alpha``, any of them missing."""
-
-    w: np.ndarray | None = None
-    b: float | np.ndarray | None = None
-    alpha: np.ndarray | None = None
-    xi: np.ndarray | None = None
 
 
 def read_candidate(

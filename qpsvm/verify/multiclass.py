@@ -41,9 +41,11 @@ import scipy.sparse as sp
 from scipy.optimize import lsq_linear
 
 from qpsvm._numerics import fsum
+from qpsvm._validation import check_tol
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
+from qpsvm.solution import Candidate
 from qpsvm.verify.binary import MARGIN_TAUS, MAX_MARGIN_SET
-from qpsvm.verify.candidates import Candidate, check_classes, check_fitted, read_candidate
+from qpsvm.verify.candidates import check_classes, check_fitted, read_candidate
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, best_dual_point
 
 __all__ = ["certify_multiclass", "dual_points", "read_multiclass_candidate"]
@@ -142,7 +144,7 @@ def certify_multiclass(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Cer
     tol : float
         Relative tolerance of the test.
     """
-    tol = f._check_tol(tol)
+    tol = check_tol(tol)
     if cand.w is None and cand.alpha is None:
         raise InvalidInputError("nothing to certify: pass a solution, w, or alpha.")
     if cand.b is not None:

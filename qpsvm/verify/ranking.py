@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from qpsvm.solution import Candidate
 from qpsvm.verify.binary import certify_binary
-from qpsvm.verify.candidates import Candidate
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
 
 __all__ = ["certify_ranking"]

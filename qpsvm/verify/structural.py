@@ -44,9 +44,9 @@ from typing import Any
 import numpy as np
 
 from qpsvm._numerics import fsum
+from qpsvm._validation import check_tol
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
-from qpsvm.solution import Solution
-from qpsvm.verify.candidates import Candidate
+from qpsvm.solution import Candidate, CuttingPlane, Solution, StructuralCandidate
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
 from qpsvm.verify.projection import project_capped_simplex
 
@@ -80,44 +80,6 @@ def output_key(y: Any) -> Any:
             "structured outputs must be arrays or hashable values."
         ) from None
     return y
-
-
-@dataclass(frozen=True, eq=False)
-class CuttingPlane:
-    r"""One working-set constraint: :math:`\sum_{i\in S}\xi_i \ge \sum_{i\in S} H_i(\hat y_i; w)`.
-
-    Attributes
-    ----------
-    examples : ndarray of int, shape (k,)
-        The examples ``S`` the plane sums over, distinct.
-    outputs : tuple
-        One output :math:`\hat y_i` per example of ``examples``, in the same order.
-    """
-
-    examples: np.ndarray
-    outputs: tuple[Any, ...]
-
-    @classmethod
-    def single(cls, i: int, y: Any) -> CuttingPlane:
-        """The n-slack constraint of example ``i`` and output ``y``."""
-        return cls(np.array([i], dtype=np.intp), (y,))
-
-    @classmethod
-    def joint(cls, outputs: Sequence[Any]) -> CuttingPlane:
-        """The 1-slack constraint: every example ``i`` with output ``outputs[i]``."""
-        return cls(np.arange(len(outputs), dtype=np.intp), tuple(outputs))
-
-    def __len__(self) -> int:
-        return int(self.examples.shape[0])
-
-
-@dataclass
-class StructuralCandidate(Candidate):
-    """A structural-SVM candidate: ``w`` and/or multipliers ``alpha`` of the ``planes``
-    (``b`` is always 0: the structural SVM has no intercept)."""
-
-    b: float | np.ndarray | None = 0.0
-    planes: list[CuttingPlane] | None = None
 
 
 @dataclass
@@ -312,7 +274,7 @@ def certify_structural(f: Any, cand: StructuralCandidate, tol: float = DEFAULT_T
     -------
     Certificate
     """
-    tol = f._check_tol(tol)
+    tol = check_tol(tol)
     n, C = f.n_samples, f.C
     have_dual = cand.alpha is not None and cand.planes is not None
     pairs = dual_pairs(cand.planes, cand.alpha, n) if have_dual else None
