@@ -235,11 +235,16 @@ def test_returned_answers_pass_an_independent_certificate(seed, C, tol):
 
 # ------------------------------------------------------------------------- options and defaults
 @pytest.mark.parametrize(
-    ("option", "value"), [("max_rounds", 0), ("max_rounds", 1.5), ("width", -1.0)]
+    ("option", "value", "error"),
+    [
+        ("max_rounds", 0, qpsvm.InvalidInputError),
+        ("max_rounds", 1.5, qpsvm.InvalidTypeError),
+        ("width", -1.0, qpsvm.InvalidInputError),
+    ],
 )
-def test_bad_options(option, value):
+def test_bad_options(option, value, error):
     X, y = overlapping(n=30)
-    with pytest.raises(qpsvm.InvalidInputError, match=option):
+    with pytest.raises(error, match=option):
         qpsvm.SoftMarginPrimal(X, y).solve(method="working_set", **{option: value})
 
 
