@@ -26,7 +26,15 @@ from qpsvm.formulations import (
     SoftMarginPrimal,
     StructuralSVM,
 )
-from qpsvm.models import ChainModel, JointFeatureModel, MulticlassModel
+from qpsvm.models import (
+    ChainModel,
+    GraphModel,
+    JointFeatureModel,
+    MulticlassModel,
+    MultiLabelModel,
+    chow_liu_tree,
+    grid_edges,
+)
 from qpsvm.solution import History, Solution
 from qpsvm.verify import Certificate, Comparison
 
@@ -37,6 +45,7 @@ __all__ = [
     "ChainModel",
     "Comparison",
     "Formulation",
+    "GraphModel",
     "HardMargin",
     "History",
     "InaccurateSolutionError",
@@ -44,6 +53,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidTypeError",
     "JointFeatureModel",
+    "MultiLabelModel",
     "MulticlassModel",
     "MulticlassSVM",
     "NotSeparableError",
@@ -57,4 +67,6 @@ __all__ = [
     "StructuralSVM",
     "UncertifiedSolutionError",
     "__version__",
+    "chow_liu_tree",
+    "grid_edges",
 ]

@@ -86,8 +86,11 @@ class StructuralSVM(Formulation):
     ----------
     model : JointFeatureModel
         The structured-output model (e.g. :class:`~qpsvm.models.ChainModel`,
-        :class:`~qpsvm.models.MulticlassModel`, or a user subclass). Its inference oracles must be
-        exact: the certificate's true slacks come from them.
+        :class:`~qpsvm.models.MulticlassModel`, :class:`~qpsvm.models.MultiLabelModel`,
+        :class:`~qpsvm.models.GraphModel`, or a user subclass). The certificate's true slacks
+        come from its oracles, so they must be exact, or relaxed with proven upper bounds
+        (``exact_inference = False`` and ``loss_augmented_bounds_batch``): then the certificate
+        encloses the optimum of the relaxed problem, and the exact one lies below it.
     X, Y : sequence
         Inputs and outputs, one per example, in the forms ``model.check_input`` and
         ``model.check_output`` accept.
@@ -136,6 +139,11 @@ class StructuralSVM(Formulation):
             )
         if not isinstance(rescaling, str) or rescaling not in RESCALINGS:
             raise InvalidInputError(f"unknown rescaling {rescaling!r}; choose one of {RESCALINGS}.")
+        if rescaling == "slack" and not model.exact_inference:
+            raise InvalidInputError(
+                f"{type(model).__name__} has a relaxed oracle (exact_inference=False), which "
+                "bounds only margin-rescaled slacks; use rescaling='margin'."
+            )
         self.model = model
         self.rescaling = rescaling
         self.C = check_positive(C, "C")
@@ -242,15 +250,41 @@ class StructuralSVM(Formulation):
             return list(self.model.loss_augmented_inference_batch(X, Y, w))
         return list(self.model.slack_rescaled_inference_batch(X, Y, w))
 
+    def violations(self, w: Any) -> tuple[list[Any], sp.csr_matrix, np.ndarray, np.ndarray]:
+        r"""One oracle call per example at ``w``: the most violated outputs, their rows
+        (:meth:`pair_rows`) and the true slacks :math:`\xi_i(w) = \max(0, \max_y H_i(y; w))`.
+
+        With a relaxed oracle (``model.exact_inference`` false) the slacks are the upper bounds
+        :math:`u_i - w\cdot\Psi(x_i, y_i)` of the model's
+        :meth:`~qpsvm.models.JointFeatureModel.loss_augmented_bounds_batch`: slacks of the
+        relaxed problem, whose feasible outputs include every labelling, so :math:`P(w)` bounds
+        both the relaxed and the exact optimum from above.
+
+        Returns
+        -------
+        outputs : list
+        A : csr_matrix of shape (n, n_joint_features)
+        c : ndarray of shape (n,)
+        xi : ndarray of shape (n,)
+        """
+        w = self.check_w(w)
+        if self.model.exact_inference:
+            outputs = self.oracle(w)
+            A, c = self.pair_rows(np.arange(self.n_samples), outputs)
+            return outputs, A, c, np.maximum(0.0, c - np.asarray(A @ w).ravel())
+        outputs, bounds = self.model.loss_augmented_bounds_batch(self.X, self.Y, w)
+        outputs = list(outputs)
+        A, c = self.pair_rows(np.arange(self.n_samples), outputs)
+        relaxed = np.asarray(bounds, dtype=np.float64) - np.asarray(self.true_features @ w).ravel()
+        return outputs, A, c, np.maximum(0.0, np.maximum(c - np.asarray(A @ w).ravel(), relaxed))
+
     def slacks(self, w: Any, return_outputs: bool = False) -> Any:
-        r"""True slacks :math:`\xi_i(w) = \max(0, \max_y H_i(y; w))`, from one oracle call each.
+        r"""True slacks :math:`\xi_i(w) = \max(0, \max_y H_i(y; w))`, from one oracle call each
+        (upper bounds of the relaxed problem's slacks for a relaxed oracle, :meth:`violations`).
 
         With ``return_outputs=True`` also returns the maximising outputs.
         """
-        w = self.check_w(w)
-        outputs = self.oracle(w)
-        A, c = self.pair_rows(np.arange(self.n_samples), outputs)
-        xi = np.maximum(0.0, c - np.asarray(A @ w).ravel())
+        outputs, _, _, xi = self.violations(w)
         return (xi, outputs) if return_outputs else xi
 
     def objective(self, w: Any, b: Any = 0.0) -> float:

@@ -6,10 +6,25 @@ with any model.
 * :class:`MulticlassModel` -- ``Psi(x, y) = e_y (x) x`` with the 0/1 loss (Crammer-Singer).
 * :class:`ChainModel` -- linear-chain sequence labelling with the Hamming loss; exact Viterbi
   oracles for margin rescaling and a dynamic program over the error count for slack rescaling.
+* :class:`MultiLabelModel` -- multi-label classification with independent labels, a tree of
+  labels (e.g. :func:`chow_liu_tree`) or every pair of labels.
+* :class:`GraphModel` -- a pairwise CRF over a graph given with each example (with optional edge
+  features; :func:`grid_edges` for images): exact max-product on forests, the LP relaxation by
+  dual decomposition on graphs with cycles (:mod:`qpsvm.models.pairwise`).
 """
 
 from qpsvm.models.base import JointFeatureModel
 from qpsvm.models.chain import ChainModel
+from qpsvm.models.graph import GraphModel, grid_edges
 from qpsvm.models.multiclass import MulticlassModel
+from qpsvm.models.multilabel import MultiLabelModel, chow_liu_tree
 
-__all__ = ["ChainModel", "JointFeatureModel", "MulticlassModel"]
+__all__ = [
+    "ChainModel",
+    "GraphModel",
+    "JointFeatureModel",
+    "MultiLabelModel",
+    "MulticlassModel",
+    "chow_liu_tree",
+    "grid_edges",
+]

@@ -86,6 +86,11 @@ class JointFeatureModel(abc.ABC):
     """
 
     n_joint_features: int
+    #: Whether :meth:`loss_augmented_inference` always returns an exact maximiser. Models with a
+    #: relaxed oracle (an LP relaxation on graphs with cycles) set it to ``False`` and override
+    #: :meth:`loss_augmented_bounds_batch`; the structural SVM then takes the slacks from the
+    #: bounds and certifies the relaxed problem (Finley & Joachims, ICML 2008).
+    exact_inference: bool = True
 
     @property
     def _name(self) -> str:
@@ -563,6 +568,23 @@ class JointFeatureModel(abc.ABC):
         self._check_pair_lengths(X, Y, "X", "Y")
         w = self.check_weights(w)
         return [self.loss_augmented_inference(x, y, w) for x, y in zip(X, Y, strict=True)]
+
+    def loss_augmented_bounds_batch(
+        self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray
+    ) -> tuple[list[Any], np.ndarray]:
+        r"""Loss-augmented outputs and upper bounds
+        :math:`u_i \ge \max_{y'} \Delta(y_i, y') + w\cdot\Psi(x_i, y')`, one per example.
+
+        The default (exact oracles) returns the outputs of
+        :meth:`loss_augmented_inference_batch` and their values, which are the maxima. A relaxed
+        oracle returns the best outputs it found and a proven bound on the maximum (e.g. a dual
+        decomposition's), so that :math:`u_i - w\cdot\Psi(x_i, y_i)` bounds the true slack
+        from above.
+        """
+        outputs = self.loss_augmented_inference_batch(X, Y, w)
+        w = self.check_weights(w)
+        scores = self.batch_joint_feature(X, outputs, reduce="stack") @ w
+        return outputs, self.batch_loss(Y, outputs) + scores
 
     def slack_rescaled_inference_batch(
         self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray

@@ -435,9 +435,7 @@ def _evaluate(f: StructuralSVM, pool: _Pool, w: np.ndarray | None = None) -> _Ro
     """
     expansion = pool.expansion().copy()
     w = expansion if w is None else w
-    outputs = f.oracle(w)
-    rows, c = f.pair_rows(np.arange(f.n_samples), outputs)
-    xi = np.maximum(0.0, c - np.asarray(rows @ w).ravel())
+    outputs, rows, c, xi = f.violations(w)
     primal = 0.5 * fsum(w * w) + f.C * fsum(xi)
     return _Round(w, outputs, rows, c, xi, primal, pool.dual(expansion))
 

