@@ -8,8 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
-from qpsvm.models.base import JointFeatureModel, _check_int
+from qpsvm.models.base import JointFeatureModel
 from qpsvm.models.multilabel import _check_class_weight, _check_edges
 from qpsvm.models.pairwise import MapResult, map_inference
 
@@ -32,8 +33,8 @@ def grid_edges(height: int, width: int, neighborhood: int = 4) -> np.ndarray:
         Horizontal edges first (row by row), then vertical, then diagonal ones; each pair
         ``(u, v)`` has ``u < v``.
     """
-    height = _check_int(height, "height", 1, "grid_edges")
-    width = _check_int(width, "width", 1, "grid_edges")
+    height = check_int(height, "height", 1, "grid_edges")
+    width = check_int(width, "width", 1, "grid_edges")
     if neighborhood not in (4, 8):
         raise InvalidInputError(f"grid_edges: neighborhood must be 4 or 8, got {neighborhood!r}.")
     ids = np.arange(height * width, dtype=np.int64).reshape(height, width)
@@ -109,12 +110,12 @@ class GraphModel(JointFeatureModel):
         n_edge_features: int = 0,
         class_weight: Any = None,
     ) -> None:
-        self.n_states = _check_int(n_states, "n_states", 2, self._name)
-        self.n_features = _check_int(n_features, "n_features", 1, self._name)
+        self.n_states = check_int(n_states, "n_states", 2, self._name)
+        self.n_features = check_int(n_features, "n_features", 1, self._name)
         if not isinstance(directed, bool | np.bool_):
             raise InvalidTypeError(f"{self._name}: directed must be a bool, got {directed!r}.")
         self.directed = bool(directed)
-        self.n_edge_features = _check_int(n_edge_features, "n_edge_features", 0, self._name)
+        self.n_edge_features = check_int(n_edge_features, "n_edge_features", 0, self._name)
         self.class_weight = _check_class_weight(class_weight, self.n_states, self._name)
         k = self.n_states
         if self.directed:

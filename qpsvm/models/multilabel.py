@@ -9,8 +9,9 @@ from typing import Any, Literal
 import numba
 import numpy as np
 
+from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
-from qpsvm.models.base import JointFeatureModel, _check_int
+from qpsvm.models.base import JointFeatureModel
 from qpsvm.models.pairwise import MapResult, is_forest, map_inference
 
 __all__ = ["MAX_ENUMERATED_LABELS", "MultiLabelModel", "chow_liu_tree"]
@@ -164,8 +165,8 @@ class MultiLabelModel(JointFeatureModel):
         edges: str | Any | None = None,
         class_weight: Any = None,
     ) -> None:
-        self.n_labels = _check_int(n_labels, "n_labels", 1, self._name)
-        self.n_features = _check_int(n_features, "n_features", 1, self._name)
+        self.n_labels = check_int(n_labels, "n_labels", 1, self._name)
+        self.n_features = check_int(n_features, "n_features", 1, self._name)
         self.graph = "independent" if edges is None else edges
         if edges is None:
             pairs = np.zeros((0, 2), dtype=np.int64)
