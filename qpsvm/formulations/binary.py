@@ -105,6 +105,7 @@ class BinaryFormulation(Formulation):
         "working_set": "qpsvm.solvers.working_set:solve_working_set",
         "subgradient": "qpsvm.solvers.subgradient:solve_subgradient",
         "smo": "qpsvm.solvers.smo:solve_smo",
+        "exact": "qpsvm.solvers.exact:solve_exact_binary",
     }
     certifier: ClassVar[str] = "qpsvm.verify.binary:certify_binary"
     #: Above this many samples :meth:`default_method` is ``"working_set"``: the measured

@@ -105,6 +105,7 @@ class MulticlassSVM(Formulation):
         "full": "qpsvm.solvers.qp:solve_qp",
         "working_set": "qpsvm.solvers.working_set:solve_working_set",
         "subgradient": "qpsvm.solvers.subgradient:solve_subgradient",
+        "exact": "qpsvm.solvers.exact:solve_exact_multiclass",
     }
     #: Above this many examples :meth:`default_method` is ``"working_set"`` (measured on 10
     #: classes, d = 50: at n = 2000 the full Crammer-Singer QP took 35 s, the working set 3 s).

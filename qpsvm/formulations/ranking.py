@@ -310,6 +310,7 @@ class RankingSVM(BinaryFormulation):
         "full": "qpsvm.solvers.qp:solve_qp",
         "working_set": "qpsvm.solvers.working_set:solve_working_set",
         "subgradient": "qpsvm.solvers.subgradient:solve_subgradient",
+        "exact": "qpsvm.solvers.exact:solve_exact_ranking",
     }
     certifier: ClassVar[str] = "qpsvm.verify.ranking:certify_ranking"
 
