@@ -26,8 +26,7 @@ import numpy as np
 from qpsvm.exact.kkt import ExactOptimum, GroupedQP, solve_grouped
 from qpsvm.exact.rational import to_float, to_rational
 from qpsvm.exceptions import InfeasibleProblemError, InvalidInputError, SolverError
-from qpsvm.formulations.model import Candidate
-from qpsvm.solution import Solution
+from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.backends import DEFAULT_ORDER, run_backend
 
 __all__ = ["solve_exact_binary", "solve_exact_multiclass", "solve_exact_ranking"]
