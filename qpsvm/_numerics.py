@@ -35,7 +35,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["fsum", "fsum_dot", "tdot", "tdot2"]
+__all__ = ["fsum", "fsum_dot", "tdot", "tdot2", "two_product"]
 
 #: Dekker's splitting constant ``2^27 + 1``: ``a = hi + lo`` with 26-bit halves, so the product
 #: of two halves is exact. Valid for ``|a| < 2^996`` (about 1e299); beyond, the split overflows
@@ -152,6 +152,20 @@ def tdot2(
         s = np.asarray(X.T @ v).ravel() + (0.0 if start is None else start[0] + start[1])
         c = np.zeros(d)
     return s, c
+
+
+def two_product(a: Any, b: Any) -> tuple[Any, Any]:
+    """``a b = p + e`` exactly, ``p = fl(a b)`` (Dekker's TwoProduct); ``e`` is NaN where the
+    splitting overflows (``|a|, |b|`` beyond ~1e299) and the error is unknown."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    p = a * b
+    ah = _SPLIT * a - (_SPLIT * a - a)
+    bh = _SPLIT * b - (_SPLIT * b - b)
+    al, bl = a - ah, b - bh
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, np.where(np.isfinite(e), e, np.nan)
 
 
 def scale2(a: float, hi: np.ndarray, lo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

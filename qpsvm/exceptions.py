@@ -9,6 +9,7 @@ and how to fix it.
 from __future__ import annotations
 
 __all__ = [
+    "EnclosureError",
     "InaccurateSolutionError",
     "InfeasibleProblemError",
     "InvalidInputError",
@@ -54,6 +55,11 @@ class InfeasibleProblemError(SolverError):
 
 class UncertifiedSolutionError(SolverError):
     """A solver returned a point whose certificate does not pass at the requested tolerance."""
+
+
+class EnclosureError(QPSVMError, RuntimeError):
+    """A rigorous lower bound exceeded a rigorous upper bound: impossible in exact arithmetic,
+    so a bug in qpsvm (please report it with the data)."""
 
 
 class SolverNotInstalledError(QPSVMError, ImportError):

@@ -15,7 +15,7 @@ from qpsvm.exceptions import InvalidInputError
 
 if TYPE_CHECKING:
     from qpsvm.formulations.model import CvxModel
-    from qpsvm.solution import Solution
+    from qpsvm.solution import Candidate, Solution
     from qpsvm.verify.certificate import Certificate
     from qpsvm.verify.comparison import Comparison
 
@@ -81,6 +81,11 @@ class Formulation(ABC):
     def build_problem(self, **subset: Any) -> cp.Problem:
         """The CVXPY problem over all constraints or a subset (see :meth:`build`)."""
         return self.build(**subset).problem
+
+    def make_feasible(self, cand: Candidate) -> Candidate:
+        """``cand`` moved onto the feasible set where rounding may leave it just outside (the
+        hard margin); the soft margins have no constraint a candidate can violate."""
+        return cand
 
     @abstractmethod
     def objective(self, w: Any, b: Any = 0.0) -> float:

@@ -22,6 +22,7 @@ scikit-learn.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -45,6 +46,7 @@ from qpsvm.formulations.model import CvxModel
 from qpsvm.kernels import Kernel, KernelCache, check_precomputed, gram_factor, make_kernel
 from qpsvm.solution import Candidate, Solution
 from qpsvm.verify.projection import project_box_hyperplane
+from qpsvm.verify.rigorous import scale_to_feasible
 
 __all__ = ["BinaryFormulation", "HardMargin", "SoftMarginDual", "SoftMarginPrimal"]
 
@@ -668,6 +670,15 @@ class HardMargin(BinaryFormulation):
         """Variables ``w`` and ``b``; constraint ``margin`` (``y_i (w.x_i + b) >= m_i``, dual
         ``alpha_i >= 0``)."""
         return self._primal_model(False, subset)
+
+    def make_feasible(self, cand: Candidate) -> Candidate:
+        """``cand`` with ``(w, b)`` scaled by the least factor ``t >= 1`` that makes every margin
+        hold provably (:func:`qpsvm.verify.rigorous.scale_to_feasible`): a rounded optimum
+        violates margins by an ulp, which a rigorous certificate refuses."""
+        if cand.w is None or cand.b is None:
+            return cand
+        w, b = scale_to_feasible(self, np.asarray(cand.w, dtype=np.float64), float(cand.b))
+        return dataclasses.replace(cand, w=w, b=b)
 
     def infeasible_error(self) -> Exception:
         return NotSeparableError(

@@ -100,7 +100,7 @@ def _solve_binary_like(f: Any, rows: np.ndarray, solver: str | None, start: Any)
     margins = to_float(rows) @ w0 + (f.y * float(sol.b) if f.fit_intercept else 0.0)
     opt = _solve_from(qp, margins, f.margin)
     w = opt.w_float
-    cand = Candidate(w=w, b=float(opt.b), alpha=opt.alpha_float)
+    cand = f.make_feasible(Candidate(w=w, b=float(opt.b), alpha=opt.alpha_float))
     return _exact_solution(f, cand, opt)
 
 

@@ -37,7 +37,7 @@ def best_certified(
     """
     from qpsvm.solvers.refine import refine as refine_candidate
 
-    pool = [cand] + (refine_candidate(f, cand) if refine else [])
+    pool = [f.make_feasible(c) for c in [cand] + (refine_candidate(f, cand) if refine else [])]
     scored = [(c, _certify(f, c, tol)) for c in pool]
     return min(scored, key=lambda pair: (not pair[1].passed, pair[1].relative_gap))
 

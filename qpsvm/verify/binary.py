@@ -34,6 +34,7 @@ from qpsvm._validation import check_tol
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Candidate
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, best_dual_point
+from qpsvm.verify.rigorous import binary_dual_lower, binary_primal_upper, binary_trivial_upper
 
 __all__ = [
     "certify_binary",
@@ -129,7 +130,7 @@ def dual_points(f: Any, residual: np.ndarray, w: np.ndarray | None) -> Iterator[
     seen: set[bytes] = set()
     for tau in MARGIN_TAUS:
         t = tau * scale
-        on = np.abs(residual) <= t
+        on = (np.abs(residual) <= t) & (u > 0)  # a box [0, 0] leaves nothing to fit
         bound = (residual < -t) & finite
         key = on.tobytes() + bound.tobytes()
         if key in seen:
@@ -218,7 +219,9 @@ def feasible_near(f: Any, alpha: np.ndarray) -> np.ndarray:
     return f.project_dual(alpha)
 
 
-def certify_binary(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certificate:
+def certify_binary(
+    f: Any, cand: Candidate, tol: float = DEFAULT_TOL, pairs: Any = None
+) -> Certificate:
     """Certify a candidate of a binary formulation (see :mod:`qpsvm.verify.conventions`).
 
     Parameters
@@ -280,7 +283,13 @@ def certify_binary(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certifi
     alpha, dual, early = best_dual_point(dual_objective, pool, np.zeros(f.n_samples), primal, tol)
     if not early:
         alpha, dual = improve_dual(f, alpha, dual)
-    if not f.linear:
+    if f.linear:
+        primal, worst = binary_primal_upper(f, w, b, pairs)
+        if hard:
+            primal_inf = max(0.0, worst)
+        reference = primal if math.isfinite(primal) else binary_trivial_upper(f)
+        dual, alpha = binary_dual_lower(f, alpha, reference, pairs)
+    else:
         # bounds through the scores' error e (kernel_scores), which no dual point can remove:
         # ||w||^2 = (alpha y) . g is off by up to sum_i |alpha_i| e_i, and a slack by e_i
         # wherever it could be nonzero (kernels have a finite C); D is recomputed likewise
@@ -310,4 +319,5 @@ def certify_binary(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certifi
         tol=tol,
         formulation=type(f).__name__,
         alpha=alpha,
+        rigorous=f.linear,
     )

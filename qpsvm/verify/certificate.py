@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from qpsvm.exceptions import EnclosureError
+
 __all__ = ["DEFAULT_TOL", "GOOD_ENOUGH", "Certificate", "best_dual_point", "relative"]
 
 DEFAULT_TOL = 1e-9
@@ -84,6 +86,10 @@ class Certificate:
         For cutting-plane problems, the largest constraint violation of the working-set solution.
     alpha : ndarray
         The dual-feasible point whose objective is ``dual_objective``.
+    rigorous : bool
+        Whether ``[dual_objective, primal_objective]`` encloses ``P*`` of the exact problem the
+        float64 data state, rounding included (:mod:`qpsvm.verify.rigorous`); then the fields
+        derived from them (``gap``, ``relative_gap``, ``distance_bound``, ``passed``) are proven.
     """
 
     primal_objective: float
@@ -96,25 +102,46 @@ class Certificate:
     formulation: str = ""
     max_violation: float = 0.0
     alpha: np.ndarray | None = field(default=None, repr=False)
+    rigorous: bool = False
+
+    @property
+    def lower(self) -> float:
+        """The lower end of the enclosure of ``P*`` (``dual_objective``)."""
+        return self.dual_objective
+
+    @property
+    def upper(self) -> float:
+        """The upper end of the enclosure of ``P*`` (``primal_objective``)."""
+        return self.primal_objective
 
     @property
     def gap(self) -> float:
-        """``P - D``, clipped at 0 (a negative value is round-off)."""
+        """``P - D``, rounded up. A rigorous certificate's gap cannot be negative (``D <= P* <=
+        P`` in exact arithmetic): one would be a bug, and raises. Others clip round-off at 0."""
         if not math.isfinite(self.primal_objective):
             return math.inf
-        return max(0.0, self.primal_objective - self.dual_objective)
+        gap = float(np.nextafter(self.primal_objective - self.dual_objective, np.inf))
+        if gap < 0.0:
+            if self.rigorous:
+                raise EnclosureError(
+                    f"rigorous bounds cross: lower {self.dual_objective!r} > upper "
+                    f"{self.primal_objective!r}. This is a bug in qpsvm; please report it."
+                )
+            return 0.0
+        return gap
 
     @property
     def relative_gap(self) -> float:
-        """``gap / max(1, |P|)``."""
+        """``gap / max(1, |P|)``, rounded up."""
         if not math.isfinite(self.primal_objective):
             return math.inf
-        return relative(self.gap, self.primal_objective)
+        return float(np.nextafter(relative(self.gap, self.primal_objective), np.inf))
 
     @property
     def distance_bound(self) -> float:
-        """``sqrt(2 gap)``: bound on ``||w - w*||`` from 1-strong convexity of ``P`` in ``w``."""
-        return math.sqrt(2.0 * self.gap)
+        """``sqrt(2 gap)``, rounded up: bound on ``||w - w*||`` from 1-strong convexity of ``P``
+        in ``w``."""
+        return float(np.nextafter(math.sqrt(2.0 * self.gap), np.inf))
 
     @property
     def passed(self) -> bool:

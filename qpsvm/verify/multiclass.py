@@ -47,6 +47,7 @@ from qpsvm.solution import Candidate
 from qpsvm.verify.binary import MARGIN_TAUS, MAX_MARGIN_SET
 from qpsvm.verify.candidates import check_classes, check_fitted, read_candidate
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, best_dual_point
+from qpsvm.verify.rigorous import multiclass_dual_lower, multiclass_primal_upper
 
 __all__ = ["certify_multiclass", "dual_points", "read_multiclass_candidate"]
 
@@ -117,7 +118,7 @@ def dual_points(f: Any, margins: np.ndarray, xi: np.ndarray, W: np.ndarray) -> I
         else:
             fixed = over
             budget = np.zeros(f.n_samples, dtype=bool)
-        free = tight & ~fixed
+        free = tight & ~fixed & (f.upper > 0)[:, None]  # a box [0, 0] leaves nothing to fit
         # the budgets too: an example with a slack of 1e-10 and two tight classes has the same
         # tight and fixed sets at tau = 1e-10 (a budget row) and 1e-8 (free, as it should be)
         key = tight.tobytes() + fixed.tobytes() + budget.tobytes()
@@ -171,6 +172,9 @@ def certify_multiclass(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Cer
         f.dual_objective, candidates, np.zeros_like(margins), primal, tol
     )
 
+    # the rigorous enclosure (qpsvm.verify.rigorous)
+    primal = multiclass_primal_upper(f, W)
+    dual, alpha = multiclass_dual_lower(f, alpha)
     slack = _slack_matrix(f, xi)
     comp = np.where(f.mask, np.abs(alpha * (margins - 1.0 + slack)), 0.0)
     if f.crammer_singer:
@@ -187,6 +191,7 @@ def certify_multiclass(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Cer
         tol=tol,
         formulation=f"{type(f).__name__}({f.variant})",
         alpha=alpha,
+        rigorous=True,
     )
 
 

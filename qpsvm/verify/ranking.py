@@ -40,4 +40,4 @@ def certify_ranking(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certif
     tol : float
         Relative tolerance of the test.
     """
-    return certify_binary(f, cand, tol)
+    return certify_binary(f, cand, tol, pairs=(f.items, f.pairs))

@@ -1,0 +1,342 @@
+r"""Rigorous enclosures of the optimum: ``lower <= P* <= upper`` under floating-point rounding.
+
+Every float64 number of the data and of a candidate is a rational; the problem those rationals
+state has an exact optimum ``P*``. Here
+
+- ``upper`` bounds the exact primal objective ``P(w, b)`` of a candidate from above (``inf``
+  when a hard constraint cannot be proven to hold): a valid upper bound on ``P*``;
+- ``lower`` bounds the exact dual objective ``D(alpha)`` of an exactly feasible dual point from
+  below: a valid lower bound on ``P*`` by weak duality.
+
+How rounding is bounded. Margins ``x_i . w + b`` and expansions ``sum_i alpha_i y_i x_i`` are
+computed in twice the working precision by error-free transformations
+(:func:`qpsvm._numerics.tdot2`, Ogita, Rump & Oishi's Dot2), as an unevaluated sum
+``hi + lo`` within :math:`4\gamma_{2N}^2 \sum |a_i b_i|` of the exact value (``N`` terms,
+:math:`\gamma_N = Nu/(1-Nu)`, :math:`u = 2^{-53}`); every later operation (a few additions, the
+slack ``max(0, m - margin)``, a square) adds at most ``2u`` of its result, which is added to the
+bound; sums of nonnegative terms are scaled by :math:`1 \pm 2\gamma_{N+2}`; and each last
+operation is rounded outward by one ulp (``nextafter``). Underflow adds an absolute
+:data:`TINY` per term. So ``lower`` and ``upper`` hold for the exact problem whatever the
+rounding, and cost a few passes over the data.
+
+The dual point is made exactly feasible: multipliers are clipped to ``[0, c_i]`` with ``c_i``
+at most the exact ``C s_i`` (one ulp below the rounded product unless it is exact); a
+Crammer-Singer row whose sum may exceed its cap is scaled down. The balance
+``sum_i alpha_i y_i = 0`` of the free intercept cannot be made exact in floating point; its
+residual is bounded instead: for an optimal ``b*``, the problem with ``b`` fixed at ``b*`` has
+the same optimum and the dual without balance constraint, so
+
+.. math::
+
+    P^* \ge D(\alpha) - |b^*|\,\Big|\sum_i \alpha_i y_i\Big|,\qquad
+    |b^*| \le B = \max_i m_i + \sqrt{2U}\,\max_i \|x_i\|
+
+for any upper bound ``U`` on ``P*`` (some optimal ``b*`` makes a margin tight, and
+:math:`\|w^*\|^2 \le 2P^*`) (Neumaier & Shcherbina, Math. Program. 2004, bound a residual the
+same way).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from qpsvm._numerics import fsum, tdot2, two_product
+
+__all__ = [
+    "TINY",
+    "binary_dual_lower",
+    "binary_primal_upper",
+    "binary_trivial_upper",
+    "intercept_bound",
+    "multiclass_dual_lower",
+    "multiclass_primal_upper",
+    "scale_to_feasible",
+]
+
+U = 2.0**-53
+#: Absolute error allowance per term for results that underflow (a few subnormal units).
+TINY = 2.0**-1070
+
+
+def gamma(n: int) -> float:
+    r""":math:`\gamma_n = nu / (1 - nu)`, the bound on ``n`` roundings (Higham, ASNA 3.1)."""
+    return n * U / (1.0 - n * U)
+
+
+def up(x: Any) -> Any:
+    """The next float above ``x`` (covers one rounding to nearest of an operation's result)."""
+    return np.nextafter(x, np.inf)
+
+
+def down(x: Any) -> Any:
+    """The next float below ``x``."""
+    return np.nextafter(x, -np.inf)
+
+
+def upper_sum(a: np.ndarray) -> float:
+    """An upper bound on the exact sum of nonnegative floats ``a``."""
+    a = np.ravel(a)
+    return float(up(fsum(a) * (1.0 + 2.0 * gamma(a.size + 2)) + a.size * TINY))
+
+
+def lower_sum(a: np.ndarray) -> float:
+    """A lower bound on the exact sum of nonnegative floats ``a``."""
+    a = np.ravel(a)
+    return float(down(max(0.0, fsum(a) * (1.0 - 2.0 * gamma(a.size + 2)) - a.size * TINY)))
+
+
+def _abs_product(M: Any, v: np.ndarray) -> np.ndarray:
+    """``|M|^T |v|`` in floating point (an estimate; callers scale it by 2)."""
+    A = abs(M) if sp.issparse(M) else np.abs(M)
+    return np.asarray(A.T @ np.abs(v)).ravel()
+
+
+def enclosed_product(M: Any, v: np.ndarray, start: tuple | None = None) -> tuple:
+    r"""``M^T v`` (plus ``start``) as ``hi + lo`` with a bound ``err``:
+    :math:`|hi + lo - M^T v| \le err` (Dot2 over ``N`` rows: :math:`4\gamma_{2N}^2 |M|^T|v|`)."""
+    n = M.shape[0]
+    hi, lo = tdot2(M, v, None if start is None else start[:2])
+    err = 8.0 * gamma(2 * n) ** 2 * _abs_product(M, v) + n * TINY
+    if start is not None:
+        err = err + start[2]
+    if not (np.all(np.isfinite(hi)) and np.all(np.isfinite(lo))):
+        return hi, lo, np.full(hi.shape, np.inf)
+    return hi, lo, err
+
+
+def dd_sub(a: tuple, b: tuple) -> tuple:
+    """``(a_hi + a_lo) - (b_hi + b_lo)`` as ``hi + lo`` with its error bound (TwoSum on the
+    high parts, the rest rounded once)."""
+    s = a[0] - b[0]
+    z = s - a[0]
+    t = (a[0] - (s - z)) + (-b[0] - z)
+    lo = t + a[1] - b[1]
+    err = a[2] + b[2] + 4.0 * U * (np.abs(t) + np.abs(a[1]) + np.abs(b[1])) + 2 * TINY
+    return s, lo, err
+
+
+def shortfall(m: np.ndarray, y: np.ndarray, margin: tuple, b: float = 0.0) -> tuple:
+    r"""``r = m - y (hi + lo + b)``, the amount by which each margin falls short, as a float
+    ``r`` and a bound ``e`` with :math:`|r_{exact} - r| \le e`."""
+    hi, lo, err = margin
+    s = hi + b
+    z = s - hi
+    e1 = (hi - (s - z)) + (b - z)  # hi + b = s + e1 exactly (TwoSum)
+    head = m - y * s
+    tail = e1 + lo
+    r = head - y * tail
+    e = err + 2.0 * U * (np.abs(head) + np.abs(tail) + np.abs(r)) + 3 * TINY
+    return r, up(e)
+
+
+def norm2_upper(hi: np.ndarray, lo: np.ndarray, err: np.ndarray) -> float:
+    """An upper bound on ``||v||^2`` for a vector enclosed by ``hi + lo`` within ``err``."""
+    bound = up(np.abs(hi + lo) * (1.0 + 2.0 * U) + err)
+    return upper_sum(bound * bound)
+
+
+def _sqrt_up(x: float) -> float:
+    return float(up(math.sqrt(x))) if math.isfinite(x) else math.inf
+
+
+def row_norm_upper(X: Any) -> float:
+    """An upper bound on ``max_i ||x_i||``."""
+    sq = X.multiply(X).sum(axis=1) if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
+    sq = np.asarray(sq, dtype=np.float64).ravel()
+    return _sqrt_up(float(up(np.max(sq, initial=0.0) * (1.0 + 2.0 * gamma(X.shape[1] + 2)))))
+
+
+def intercept_bound(margin: np.ndarray, X: Any, upper: float) -> float:
+    r"""``B >= |b*|`` for some optimal intercept: ``max_i m_i + sqrt(2 U) max_i ||x_i||``."""
+    if not math.isfinite(upper):
+        return math.inf
+    return float(up(np.max(margin) + up(_sqrt_up(2.0 * upper) * row_norm_upper(X))))
+
+
+def _capped(C: float, weight: np.ndarray) -> np.ndarray:
+    """Caps ``c_i <= C s_i`` exactly: the rounded product, one ulp lower when it rounded up
+    (the rounding error is exact by Dekker's TwoProduct, :func:`qpsvm._numerics.two_product`)."""
+    cap, err = two_product(C, weight)
+    return np.where(err >= 0.0, cap, np.maximum(0.0, down(cap)))
+
+
+def _primal_from_shortfall(norm2: float, C: float, weight: np.ndarray, slack: np.ndarray) -> float:
+    half = float(up(0.5 * norm2))
+    if not math.isfinite(C):
+        return half
+    cost = float(up(C * upper_sum(weight * slack) * (1.0 + 2.0 * U)))
+    return float(up(half + cost))
+
+
+def binary_margins(f: Any, w: np.ndarray, pairs: Any = None) -> tuple:
+    """Scores ``x_i . w`` enclosed (``hi, lo, err``): rows of the data, or with
+    ``pairs = (items, index pairs)`` the exact differences of item scores (ranking SVM)."""
+    if pairs is None:
+        return enclosed_product(f.X.T, w)
+    items, index = pairs
+    hi, lo, err = enclosed_product(items.T, w)
+    i, j = index[:, 0], index[:, 1]
+    return dd_sub((hi[i], lo[i], err[i]), (hi[j], lo[j], err[j]))
+
+
+def binary_primal_upper(f: Any, w: np.ndarray, b: float, pairs: Any = None) -> tuple[float, float]:
+    r"""An upper bound on the exact ``P(w, b) = 1/2 ||w||^2 + C sum_i s_i max(0, m_i - y_i
+    (x_i.w + b))`` and on the largest exact shortfall ``max_i (m_i - y_i(x_i.w + b))``.
+
+    For the hard margin (``C = inf``) the upper bound is ``inf`` unless every margin is proven
+    to hold (shortfall bound ``<= 0``).
+    """
+    r, e = shortfall(f.margin, f.y, binary_margins(f, w, pairs), b)
+    worst = float(np.max(up(r + e), initial=-np.inf))
+    norm2 = upper_sum(w * w)
+    if not math.isfinite(f.C):
+        return (float(up(0.5 * norm2)) if worst <= 0.0 else math.inf), worst
+    slack = np.maximum(0.0, up(r + e))
+    return _primal_from_shortfall(norm2, f.C, f.sample_weight, slack), worst
+
+
+def scale_to_feasible(
+    f: Any, w: np.ndarray, b: float, pairs: Any = None, rounds: int = 4
+) -> tuple[np.ndarray, float]:
+    r"""``(t w, t b)`` with the least float ``t >= 1`` found that makes every hard margin
+    ``y_i (x_i.w + b) >= m_i`` hold provably (:func:`binary_primal_upper`).
+
+    An exact hard-margin optimum has points exactly on their margins, so its float64 rounding
+    violates about half of them by an ulp; scaling by ``t = max_i m_i / margin_i`` (margins
+    bounded from below) restores them at a relative cost ``t^2 - 1`` of a few ulps in ``P``.
+    Returns the input unchanged when it is feasible or cannot be made so by scaling (a margin
+    ``m_i = 0`` violated, or a point on the wrong side).
+    """
+    for _ in range(rounds):
+        r, e = shortfall(f.margin, f.y, binary_margins(f, w, pairs), b)
+        short = up(r + e)
+        if float(np.max(short, initial=-np.inf)) <= 0.0:
+            return w, b
+        achieved = down(f.margin - short)  # a lower bound on each exact margin
+        need = short > 0.0
+        if np.any(achieved[need] <= 0.0):
+            return w, b
+        t = float(up(np.max(f.margin[need] / achieved[need]) * (1.0 + 4.0 * U)))
+        w, b = w * t, b * t
+    return w, b
+
+
+def binary_trivial_upper(f: Any) -> float:
+    """An upper bound on ``P*`` from the feasible point ``w = 0, b = 0`` of a soft margin:
+    ``C sum_i s_i m_i`` (``inf`` for the hard margin)."""
+    if not math.isfinite(f.C):
+        return math.inf
+    return float(up(f.C * upper_sum(f.sample_weight * f.margin) * (1.0 + 2.0 * U)))
+
+
+def binary_expansion(f: Any, coef: np.ndarray, pairs: Any = None) -> tuple:
+    """``sum_i coef_i x_i`` enclosed (``hi, lo, err``), for exact pair differences too."""
+    if pairs is None:
+        return enclosed_product(f.X, coef)
+    items, index = pairs
+    first = enclosed_product(items[index[:, 0]], coef)
+    return enclosed_product(items[index[:, 1]], -coef, start=first)
+
+
+def binary_feasible(f: Any, alpha: np.ndarray) -> np.ndarray:
+    """``alpha`` clipped into the exact box ``[0, C s_i]`` (:func:`_capped`)."""
+    a = np.maximum(np.asarray(alpha, dtype=np.float64), 0.0)
+    if math.isfinite(f.C):
+        a = np.minimum(a, _capped(f.C, f.sample_weight))
+    return a
+
+
+def binary_dual_lower(
+    f: Any, alpha: np.ndarray, upper: float, pairs: Any = None
+) -> tuple[float, np.ndarray]:
+    r"""A lower bound on ``P*`` from ``alpha`` (clipped into the exact box), and that point.
+
+    .. math::
+
+        D(\alpha) - B |\textstyle\sum_i \alpha_i y_i| = \sum_i m_i\alpha_i
+        - \tfrac12\|\textstyle\sum_i \alpha_i y_i x_i\|^2 - B|\sum_i \alpha_i y_i|,
+
+    with the balance term only with a free intercept (``B`` from :func:`intercept_bound` with
+    ``upper``, a rigorous upper bound on ``P*``).
+    """
+    a = binary_feasible(f, alpha)
+    gain = lower_sum(f.margin * a)  # margins and multipliers are nonnegative
+    norm2 = norm2_upper(*binary_expansion(f, a * f.y, pairs))
+    value = float(down(gain - float(up(0.5 * norm2))))
+    if f.fit_intercept:
+        balance = fsum(a * f.y)
+        off = float(up(abs(balance) * (1.0 + 2.0 * U) + 8.0 * gamma(a.size) ** 2 * fsum(a)))
+        if off > 0.0:
+            bound = intercept_bound(f.margin, f.X, upper)
+            value = float(down(value - float(up(bound * off)))) if bound < math.inf else -math.inf
+    return value, a
+
+
+# ----------------------------------------------------------------------------- multiclass
+def multiclass_scores(f: Any, W: np.ndarray) -> list[tuple]:
+    """Scores ``S[:, c] = X w_c`` enclosed, one ``(hi, lo, err)`` per class."""
+    XT = f.X.T
+    return [enclosed_product(XT, W[c]) for c in range(f.n_classes)]
+
+
+def multiclass_primal_upper(f: Any, W: np.ndarray) -> float:
+    r"""An upper bound on the exact ``P(W) = 1/2 ||W||_F^2 + C sum_i s_i xi_i`` with
+    ``xi_i = max_c max(0, 1 - (w_{y_i} - w_c).x_i)`` (Crammer-Singer) or the sum over ``c``
+    (Weston-Watkins)."""
+    S = multiclass_scores(f, W)
+    rows = np.arange(f.n_samples)
+    own = tuple(np.stack([s[t] for s in S], axis=1)[rows, f.y] for t in range(3))
+    worst = np.zeros((f.n_samples, f.n_classes))
+    for c in range(f.n_classes):
+        r, e = shortfall(np.ones(f.n_samples), np.ones(f.n_samples), dd_sub(own, S[c]))
+        worst[:, c] = np.where(f.y == c, 0.0, np.maximum(0.0, up(r + e)))
+    slack = worst.max(axis=1) if f.crammer_singer else np.array([upper_sum(r) for r in worst])
+    norm2 = upper_sum(W * W)
+    return _primal_from_shortfall(norm2, f.C, f.sample_weight, slack)
+
+
+def multiclass_feasible(f: Any, alpha: np.ndarray) -> np.ndarray:
+    """``alpha`` made exactly dual feasible: ``>= 0``, 0 at ``y_i``, each entry
+    (Weston-Watkins) or each row's exact sum (Crammer-Singer) within ``C s_i``."""
+    a = np.where(f.mask, np.maximum(np.asarray(alpha, dtype=np.float64), 0.0), 0.0)
+    cap = _capped(f.C, f.sample_weight)
+    if not f.crammer_singer:
+        return np.minimum(a, cap[:, None])
+    total = np.array([upper_sum(row) for row in a])
+    over = total > cap
+    if np.any(over):
+        # scale the rows down, rounding the factor down and checking again
+        a[over] *= down(down(cap[over] / total[over]) * (1.0 - 4.0 * gamma(f.n_classes)))[:, None]
+        a[over] = np.maximum(a[over], 0.0)
+        total = np.array([upper_sum(row) for row in a])
+        a[total > cap] = 0.0
+    return a
+
+
+def multiclass_expansion(f: Any, a: np.ndarray) -> list[tuple]:
+    r"""``W = A^T X`` enclosed per class: :math:`w_c = \sum_{i,c'} \alpha_{ic'}([y_i = c] -
+    [c' = c]) x_i`, every coefficient exact, accumulated by Dot2 over ``k`` passes."""
+    out = []
+    for c in range(f.n_classes):
+        acc = None
+        for c2 in range(f.n_classes):
+            coef = a[:, c2] * ((f.y == c).astype(np.float64) - float(c2 == c))
+            if np.any(coef):
+                acc = enclosed_product(f.X, coef, start=acc)
+        if acc is None:
+            z = np.zeros(f.n_features)
+            acc = (z, z.copy(), z.copy())
+        out.append(acc)
+    return out
+
+
+def multiclass_dual_lower(f: Any, alpha: np.ndarray) -> tuple[float, np.ndarray]:
+    r"""A lower bound on ``P*``: ``D(alpha) = sum alpha - 1/2 ||A^T X||_F^2`` at ``alpha`` made
+    exactly feasible (:func:`multiclass_feasible`), and that point."""
+    a = multiclass_feasible(f, alpha)
+    norm2 = sum(norm2_upper(*w) for w in multiclass_expansion(f, a))
+    return float(down(lower_sum(a) - float(up(0.5 * up(norm2))))), a
