@@ -16,6 +16,7 @@ from qpsvm.exceptions import (
     SolverError,
     SolverNotInstalledError,
     UncertifiedSolutionError,
+    UnsupportedProblemError,
 )
 from qpsvm.formulations import (
     Formulation,
@@ -26,6 +27,7 @@ from qpsvm.formulations import (
     SoftMarginPrimal,
     StructuralSVM,
 )
+from qpsvm.interop import validate
 from qpsvm.models import (
     ChainModel,
     GraphModel,
@@ -66,7 +68,9 @@ __all__ = [
     "SolverNotInstalledError",
     "StructuralSVM",
     "UncertifiedSolutionError",
+    "UnsupportedProblemError",
     "__version__",
     "chow_liu_tree",
     "grid_edges",
+    "validate",
 ]

@@ -6,11 +6,13 @@
 * ``qpsvm fit DATA`` solves a linear SVM on an svmlight / LETOR file exactly, prints the
   certificate and writes the model as JSON (``w``, ``b``, classes, formulation, ``C`` and the
   certificate summary).
-* ``qpsvm certify DATA MODEL`` certifies another solver's linear model (a JSON file, or a text
-  file holding ``w`` then ``b``) on the data.
+* ``qpsvm certify DATA MODEL`` certifies another solver's model (LIBLINEAR, LIBSVM, SVM-light /
+  SVM-rank, JSON or text) on the data, against the problem that solver solved
+  (:func:`qpsvm.interop.validate`); ``qpsvm validate DATA MODEL...`` does so for many models and
+  can print JSON.
 
 Exit codes: 0 certified, 1 not certified (or no certified optimum found), 2 usage error or a
-file that cannot be read.
+file that cannot be read, 3 a model whose problem qpsvm cannot state.
 """
 
 from __future__ import annotations
@@ -27,11 +29,29 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from qpsvm.exceptions import InvalidInputError, InvalidTypeError, SolverError
+from qpsvm.exceptions import (
+    InvalidInputError,
+    InvalidTypeError,
+    SolverError,
+    UnsupportedProblemError,
+)
 
-__all__ = ["EXIT_CERTIFIED", "EXIT_NOT_CERTIFIED", "EXIT_USAGE", "build_parser", "main"]
+__all__ = [
+    "EXIT_CANNOT_CHECK",
+    "EXIT_CERTIFIED",
+    "EXIT_NOT_CERTIFIED",
+    "EXIT_USAGE",
+    "build_parser",
+    "main",
+]
 
-EXIT_CERTIFIED, EXIT_NOT_CERTIFIED, EXIT_USAGE = 0, 1, 2
+EXIT_CERTIFIED, EXIT_NOT_CERTIFIED, EXIT_USAGE, EXIT_CANNOT_CHECK = 0, 1, 2, 3
+_EXIT_CODES = (
+    "Exit 0 when certified, 1 when not (the answer is not optimal at --tol), 2 for bad input, "
+    "3 when qpsvm cannot state the model's problem (logistic loss, nu-SVM, ...)."
+)
+#: Model file formats ``certify`` and ``validate`` read (see :mod:`qpsvm.interop.files`).
+MODEL_FORMATS = ("liblinear", "libsvm", "svmlight", "json", "text")
 
 #: ``--formulation`` choices: name -> (formulation class, multiclass variant).
 FORMULATIONS: dict[str, tuple[str, str | None]] = {
@@ -100,50 +120,52 @@ def build_parser() -> argparse.ArgumentParser:
 
     certify = sub.add_parser(
         "certify",
-        help="certify a linear model (JSON, or text: w then b) on an svmlight / LETOR file",
-        description="Certify the linear model MODEL on DATA: the duality gap of (w, b) for the "
-        "SVM with slack penalty C. MODEL is a JSON file (as written by `qpsvm fit`, or any "
-        'object with "w", "b" and optionally "C", "formulation", "classes", "fit_intercept") '
-        "or a text file of numbers, w then b (binary or ranking; classes_[1], the larger label, "
-        "is +1). Exit 0 when certified, 1 when not, 2 for bad input.",
+        help="certify another solver's model on an svmlight / LETOR file, on the problem it solved",
+        description="Certify MODEL on DATA against the problem the tool that wrote it solved. "
+        "MODEL is a LIBLINEAR or LIBSVM model file (kernel models included), an SVM-light / "
+        "SVM-rank model file, a JSON model (as `qpsvm fit` writes) or a text file of numbers "
+        "(w, or w then b; the larger label positive). The format is detected from the first line. "
+        f"{_EXIT_CODES}",
     )
     certify.add_argument("data", metavar="DATA", help="svmlight / LETOR file")
-    certify.add_argument("model", metavar="MODEL", help="JSON model, or text file: w then b")
-    _add_problem_arguments(certify, defaults=False)
+    certify.add_argument("model", metavar="MODEL", help="model file")
+    _add_validation_arguments(certify)
     certify.set_defaults(run=_certify)
+
+    validate = sub.add_parser(
+        "validate",
+        help="certify one or many models of other solvers on the problems they solved",
+        description="Certify every MODEL on DATA as `qpsvm certify` does and print one report "
+        f"per model (or, with --json, a JSON list). {_EXIT_CODES}",
+    )
+    validate.add_argument("data", metavar="DATA", help="svmlight / LETOR file")
+    validate.add_argument("models", metavar="MODEL", nargs="+", help="model files")
+    _add_validation_arguments(validate)
+    validate.add_argument("--json", action="store_true", help="print the reports as JSON")
+    validate.set_defaults(run=_validate)
     return parser
 
 
-def _add_problem_arguments(parser: argparse.ArgumentParser, defaults: bool = True) -> None:
-    """``--formulation``, ``--C``, ``--no-intercept``, ``--tol`` (and ``--solver`` for fit).
-
-    Without ``defaults`` (certify), unset options fall back on the model file's values.
-    """
+def _add_problem_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--formulation``, ``--C``, ``--no-intercept``, ``--tol`` and ``--solver`` of ``fit``."""
     parser.add_argument(
         "--formulation",
         choices=["auto", *FORMULATIONS],
-        default="auto" if defaults else None,
+        default="auto",
         help="auto: ranking when DATA has qid:, crammer_singer for more than two labels, "
-        "primal otherwise" + ("" if defaults else " (default: the model's, else auto)"),
+        "primal otherwise",
     )
-    parser.add_argument(
-        "--C",
-        type=float,
-        default=1.0 if defaults else None,
-        help="slack penalty C > 0" + (" (default 1.0)" if defaults else " (default: the model's)"),
-    )
+    parser.add_argument("--C", type=float, default=1.0, help="slack penalty C > 0 (default 1.0)")
     parser.add_argument(
         "--no-intercept",
         dest="fit_intercept",
         action="store_false",
-        default=True if defaults else None,
         help="no intercept b (binary SVMs; ranking and multiclass SVMs never have one)",
     )
     parser.add_argument(
         "--tol", type=float, default=1e-9, help="relative gap to certify at (default 1e-9)"
     )
-    if defaults:
-        parser.add_argument("--solver", help="CVXPY backend (default: qpsvm's, Clarabel)")
+    parser.add_argument("--solver", help="CVXPY backend (default: qpsvm's, Clarabel)")
 
 
 @dataclass
@@ -154,18 +176,6 @@ class _Data:
     X: Any
     y: np.ndarray
     qid: np.ndarray | None
-
-
-@dataclass
-class _LinearModel:
-    """A linear model read from a file; unset fields fall back on the command line."""
-
-    w: np.ndarray
-    b: Any
-    C: float | None = None
-    formulation: str | None = None
-    fit_intercept: bool | None = None
-    classes: list | None = None
 
 
 def _load_data(path: str, n_features: int | None = None) -> _Data:
@@ -269,85 +279,94 @@ def _fit(args: argparse.Namespace) -> int:
     return EXIT_CERTIFIED if cert.passed else EXIT_NOT_CERTIFIED
 
 
-def _numbers(value: Any, what: str, path: str) -> np.ndarray:
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InvalidInputError(f"{path}: {what} must be numbers; got {value!r:.80}.") from None
-    if arr.size == 0 or not np.all(np.isfinite(arr)):
-        raise InvalidInputError(f"{path}: {what} must be non-empty and finite.")
-    return arr
+def _add_validation_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--C``, ``--weight``, ``--format``, ``--tol``, ``--exact`` of ``certify`` / ``validate``."""
+    parser.add_argument(
+        "--C",
+        type=float,
+        help="the C the model was trained with, in its tool's convention (SVM-rank: -c); "
+        "model files of LIBLINEAR, LIBSVM and SVM-rank do not record it",
+    )
+    parser.add_argument(
+        "--weight",
+        action="append",
+        metavar="LABEL:FACTOR",
+        help="a class weight the model was trained with (LIBLINEAR / LIBSVM -wi); repeat per class",
+    )
+    parser.add_argument(
+        "--format",
+        choices=["auto", *MODEL_FORMATS],
+        default="auto",
+        help="the model file's format (default: detected from its first line)",
+    )
+    parser.add_argument(
+        "--tol", type=float, default=1e-9, help="relative gap to certify at (default 1e-9)"
+    )
+    parser.add_argument(
+        "--exact",
+        action="store_true",
+        help="also solve exactly and report P - P*, ||w - w*|| and |b - b*|",
+    )
 
 
-def _read_model(path: str) -> _LinearModel:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        raise InvalidInputError(f"model file {path!r} does not exist.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInputError(f"cannot read the model file {path!r}: {exc}") from None
-    if text.lstrip().startswith("{"):
+def _class_weight(items: list[str] | None) -> dict[float, float] | None:
+    if not items:
+        return None
+    weights = {}
+    for item in items:
+        label, sep, factor = item.partition(":")
         try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"{path} is not valid JSON: {exc}") from None
-        if "w" not in obj:
-            raise InvalidInputError(f'{path}: the JSON model has no "w" (the weight vector).')
-        name = obj.get("formulation")
-        if name is not None and name not in FORMULATIONS:
-            raise InvalidInputError(
-                f"{path}: unknown formulation {name!r}; expected one of {sorted(FORMULATIONS)}."
-            )
-        C = obj.get("C")
-        return _LinearModel(
-            w=_numbers(obj["w"], '"w"', path),
-            b=_numbers(obj.get("b", 0.0), '"b"', path),
-            C=None if C is None else float(_numbers(C, '"C"', path)),
-            formulation=name,
-            fit_intercept=obj.get("fit_intercept"),
-            classes=obj.get("classes"),
-        )
-    try:
-        values = np.array(text.replace(",", " ").split(), dtype=np.float64)
-    except ValueError:
-        raise InvalidInputError(
-            f"{path} is neither a JSON model nor a text file of numbers (w then b)."
-        ) from None
-    if values.size < 2 or not np.all(np.isfinite(values)):
-        raise InvalidInputError(
-            f"{path}: a text model holds w then b, at least two finite numbers; got {values.size}."
-        )
-    return _LinearModel(w=values[:-1], b=values[-1])
+            weights[float(label)] = float(factor)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise InvalidInputError(f"--weight takes LABEL:FACTOR, e.g. 1:3; got {item!r}.")
+    return weights
+
+
+def _validation(args: argparse.Namespace, model: str) -> Any:
+    from qpsvm.interop import validate
+
+    data = _load_data(args.data)
+    return validate(
+        model,
+        data.X,
+        data.y,
+        groups=data.qid,
+        C=args.C,
+        class_weight=_class_weight(args.weight),
+        format=args.format,
+        tol=args.tol,
+        exact=args.exact,
+    )
 
 
 def _certify(args: argparse.Namespace) -> int:
-    model = _read_model(args.model)
-    data = _load_data(args.data, n_features=model.w.shape[-1])
-    name = _resolve(args.formulation or model.formulation, data)
-    C = args.C if args.C is not None else model.C
-    if C is None:
-        raise InvalidInputError(f"{args.model} does not say which C it was fitted with: pass --C.")
-    if FORMULATIONS[name][1] is None and model.w.ndim != 1:
-        raise InvalidInputError(
-            f"{args.model}: w has shape {model.w.shape}, a multiclass model; pass "
-            "--formulation crammer_singer or weston_watkins."
-        )
-    fit_intercept = _has_intercept(name) and (
-        args.fit_intercept if args.fit_intercept is not None else model.fit_intercept is not False
-    )
-    f = _formulation("primal" if name == "dual" else name, data, C, fit_intercept)
-    if model.classes is not None and name != "ranking":
-        classes = np.asarray(model.classes)
-        if classes.shape != f.classes_.shape or np.any(classes != f.classes_):
-            raise InvalidInputError(
-                f"the model's classes {model.classes} differ from the labels of {args.data} "
-                f"({f.classes_.tolist()}); certify it on the data it was fitted to."
+    result = _validation(args, args.model)
+    print(result)
+    return EXIT_CERTIFIED if result.passed else EXIT_NOT_CERTIFIED
+
+
+def _validate(args: argparse.Namespace) -> int:
+    reports, codes = [], []
+    for model in args.models:
+        try:
+            result = _validation(args, model)
+        except UnsupportedProblemError as exc:
+            reports.append({"source": model, "error": str(exc)})
+            codes.append(EXIT_CANNOT_CHECK)
+            continue
+        reports.append(result.to_dict() if args.json else str(result))
+        codes.append(EXIT_CERTIFIED if result.passed else EXIT_NOT_CERTIFIED)
+    if args.json:
+        print(json.dumps(reports, indent=2))
+    else:
+        print(
+            "\n\n".join(
+                r if isinstance(r, str) else f"{r['source']}: {r['error']}" for r in reports
             )
-    cert = f.certify(w=model.w, b=model.b, tol=args.tol)
-    print(f"{args.model} on {args.data} as {type(f).__name__} ({name}), C={C:g}")
-    print(cert)
-    return EXIT_CERTIFIED if cert.passed else EXIT_NOT_CERTIFIED
+        )
+    return max(codes)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -360,6 +379,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         return args.run(args)
+    except UnsupportedProblemError as exc:
+        print(f"qpsvm {args.command}: cannot check: {exc}", file=sys.stderr)
+        return EXIT_CANNOT_CHECK
     except (InvalidInputError, InvalidTypeError) as exc:
         print(f"qpsvm {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

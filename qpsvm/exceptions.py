@@ -19,6 +19,7 @@ __all__ = [
     "SolverError",
     "SolverNotInstalledError",
     "UncertifiedSolutionError",
+    "UnsupportedProblemError",
 ]
 
 
@@ -64,3 +65,11 @@ class EnclosureError(QPSVMError, RuntimeError):
 
 class SolverNotInstalledError(QPSVMError, ImportError):
     """The requested solver backend is not installed; the message names the package to install."""
+
+
+class UnsupportedProblemError(InvalidInputError):
+    """Another tool's model solves a problem qpsvm cannot state (logistic loss, nu-SVM, ...).
+
+    The message names what is unsupported; qpsvm never certifies such a model against a
+    different problem.
+    """

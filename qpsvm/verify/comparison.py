@@ -73,6 +73,8 @@ def _intercept(f: Any, c: Any, w: np.ndarray | None) -> np.ndarray:
     """The candidate's ``b``, or the best one for its ``w`` when it has none."""
     if c.b is not None:
         return np.asarray(c.b, dtype=np.float64)
+    if not getattr(f, "fit_intercept", True):
+        return np.zeros(())
     scores = f.scores(w=w) if w is not None else f.scores(alpha=np.asarray(c.alpha))
     return np.asarray(f.optimal_intercept(scores), dtype=np.float64)
 
