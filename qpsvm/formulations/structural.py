@@ -25,6 +25,7 @@ CVXPY problem over any list of planes, and with every output enumerated
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -32,6 +33,7 @@ from typing import Any, ClassVar
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
+from joblib import Parallel, delayed, effective_n_jobs
 
 from qpsvm._numerics import fsum
 from qpsvm._validation import check_positive
@@ -40,7 +42,7 @@ from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.model import CvxModel
 from qpsvm.models.base import JointFeatureModel
 from qpsvm.solution import CuttingPlane, Solution, StructuralCandidate
-from qpsvm.verify.structural import dual_pairs
+from qpsvm.verify.structural import dual_pairs, output_key
 
 __all__ = ["RESCALINGS", "StructuralCvxModel", "StructuralSVM"]
 
@@ -100,6 +102,12 @@ class StructuralSVM(Formulation):
         ``C = C'/n``: :func:`qpsvm.conventions.C_from_structural`.
     rescaling : {"margin", "slack"}, default="margin"
         How the task loss enters the constraints (see :mod:`qpsvm.formulations.structural`).
+    n_jobs : int or None, default=None
+        Workers for the oracle calls over many examples (joblib threads; ``None`` or 1: none,
+        -1: every core). The examples are split into contiguous chunks, each chunk is one
+        batched oracle call, and the results are put back in order, so every learner gets the
+        same outputs as with ``n_jobs=1``. The model's oracle must be thread-safe (the built-in
+        models are; their compiled kernels release the GIL).
 
     Attributes
     ----------
@@ -125,12 +133,19 @@ class StructuralSVM(Formulation):
         "qp": "qpsvm.solvers.cutting_plane:solve_cutting_plane",
         "full": "qpsvm.solvers.cutting_plane:solve_full",
         "subgradient": "qpsvm.solvers.subgradient_structural:solve_subgradient_structural",
+        "frank_wolfe": "qpsvm.solvers.frank_wolfe:solve_frank_wolfe",
     }
     certifier: ClassVar[str] = "qpsvm.verify.structural:certify_structural"
     candidate_reader: ClassVar[str] = "qpsvm.verify.structural:read_structural_candidate"
 
     def __init__(
-        self, model: JointFeatureModel, X: Any, Y: Any, C: float = 1.0, rescaling: str = "margin"
+        self,
+        model: JointFeatureModel,
+        X: Any,
+        Y: Any,
+        C: float = 1.0,
+        rescaling: str = "margin",
+        n_jobs: int | None = None,
     ) -> None:
         if not isinstance(model, JointFeatureModel):
             raise InvalidTypeError(
@@ -147,6 +162,14 @@ class StructuralSVM(Formulation):
         self.model = model
         self.rescaling = rescaling
         self.C = check_positive(C, "C")
+        if n_jobs is not None and (
+            isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0
+        ):
+            raise InvalidInputError(
+                f"n_jobs must be None, a positive number of workers or a negative count from the "
+                f"number of cores (-1: all), as in joblib; got {n_jobs!r}."
+            )
+        self.n_jobs = n_jobs
         self.X, self.Y = model.validate_inputs(X, Y)
         # one full round of every method on the first example: a user model that returns
         # features of the wrong length or outputs of the wrong type fails here, clearly
@@ -237,18 +260,36 @@ class StructuralSVM(Formulation):
             blocks.append(sp.csr_matrix(dense))
         return (blocks[0] if len(blocks) == 1 else sp.vstack(blocks, format="csr")), c
 
+    def _in_chunks(self, call: Any, examples: Sequence[int] | None, w: np.ndarray) -> list[Any]:
+        """``call(X_chunk, Y_chunk, w)`` over contiguous chunks of ``examples`` (default all),
+        in parallel with ``n_jobs`` joblib threads; the list of the chunks' results, in order."""
+        if examples is None:
+            examples = range(self.n_samples)
+        index = np.asarray(examples, dtype=np.intp)
+        n_chunks = 1
+        if self.n_jobs is not None and self.n_jobs != 1 and index.size > 1:
+            n_chunks = min(index.size, effective_n_jobs(self.n_jobs))
+        parts = np.array_split(index, n_chunks)
+        chunks = [([self.X[i] for i in c], [self.Y[i] for i in c]) for c in parts]
+        if n_chunks == 1:
+            return [call(*chunks[0], w)]
+        return Parallel(n_jobs=n_chunks, prefer="threads")(
+            delayed(call)(X, Y, w) for X, Y in chunks
+        )
+
     def oracle(self, w: Any, examples: Sequence[int] | None = None) -> list[Any]:
         r"""The most violated output of each example at ``w``: :math:`\arg\max_y H_i(y; w)`.
 
         Loss-augmented inference (margin rescaling) or slack-rescaled inference, batched over
-        ``examples`` (default: all).
+        ``examples`` (default: all), in parallel over chunks of examples with ``n_jobs``.
         """
         w = self.check_w(w)
-        X = self.X if examples is None else [self.X[i] for i in examples]
-        Y = self.Y if examples is None else [self.Y[i] for i in examples]
-        if self.rescaling == "margin":
-            return list(self.model.loss_augmented_inference_batch(X, Y, w))
-        return list(self.model.slack_rescaled_inference_batch(X, Y, w))
+        call = (
+            self.model.loss_augmented_inference_batch
+            if self.rescaling == "margin"
+            else self.model.slack_rescaled_inference_batch
+        )
+        return [y for chunk in self._in_chunks(call, examples, w) for y in chunk]
 
     def violations(self, w: Any) -> tuple[list[Any], sp.csr_matrix, np.ndarray, np.ndarray]:
         r"""One oracle call per example at ``w``: the most violated outputs, their rows
@@ -272,8 +313,9 @@ class StructuralSVM(Formulation):
             outputs = self.oracle(w)
             A, c = self.pair_rows(np.arange(self.n_samples), outputs)
             return outputs, A, c, np.maximum(0.0, c - np.asarray(A @ w).ravel())
-        outputs, bounds = self.model.loss_augmented_bounds_batch(self.X, self.Y, w)
-        outputs = list(outputs)
+        chunks = self._in_chunks(self.model.loss_augmented_bounds_batch, None, w)
+        outputs = [y for chunk, _ in chunks for y in chunk]
+        bounds = np.concatenate([np.asarray(b, dtype=np.float64) for _, b in chunks])
         A, c = self.pair_rows(np.arange(self.n_samples), outputs)
         relaxed = np.asarray(bounds, dtype=np.float64) - np.asarray(self.true_features @ w).ravel()
         return outputs, A, c, np.maximum(0.0, np.maximum(c - np.asarray(A @ w).ravel(), relaxed))
@@ -300,8 +342,8 @@ class StructuralSVM(Formulation):
 
     # -------------------------------------------------------------- the CVXPY problem
     def enumerate_planes(self, limit: int = MAX_FULL_CONSTRAINTS) -> list[CuttingPlane]:
-        """Every constraint of the full problem: one n-slack plane per example and output with
-        :math:`\\Delta(y_i, y) > 0` (tiny problems only).
+        """Every constraint of the full problem: one n-slack plane per example and output other
+        than :math:`y_i` (tiny problems only).
 
         Raises
         ------
@@ -314,7 +356,7 @@ class StructuralSVM(Formulation):
             try:
                 outputs = self.model.enumerate_outputs(x)
                 for candidate in outputs:
-                    if self.model.loss(y, candidate) > 0:
+                    if output_key(candidate) != output_key(y):
                         planes.append(CuttingPlane.single(i, candidate))
                         if len(planes) > limit:
                             raise InvalidInputError(

@@ -21,7 +21,7 @@ __all__ = ["MAX_ENUMERATED_LABELS", "MultiLabelModel", "chow_liu_tree"]
 MAX_ENUMERATED_LABELS = 16
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _gray_code_max(linear, quadratic, out):  # pragma: no cover - compiled
     """Maximise ``s(y) = linear . y + sum_{u<v} quadratic[u, v] y_u y_v`` over ``y in {0,1}^L``
     by visiting every ``y`` in Gray-code order (one bit flips per step, ``O(L)`` update of the

@@ -72,7 +72,7 @@ class MapResult:
 
 
 # ------------------------------------------------------------------------------ kernels
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _forest_structure(n_nodes, edges, members):  # pragma: no cover - compiled
     """Breadth-first order of the forest formed by the edges ``members`` (indices into
     ``edges``): ``order``, each node's ``parent`` and parent edge ``pedge`` (-1 at roots), and
@@ -120,7 +120,7 @@ def _forest_structure(n_nodes, edges, members):  # pragma: no cover - compiled
     return order, parent, pedge, True
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _tree_map(unary, edges, pairwise, order, parent, pedge, out, belief, arg):  # pragma: no cover
     """Max-product on a forest given by :func:`_forest_structure`; writes the maximiser to
     ``out`` and returns the maximum. Ties go to the smallest state."""
@@ -160,7 +160,7 @@ def _tree_map(unary, edges, pairwise, order, parent, pedge, out, belief, arg):  
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _energy(unary, edges, pairwise, labels):  # pragma: no cover - compiled
     total = 0.0
     for v in range(unary.shape[0]):
@@ -170,7 +170,7 @@ def _energy(unary, edges, pairwise, labels):  # pragma: no cover - compiled
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _partition(n_nodes, edges):  # pragma: no cover - compiled
     """First-fit split of the edges into forests (a union-find per forest)."""
     n_edges = edges.shape[0]
@@ -206,7 +206,7 @@ def _partition(n_nodes, edges):  # pragma: no cover - compiled
     return forest
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _dual_decomposition(  # pragma: no cover - compiled
     unary, edges, pairwise, orders, parents, pedges, max_iter, patience
 ):

@@ -180,6 +180,54 @@ def _ascend(  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
+def _frank_wolfe_step(  # pragma: no cover - compiled
+    ids, G, start, end, idx, val, c, alpha, spare, b, w, C, vertex, g, old
+):
+    """One block Frank-Wolfe step (Lacoste-Julien et al., ICML 2013) towards the vertex putting
+    the block's whole mass ``C`` on plane ``ids[vertex]`` (``vertex = -1``: on the ground truth,
+    plane 0), with exact line search: ``alpha <- (1 - gamma) alpha + gamma C e_vertex``,
+    ``gamma = clip(gain / curvature, 0, 1)`` with ``gain = C g_s - sum_k alpha_k g_k`` (the
+    block's duality gap, ``g_k = c_k - a_k . w``) and ``curvature = ||C a_s - sum_k alpha_k
+    a_k||^2`` from the block's Gram matrix ``G``."""
+    m = ids.shape[0]
+    gain = 0.0
+    for q in range(m):
+        k = ids[q]
+        gk = c[k]
+        for p in range(start[k], end[k]):
+            gk -= val[p] * w[idx[p]]
+        g[q] = gk
+        old[q] = alpha[k]
+        gain -= alpha[k] * gk
+    curvature = 0.0
+    for q in range(m):
+        for r in range(m):
+            curvature += old[q] * old[r] * G[q, r]
+    if vertex >= 0:
+        gain += C * g[vertex]
+        cross = 0.0
+        for q in range(m):
+            cross += old[q] * G[vertex, q]
+        curvature += C * C * G[vertex, vertex] - 2.0 * C * cross
+    if not gain > 0.0 or not curvature > 0.0:
+        return
+    gamma = min(1.0, gain / curvature)
+    for q in range(m):
+        alpha[ids[q]] = (1.0 - gamma) * old[q]
+    spare[b] = (1.0 - gamma) * spare[b]
+    if vertex >= 0:
+        alpha[ids[vertex]] += gamma * C
+    else:
+        spare[b] += gamma * C
+    for q in range(m):
+        k = ids[q]
+        delta = alpha[k] - old[q]
+        if delta != 0.0:
+            for p in range(start[k], end[k]):
+                w[idx[p]] += delta * val[p]
+
+
+@numba.njit(cache=True)
 def _sweep(  # pragma: no cover - compiled
     order, bptr, bids, gptr, gram, start, end, idx, val, c, alpha, spare, w, C, steps
 ):
@@ -456,7 +504,7 @@ def _add_planes(f: StructuralSVM, pool: _Pool, rnd: _Round, variant: str) -> int
         plane = CuttingPlane.joint(rnd.outputs)
         c = fsum(rnd.c)
         indices, values = total.indices.astype(np.int64), total.data.copy()
-        return int(c > 0 and pool.add(0, key, indices, values, c, plane))
+        return int((c > 0 or indices.size > 0) and pool.add(0, key, indices, values, c, plane))
     rows = rnd.rows.copy()
     rows.sort_indices()
     added = 0
@@ -469,9 +517,12 @@ def _add_planes(f: StructuralSVM, pool: _Pool, rnd: _Round, variant: str) -> int
     return added
 
 
-def _sequential_pass(f: StructuralSVM, pool: _Pool, order: np.ndarray) -> None:
+def _sequential_pass(
+    f: StructuralSVM, pool: _Pool, order: np.ndarray, steps: int = BLOCK_STEPS
+) -> None:
     """Algorithm 1 on one example at a time: fresh oracle at the current ``w``, new plane if
-    any, and pairwise steps on that example's block."""
+    any, and pairwise steps on that example's block (``steps=0``: instead, one block
+    Frank-Wolfe step towards the oracle's output, :func:`_frank_wolfe_step`)."""
     g = np.empty(1)
     old = np.empty(1)
     for i in order.tolist():
@@ -479,7 +530,7 @@ def _sequential_pass(f: StructuralSVM, pool: _Pool, order: np.ndarray) -> None:
         block = pool.blocks[i]
         if output_key(y) not in block.keys:
             rows, c = f.pair_rows([i], [y])
-            if c[0] > 0:
+            if c[0] > 0 or rows.nnz:  # not the ground truth's plane 0
                 rows.sort_indices()
                 indices, values = _row(rows, 0)
                 pool.add(i, output_key(y), indices, values, c[0], CuttingPlane.single(i, y))
@@ -488,7 +539,14 @@ def _sequential_pass(f: StructuralSVM, pool: _Pool, order: np.ndarray) -> None:
         ids = np.asarray(block.ids, dtype=np.int64)
         if g.size < ids.size:
             g, old = np.empty(2 * ids.size), np.empty(2 * ids.size)
-        _ascend(ids, block.gram, *pool.arrays, pool.spare, i, pool.w, pool.C, BLOCK_STEPS, g, old)
+        if steps:
+            _ascend(ids, block.gram, *pool.arrays, pool.spare, i, pool.w, pool.C, steps, g, old)
+        else:
+            plane = block.keys.get(output_key(y), -1)  # -1: the ground truth, plane 0
+            vertex = block.ids.index(plane) if plane >= 0 else -1
+            _frank_wolfe_step(
+                ids, block.gram, *pool.arrays, pool.spare, i, pool.w, pool.C, vertex, g, old
+            )
 
 
 def _sweeps(

@@ -68,10 +68,13 @@ BARE_W_PASSES = 50
 def output_key(y: Any) -> Any:
     """A hashable key identifying an output: equal outputs give equal keys.
 
-    Arrays are keyed by dtype, shape and bytes; other outputs must be hashable themselves.
+    Arrays are keyed by dtype, shape and bytes, tuples (e.g. a latent model's ``(y, h)``)
+    element by element; other outputs must be hashable themselves.
     """
     if isinstance(y, np.ndarray):
         return (y.dtype.str, y.shape, y.tobytes())
+    if isinstance(y, tuple):
+        return tuple(output_key(v) for v in y)
     try:
         hash(y)
     except TypeError:
