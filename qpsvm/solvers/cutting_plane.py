@@ -107,6 +107,33 @@ def _dots(k, ids, start, end, idx, val, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
+def _block_gradient(ids, start, end, idx, val, c, alpha, w, g, old):  # pragma: no cover
+    """``g[q] = c_k - a_k . w`` and ``old[q] = alpha_k`` for the block's planes ``k = ids[q]``;
+    returns ``sum_k alpha_k g_k``."""
+    used = 0.0
+    for q in range(ids.shape[0]):
+        k = ids[q]
+        gk = c[k]
+        for p in range(start[k], end[k]):
+            gk -= val[p] * w[idx[p]]
+        g[q] = gk
+        old[q] = alpha[k]
+        used += alpha[k] * gk
+    return used
+
+
+@numba.njit(cache=True)
+def _apply_changes(ids, start, end, idx, val, alpha, old, w):  # pragma: no cover - compiled
+    """``w += sum_k (alpha_k - old_k) a_k`` over the block's planes."""
+    for q in range(ids.shape[0]):
+        k = ids[q]
+        delta = alpha[k] - old[q]
+        if delta != 0.0:
+            for p in range(start[k], end[k]):
+                w[idx[p]] += delta * val[p]
+
+
+@numba.njit(cache=True)
 def _ascend(  # pragma: no cover - compiled
     ids, G, start, end, idx, val, c, alpha, spare, b, w, C, max_steps, g, old
 ):
@@ -118,15 +145,7 @@ def _ascend(  # pragma: no cover - compiled
     a_worst||^2`` clipped to the mass available; ``G`` is the block's Gram matrix.
     """
     m = ids.shape[0]
-    used = 0.0
-    for q in range(m):
-        k = ids[q]
-        gk = c[k]
-        for p in range(start[k], end[k]):
-            gk -= val[p] * w[idx[p]]
-        g[q] = gk
-        old[q] = alpha[k]
-        used += alpha[k] * gk
+    used = _block_gradient(ids, start, end, idx, val, c, alpha, w, g, old)
     gap = 0.0
     for step in range(max_steps):
         best = -1
@@ -170,12 +189,7 @@ def _ascend(  # pragma: no cover - compiled
                 g[q] += t * G[q, worst]
         else:
             spare[b] = 0.0 if t >= spare[b] else spare[b] - t
-    for q in range(m):
-        k = ids[q]
-        delta = alpha[k] - old[q]
-        if delta != 0.0:
-            for p in range(start[k], end[k]):
-                w[idx[p]] += delta * val[p]
+    _apply_changes(ids, start, end, idx, val, alpha, old, w)
     return gap
 
 
@@ -190,15 +204,7 @@ def _frank_wolfe_step(  # pragma: no cover - compiled
     block's duality gap, ``g_k = c_k - a_k . w``) and ``curvature = ||C a_s - sum_k alpha_k
     a_k||^2`` from the block's Gram matrix ``G``."""
     m = ids.shape[0]
-    gain = 0.0
-    for q in range(m):
-        k = ids[q]
-        gk = c[k]
-        for p in range(start[k], end[k]):
-            gk -= val[p] * w[idx[p]]
-        g[q] = gk
-        old[q] = alpha[k]
-        gain -= alpha[k] * gk
+    gain = -_block_gradient(ids, start, end, idx, val, c, alpha, w, g, old)
     curvature = 0.0
     for q in range(m):
         for r in range(m):
@@ -219,12 +225,7 @@ def _frank_wolfe_step(  # pragma: no cover - compiled
         alpha[ids[vertex]] += gamma * C
     else:
         spare[b] += gamma * C
-    for q in range(m):
-        k = ids[q]
-        delta = alpha[k] - old[q]
-        if delta != 0.0:
-            for p in range(start[k], end[k]):
-                w[idx[p]] += delta * val[p]
+    _apply_changes(ids, start, end, idx, val, alpha, old, w)
 
 
 @numba.njit(cache=True)
