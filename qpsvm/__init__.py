@@ -21,6 +21,8 @@ from qpsvm.exceptions import (
 from qpsvm.formulations import (
     Formulation,
     HardMargin,
+    LatentSolution,
+    LatentStructuralSVM,
     MulticlassSVM,
     RankingSVM,
     SoftMarginDual,
@@ -55,6 +57,8 @@ __all__ = [
     "InvalidInputError",
     "InvalidTypeError",
     "JointFeatureModel",
+    "LatentSolution",
+    "LatentStructuralSVM",
     "MultiLabelModel",
     "MulticlassModel",
     "MulticlassSVM",

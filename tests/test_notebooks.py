@@ -19,8 +19,8 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.i
 
 
 def test_notebooks_are_present_and_stored_without_outputs():
-    # the eight notebooks of the research guide, committed clean (outputs are regenerated)
-    assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07", "08"]
+    # the nine notebooks of the research guide, committed clean (outputs are regenerated)
+    assert [p.name[:2] for p in NOTEBOOKS] == [f"{k:02d}" for k in range(1, 10)]
     for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
         nbformat.validate(nb)

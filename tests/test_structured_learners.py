@@ -8,8 +8,8 @@ import pytest
 
 import qpsvm
 from qpsvm.datasets import make_chains
-from qpsvm.exceptions import InvalidInputError
-from qpsvm.models import ChainModel, MultiLabelModel
+from qpsvm.exceptions import InvalidInputError, InvalidTypeError
+from qpsvm.models import ChainModel, LatentMulticlassModel, MultiLabelModel
 
 
 def multilabel_problem(C=1.0):
@@ -97,3 +97,37 @@ def test_parallel_oracles_give_identical_results(method):
     )
     with pytest.raises(InvalidInputError, match="n_jobs"):
         qpsvm.StructuralSVM(f.model, f.X, f.Y, n_jobs=0)
+
+
+def ring_data(n=60):
+    """Six clusters on a circle, classes alternating: no linear classifier per class separates
+    them, a mixture of three per class does."""
+    rng = np.random.default_rng(0)
+    angles = np.arange(6) * np.pi / 3
+    centers = 3.0 * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    cluster = rng.integers(0, 6, n)
+    X = np.hstack([centers[cluster] + 0.5 * rng.standard_normal((n, 2)), np.ones((n, 1))])
+    return X, (cluster % 2).tolist()
+
+
+def test_latent_ssvm_objective_never_increases_and_every_step_is_certified():
+    X, Y = ring_data()
+    f = qpsvm.LatentStructuralSVM(LatentMulticlassModel(3, 2, 3), X, Y, C=1.0)
+    sol = f.solve()
+    assert sol.status == "converged" and sol.n_iter >= 2
+    assert all(step.certificate.passed for step in sol.steps)
+    assert np.all(np.diff(sol.objectives) <= 0.0)
+    # the reported objective is L(w), recomputed from the data with h imputed at w
+    assert sol.objective == pytest.approx(f.objective(sol.w), rel=1e-12)
+    # the first value is L(0) = C * n (every example violates its 0/1 loss by 1 at w = 0)
+    assert sol.objectives[0] == pytest.approx(len(Y))
+    # the mixture separates what one linear classifier per class cannot
+    accuracy = np.mean([p[0] == y for p, y in zip(f.predict(X, sol), Y, strict=True)])
+    plain = qpsvm.LatentStructuralSVM(LatentMulticlassModel(3, 2, 1), X, Y, C=1.0)
+    plain_sol = plain.solve()
+    plain_accuracy = np.mean(
+        [p[0] == y for p, y in zip(plain.predict(X, plain_sol), Y, strict=True)]
+    )
+    assert accuracy >= 0.95 > plain_accuracy
+    with pytest.raises(InvalidTypeError, match="LatentModel"):
+        qpsvm.LatentStructuralSVM(ChainModel(2, 2), X, Y)

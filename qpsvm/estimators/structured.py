@@ -42,7 +42,8 @@ class StructuredSVM(BaseEstimator):
         How the task loss enters the constraints.
     method : str, default="cutting_plane"
         Solve method of :class:`~qpsvm.StructuralSVM` (``"cutting_plane"``: exact, certified;
-        ``"subgradient"``: online, certified afterwards).
+        ``"frank_wolfe"``: block-coordinate Frank-Wolfe, certified; ``"subgradient"``:
+        online, certified afterwards).
     tol : float, default=1e-9
         Relative certified gap the cutting plane stops at (and the certificate's tolerance).
         Looser values (``1e-5``) train large problems much faster.
@@ -53,6 +54,8 @@ class StructuredSVM(BaseEstimator):
         Extra options of the solve method, e.g. ``{"variant": "one_slack"}``,
         ``{"progress": True}`` (a tqdm bar; rounds are logged at INFO on the ``"qpsvm"``
         logger either way), ``{"max_iter": 500}``.
+    n_jobs : int or None, default=None
+        Workers for the oracle calls (joblib threads; identical results to one worker).
 
     Attributes
     ----------
@@ -88,6 +91,7 @@ class StructuredSVM(BaseEstimator):
         tol: float = 1e-9,
         solver: str | None = None,
         solver_options: dict | None = None,
+        n_jobs: int | None = None,
     ) -> None:
         self.model = model
         self.C = C
@@ -96,6 +100,7 @@ class StructuredSVM(BaseEstimator):
         self.tol = tol
         self.solver = solver
         self.solver_options = solver_options
+        self.n_jobs = n_jobs
 
     def fit(self, X: Any, Y: Any) -> StructuredSVM:
         """Train on inputs ``X`` and outputs ``Y`` (one per example, as the model accepts them).
@@ -106,7 +111,7 @@ class StructuredSVM(BaseEstimator):
         """
         from qpsvm.formulations import StructuralSVM
 
-        f = StructuralSVM(self.model, X, Y, C=self.C, rescaling=self.rescaling)
+        f = StructuralSVM(self.model, X, Y, C=self.C, rescaling=self.rescaling, n_jobs=self.n_jobs)
         sol, cert = solve_certified(f, self.method, self.solver, self.tol, self.solver_options)
         self.coef_ = np.asarray(sol.w, dtype=np.float64)
         self.n_iter_ = int(sol.n_iter)

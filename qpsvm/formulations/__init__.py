@@ -2,6 +2,7 @@
 
 from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.binary import HardMargin, SoftMarginDual, SoftMarginPrimal
+from qpsvm.formulations.latent import LatentSolution, LatentStructuralSVM
 from qpsvm.formulations.multiclass import MulticlassSVM
 from qpsvm.formulations.ranking import RankingSVM
 from qpsvm.formulations.structural import StructuralSVM
@@ -9,6 +10,8 @@ from qpsvm.formulations.structural import StructuralSVM
 __all__ = [
     "Formulation",
     "HardMargin",
+    "LatentSolution",
+    "LatentStructuralSVM",
     "MulticlassSVM",
     "RankingSVM",
     "SoftMarginDual",

@@ -11,11 +11,14 @@ with any model.
 * :class:`GraphModel` -- a pairwise CRF over a graph given with each example (with optional edge
   features; :func:`grid_edges` for images): exact max-product on forests, the LP relaxation by
   dual decomposition on graphs with cycles (:mod:`qpsvm.models.pairwise`).
+* :class:`LatentModel`, :class:`LatentMulticlassModel` -- outputs ``(y, h)`` with a hidden
+  ``h``, for :class:`qpsvm.LatentStructuralSVM`.
 """
 
 from qpsvm.models.base import JointFeatureModel
 from qpsvm.models.chain import ChainModel
 from qpsvm.models.graph import GraphModel, grid_edges
+from qpsvm.models.latent import LatentModel, LatentMulticlassModel
 from qpsvm.models.multiclass import MulticlassModel
 from qpsvm.models.multilabel import MultiLabelModel, chow_liu_tree
 
@@ -23,6 +26,8 @@ __all__ = [
     "ChainModel",
     "GraphModel",
     "JointFeatureModel",
+    "LatentModel",
+    "LatentMulticlassModel",
     "MultiLabelModel",
     "MulticlassModel",
     "chow_liu_tree",

@@ -4,7 +4,8 @@ A latent model scores an output ``y`` together with a hidden completion ``h``,
 :math:`w\cdot\Psi(x, y, h)`; its outputs, as a :class:`~qpsvm.models.JointFeatureModel`, are the
 pairs ``(y, h)``, and its task loss :math:`\Delta((y, h), (y', h'))` must not depend on the
 first pair's ``h`` (the ground truth's completion is not observed). Besides the usual oracles
-it imputes completions, :math:`\arg\max_h w\cdot\Psi(x, y, h)` (:meth:`LatentModel.latent_inference`).
+it imputes completions, :math:`\arg\max_h w\cdot\Psi(x, y, h)`
+(:meth:`LatentModel.latent_inference`).
 """
 
 from __future__ import annotations
