@@ -286,7 +286,7 @@ def test_bad_arguments_raise_clear_errors(options, error, message):
 
 def test_hard_margin_has_no_box():
     X, y = random_problem(0)
-    with pytest.raises(qpsvm.InvalidInputError, match="finite box"):
+    with pytest.raises(qpsvm.InvalidInputError, match=r"HardMargin \(SMO needs the finite box"):
         qpsvm.HardMargin(X, y).solve(method="smo")
 
 

@@ -7,14 +7,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from qpsvm.contract import METHODS, Problem
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError, QPSVMError
 from qpsvm.solution import Solution
 from qpsvm.verify.certificate import Certificate
 
-__all__ = ["EXACT_METHODS", "solve_certified", "typed_errors"]
-
-#: Methods that solve to a certified optimum and accept the certificate tolerance ``tol``.
-EXACT_METHODS = frozenset({"qp", "full", "working_set", "cutting_plane"})
+__all__ = ["solve_certified", "typed_errors"]
 
 
 @contextmanager
@@ -36,16 +34,19 @@ def typed_errors() -> Iterator[None]:
 
 
 def solve_certified(
-    f: Any, method: str, solver: str | None, tol: float, options: dict[str, Any] | None
+    f: Problem, method: str | None, solver: str | None, tol: float, options: dict[str, Any] | None
 ) -> tuple[Solution, Certificate]:
-    """Solve ``f`` by ``method`` and return the solution with its certificate at ``tol``.
+    """Solve ``f`` by ``method`` (``None``: its ``default_method()``) and return the solution
+    with its certificate at ``tol``.
 
-    Exact methods receive ``tol`` (they refuse to return an uncertified point); the answer of an
-    approximate method (subgradient, SMO) is certified afterwards, so a fitted estimator always
-    reports how far from the optimum it is.
+    Certified methods (:attr:`qpsvm.contract.Method.certified`) receive ``tol`` (they refuse to
+    return an uncertified point); the answer of any other method (subgradient, SMO, the exact
+    rational oracle) is certified afterwards, so a fitted estimator always reports how far from
+    the optimum it is.
     """
     options = dict(options or {})
-    if method in EXACT_METHODS:
+    method = f.default_method() if method is None else method
+    if method in METHODS and METHODS[method].certified:
         options.setdefault("tol", tol)
     solution = f.solve(method=method, solver=solver, **options)
     certificate = solution.certificate

@@ -64,9 +64,11 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         otherwise. Ignored (must stay ``"auto"``) with more than two classes.
     variant : {"crammer_singer", "weston_watkins"}, default="crammer_singer"
         Multiclass SVM used with more than two classes.
-    method : str, default="qp"
-        Solve method of the formulation (``"qp"``: exact; others as the formulation lists,
-        e.g. ``"working_set"``, ``"subgradient"``, ``"smo"``).
+    method : str, optional
+        Solve method of the formulation (one of its ``methods``: ``"qp"``, ``"working_set"``
+        exact; ``"subgradient"``, ``"smo"`` approximate; see :data:`qpsvm.contract.METHODS`).
+        ``None``: the formulation's measured default (``default_method()``: the full QP, or the
+        working set above a measured size).
     fit_intercept : bool, default=True
         Fit an intercept. Two classes: ``b`` is free and unregularised. More classes: the
         multiclass SVM has no free intercept (its dual would gain equality constraints qpsvm
@@ -135,7 +137,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         kernel: str | Callable = "linear",
         formulation: str = "auto",
         variant: str = "crammer_singer",
-        method: str = "qp",
+        method: str | None = None,
         fit_intercept: bool = True,
         intercept_scaling: float = 1.0,
         class_weight: dict | str | None = None,

@@ -37,9 +37,9 @@ class RankSVM(BaseEstimator):
     ----------
     C : float, default=1.0
         Slack penalty ``C > 0``.
-    method : str, default="qp"
-        Solve method of :class:`~qpsvm.RankingSVM` (``"qp"``: exact; ``"working_set"``,
-        ``"subgradient"``).
+    method : str, optional
+        Solve method of :class:`~qpsvm.RankingSVM` (``"qp"``, ``"working_set"``: exact;
+        ``"subgradient"``). ``None``: its measured default (``default_method()``).
     tol : float, default=1e-9
         Relative duality gap the solution is certified at.
     solver : str or None, default=None
@@ -75,7 +75,7 @@ class RankSVM(BaseEstimator):
     def __init__(
         self,
         C: float = 1.0,
-        method: str = "qp",
+        method: str | None = None,
         tol: float = 1e-9,
         solver: str | None = None,
         solver_options: dict | None = None,

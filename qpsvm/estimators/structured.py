@@ -40,10 +40,10 @@ class StructuredSVM(BaseEstimator):
         (:func:`qpsvm.conventions.C_from_structural`).
     rescaling : {"margin", "slack"}, default="margin"
         How the task loss enters the constraints.
-    method : str, default="cutting_plane"
+    method : str, optional
         Solve method of :class:`~qpsvm.StructuralSVM` (``"cutting_plane"``: exact, certified;
         ``"frank_wolfe"``: block-coordinate Frank-Wolfe, certified; ``"subgradient"``:
-        online, certified afterwards).
+        online, certified afterwards). ``None``: its default, the cutting plane.
     tol : float, default=1e-9
         Relative certified gap the cutting plane stops at (and the certificate's tolerance).
         Looser values (``1e-5``) train large problems much faster.
@@ -87,7 +87,7 @@ class StructuredSVM(BaseEstimator):
         model: Any,
         C: float = 1.0,
         rescaling: str = "margin",
-        method: str = "cutting_plane",
+        method: str | None = None,
         tol: float = 1e-9,
         solver: str | None = None,
         solver_options: dict | None = None,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import importlib
 import inspect
 import time
 from abc import ABC, abstractmethod
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import cvxpy as cp
 
+from qpsvm.contract import check_method, load
 from qpsvm.exceptions import InvalidInputError
 
 if TYPE_CHECKING:
@@ -22,11 +22,6 @@ if TYPE_CHECKING:
 __all__ = ["Formulation"]
 
 
-def _load(path: str) -> Any:
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
 class Formulation(ABC):
     """A support vector machine stated once: a CVXPY problem and its numpy math.
 
@@ -34,11 +29,27 @@ class Formulation(ABC):
     declarative CVXPY model over all or part of the constraints) and the numpy side used by the
     verifier and the online solvers (:meth:`objective`, ``dual_objective``, ``project_dual``).
     :meth:`solve`, :meth:`certify` and :meth:`compare` only dispatch: solver and verifier modules
-    are imported inside them, so the math never depends on the machinery.
+    are imported inside them, so the math never depends on the machinery. What solvers may ask
+    of a formulation is declared in :mod:`qpsvm.contract`.
     """
 
-    #: method name -> "module:function" of the solver that implements it.
-    methods: ClassVar[dict[str, str]] = {}
+    #: Names of the methods of :data:`qpsvm.contract.METHODS` this formulation supports.
+    methods: ClassVar[tuple[str, ...]] = ()
+    #: "module:function" ``(f, start, width) -> StatusSets``: this formulation's working set
+    #: (:mod:`qpsvm.solvers.working_set`); ``""`` without one.
+    working_set: ClassVar[str] = ""
+    #: "module:function" ``f -> OnlineProblem``: this formulation's stochastic subgradient
+    #: step (:mod:`qpsvm.solvers.subgradient`); ``""`` without one.
+    online_problem: ClassVar[str] = ""
+    #: "module:function" ``(f, cand) -> list[Candidate]``: exact refinements of an approximate
+    #: optimum (:mod:`qpsvm.solvers.refine`); ``""`` without one.
+    refinement: ClassVar[str] = ""
+    #: "module:function" ``(f, solver, start) -> Solution``: the exact rational optimum
+    #: (:mod:`qpsvm.solvers.exact`, ``method="exact"``); ``""`` without one.
+    exact_oracle: ClassVar[str] = ""
+    #: Why a registered method is not among :attr:`methods`, said in its error (method ->
+    #: reason).
+    refusals: ClassVar[dict[str, str]] = {}
     #: "module:function" that certifies a candidate of this formulation.
     certifier: ClassVar[str] = ""
     #: "module:function" that turns a solution, estimator or arrays into a candidate.
@@ -115,6 +126,11 @@ class Formulation(ABC):
         """The method :meth:`solve` uses when none is named."""
         return "qp"
 
+    def default_path_method(self) -> str:
+        """The method :meth:`path` uses when none is named: ``"working_set"`` if supported
+        (the previous optimum's sets start the next value), else ``"qp"``."""
+        return "working_set" if "working_set" in self.methods else "qp"
+
     def solve(
         self, method: str | None = None, solver: str | None = None, **options: Any
     ) -> Solution:
@@ -124,10 +140,11 @@ class Formulation(ABC):
         ----------
         method : str, optional
             One of :attr:`methods` (e.g. ``"qp"``: the full problem by a QP solver, exact and
-            certified). ``None`` picks :meth:`default_method`.
+            certified; see :data:`qpsvm.contract.METHODS`). ``None`` picks
+            :meth:`default_method`.
         solver : str, optional
-            CVXPY solver name for exact methods (``"CLARABEL"``, ``"OSQP"``, ...). ``None`` picks
-            the measured default.
+            CVXPY solver name for the methods that use one (``"CLARABEL"``, ``"OSQP"``, ...).
+            ``None`` picks the measured default.
         **options
             Passed to the method (and, for exact methods, to the backend).
 
@@ -136,12 +153,13 @@ class Formulation(ABC):
         Solution
         """
         method = self.default_method() if method is None else method
-        if method not in self.methods:
+        spec = check_method(self, method)
+        if solver is not None and not spec.backend:
             raise InvalidInputError(
-                f"unknown method {method!r} for {type(self).__name__}; choose one of "
-                f"{sorted(self.methods)}."
+                f"method={method!r} uses no CVXPY solver; got solver={solver!r}. Drop it (or use "
+                "an exact method such as method='qp' to solve with that solver)."
             )
-        run = _load(self.methods[method])
+        run = load(spec.run)
         parameters = inspect.signature(run).parameters
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
             unknown = sorted(set(options) - set(parameters))
@@ -163,7 +181,7 @@ class Formulation(ABC):
         event tracking; the others re-solve their compiled problem (``C`` is a CVXPY parameter)
         or keep their working set. See :func:`qpsvm.solvers.path.solve_path`.
         """
-        return _load("qpsvm.solvers.path:solve_path")(self, Cs, **options)
+        return load("qpsvm.solvers.path:solve_path")(self, Cs, **options)
 
     def certify(
         self,
@@ -180,8 +198,8 @@ class Formulation(ABC):
         ``b=None`` means the best intercept for the given ``w`` (0 without an intercept). The
         certificate is computed from the data alone; see :class:`~qpsvm.verify.Certificate`.
         """
-        cand = _load(self.candidate_reader)(self, candidate, w=w, b=b, alpha=alpha)
-        return _load(self.certifier)(self, cand, tol=tol)
+        cand = load(self.candidate_reader)(self, candidate, w=w, b=b, alpha=alpha)
+        return load(self.certifier)(self, cand, tol=tol)
 
     def compare(self, candidate: Any, reference: Any = None) -> Comparison:
         """Compare a candidate with the exact optimum (or with ``reference``).

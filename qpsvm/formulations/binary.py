@@ -101,14 +101,23 @@ class BinaryFormulation(Formulation):
         The kernel (``linear`` for the primal formulations).
     """
 
-    methods: ClassVar[dict[str, str]] = {
-        "qp": "qpsvm.solvers.qp:solve_qp",
-        "full": "qpsvm.solvers.qp:solve_qp",
-        "working_set": "qpsvm.solvers.working_set:solve_working_set",
-        "subgradient": "qpsvm.solvers.subgradient:solve_subgradient",
-        "smo": "qpsvm.solvers.smo:solve_smo",
-        "exact": "qpsvm.solvers.exact:solve_exact_binary",
-    }
+    methods: ClassVar[tuple[str, ...]] = (
+        "qp",
+        "full",
+        "working_set",
+        "homotopy",
+        "subgradient",
+        "smo",
+        "exact",
+    )
+    working_set: ClassVar[str] = "qpsvm.solvers.working_set:binary_sets"
+    online_problem: ClassVar[str] = "qpsvm.solvers.subgradient:binary_problem"
+    refinement: ClassVar[str] = "qpsvm.solvers.refine:refine_binary"
+    exact_oracle: ClassVar[str] = "qpsvm.solvers.exact:solve_exact_binary"
+    #: The restricted model of a working set depends on ``C`` only through its parameter ``C``
+    #: (the primal's fixed term is ``C`` times data); the dual's fixed multipliers ``C s_i``
+    #: are data of its model.
+    c_parametric: ClassVar[bool] = True
     certifier: ClassVar[str] = "qpsvm.verify.binary:certify_binary"
     #: Above this many samples :meth:`default_method` is ``"working_set"``: the measured
     #: crossover of the two exact methods (``--crossover`` of benchmarks/bench_scale.py), for the
@@ -148,6 +157,14 @@ class BinaryFormulation(Formulation):
         :attr:`working_set_min_samples_kernel` (other kernels), else ``"qp"``."""
         large = self.working_set_min_samples if self.linear else self.working_set_min_samples_kernel
         return "working_set" if self.n_samples > large else "qp"
+
+    def default_path_method(self) -> str:
+        """``"homotopy"`` for the linear kernel (event tracking: a 20-value path costs 2-3 solves);
+        with another kernel many samples sit on the margin and every event solves a large system,
+        and the working set is faster (measured)."""
+        if self.linear and "homotopy" in self.methods:
+            return "homotopy"
+        return super().default_path_method()
 
     def with_C(self, C: float) -> BinaryFormulation:
         """The same problem with another ``C``: a shallow copy sharing the data (and the Gram
@@ -563,6 +580,14 @@ class BinaryFormulation(Formulation):
         """The error for a solver that reports the problem infeasible (``None``: generic)."""
         return None
 
+    def build_restricted(self, work: np.ndarray, bound: np.ndarray) -> CvxModel:
+        """The model over the samples ``work`` (indices), with the samples of the mask
+        ``bound`` folded in at ``alpha_i = C s_i``: the working set's restricted QP."""
+        at_bound = np.flatnonzero(bound)
+        if not at_bound.size:
+            return self.build(subset=work)
+        return self.build(subset=work, at_bound=at_bound)
+
     def solution_from(self, cand: Candidate, certificate: Any = None, **fields: Any) -> Solution:
         """A :class:`~qpsvm.Solution` for ``cand`` with slacks and objective from the data."""
         alpha = cand.alpha
@@ -657,6 +682,15 @@ class HardMargin(BinaryFormulation):
     """
 
     always_feasible: ClassVar[bool] = False
+    methods: ClassVar[tuple[str, ...]] = ("qp", "full", "working_set", "exact")
+    online_problem: ClassVar[str] = ""
+    refusals: ClassVar[dict[str, str]] = {
+        "smo": "SMO needs the finite box 0 <= alpha_i <= C s_i, and the hard margin has none "
+        "(use SoftMarginDual with a large C)",
+        "subgradient": "the hard margin has no finite lambda = 1/(C n), so it has no "
+        "subgradient method (use SoftMarginPrimal with a large C)",
+        "homotopy": "the hard margin has no C to vary",
+    }
 
     def __init__(self, X: Any, y: Any, fit_intercept: bool = True, margin: Any = None) -> None:
         super().__init__(X, y, math.inf, fit_intercept=fit_intercept, margin=margin)
@@ -713,6 +747,8 @@ class SoftMarginDual(BinaryFormulation):
 
     Other parameters are those of :class:`SoftMarginPrimal`.
     """
+
+    c_parametric: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -788,6 +824,11 @@ class SoftMarginDual(BinaryFormulation):
         return CvxModel(
             problem, {"alpha": a}, constraints, {"C": C}, None if subset is None else idx
         )
+
+    def build_restricted(self, work: np.ndarray, bound: np.ndarray) -> CvxModel:
+        """The dual over the variables ``work``, the others fixed at ``C s_i`` on the mask
+        ``bound`` and 0 elsewhere."""
+        return self.build(subset=work, fixed=np.where(bound, self.upper, 0.0))
 
     def read_model(self, model: CvxModel, fixed: Any = None) -> Candidate:
         """Read ``alpha`` off a solved dual model; ``w`` (linear) and ``b`` follow from it.

@@ -100,13 +100,10 @@ class MulticlassSVM(Formulation):
     ['a']
     """
 
-    methods: ClassVar[dict[str, str]] = {
-        "qp": "qpsvm.solvers.qp:solve_qp",
-        "full": "qpsvm.solvers.qp:solve_qp",
-        "working_set": "qpsvm.solvers.working_set:solve_working_set",
-        "subgradient": "qpsvm.solvers.subgradient:solve_subgradient",
-        "exact": "qpsvm.solvers.exact:solve_exact_multiclass",
-    }
+    methods: ClassVar[tuple[str, ...]] = ("qp", "full", "working_set", "subgradient", "exact")
+    working_set: ClassVar[str] = "qpsvm.solvers.working_set:multiclass_sets"
+    online_problem: ClassVar[str] = "qpsvm.solvers.subgradient:multiclass_problem"
+    exact_oracle: ClassVar[str] = "qpsvm.solvers.exact:solve_exact_multiclass"
     #: Above this many examples :meth:`default_method` is ``"working_set"`` (measured on 10
     #: classes, d = 50: at n = 2000 the full Crammer-Singer QP took 35 s, the working set 3 s).
     working_set_min_samples: ClassVar[int] = 500

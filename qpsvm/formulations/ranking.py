@@ -305,13 +305,15 @@ class RankingSVM(BinaryFormulation):
     [0, 2, 1]
     """
 
-    methods: ClassVar[dict[str, str]] = {
-        "qp": "qpsvm.solvers.qp:solve_qp",
-        "full": "qpsvm.solvers.qp:solve_qp",
-        "working_set": "qpsvm.solvers.working_set:solve_working_set",
-        "subgradient": "qpsvm.solvers.subgradient:solve_subgradient",
-        "exact": "qpsvm.solvers.exact:solve_exact_ranking",
-    }
+    methods: ClassVar[tuple[str, ...]] = (
+        "qp",
+        "full",
+        "working_set",
+        "homotopy",
+        "subgradient",
+        "exact",
+    )
+    exact_oracle: ClassVar[str] = "qpsvm.solvers.exact:solve_exact_ranking"
     certifier: ClassVar[str] = "qpsvm.verify.ranking:certify_ranking"
 
     def __init__(

@@ -41,7 +41,7 @@ from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.model import CvxModel
 from qpsvm.models.base import JointFeatureModel
-from qpsvm.solution import CuttingPlane, Solution, StructuralCandidate
+from qpsvm.solution import Candidate, CuttingPlane, Solution, StructuralCandidate
 from qpsvm.verify.structural import dual_pairs, output_key
 
 __all__ = ["RESCALINGS", "StructuralCvxModel", "StructuralSVM"]
@@ -127,14 +127,14 @@ class StructuralSVM(Formulation):
     (True, [0, 1, 2])
     """
 
-    methods: ClassVar[dict[str, str]] = {
-        "cutting_plane": "qpsvm.solvers.cutting_plane:solve_cutting_plane",
-        # the cutting plane is this formulation's exact method
-        "qp": "qpsvm.solvers.cutting_plane:solve_cutting_plane",
-        "full": "qpsvm.solvers.cutting_plane:solve_full",
-        "subgradient": "qpsvm.solvers.subgradient_structural:solve_subgradient_structural",
-        "frank_wolfe": "qpsvm.solvers.frank_wolfe:solve_frank_wolfe",
-    }
+    methods: ClassVar[tuple[str, ...]] = (
+        "cutting_plane",
+        "frank_wolfe",
+        "qp",
+        "full",
+        "subgradient",
+    )
+    online_problem: ClassVar[str] = "qpsvm.solvers.subgradient:structural_problem"
     certifier: ClassVar[str] = "qpsvm.verify.structural:certify_structural"
     candidate_reader: ClassVar[str] = "qpsvm.verify.structural:read_structural_candidate"
 
@@ -429,11 +429,13 @@ class StructuralSVM(Formulation):
         return StructuralCvxModel(problem, {"w": w, "xi": xi}, constraints, {"C": C}, planes=planes)
 
     def read_model(self, model: StructuralCvxModel) -> StructuralCandidate:
-        """Read ``w`` and the planes' multipliers ``alpha`` (``planes`` duals) off a solved
-        model."""
+        """Read ``w`` and the planes' multipliers ``alpha`` (``planes`` duals, clipped at 0: a
+        backend may return multipliers a few ulps negative) off a solved model."""
         w = np.asarray(model.variables["w"].value, dtype=np.float64)
         alpha = (
-            np.asarray(model.constraints["planes"].dual_value, dtype=np.float64).ravel()
+            np.maximum(
+                np.asarray(model.constraints["planes"].dual_value, dtype=np.float64), 0.0
+            ).ravel()
             if model.planes
             else np.zeros(0)
         )
@@ -443,15 +445,14 @@ class StructuralSVM(Formulation):
         """The problem is always feasible (``w = 0`` with large slacks): no specific error."""
         return None
 
-    def solution_from(
-        self, cand: StructuralCandidate, certificate: Any = None, **fields: Any
-    ) -> Solution:
+    def solution_from(self, cand: Candidate, certificate: Any = None, **fields: Any) -> Solution:
         """A :class:`~qpsvm.Solution` for ``cand``: true slacks and objective from the data;
-        the planes of ``alpha`` go to ``info["constraints"]``."""
+        the planes of a :class:`~qpsvm.solution.StructuralCandidate`'s ``alpha`` go to
+        ``info["constraints"]``."""
         w = self.check_w(cand.w)
         xi = self.slacks(w)
         info = dict(fields.pop("info", {}) or {})
-        if cand.planes is not None:
+        if isinstance(cand, StructuralCandidate) and cand.planes is not None:
             info["constraints"] = cand.planes
         fields.setdefault("solve_time", 0.0)
         fields.setdefault("n_iter", 0)

@@ -13,6 +13,8 @@ constants. Every kernel is compiled once per argument types and cached on disk.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
 import scipy.sparse as sp
@@ -121,6 +123,16 @@ def pair_sq_norms(M, sqnorm, n_features):  # pragma: no cover - compiled
         _row_axpy(a, M, -1.0, buf)  # x + (-1) x == 0 exactly: buf is zero again
         out[p] = max(sqnorm[a] + sqnorm[b] - 2.0 * cross, 0.0)
     return out
+
+
+def linear_data(X: Any, n_features: int) -> tuple[tuple, np.ndarray]:
+    """The matrix argument of the kernels (:func:`data_arrays`) for a linear binary SVM's rows,
+    and their squared norms: the rows of ``X`` (dense or CSR), or the pair differences of a
+    ranking SVM (``X`` a :class:`~qpsvm.formulations.ranking.PairDifferences`), never formed."""
+    if isinstance(X, np.ndarray) or sp.issparse(X):
+        return data_arrays(X), row_sq_norms(X)
+    M = data_arrays(X.items, X.pairs)
+    return M, pair_sq_norms(M, row_sq_norms(X.items), n_features)
 
 
 @numba.njit(cache=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from qpsvm.exceptions import (
     InvalidInputError,
     SolverError,
     SolverNotInstalledError,
+    UncertifiedSolutionError,
 )
 
 if TYPE_CHECKING:
@@ -180,25 +182,34 @@ def inaccurate_error(solver: str, status: str, relative_gap: float) -> Inaccurat
 
 
 def solve_model(
-    model: CvxModel, order: list[str], options: dict[str, Any], feasible: bool = False
+    model: CvxModel,
+    order: list[str],
+    options: dict[str, Any],
+    feasible: bool = False,
+    check: Callable[[BackendResult], SolverError | None] | None = None,
 ) -> BackendResult:
-    """Solve ``model`` with the first backend of ``order`` that does not fail (later ones get
-    their default settings and a logged warning).
+    """Solve ``model`` with the first backend of ``order`` that neither fails nor has its point
+    rejected by ``check`` (later backends get their default settings and a logged warning).
 
     ``feasible`` says the problem always has a solution (:attr:`Formulation.always_feasible`):
     a backend that reports it infeasible or unbounded has then failed, and the next one is tried.
+    ``check(result)`` judges the solved model (e.g. certifies its point): ``None`` accepts it,
+    an error rejects it like a failure of that backend.
 
     Raises
     ------
     InfeasibleProblemError
         The backend reports the problem infeasible or unbounded (not ``feasible``: no fallback).
-    SolverError
-        Every backend failed.
+    SolverError, UncertifiedSolutionError, InaccurateSolutionError
+        The one backend of ``order`` failed, or had its point rejected (the error of ``check``).
+    SolverError, UncertifiedSolutionError
+        Every backend failed (``UncertifiedSolutionError`` when some point was rejected).
     """
     failures: list[str] = []
+    rejected = False
     for k, name in enumerate(order):
         try:
-            return run_backend(model.problem, name, options if k == 0 else {})
+            result = run_backend(model.problem, name, options if k == 0 else {})
         except InfeasibleProblemError as exc:
             if not feasible:
                 raise
@@ -208,8 +219,20 @@ def solve_model(
             )
         except SolverError as exc:
             failure = exc
+        else:
+            verdict = None if check is None else check(result)
+            if verdict is None:
+                return result
+            failure, rejected = verdict, True
         if len(order) == 1:
             raise failure
         failures.append(f"{name}: {failure}")
         logger.warning("%s failed (%s); trying the next backend", name, failure)
-    raise SolverError("every backend failed: " + "; ".join(failures))
+    error = UncertifiedSolutionError if rejected else SolverError
+    raise error(
+        "no backend succeeded: "
+        + "; ".join(failures)
+        + ". Badly scaled data limit what floating point can solve and certify: standardise the "
+        "features (e.g. sklearn's StandardScaler), solve the primal form (SoftMarginPrimal) of "
+        "a linear problem, or certify at a looser tol."
+    )

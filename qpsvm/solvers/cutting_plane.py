@@ -58,14 +58,15 @@ import scipy.sparse as sp
 
 from qpsvm._numerics import fsum
 from qpsvm._validation import check_int, check_number, check_random_state, check_tol
-from qpsvm.exceptions import InvalidInputError, UncertifiedSolutionError
+from qpsvm.contract import check_method
+from qpsvm.exceptions import InvalidInputError
 from qpsvm.formulations.structural import PlaneMatrix, StructuralSVM
 from qpsvm.solution import CuttingPlane, History, Solution, StructuralCandidate
 from qpsvm.solvers.backends import BackendResult, backend_order, solve_model
 from qpsvm.verify.certificate import DEFAULT_TOL, relative
 from qpsvm.verify.structural import certify_structural, output_key
 
-__all__ = ["VARIANTS", "solve_cutting_plane", "solve_full"]
+__all__ = ["VARIANTS", "solve_cutting_plane"]
 
 logger = logging.getLogger("qpsvm")
 
@@ -577,8 +578,7 @@ def _solve_cvxpy(
     model = f.build([pool.planes[k] for k in ids], rows=pool.matrix(ids, f.n_samples))
     result = solve_model(model, order, options, f.always_feasible)
     cand = f.read_model(model)
-    alpha = np.maximum(cand.alpha, 0.0)
-    pool.alpha[ids] = alpha
+    pool.alpha[ids] = cand.alpha
     for block in pool.blocks:  # round-off can exceed a budget by a few ulps: scale it back
         total = float(np.sum(pool.alpha[block.ids]))
         if total > pool.C:
@@ -656,10 +656,7 @@ def solve_cutting_plane(
         ``None`` if it did not), and the time spent in the oracle, the working-set QP (with a
         CVXPY solver: inside the backend, ``backend_time``) and the certificates.
     """
-    if not isinstance(f, StructuralSVM):
-        raise InvalidInputError(
-            f"the cutting plane solves a StructuralSVM, got {type(f).__name__}."
-        )
+    check_method(f, "cutting_plane")
     if variant not in VARIANTS:
         raise InvalidInputError(f"unknown variant {variant!r}; choose one of {VARIANTS}.")
     tol = check_tol(tol)
@@ -824,40 +821,3 @@ def _stalled(rel_gaps: list[float], ran_out: list[bool]) -> bool:
         return False
     before = min(rel_gaps[:-STALL_ROUNDS], default=math.inf)
     return min(rel_gaps[-STALL_ROUNDS:]) > 0.5 * before
-
-
-def solve_full(
-    f: StructuralSVM, solver: str | None = None, *, tol: float = DEFAULT_TOL, **options: Any
-) -> Solution:
-    """The QP over every output enumerated (:meth:`~qpsvm.StructuralSVM.build` with no working
-    set), solved exactly by a CVXPY backend and certified. Tiny problems only: the model must
-    enumerate its outputs, and there may be at most
-    :data:`~qpsvm.formulations.structural.MAX_FULL_CONSTRAINTS` constraints.
-
-    Raises
-    ------
-    InvalidInputError
-        The problem is too large or the model cannot enumerate its outputs.
-    UncertifiedSolutionError
-        The backend's answer does not pass its certificate at ``tol``.
-    """
-    tol = check_tol(tol)
-    model = f.full_model
-    result = solve_model(model, backend_order(solver), options, f.always_feasible)
-    cand = f.read_model(model)
-    cand.alpha = np.maximum(cand.alpha, 0.0)
-    cert = certify_structural(f, cand, tol)
-    if not cert.passed:
-        raise UncertifiedSolutionError(
-            f"{result.solver} on the full problem is certified only to a relative gap of "
-            f"{cert.relative_gap:.2e} > tol {tol:.0e}. Use method='cutting_plane'."
-        )
-    return f.solution_from(
-        cand,
-        cert,
-        solver=result.solver,
-        status="optimal",
-        n_iter=result.n_iter,
-        method="full",
-        info={"backend_status": result.status, "backend_time": result.solve_time},
-    )

@@ -23,13 +23,14 @@ from typing import Any
 
 import numpy as np
 
+from qpsvm.contract import Problem, part
 from qpsvm.exact.kkt import ExactOptimum, GroupedQP, solve_grouped
 from qpsvm.exact.rational import to_float, to_rational
 from qpsvm.exceptions import InfeasibleProblemError, InvalidInputError, SolverError
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.backends import DEFAULT_ORDER, run_backend
 
-__all__ = ["solve_exact_binary", "solve_exact_multiclass", "solve_exact_ranking"]
+__all__ = ["solve_exact", "solve_exact_binary", "solve_exact_multiclass", "solve_exact_ranking"]
 
 #: A constraint of the float solution counts as tight within one of these many units of
 #: ``max(1, m)``, tried in turn until the exact solve settles (shifted or badly scaled data put
@@ -118,6 +119,13 @@ def _check_linear(f: Any) -> None:
             f"method='exact' covers the linear kernel; the {f.kernel.name!r} kernel's values "
             "are not rational in the data."
         )
+
+
+def solve_exact(f: Problem, solver: str | None = None, start: Any = None) -> Solution:
+    """``method="exact"``: the exact rational optimum by the oracle the formulation names (its
+    ``exact_oracle``: :func:`solve_exact_binary`, :func:`solve_exact_ranking`,
+    :func:`solve_exact_multiclass`); see :func:`solve_exact_binary` for the parameters."""
+    return part(f, "exact_oracle", "exact")(f, solver, start)
 
 
 def solve_exact_binary(f: Any, solver: str | None = None, start: Any = None) -> Solution:

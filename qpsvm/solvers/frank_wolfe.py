@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from qpsvm._validation import check_int, check_number, check_random_state, check_tol
+from qpsvm.contract import check_method
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.formulations.structural import StructuralSVM
 from qpsvm.solution import History, Solution
@@ -85,7 +86,8 @@ def solve_frank_wolfe(
     f : StructuralSVM
         Margin rescaling only.
     solver : None
-        The method uses no CVXPY solver; passing one is an error.
+        The method uses no CVXPY solver (:meth:`~qpsvm.formulations.Formulation.solve` refuses
+        one).
     variant : {"pairwise", "standard"}, default="pairwise"
         Pairwise steps with cached outputs, or the plain Frank-Wolfe step of the 2013 paper.
     tol : float, default=1e-9
@@ -112,12 +114,7 @@ def solve_frank_wolfe(
         :func:`~qpsvm.verify.structural.certify_structural`; ``info`` holds the variant and the
         numbers of oracle calls and of cache sweeps.
     """
-    if solver is not None:
-        raise InvalidInputError(
-            f"method='frank_wolfe' uses no CVXPY solver; got solver={solver!r}. Drop it."
-        )
-    if not isinstance(f, StructuralSVM):
-        raise InvalidInputError(f"frank_wolfe solves a StructuralSVM, got {type(f).__name__}.")
+    check_method(f, "frank_wolfe")
     if f.rescaling != "margin":
         raise InvalidInputError(
             "method='frank_wolfe' is block-coordinate Frank-Wolfe for margin rescaling; use "

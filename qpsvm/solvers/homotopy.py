@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import numba
 import numpy as np
 import scipy.sparse as sp
 
 from qpsvm._numerics import tdot2
+from qpsvm.contract import BinaryProblem
 from qpsvm.solution import Candidate
 from qpsvm.solvers.refine import residuals
 from qpsvm.verify.certificate import Certificate
@@ -96,7 +96,7 @@ class Tracked:
 
 
 def track_sets(
-    f: Any,
+    f: BinaryProblem,
     work: np.ndarray,
     status: np.ndarray,
     outside: np.ndarray,
@@ -171,7 +171,7 @@ class PathState:
     size: int
 
     @classmethod
-    def at(cls, f: Any, cand: Candidate, size: int) -> PathState:
+    def at(cls, f: BinaryProblem, cand: Candidate, size: int) -> PathState:
         """The state of an optimum ``cand`` of ``f`` found otherwise (sets read off its
         residuals)."""
         r = residuals(f, cand)
@@ -194,7 +194,7 @@ class Step:
     certify_time: float
 
 
-def track_step(g: Any, state: PathState, tol: float) -> Step | str:
+def track_step(g: BinaryProblem, state: PathState, tol: float) -> Step | str:
     """The certified optimum of ``g`` (the data of ``state`` at ``C = g.C >= state.C``).
 
     The ``state.size`` samples nearest their margin form ``W``; their sets are tracked from
@@ -269,7 +269,7 @@ def _nearest(near: np.ndarray, size: int) -> np.ndarray:
 
 
 def _kkt_point(
-    g: Any,
+    g: BinaryProblem,
     margin: np.ndarray,
     bound: np.ndarray,
     bound_sum: tuple[np.ndarray, np.ndarray] | None,
@@ -288,7 +288,7 @@ def _kkt_point(
 
 
 def _gram(
-    f: Any, work: np.ndarray, outside: np.ndarray, outside_sum: np.ndarray | None
+    f: BinaryProblem, work: np.ndarray, outside: np.ndarray, outside_sum: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """``K_WW`` and ``sum_{j in outside} s_j y_j K_Wj`` (the kernel sums of the fixed samples)."""
     u = np.where(outside, f.sample_weight * f.y, 0.0)

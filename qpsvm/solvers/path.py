@@ -30,12 +30,12 @@ from typing import Any
 import numpy as np
 
 from qpsvm._validation import check_tol
-from qpsvm.exceptions import InvalidInputError, UncertifiedSolutionError
-from qpsvm.formulations.binary import BinaryFormulation
+from qpsvm.contract import BinaryProblem, Problem, check_method
+from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Candidate, Solution
-from qpsvm.solvers.backends import backend_order, solve_model
+from qpsvm.solvers.backends import backend_order
 from qpsvm.solvers.homotopy import PathState, track_step
-from qpsvm.solvers.qp import best_certified
+from qpsvm.solvers.qp import solve_certified_model
 from qpsvm.solvers.warm_start import Start
 from qpsvm.solvers.working_set import (
     WIDTH,
@@ -49,7 +49,6 @@ __all__ = ["check_Cs", "solve_path"]
 
 logger = logging.getLogger("qpsvm")
 
-PATH_METHODS = ("homotopy", "working_set", "qp", "full")
 #: Error band assumed for the previous ``C``'s optimum as a start for the next one.
 PATH_BAND = 1e-3
 
@@ -71,7 +70,7 @@ def check_Cs(Cs: Any) -> np.ndarray:
 
 
 def solve_path(
-    f: Any,
+    f: Problem,
     Cs: Any,
     *,
     method: str | None = None,
@@ -90,6 +89,7 @@ def solve_path(
     Cs : array-like of float
         Values of ``C`` (any order; duplicates allowed).
     method : {"homotopy", "working_set", "qp", "full"}, optional
+        One of the path methods the formulation supports (:data:`qpsvm.contract.METHODS`).
         ``None`` takes ``"homotopy"`` for the linear binary and ranking SVMs,
         ``"working_set"`` for the others that support it (kernels, multiclass), else ``"qp"``.
     solver : str, optional
@@ -118,22 +118,8 @@ def solve_path(
     """
     Cs = check_Cs(Cs)
     tol = check_tol(tol)
-    tracks = isinstance(f, BinaryFormulation) and "working_set" in f.methods
-    available = {m for m in PATH_METHODS if m in f.methods or (m == "homotopy" and tracks)}
-    if method is None:
-        # measured: with a nonlinear kernel many samples sit on the margin and every event
-        # solves a large system; the working set is then faster
-        method = (
-            "homotopy"
-            if tracks and f.linear
-            else "working_set"
-            if "working_set" in f.methods
-            else "qp"
-        )
-    if method not in available:
-        raise InvalidInputError(
-            f"a path of {type(f).__name__} is solved by method {sorted(available)}; got {method!r}."
-        )
+    method = f.default_path_method() if method is None else method
+    check_method(f, method, path=True)
     formulations = [f.with_C(C) for C in Cs]  # validates that f has a C to vary
     solutions: list[Solution | None] = [None] * len(Cs)
     order = np.argsort(Cs, kind="stable")
@@ -168,22 +154,13 @@ def solve_path(
             g = formulations[k]
             started = time.perf_counter()
             model.parameters["C"].value = Cs[k]
-            result = solve_model(model, backends, options, f.always_feasible)
-            cand, cert = best_certified(g, g.read_model(model), tol)
-            if not cert.passed:
-                raise UncertifiedSolutionError(
-                    f"at C={Cs[k]:.6g} the optimum is certified only to a relative gap of "
-                    f"{cert.relative_gap:.2e} > tol {tol:.0e}."
-                )
-            sol = g.solution_from(
-                cand, cert, solver=result.solver, status="optimal", n_iter=result.n_iter
-            )
+            sol = solve_certified_model(g, model, backends, options, tol)
             solutions[k] = _stamp(sol, method, Cs[k], started)
     return [s for s in solutions if s is not None]
 
 
 def _homotopy_step(
-    g: Any,
+    g: BinaryProblem,
     state: PathState | None,
     solver: str | None,
     tol: float,

@@ -6,44 +6,31 @@ Every returned point has passed its certificate at the requested relative gap (d
 
 from __future__ import annotations
 
-import importlib
 import logging
 from typing import Any
 
 from qpsvm._validation import check_tol
+from qpsvm.contract import Problem
 from qpsvm.exceptions import InfeasibleProblemError, SolverError, UncertifiedSolutionError
+from qpsvm.formulations.model import CvxModel
 from qpsvm.solution import Candidate, Solution
-from qpsvm.solvers.backends import INACCURATE, backend_order, inaccurate_error, run_backend
+from qpsvm.solvers.backends import (
+    INACCURATE,
+    BackendResult,
+    backend_order,
+    inaccurate_error,
+    solve_model,
+)
+from qpsvm.solvers.finish import best_certified
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
 
-__all__ = ["best_certified", "solve_qp"]
+__all__ = ["solve_certified_model", "solve_qp"]
 
 logger = logging.getLogger("qpsvm")
 
 
-def _certify(f: Any, cand: Candidate, tol: float) -> Certificate:
-    module, _, name = f.certifier.partition(":")
-    return getattr(importlib.import_module(module), name)(f, cand, tol=tol)
-
-
-def best_certified(
-    f: Any, cand: Candidate, tol: float, refine: bool = True
-) -> tuple[Candidate, Certificate]:
-    """Certify ``cand`` and its support-set refinements; return the best pair.
-
-    The refinement (:func:`qpsvm.solvers.refine.refine`) solves the KKT equations on the support
-    sets the solver identified, which turns an interior-point answer accurate to ``1e-8`` into
-    one exact to round-off whenever the sets are right.
-    """
-    from qpsvm.solvers.refine import refine as refine_candidate
-
-    pool = [f.make_feasible(c) for c in [cand] + (refine_candidate(f, cand) if refine else [])]
-    scored = [(c, _certify(f, c, tol)) for c in pool]
-    return min(scored, key=lambda pair: (not pair[1].passed, pair[1].relative_gap))
-
-
 def solve_qp(
-    f: Any,
+    f: Problem,
     solver: str | None = None,
     *,
     tol: float = DEFAULT_TOL,
@@ -54,7 +41,7 @@ def solve_qp(
 
     Parameters
     ----------
-    f : Formulation
+    f : Problem
     solver : str, optional
         A CVXPY solver name. ``None`` tries :data:`~qpsvm.solvers.backends.DEFAULT_ORDER`
         (Clarabel, then OSQP), falling back with a logged warning when one fails.
@@ -72,63 +59,53 @@ def solve_qp(
     InaccurateSolutionError, UncertifiedSolutionError
         No backend produced a point that passes the certificate.
     """
-    tol = check_tol(tol)
-    explicit = solver is not None
-    order = backend_order(solver)
-    failures: list[str] = []
-    uncertified = False
-    for k, name in enumerate(order):
-        try:
-            result = run_backend(f.problem, name, options if k == 0 else {})
-        except InfeasibleProblemError as exc:
-            if not f.always_feasible:
-                raise (f.infeasible_error() or exc) from exc
-            if explicit:
-                raise SolverError(
-                    f"{exc} — but {type(f).__name__} always has a solution: a numerical "
-                    "failure. Standardise the features, or use solver=None."
-                ) from exc
-            failures.append(f"{name}: {exc} (a numerical failure: the problem has a solution)")
-            logger.warning("%s reported a problem with a solution %s; falling back", name, exc)
-            continue
-        except SolverError as exc:
-            if explicit:
-                raise
-            failures.append(f"{name}: {exc}")
-            logger.warning("%s failed (%s); falling back to the next backend", name, exc)
-            continue
-        cand, cert = best_certified(f, f.read_model(f.full_model), tol, refine)
+    return solve_certified_model(
+        f, f.full_model, backend_order(solver), options, check_tol(tol), refine
+    )
+
+
+def solve_certified_model(
+    f: Problem,
+    model: CvxModel,
+    order: list[str],
+    options: dict[str, Any],
+    tol: float,
+    refine: bool = True,
+) -> Solution:
+    """Solve ``model`` (the full problem of ``f``, e.g. compiled once for a path and re-solved
+    at ``f.C``) with the first backend of ``order`` whose point, or one of its refinements,
+    passes its certificate at ``tol`` (:func:`~qpsvm.solvers.finish.best_certified`)."""
+    found: list[tuple[Candidate, Certificate]] = []
+
+    def check(result: BackendResult) -> SolverError | None:
+        cand, cert = best_certified(f, f.read_model(model), tol, refine)
         if cert.passed:
             if result.status in INACCURATE:
                 logger.warning(
                     "%s reported %s, but the refined point is certified (relative gap %.1e)",
-                    name,
+                    result.solver,
                     result.status,
                     cert.relative_gap,
                 )
-            return f.solution_from(
-                cand,
-                cert,
-                solver=name,
-                n_iter=result.n_iter,
-                status="optimal",
-                info={"backend_status": result.status, "backend_time": result.solve_time},
-            )
-        message = f"{name}: certified relative gap {cert.relative_gap:.2e} > tol {tol:.0e}"
-        if explicit:
-            if result.status in INACCURATE:
-                raise inaccurate_error(name, result.status, cert.relative_gap)
-            raise UncertifiedSolutionError(
-                f"{message}. Tighten the backend's tolerances or use solver=None."
-            )
-        failures.append(message)
-        uncertified = True
-        logger.warning("%s; falling back to the next backend", message)
-    error = UncertifiedSolutionError if uncertified else SolverError
-    raise error(
-        "no backend produced a certified optimum: "
-        + "; ".join(failures)
-        + ". Badly scaled data limit what floating point can certify: standardise the features "
-        "(e.g. sklearn's StandardScaler), solve the primal form (SoftMarginPrimal) of a linear "
-        "problem, or certify at a looser tol."
+            found.append((cand, cert))
+            return None
+        if result.status in INACCURATE:
+            return inaccurate_error(result.solver, result.status, cert.relative_gap)
+        return UncertifiedSolutionError(
+            f"{result.solver}: certified relative gap {cert.relative_gap:.2e} > tol {tol:.0e}. "
+            "Tighten the backend's tolerances or use solver=None."
+        )
+
+    try:
+        result = solve_model(model, order, options, f.always_feasible, check)
+    except InfeasibleProblemError as exc:
+        raise (f.infeasible_error() or exc) from exc
+    cand, cert = found[-1]
+    return f.solution_from(
+        cand,
+        cert,
+        solver=result.solver,
+        n_iter=result.n_iter,
+        status="optimal",
+        info={"backend_status": result.status, "backend_time": result.solve_time},
     )

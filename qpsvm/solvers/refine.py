@@ -9,14 +9,12 @@ better.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from qpsvm.formulations.binary import BinaryFormulation
+from qpsvm.contract import BinaryProblem
 from qpsvm.solution import Candidate
 
-__all__ = ["refine", "refine_binary", "residuals"]
+__all__ = ["refine_binary", "residuals"]
 
 #: Thresholds (relative to ``max(1, max m_i)``) on ``|y_i f(x_i) - m_i|`` defining ``M``.
 TAUS = (1e-7, 1e-5, 1e-9)
@@ -26,14 +24,7 @@ POLISH_TAU = 1e-9
 MAX_SUPPORT = 4000
 
 
-def refine(f: Any, cand: Candidate) -> list[Candidate]:
-    """Refined versions of ``cand`` (possibly none) for formulations that support it."""
-    if isinstance(f, BinaryFormulation):
-        return refine_binary(f, cand)
-    return []
-
-
-def residuals(f: BinaryFormulation, cand: Candidate) -> np.ndarray:
+def residuals(f: BinaryProblem, cand: Candidate) -> np.ndarray:
     """``y_i (w . phi(x_i) + b) - m_i`` on the training data, from ``w`` or ``alpha``."""
     if cand.w is not None:
         scores = f.scores(w=cand.w)
@@ -42,7 +33,7 @@ def residuals(f: BinaryFormulation, cand: Candidate) -> np.ndarray:
     return f.y * (scores + float(cand.b or 0.0)) - f.margin
 
 
-def refine_binary(f: BinaryFormulation, cand: Candidate, rounds: int = 5) -> list[Candidate]:
+def refine_binary(f: BinaryProblem, cand: Candidate, rounds: int = 5) -> list[Candidate]:
     """Candidates from the KKT equations on the support sets read off ``cand`` at several
     thresholds, each polished by re-reading the sets off its own point until they are stable
     (a primal-dual active-set iteration)."""

@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 
 from qpsvm._validation import check_flag, check_int, check_number
-from qpsvm.exceptions import InvalidInputError, InvalidTypeError
-from qpsvm.formulations.binary import BinaryFormulation
+from qpsvm.contract import BinaryProblem, check_method
+from qpsvm.exceptions import InvalidInputError
 from qpsvm.kernels import KernelCache, gram_arrays
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers import _online_kernels as kernels
@@ -76,28 +76,14 @@ def smo_intercept(y: np.ndarray, G: np.ndarray, alpha: np.ndarray, upper: np.nda
 
 
 def _check_options(
-    f: Any,
-    solver: Any,
+    f: BinaryProblem,
     tol: Any,
     max_iter: Any,
     cache_size: Any,
     selection: Any,
     shrinking: Any,
 ) -> tuple[float, int, float | None]:
-    if solver is not None:
-        raise InvalidInputError(
-            f"method='smo' uses no CVXPY solver; got solver={solver!r}. Drop it (or use "
-            "method='qp' to solve exactly with that solver)."
-        )
-    if not isinstance(f, BinaryFormulation):
-        raise InvalidTypeError(
-            f"method='smo' solves the binary soft-margin dual; {type(f).__name__} is not one."
-        )
-    if not math.isfinite(f.C):
-        raise InvalidInputError(
-            "SMO needs the finite box 0 <= alpha_i <= C s_i; the hard margin has none. Use "
-            "method='qp', or SoftMarginDual with a large C."
-        )
+    check_method(f, "smo")
     tol = check_number(tol, "tol")
     cache_size = None if cache_size is None else check_number(cache_size, "cache_size")
     max_iter = max(10_000_000, 100 * f.n_samples) if max_iter is None else max_iter
@@ -109,7 +95,7 @@ def _check_options(
 
 
 def solve_smo(
-    f: Any,
+    f: BinaryProblem,
     solver: str | None = None,
     *,
     tol: float = 1e-3,
@@ -127,7 +113,7 @@ def solve_smo(
         Any kernel (linear, rbf, poly, precomputed, callable); per-sample weights ``s_i`` give
         the box ``[0, C s_i]`` and margins ``m_i`` the linear term (``G`` starts at ``-m``).
     solver : None
-        SMO uses no CVXPY solver; passing one is an error.
+        SMO uses no CVXPY solver (:meth:`~qpsvm.formulations.Formulation.solve` refuses one).
     tol : float, default=1e-3
         Stop when the largest KKT violation ``max_{I_up} -yG - min_{I_low} -yG`` (without an
         intercept: the largest projected gradient) is below ``tol``, as libsvm's ``eps``.
@@ -162,9 +148,7 @@ def solve_smo(
         ``violation``, the cache ``hits`` and ``misses`` and ``backend_time``, the seconds spent
         in the SMO loop (the rest of ``solve_time`` is setup and the certificate).
     """
-    tol, max_iter, cache_size = _check_options(
-        f, solver, tol, max_iter, cache_size, selection, shrinking
-    )
+    tol, max_iter, cache_size = _check_options(f, tol, max_iter, cache_size, selection, shrinking)
     n = f.n_samples
     name = f.kernel.name
     if name in ("linear", "rbf", "poly") and f._gram is None:

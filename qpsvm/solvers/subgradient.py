@@ -27,10 +27,20 @@ ball ``||w|| <= R`` that contains ``w*``.
 The ranking SVM runs the same update on the pair differences ``x_i - x_j`` (label ``+1``, no
 intercept), never formed. The multiclass SVM updates rows of ``W``: for an example with a
 violated margin, the true class moves towards ``x_i`` and the arg-max class away from it
-(Crammer-Singer), or every violating class does (Weston-Watkins).
+(Crammer-Singer), or every violating class does (Weston-Watkins). The structural SVM's slack
+:math:`\xi_i(w) = \max_y H_i(y; w)` has, by Danskin's theorem, the subgradient
+:math:`-a_{i\hat y}` at the most violated output :math:`\hat y` (loss-augmented or
+slack-rescaled inference; 0 when :math:`\xi_i = 0`), so its step on a batch ``B`` is
+:math:`w \leftarrow (1 - \eta_t\lambda) w + \frac{\eta_t}{|B|}\sum_{i\in B} a_{i\hat y_i}`
+(Ratliff, Bagnell & Zinkevich, "(Online) subgradient methods for structured prediction",
+AISTATS 2007), one batched oracle call per step.
 
-The inner loop over samples is a numba kernel (:mod:`qpsvm.solvers._online_kernels`); Python only
-runs once per epoch (shuffling, the step sizes of the epoch, the exact objective for the history).
+Each formulation names its online problem (its ``online_problem``: :func:`binary_problem`,
+:func:`multiclass_problem`, :func:`structural_problem`); the driver
+(:func:`solve_subgradient`) is shared. The inner loop over samples is a numba kernel
+(:mod:`qpsvm.solvers._online_kernels`) for the binary and multiclass SVMs and the model's
+compiled inference for the structural SVM; Python only runs once per epoch (shuffling, the step
+sizes of the epoch, the exact objective for the history) or, structural, once per batch.
 """
 
 from __future__ import annotations
@@ -46,14 +56,21 @@ from typing import Any
 import numpy as np
 
 from qpsvm._validation import check_int, check_number, check_random_state
+from qpsvm.contract import BinaryProblem, MulticlassProblem, Problem, StructuralProblem, part
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
-from qpsvm.formulations.binary import BinaryFormulation
-from qpsvm.formulations.multiclass import MulticlassSVM
-from qpsvm.formulations.ranking import PairDifferences
 from qpsvm.solution import Candidate, History, Solution
 from qpsvm.solvers import _online_kernels as kernels
 
-__all__ = ["STEPS", "pegasos_bound", "solve_subgradient", "step_sizes"]
+__all__ = [
+    "STEPS",
+    "OnlineProblem",
+    "binary_problem",
+    "multiclass_problem",
+    "pegasos_bound",
+    "solve_subgradient",
+    "step_sizes",
+    "structural_problem",
+]
 
 logger = logging.getLogger("qpsvm")
 
@@ -134,9 +151,10 @@ class OnlineProblem:
     shape : tuple of int
         Shape of ``w``.
     radius : float
-        A bound ``R >= ||w*||`` (the projection radius).
+        A bound ``R >= ||w*||`` (the projection radius; ``inf`` when none is known).
     loss_bound : float
-        A bound ``S`` on the norm of the loss part of a stochastic subgradient, ``||s_i y_i x_i||``.
+        A bound ``S`` on the norm of the loss part of a stochastic subgradient, ``||s_i y_i x_i||``
+        (``inf`` when none is known).
     fit_intercept : bool
         Whether a free intercept ``b`` is updated too.
     epoch : callable
@@ -153,7 +171,7 @@ class OnlineProblem:
     epoch: Callable[..., None]
 
 
-def binary_problem(f: BinaryFormulation) -> OnlineProblem:
+def binary_problem(f: BinaryProblem) -> OnlineProblem:
     r"""The binary soft-margin SVM as an online problem (also the ranking SVM: a binary SVM
     without intercept on the pair differences ``z_p = x_i - x_j``, never formed: the kernel
     reads the two item rows).
@@ -163,23 +181,13 @@ def binary_problem(f: BinaryFormulation) -> OnlineProblem:
     with ``s = m = 1`` it is Pegasos' ``sqrt(C n) = 1/sqrt(lambda)``. The loss part of a
     subgradient is bounded by ``S = max_i s_i ||x_i||``.
     """
-    if not math.isfinite(f.C):
-        raise InvalidInputError(
-            "the hard margin has no finite lambda = 1/(C n), so it has no subgradient method; "
-            "use SoftMarginPrimal with a large C (or method='qp' for the exact hard margin)."
-        )
     if not f.linear:
         raise InvalidInputError(
             f"method='subgradient' works on the primal and needs an explicit w; the "
             f"{f.kernel.name!r} kernel has none. Use method='smo' or method='qp'."
         )
     y, s, m = f.y, f.sample_weight, f.margin
-    if isinstance(f.X, PairDifferences):
-        M = kernels.data_arrays(f.items, f.pairs)
-        sqnorm = kernels.pair_sq_norms(M, kernels.row_sq_norms(f.items), f.n_features)
-    else:
-        M = kernels.data_arrays(f.X)
-        sqnorm = kernels.row_sq_norms(f.X)
+    M, sqnorm = kernels.linear_data(f.X, f.n_features)
     radius = math.sqrt(f.C * float(s @ m))
     loss_bound = float(np.max(s * np.sqrt(sqnorm)))
     return OnlineProblem(
@@ -193,7 +201,7 @@ def binary_problem(f: BinaryFormulation) -> OnlineProblem:
     )
 
 
-def multiclass_problem(f: MulticlassSVM) -> OnlineProblem:
+def multiclass_problem(f: MulticlassProblem) -> OnlineProblem:
     r"""The multiclass SVM (Crammer-Singer or Weston-Watkins) as an online problem.
 
     Radius: ``||W*||_F^2 = sum_ic alpha_ic - C sum_i s_i loss_i <= sum_ic alpha_ic``, at most
@@ -226,20 +234,53 @@ def multiclass_problem(f: MulticlassSVM) -> OnlineProblem:
     )
 
 
-def online_problem(f: Any) -> OnlineProblem:
-    """The :class:`OnlineProblem` of a formulation, or a clear error if it has none."""
-    if isinstance(f, BinaryFormulation):
-        return binary_problem(f)
-    if isinstance(f, MulticlassSVM):
-        return multiclass_problem(f)
-    raise InvalidTypeError(
-        f"method='subgradient' does not support {type(f).__name__}; it supports the binary "
-        "soft-margin, ranking and multiclass formulations."
+def structural_problem(f: StructuralProblem) -> OnlineProblem:
+    r"""The structural SVM as an online problem: each step calls the model's batched oracle on
+    its batch (see :mod:`qpsvm.solvers.subgradient`). No bound on ``||w*||`` or on the
+    subgradients is known without bounding the task loss, so there is no projection and no
+    theoretical rate."""
+    return OnlineProblem(
+        n=f.n_samples,
+        C=float(f.C),
+        shape=(f.n_features,),
+        radius=math.inf,
+        loss_bound=math.inf,
+        fit_intercept=False,
+        epoch=partial(_structural_epoch, f),
     )
 
 
+def _structural_epoch(
+    f: StructuralProblem,
+    order: np.ndarray,
+    etas: np.ndarray,
+    lam: float,
+    batch: int,
+    radius: float,
+    v: np.ndarray,
+    avg: np.ndarray,
+    state: np.ndarray,
+    average: bool,
+) -> None:
+    """One pass over the examples ``order``, a batched oracle call per step; ``v`` is ``w``
+    itself (``state``'s scale stays 1) and ``avg`` the sum of the iterates."""
+    for step, eta in enumerate(etas.tolist()):
+        batch_ids = order[step * batch : (step + 1) * batch]
+        rows, c = f.pair_rows(batch_ids, f.oracle(v, examples=batch_ids))
+        violated = c - np.asarray(rows @ v).ravel() > 0
+        direction = np.asarray(rows[violated].sum(axis=0)).ravel() / len(batch_ids)
+        v[:] = (1.0 - eta * lam) * v + eta * direction
+        if average:
+            avg += v
+
+
+def online_problem(f: Problem) -> OnlineProblem:
+    """The :class:`OnlineProblem` formulation ``f`` names (its ``online_problem``)."""
+    return part(f, "online_problem", "subgradient")(f)
+
+
 def solve_subgradient(
-    f: Any,
+    f: Problem,
     solver: str | None = None,
     *,
     epochs: int = 10,
@@ -259,11 +300,13 @@ def solve_subgradient(
 
     Parameters
     ----------
-    f : Formulation
-        :class:`~qpsvm.SoftMarginPrimal` (or :class:`~qpsvm.SoftMarginDual` with the linear
-        kernel, solved on its primal).
+    f : Problem
+        A formulation that names an online problem: :class:`~qpsvm.SoftMarginPrimal` (or
+        :class:`~qpsvm.SoftMarginDual` with the linear kernel, solved on its primal),
+        :class:`~qpsvm.RankingSVM`, :class:`~qpsvm.MulticlassSVM`, :class:`~qpsvm.StructuralSVM`.
     solver : None
-        Online methods use no CVXPY solver; passing one is an error.
+        Online methods use no CVXPY solver (:meth:`~qpsvm.formulations.Formulation.solve`
+        refuses one).
     epochs : int, default=10
         Passes over the data, each in a fresh random order.
     step : {"pegasos", "sqrt"} or callable, default="pegasos"
@@ -280,7 +323,7 @@ def solve_subgradient(
     projection : bool, default=False
         Project ``w`` onto the ball of radius ``R >= ||w*||`` after each step (for the binary SVM
         ``R^2 = C sum_i s_i m_i``, i.e. Pegasos' ``1/sqrt(lambda)`` when
-        ``s = m = 1``); ``b`` is not projected.
+        ``s = m = 1``); ``b`` is not projected. Not for the structural SVM (no ``R`` known).
     random_state : int, numpy.random.Generator or None
         Seed of the shuffling; equal seeds give identical runs.
     record_gap : bool, default=False
@@ -306,17 +349,17 @@ def solve_subgradient(
     Raises
     ------
     InvalidInputError
-        A solver was named, a bad argument, a hard margin or a nonlinear kernel.
+        A bad argument, a nonlinear kernel, or a projection without a known radius.
     """
-    if solver is not None:
-        raise InvalidInputError(
-            f"method='subgradient' uses no CVXPY solver; got solver={solver!r}. Drop it (or use "
-            "method='qp' to solve exactly with that solver)."
-        )
     epochs = check_int(epochs, "epochs")
     batch_size = check_int(batch_size, "batch_size")
     eta0 = check_number(eta0, "eta0")
     prob = online_problem(f)
+    if projection and not math.isfinite(prob.radius):
+        raise InvalidInputError(
+            f"projection needs a bound R >= ||w*||, and {type(f).__name__} has none; drop "
+            "projection=True."
+        )
     batch_size = min(batch_size, prob.n)
     lam = 1.0 / (prob.C * prob.n)
     rng = check_random_state(random_state)
@@ -368,7 +411,9 @@ def solve_subgradient(
     )
     G = prob.loss_bound + lam * w_bound if math.isfinite(w_bound) else None
     pegasos = isinstance(step, str) and step == "pegasos"
-    theory = pegasos_bound(lam, G, t) if pegasos and not prob.fit_intercept else None
+    theory = (
+        pegasos_bound(lam, G, t) if pegasos and G is not None and not prob.fit_intercept else None
+    )
     solution = f.solution_from(
         Candidate(w=w, b=b),
         certificate,

@@ -59,6 +59,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm.contract import BinaryProblem, MulticlassProblem
 from qpsvm.solution import Candidate
 from qpsvm.solvers._online_kernels import (
     _example_axpy,
@@ -66,7 +67,7 @@ from qpsvm.solvers._online_kernels import (
     _row_axpy,
     _row_dot,
     data_arrays,
-    pair_sq_norms,
+    linear_data,
     row_sq_norms,
 )
 
@@ -201,21 +202,12 @@ def _dcd(M, y, m, U, sqnorm, bias, alpha, w, state, tol, max_epochs, rng):  # pr
     state[2] = violation
 
 
-def _data(f: Any) -> tuple[tuple, np.ndarray]:
-    """The numba data tuple of a linear binary formulation and its rows' squared norms (pair
-    differences for the ranking SVM, never formed)."""
-    if isinstance(f.X, np.ndarray) or sp.issparse(f.X):
-        return data_arrays(f.X), row_sq_norms(f.X)
-    M = data_arrays(f.X.items, f.X.pairs)
-    return M, pair_sq_norms(M, row_sq_norms(f.X.items), f.n_features)
-
-
 def _rng(seed: int) -> np.ndarray:
     return np.array([(int(seed) * 2654435761 + 88172645463325252) % 2**64 or 1], dtype=np.uint64)
 
 
 def dual_coordinate_descent(
-    f: Any,
+    f: BinaryProblem,
     *,
     tol: float = 0.1,
     max_epochs: int = 50,
@@ -252,7 +244,7 @@ def dual_coordinate_descent(
         gradients are margin residuals; where the descent stopped short of ``tol``, the
         working-set rounds repair the statuses).
     """
-    M, sqnorm = _data(f)
+    M, sqnorm = linear_data(f.X, f.n_features)
     if bias is None:
         bias = math.sqrt(float(np.mean(sqnorm))) if f.fit_intercept else 0.0
     upper = f.upper
@@ -398,7 +390,7 @@ def _ww_dcd(M, y, rows, cols, U, sqnorm, alpha, W, state, tol, max_epochs, rng):
 
 
 def multiclass_dual(
-    f: Any, *, tol: float | None = None, max_epochs: int | None = None, seed: int = 0
+    f: MulticlassProblem, *, tol: float | None = None, max_epochs: int | None = None, seed: int = 0
 ) -> Start:
     """Approximate optimum of a multiclass SVM by dual coordinate descent.
 
@@ -479,7 +471,7 @@ class _Newton:
     cheaper than recomputing it; the Hessian is ``I (+) 0 + (C/mu) S``.
     """
 
-    def __init__(self, f: Any, C: float) -> None:
+    def __init__(self, f: BinaryProblem, C: float) -> None:
         self.f, self.C = f, C
         d = f.n_features
         self.w, self.b, self.z = np.zeros(d), 0.0, f.margin.copy()
@@ -572,7 +564,7 @@ class _Newton:
 
 
 def smoothed_newton(
-    f: Any,
+    f: BinaryProblem,
     *,
     C: float | None = None,
     mu_final: float = 1e-3,

@@ -28,8 +28,11 @@ object that builds the restricted model, reads its solution back as a full-data 
 checks the full data. :class:`StatusSets` keeps the three statuses and grows ``W``;
 :class:`BinarySets` (binary and ranking SVMs) and :class:`WestonWatkinsSets` have one scalar
 residual per constraint (:class:`ResidualSets`), :class:`CrammerSingerSets` one status per
-example whose constraints share a slack. A cutting-plane method implements
-:meth:`WorkingSet.update` with its separation oracle and reuses the same loop.
+example whose constraints share a slack. A formulation names its sets in its ``working_set``
+attribute (:func:`binary_sets`, :func:`multiclass_sets`; see :mod:`qpsvm.contract`). The
+structural SVM's cutting plane (:mod:`qpsvm.solvers.cutting_plane`) grows its working set of
+planes by loss-augmented inference, with a loop of its own (its working-set QP is solved in the
+dual by block-coordinate ascent).
 """
 
 from __future__ import annotations
@@ -44,19 +47,12 @@ from typing import Any
 import numpy as np
 
 from qpsvm._validation import check_int, check_number, check_tol
-from qpsvm.exceptions import (
-    InaccurateSolutionError,
-    InfeasibleProblemError,
-    InvalidTypeError,
-    SolverError,
-    UncertifiedSolutionError,
-)
-from qpsvm.formulations.binary import BinaryFormulation, SoftMarginDual
+from qpsvm.contract import BinaryProblem, MulticlassProblem, Problem, part
+from qpsvm.exceptions import InaccurateSolutionError, InfeasibleProblemError, SolverError
 from qpsvm.formulations.model import CvxModel
-from qpsvm.formulations.multiclass import MulticlassSVM
 from qpsvm.solution import Candidate, History, Solution
 from qpsvm.solvers.backends import backend_order, solve_model
-from qpsvm.solvers.qp import best_certified
+from qpsvm.solvers.finish import finish
 from qpsvm.solvers.warm_start import (
     NEWTON_MAX_FEATURES,
     Start,
@@ -74,6 +70,8 @@ __all__ = [
     "StatusSets",
     "WestonWatkinsSets",
     "WorkingSet",
+    "binary_sets",
+    "multiclass_sets",
     "run_working_set",
     "solve_working_set",
     "start_binary",
@@ -126,7 +124,7 @@ class WorkingSet(ABC):
     the answer with ``f.solution_from``.
     """
 
-    f: Any
+    f: Problem
 
     @abstractmethod
     def model(self) -> CvxModel:
@@ -148,6 +146,11 @@ class WorkingSet(ABC):
         """The error for a restricted model the backend reports infeasible."""
         return exc
 
+    def release(self) -> np.ndarray:
+        """Move the units fixed at a bound into the working set after the backends failed on
+        the restricted model; returns their indices (none here)."""
+        return np.zeros(0, dtype=np.intp)
+
 
 class StatusSets(WorkingSet):
     """Working sets whose units each have one of three statuses (shared bookkeeping).
@@ -168,7 +171,7 @@ class StatusSets(WorkingSet):
         Units within ``width * start.band`` of their margin start in ``W``.
     """
 
-    def __init__(self, f: Any, start: Start, width: float = WIDTH) -> None:
+    def __init__(self, f: Problem, start: Start, width: float = WIDTH) -> None:
         self.f = f
         self.width = width
         self._model: CvxModel | None = None
@@ -207,7 +210,7 @@ class StatusSets(WorkingSet):
                 return
         self._model = None
 
-    def retarget(self, f: Any, start: Start) -> None:
+    def retarget(self, f: Problem, start: Start) -> None:
         """Switch to ``f`` (the same data at another ``C``) and re-sort the units at ``start``
         (e.g. the optimum at the previous ``C``)."""
         self.f = f
@@ -348,7 +351,7 @@ class BinarySets(ResidualSets):
     """The binary formulations (and the ranking SVM, a binary SVM on pair differences): one unit
     per sample, residual ``r_i = y_i (w . phi(x_i) + b) - m_i``."""
 
-    f: BinaryFormulation
+    f: BinaryProblem
 
     @property
     def upper(self) -> np.ndarray:
@@ -364,8 +367,7 @@ class BinarySets(ResidualSets):
 
     @property
     def c_parametric(self) -> bool:
-        # the dual's fixed multipliers C s_i are data of its model
-        return not isinstance(self.f, SoftMarginDual)
+        return self.f.c_parametric
 
     def evaluate(self, cand: Candidate) -> tuple[np.ndarray, float]:
         f = self.f
@@ -375,12 +377,7 @@ class BinarySets(ResidualSets):
         return f.y * (scores + b) - f.margin, float(f.primal_value(norm2, scores, b))
 
     def build(self) -> CvxModel:
-        work = np.flatnonzero(self.work)
-        if isinstance(self.f, SoftMarginDual):
-            return self.f.build(subset=work, fixed=self.fixed_alpha())
-        if not np.any(self.bound):
-            return self.f.build(subset=work)
-        return self.f.build(subset=work, at_bound=np.flatnonzero(self.bound))
+        return self.f.build_restricted(np.flatnonzero(self.work), self.bound)
 
     def read(self, model: CvxModel) -> Candidate:
         return self.f.read_model(model, fixed=self.fixed_alpha())
@@ -394,7 +391,7 @@ class WestonWatkinsSets(ResidualSets):
     """Weston-Watkins: one unit per constraint ``(i, c)``, ``c != y_i``, residual
     ``r_ic = w_{y_i} . x_i - w_c . x_i - 1``, bound ``C s_i``."""
 
-    f: MulticlassSVM
+    f: MulticlassProblem
 
     @property
     def upper(self) -> np.ndarray:
@@ -433,7 +430,7 @@ class CrammerSingerSets(StatusSets):
     ``W``.
     """
 
-    f: MulticlassSVM
+    f: MulticlassProblem
 
     def _losses(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         S = self.f.scores(W)
@@ -508,7 +505,7 @@ class CrammerSingerSets(StatusSets):
 
 
 # ---------------------------------------------------------------------------- starting point
-def start_binary(f: BinaryFormulation) -> Start:
+def start_binary(f: BinaryProblem) -> Start:
     """The measured-fastest approximate optimum for a binary formulation.
 
     Smoothed Newton for linear problems with at most
@@ -527,18 +524,24 @@ def start_binary(f: BinaryFormulation) -> Start:
     return dual_coordinate_descent(f, tol=DCD_TOL, max_epochs=200)
 
 
-def working_set_for(f: Any, start: Start | None = None, width: float = WIDTH) -> StatusSets:
-    """The working set of formulation ``f``, sorted at ``start`` (default: the formulation's
-    fast approximate optimum: :func:`start_binary`, or
+def binary_sets(f: BinaryProblem, start: Start | None, width: float) -> BinarySets:
+    """The working set of a binary (or ranking) SVM, sorted at ``start`` (default:
+    :func:`start_binary`)."""
+    return BinarySets(f, start_binary(f) if start is None else start, width)
+
+
+def multiclass_sets(f: MulticlassProblem, start: Start | None, width: float) -> StatusSets:
+    """The working set of a multiclass SVM (:class:`CrammerSingerSets` or
+    :class:`WestonWatkinsSets`), sorted at ``start`` (default:
     :func:`~qpsvm.solvers.warm_start.multiclass_dual`)."""
-    if isinstance(f, BinaryFormulation):
-        return BinarySets(f, start_binary(f) if start is None else start, width)
-    if isinstance(f, MulticlassSVM):
-        sets = CrammerSingerSets if f.crammer_singer else WestonWatkinsSets
-        return sets(f, multiclass_dual(f) if start is None else start, width)
-    raise InvalidTypeError(
-        f"method='working_set' does not support {type(f).__name__}; use method='qp'."
-    )
+    sets = CrammerSingerSets if f.crammer_singer else WestonWatkinsSets
+    return sets(f, multiclass_dual(f) if start is None else start, width)
+
+
+def working_set_for(f: Problem, start: Start | None = None, width: float = WIDTH) -> StatusSets:
+    """The working set formulation ``f`` names (its ``working_set``), sorted at ``start``
+    (default: the formulation's fast approximate optimum)."""
+    return part(f, "working_set", "working_set")(f, start, width)
 
 
 # ---------------------------------------------------------------------------- the loop
@@ -565,7 +568,7 @@ def run_working_set(
         Restricted solves at most.
     refine : bool, default=True
         If the final candidate fails its certificate, try its support-set refinements
-        (:func:`~qpsvm.solvers.qp.best_certified`) before giving up.
+        (:func:`~qpsvm.solvers.finish.finish`) before giving up.
     options : dict, optional
         Backend settings, overriding :data:`~qpsvm.solvers.backends.SETTINGS`.
 
@@ -594,7 +597,7 @@ def run_working_set(
         except SolverError as exc:
             # a start far from the optimum can fix many units at their bound; their large
             # linear term may defeat the backends: put them back into W and solve again
-            if not isinstance(ws, StatusSets) or not ws.release().size:
+            if not ws.release().size:
                 raise
             logger.warning("restricted QP failed (%s); releasing the fixed units into W", exc)
             continue
@@ -621,16 +624,16 @@ def run_working_set(
             "the full problem with method='full'."
         )
     certifying = time.perf_counter()
-    cert = f.certify(cand, tol=tol)
-    if not cert.passed and refine:
-        cand, cert = best_certified(f, cand, tol)
+    cand, cert = finish(
+        f,
+        cand,
+        tol,
+        what="the working-set optimum",
+        advice="Standardise the features, or use method='full'.",
+        refine=refine,
+        eager=False,
+    )
     certify_time = time.perf_counter() - certifying
-    if not cert.passed:
-        raise UncertifiedSolutionError(
-            f"the working-set optimum is certified only to a relative gap of "
-            f"{cert.relative_gap:.2e} > tol {tol:.0e} (primal infeasibility "
-            f"{cert.primal_infeasibility:.2e}). Standardise the features, or use method='full'."
-        )
     it, obj, tm = (np.array(v) for v in zip(*rows, strict=True))
     return f.solution_from(
         cand,
@@ -650,7 +653,7 @@ def run_working_set(
 
 
 def solve_working_set(
-    f: Any,
+    f: Problem,
     solver: str | None = None,
     *,
     tol: float = DEFAULT_TOL,

@@ -1,0 +1,411 @@
+r"""The contract between formulations and the machinery: what a solver may ask, and which solver.
+
+A formulation (:class:`~qpsvm.formulations.Formulation`) is the math of one SVM; solvers,
+paths, estimators and the command line reach it only through this contract:
+
+* **The protocols** say, per family, what a solver may call on a formulation, with one
+  signature each: :class:`Problem` (every formulation: the CVXPY model, the primal objective, a
+  solution from a candidate), :class:`BinaryProblem` (the binary SVMs and the ranking SVM, a
+  binary SVM on pair differences: ``scores(w=, alpha=)``, the KKT equations on support sets),
+  :class:`MulticlassProblem` (``scores(W)``, margins per class) and :class:`StructuralProblem`
+  (inference oracle, cutting planes). A solver annotates its formulation with the protocol it
+  needs; the methods a formulation registers are exactly those whose protocol it implements.
+* **One registry of methods**, :data:`METHODS`: a :class:`Method` per name with its solver
+  (``"module:function"``, imported on use so the math never imports the machinery) and its
+  capabilities: certified (a certified optimum or an error), optimal (the optimum: certified,
+  or exact in rational arithmetic) or approximate, usable by a path, takes a CVXPY backend,
+  handles nonlinear kernels. A formulation lists the names it supports
+  (``Formulation.methods``); :func:`check_method` is the one check of a (formulation, method)
+  pair, with a typed error naming the methods that are supported.
+* **The formulation names its own solver pieces**, as ``"module:function"`` class attributes
+  loaded by :func:`part`: ``working_set`` (its sets for the working-set engine),
+  ``online_problem`` (its stochastic subgradient step), ``refinement`` (its exact support-set
+  refinement), ``exact_oracle`` (its rational oracle). No solver picks code by the
+  formulation's class.
+
+This module imports no formulation, solver or CVXPY: it is a shared leaf, like
+:mod:`qpsvm.solution`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from qpsvm.exceptions import InvalidInputError, InvalidTypeError
+from qpsvm.solution import Candidate, Solution
+
+if TYPE_CHECKING:
+    import cvxpy as cp
+
+    from qpsvm.formulations.model import CvxModel
+    from qpsvm.kernels import Kernel
+    from qpsvm.verify.certificate import Certificate
+
+__all__ = [
+    "METHODS",
+    "BinaryProblem",
+    "Method",
+    "MulticlassProblem",
+    "Problem",
+    "StructuralProblem",
+    "check_method",
+    "load",
+    "part",
+]
+
+
+# ----------------------------------------------------------------------------- protocols
+class Problem(Protocol):
+    """What every formulation provides to every solver."""
+
+    #: Slack penalty (``inf`` for the hard margin).
+    C: float
+    #: Names of the :data:`METHODS` this formulation supports.
+    methods: tuple[str, ...]
+    #: ``"module:function"`` certifying a candidate: ``(f, cand, tol) -> Certificate``.
+    certifier: str
+    #: Whether every instance has a solution (a backend reporting otherwise has failed).
+    always_feasible: bool
+    #: ``"module:function"`` ``(f, cand) -> list[Candidate]`` of exact refinements, or ``""``.
+    refinement: str
+    #: ``"module:function"`` ``(f, solver, start) -> Solution`` of the exact rational optimum,
+    #: or ``""``.
+    exact_oracle: str
+    #: Why a method of :data:`METHODS` is not supported, for its error (method -> reason).
+    refusals: dict[str, str]
+
+    @property
+    def n_samples(self) -> int: ...
+
+    @property
+    def n_features(self) -> int: ...
+
+    @property
+    def full_model(self) -> CvxModel: ...
+
+    @property
+    def problem(self) -> cp.Problem: ...
+
+    def build(self, **subset: Any) -> CvxModel: ...
+
+    def read_model(self, model: Any) -> Candidate: ...
+
+    def objective(self, w: Any, b: Any = 0.0) -> float: ...
+
+    def solution_from(
+        self, cand: Candidate, certificate: Certificate | None = None, **fields: Any
+    ) -> Solution: ...
+
+    def certify(
+        self,
+        candidate: Any = None,
+        *,
+        w: Any = None,
+        b: Any = None,
+        alpha: Any = None,
+        tol: float = ...,
+    ) -> Certificate: ...
+
+    def infeasible_error(self) -> Exception | None: ...
+
+    def make_feasible(self, cand: Candidate) -> Candidate:
+        """``cand`` moved onto the feasible set where rounding left it just outside."""
+
+    def with_C(self, C: float) -> Problem: ...
+
+    def default_method(self) -> str: ...
+
+    def default_path_method(self) -> str: ...
+
+
+class BinaryProblem(Problem, Protocol):
+    r"""A binary SVM ``min 1/2 ||w||^2 + C sum_i s_i xi_i, y_i (w.phi(x_i) + b) >= m_i - xi_i``
+    (the ranking SVM is one, on pair differences): per sample one residual
+    ``r_i = y_i f(x_i) - m_i`` and one multiplier ``0 <= alpha_i <= C s_i``."""
+
+    X: Any
+    y: np.ndarray
+    sample_weight: np.ndarray
+    margin: np.ndarray
+    fit_intercept: bool
+    kernel: Kernel
+    #: Whether the restricted model of a working set depends on ``C`` only through its
+    #: parameter (False for the dual, whose fixed multipliers ``C s_i`` are data).
+    c_parametric: bool
+
+    @property
+    def linear(self) -> bool: ...
+
+    @property
+    def upper(self) -> np.ndarray: ...
+
+    def scores(self, w: np.ndarray | None = None, alpha: np.ndarray | None = None) -> np.ndarray:
+        """``w . phi(x_i)`` for every sample, from ``w`` or from ``alpha``."""
+
+    def expansion(self, alpha: np.ndarray) -> np.ndarray: ...
+
+    def primal_value(self, norm2: float, scores: np.ndarray, b: float) -> float: ...
+
+    def optimal_intercept(self, scores: np.ndarray) -> float: ...
+
+    def kkt_on_sets(self, M: np.ndarray, bound: np.ndarray) -> tuple[np.ndarray, float]: ...
+
+    def support_solution(
+        self,
+        M: np.ndarray,
+        E: np.ndarray,
+        bound_sum: tuple[np.ndarray, np.ndarray] | None = None,
+    ) -> tuple[np.ndarray, float, np.ndarray | None]: ...
+
+    def build_restricted(self, work: np.ndarray, bound: np.ndarray) -> CvxModel:
+        """The model over the samples ``work`` with those of the mask ``bound`` at ``C s_i``."""
+
+    def read_restricted(self, model: CvxModel, bound: np.ndarray) -> Candidate: ...
+
+    def gram(self) -> np.ndarray: ...
+
+    def gram_rows(self, idx: np.ndarray) -> np.ndarray: ...
+
+
+class MulticlassProblem(Problem, Protocol):
+    r"""A multiclass SVM: weights ``W`` (one row per class), one constraint per
+    ``(i, c != y_i)``, listed by ``rows``/``cols``; scores ``S = X W^T``."""
+
+    X: Any
+    y: np.ndarray
+    sample_weight: np.ndarray
+    mask: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
+
+    @property
+    def n_classes(self) -> int: ...
+
+    @property
+    def crammer_singer(self) -> bool: ...
+
+    @property
+    def upper(self) -> np.ndarray: ...
+
+    def scores(self, W: np.ndarray) -> np.ndarray:
+        """``S = X W^T``, shape ``(n, k)``."""
+
+    def margins(self, S: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray: ...
+
+    def primal_value(self, norm2: float, S: np.ndarray) -> float: ...
+
+
+class StructuralProblem(Problem, Protocol):
+    r"""A structural SVM: exponentially many constraints ``xi_i >= c_iy - a_iy . w``, reached
+    through the model's loss-augmented inference."""
+
+    def oracle(self, w: Any, examples: Sequence[int] | None = None) -> list[Any]: ...
+
+    def pair_rows(self, examples: Any, outputs: Sequence[Any]) -> tuple[Any, np.ndarray]: ...
+
+    def slacks(self, w: Any, return_outputs: bool = False) -> Any: ...
+
+
+# ----------------------------------------------------------------------------- registry
+@dataclass(frozen=True)
+class Method:
+    """A solve method and what it can do.
+
+    Attributes
+    ----------
+    name : str
+        What users pass as ``method=``.
+    run : str
+        ``"module:function"`` of the solver, called as ``run(f, solver=..., **options)``.
+    certified : bool
+        Its answers carry a certificate passed at its option ``tol`` (it raises otherwise).
+    optimal : bool
+        It returns the optimum (status ``"optimal"``): certified, or the exact rational optimum
+        of ``method="exact"``; otherwise it is approximate and reports its own status.
+    backend : bool
+        It takes a CVXPY backend (``solver=``); the others refuse one.
+    kernels : bool
+        It solves nonlinear kernels (it never needs an explicit ``w``).
+    path : bool
+        :meth:`~qpsvm.formulations.Formulation.path` may follow ``C`` with it.
+    solve : bool
+        :meth:`~qpsvm.formulations.Formulation.solve` may run it (``False``: path only).
+    summary : str
+        One line for error messages and the docs.
+    """
+
+    name: str
+    run: str
+    certified: bool
+    optimal: bool
+    backend: bool
+    kernels: bool
+    path: bool
+    summary: str
+    solve: bool = True
+
+
+#: Every solve method, by name. A formulation supports the names in its ``methods``.
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method(
+            "qp",
+            "qpsvm.solvers.qp:solve_qp",
+            certified=True,
+            optimal=True,
+            backend=True,
+            kernels=True,
+            path=True,
+            summary="the full problem (f.problem) by a QP backend, refined and certified",
+        ),
+        Method(
+            "full",
+            "qpsvm.solvers.qp:solve_qp",
+            certified=True,
+            optimal=True,
+            backend=True,
+            kernels=True,
+            path=True,
+            summary='the same as "qp": the full problem by a QP backend',
+        ),
+        Method(
+            "working_set",
+            "qpsvm.solvers.working_set:solve_working_set",
+            certified=True,
+            optimal=True,
+            backend=True,
+            kernels=True,
+            path=True,
+            summary="QPs over a working set grown by full-data checks, certified",
+        ),
+        Method(
+            "cutting_plane",
+            "qpsvm.solvers.cutting_plane:solve_cutting_plane",
+            certified=True,
+            optimal=True,
+            backend=True,
+            kernels=False,
+            path=False,
+            summary="cutting planes from loss-augmented inference, stopped on a certified gap",
+        ),
+        Method(
+            "frank_wolfe",
+            "qpsvm.solvers.frank_wolfe:solve_frank_wolfe",
+            certified=True,
+            optimal=True,
+            backend=False,
+            kernels=False,
+            path=False,
+            summary="block-coordinate Frank-Wolfe on the structural dual, stopped on a "
+            "certified gap",
+        ),
+        Method(
+            "homotopy",
+            "qpsvm.solvers.path:solve_path",
+            certified=True,
+            optimal=True,
+            backend=True,
+            kernels=True,
+            path=True,
+            solve=False,
+            summary="support sets followed from one C to the next by event tracking",
+        ),
+        Method(
+            "exact",
+            "qpsvm.solvers.exact:solve_exact",
+            certified=False,
+            optimal=True,
+            backend=True,
+            kernels=False,
+            path=False,
+            summary="the exact rational optimum: support sets from a float solve, the KKT "
+            "equations solved and verified in fractions",
+        ),
+        Method(
+            "subgradient",
+            "qpsvm.solvers.subgradient:solve_subgradient",
+            certified=False,
+            optimal=False,
+            backend=False,
+            kernels=False,
+            path=False,
+            summary="stochastic subgradient descent (Pegasos and variants), approximate",
+        ),
+        Method(
+            "smo",
+            "qpsvm.solvers.smo:solve_smo",
+            certified=False,
+            optimal=False,
+            backend=False,
+            kernels=True,
+            path=False,
+            summary="sequential minimal optimisation of the dual, approximate",
+        ),
+    )
+}
+
+
+def load(path: str) -> Any:
+    """The object named by ``"module:name"``, imported on use."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def check_method(f: Any, name: str, *, path: bool = False) -> Method:
+    """The registered :class:`Method` ``name`` if formulation ``f`` supports it.
+
+    Parameters
+    ----------
+    f : Problem
+    name : str
+    path : bool, default=False
+        Check it as a path method (:meth:`~qpsvm.formulations.Formulation.path`) rather than a
+        solve method.
+
+    Raises
+    ------
+    InvalidInputError
+        ``name`` is not a method of :data:`METHODS`, or ``f`` does not support it (the message
+        lists the methods it supports).
+    """
+    choices = supported(f, path=path)
+    if name not in METHODS:
+        raise InvalidInputError(
+            f"unknown method {name!r} for {type(f).__name__}; choose one of {choices}."
+        )
+    if name not in choices:
+        why = f.refusals.get(name)
+        because = f" ({why})" if why else ""
+        if path:
+            raise InvalidInputError(
+                f"a path of {type(f).__name__} is solved by method {choices}; got {name!r}"
+                f"{because}."
+            )
+        raise InvalidInputError(
+            f"method={name!r} ({METHODS[name].summary}) is not supported by "
+            f"{type(f).__name__}{because}; it supports {choices}."
+        )
+    return METHODS[name]
+
+
+def supported(f: Any, *, path: bool = False) -> list[str]:
+    """The methods formulation ``f`` supports for a solve (or, ``path=True``, a path)."""
+    return [m for m in f.methods if (METHODS[m].path if path else METHODS[m].solve)]
+
+
+def part(f: Any, attribute: str, method: str) -> Any:
+    """The solver piece formulation ``f`` names in ``attribute`` (a ``"module:function"``
+    class attribute such as ``working_set``), loaded; a typed error naming ``method`` if ``f``
+    has none."""
+    where = getattr(f, attribute, "")
+    if not where:
+        raise InvalidTypeError(
+            f"method={method!r} does not support {type(f).__name__}; it supports {supported(f)}."
+        )
+    return load(where)

@@ -1,0 +1,76 @@
+"""How every exact method ends: certify its point, refine it once on its support sets, certify
+again, and return only a point that passed, or raise.
+
+The refinement (the formulation's ``refinement``, e.g.
+:func:`~qpsvm.solvers.refine.refine_binary`) solves the KKT equations on the support sets the
+solver identified, which turns an interior-point answer accurate to ``1e-8`` into one exact to
+round-off whenever the sets are right; the certificate (the formulation's ``certifier``)
+decides which point is best.
+"""
+
+from __future__ import annotations
+
+from qpsvm.contract import Problem, load
+from qpsvm.exceptions import UncertifiedSolutionError
+from qpsvm.solution import Candidate
+from qpsvm.verify.certificate import Certificate
+
+__all__ = ["best_certified", "finish"]
+
+
+def best_certified(
+    f: Problem, cand: Candidate, tol: float, refine: bool = True
+) -> tuple[Candidate, Certificate]:
+    """Certify ``cand`` and, with ``refine``, its refinements, each first moved onto the
+    feasible set where rounding left it just outside (``f.make_feasible``); return the best
+    pair: passed first, then the smallest relative gap."""
+    certify = load(f.certifier)
+    pool = [cand] + (load(f.refinement)(f, cand) if refine and f.refinement else [])
+    scored = [(c, certify(f, c, tol=tol)) for c in map(f.make_feasible, pool)]
+    return min(scored, key=lambda pair: (not pair[1].passed, pair[1].relative_gap))
+
+
+def finish(
+    f: Problem,
+    cand: Candidate,
+    tol: float,
+    *,
+    what: str,
+    advice: str,
+    refine: bool = True,
+    eager: bool = True,
+) -> tuple[Candidate, Certificate]:
+    """The certified end of an exact solve: ``cand`` or its best refinement, passed at ``tol``.
+
+    Parameters
+    ----------
+    f : Problem
+    cand : Candidate
+        The solver's point on the full data.
+    tol : float
+        Relative gap the point must be certified at.
+    what : str
+        What the point is, for the error (e.g. ``"the working-set optimum"``).
+    advice : str
+        How to fix a failure, for the error.
+    refine : bool, default=True
+        Try the formulation's refinements.
+    eager : bool, default=True
+        Refine even a point that passes (an interior-point answer, exact only to ``1e-8``);
+        ``False`` refines only a point that fails (one that solves the KKT equations of its
+        sets already, like the working set's).
+
+    Raises
+    ------
+    UncertifiedSolutionError
+        No point passes its certificate at ``tol``.
+    """
+    cert = None if eager else load(f.certifier)(f, cand, tol=tol)
+    if cert is None or (refine and not cert.passed):
+        cand, cert = best_certified(f, cand, tol, refine)
+    if not cert.passed:
+        raise UncertifiedSolutionError(
+            f"{what} is certified only to a relative gap of {cert.relative_gap:.2e} > tol "
+            f"{tol:.0e} (primal infeasibility {cert.primal_infeasibility:.2e}). {advice}"
+        )
+    return cand, cert
