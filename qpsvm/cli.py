@@ -29,6 +29,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from qpsvm.contract import METHODS
 from qpsvm.exceptions import (
     InvalidInputError,
     InvalidTypeError,
@@ -115,6 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fit.add_argument("data", metavar="DATA", help="svmlight / LETOR file (qid: gives groups)")
     _add_problem_arguments(fit)
+    fit.add_argument(
+        "--method",
+        choices=sorted(name for name, method in METHODS.items() if method.solve),
+        help="solve method (default: the formulation's measured default); "
+        + ", ".join(f"{m.name}: {m.summary}" for m in METHODS.values() if m.solve),
+    )
     fit.add_argument("--output", "-o", metavar="MODEL", help="write the model here, as JSON")
     fit.set_defaults(run=_fit)
 
@@ -248,7 +255,9 @@ def _fit(args: argparse.Namespace) -> int:
     fit_intercept = args.fit_intercept and _has_intercept(name)
     f = _formulation(name, data, args.C, fit_intercept)
     start = time.perf_counter()
-    sol = f.solve(solver=args.solver, tol=args.tol)
+    method = f.default_method() if args.method is None else args.method
+    options = {"tol": args.tol} if METHODS[method].certified else {}
+    sol = f.solve(method=method, solver=args.solver, **options)
     cert = f.certify(sol, tol=args.tol)
     n, d = data.X.shape
     print(

@@ -56,6 +56,8 @@ __all__ = [
     "check_method",
     "load",
     "part",
+    "register",
+    "supported",
 ]
 
 
@@ -101,15 +103,9 @@ class Problem(Protocol):
         self, cand: Candidate, certificate: Certificate | None = None, **fields: Any
     ) -> Solution: ...
 
-    def certify(
-        self,
-        candidate: Any = None,
-        *,
-        w: Any = None,
-        b: Any = None,
-        alpha: Any = None,
-        tol: float = ...,
-    ) -> Certificate: ...
+    def certify(self, candidate: Any = None, *, w: Any = None, tol: float = ...) -> Certificate:
+        """The certificate of a candidate (a :class:`~qpsvm.solution.Candidate`, a
+        :class:`~qpsvm.solution.Solution`, or arrays), from the data alone."""
 
     def infeasible_error(self) -> Exception | None: ...
 
@@ -349,6 +345,25 @@ METHODS: dict[str, Method] = {
         ),
     )
 }
+
+
+def register(method: Method) -> Method:
+    """Add ``method`` to :data:`METHODS` (a formulation then supports it by listing its name in
+    ``methods``); registering the same definition again is a no-op.
+
+    Raises
+    ------
+    InvalidInputError
+        Another method is registered under that name.
+    """
+    known = METHODS.get(method.name)
+    if known is not None and known != method:
+        raise InvalidInputError(
+            f"a method named {method.name!r} is registered already ({known.run}); pick "
+            "another name."
+        )
+    METHODS[method.name] = method
+    return method
 
 
 def load(path: str) -> Any:

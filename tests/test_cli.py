@@ -49,6 +49,21 @@ def test_fit_writes_the_certified_optimum_and_certify_passes(binary_file, tmp_pa
     assert main(["certify", str(binary_file), str(model)]) == EXIT_CERTIFIED
 
 
+def test_method_choices_come_from_the_registry(binary_file, tmp_path, capsys):
+    # the working set reaches the same certified optimum as the default (the unique P*); an
+    # approximate method is certified afterwards, and 3 epochs of Pegasos are not the optimum
+    model = tmp_path / "ws.json"
+    assert _fit(binary_file, model, "--method", "working_set") == EXIT_CERTIFIED
+    assert "solved by CLARABEL" in capsys.readouterr().out
+    online = tmp_path / "online.json"
+    assert _fit(binary_file, online, "--method", "subgradient") == EXIT_NOT_CERTIFIED
+    argv = ["fit", str(binary_file), "--method", "smo", "--formulation", "crammer_singer"]
+    assert main(argv) == EXIT_USAGE
+    assert "method='smo' (sequential minimal" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["fit", str(binary_file), "--method", "homotopy"])  # a path method only
+
+
 def test_perturbed_model_is_not_certified(binary_file, tmp_path, capsys):
     model = tmp_path / "model.json"
     _fit(binary_file, model)

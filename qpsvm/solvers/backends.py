@@ -227,7 +227,7 @@ def solve_model(
         if len(order) == 1:
             raise failure
         failures.append(f"{name}: {failure}")
-        logger.warning("%s failed (%s); trying the next backend", name, failure)
+        logger.warning("%s failed (%s); falling back to the next backend", name, failure)
     error = UncertifiedSolutionError if rejected else SolverError
     raise error(
         "no backend succeeded: "

@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 from qpsvm._validation import check_tol
-from qpsvm.contract import Problem
+from qpsvm.contract import METHODS, Problem, supported
 from qpsvm.exceptions import InfeasibleProblemError, SolverError, UncertifiedSolutionError
 from qpsvm.formulations.model import CvxModel
 from qpsvm.solution import Candidate, Solution
@@ -100,6 +100,14 @@ def solve_certified_model(
         result = solve_model(model, order, options, f.always_feasible, check)
     except InfeasibleProblemError as exc:
         raise (f.infeasible_error() or exc) from exc
+    except UncertifiedSolutionError as exc:
+        # the full QP is one exact method; name the others the formulation has
+        full = METHODS["qp"].run
+        others = [m for m in supported(f) if METHODS[m].exact and METHODS[m].run != full]
+        if not others:
+            raise
+        tips = " or ".join(f"method={m!r}" for m in others)
+        raise type(exc)(f"{exc} Or solve it by {tips}.") from exc
     cand, cert = found[-1]
     return f.solution_from(
         cand,
