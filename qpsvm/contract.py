@@ -149,15 +149,6 @@ class BinaryProblem(Problem, Protocol):
 
     def optimal_intercept(self, scores: np.ndarray) -> float: ...
 
-    def kkt_on_sets(self, M: np.ndarray, bound: np.ndarray) -> tuple[np.ndarray, float]: ...
-
-    def support_solution(
-        self,
-        M: np.ndarray,
-        E: np.ndarray,
-        bound_sum: tuple[np.ndarray, np.ndarray] | None = None,
-    ) -> tuple[np.ndarray, float, np.ndarray | None]: ...
-
     def build_restricted(self, work: np.ndarray, bound: np.ndarray) -> CvxModel:
         """The model over the samples ``work`` with those of the mask ``bound`` at ``C s_i``."""
 

@@ -15,6 +15,7 @@ from sklearn.preprocessing import StandardScaler
 
 import qpsvm
 from qpsvm._numerics import fsum, scale2, tdot, tdot2
+from qpsvm.kkt import support_solution
 
 
 def _cases():
@@ -207,8 +208,8 @@ def test_support_solution_from_an_updated_bound_sum():
     sy = f.sample_weight * f.y
     first, rest = E[: E.size // 2], E[E.size // 2 :]
     total = tdot2(X[rest] * 1e3 + 1e3, sy[rest], tdot2(f.X[first], sy[first]))
-    a1, b1, w1 = f.support_solution(M, E)
-    a2, b2, w2 = f.support_solution(M, E, bound_sum=total)
+    a1, b1, w1 = support_solution(f, M, E)
+    a2, b2, w2 = support_solution(f, M, E, bound_sum=total)
     np.testing.assert_allclose(a2, a1, rtol=1e-12, atol=1e-15)
     assert b2 == pytest.approx(b1, rel=1e-12)
     np.testing.assert_allclose(w2, w1, rtol=1e-12, atol=1e-15)

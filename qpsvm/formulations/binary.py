@@ -29,10 +29,9 @@ from typing import Any, ClassVar
 
 import cvxpy as cp
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
 
-from qpsvm._numerics import fsum_dot, scale2, tdot, tdot2
+from qpsvm._numerics import fsum_dot, tdot
 from qpsvm._validation import (
     check_binary_labels,
     check_data,
@@ -49,33 +48,6 @@ from qpsvm.verify.projection import project_box_hyperplane
 from qpsvm.verify.rigorous import scale_to_feasible
 
 __all__ = ["BinaryFormulation", "HardMargin", "SoftMarginDual", "SoftMarginPrimal"]
-
-
-#: Most solves of the KKT equations in :meth:`BinaryFormulation.support_solution` (the first,
-#: then iterative-refinement corrections while the residual at least halves).
-KKT_SOLVES = 4
-
-
-def _symmetric_solver(A: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
-    """``rhs -> x`` with ``A x = rhs`` for a symmetric ``A``, factored once: LDL^T
-    (Bunch-Kaufman, LAPACK ``dsytrf``), or, when ``A`` is singular to working precision
-    (reciprocal condition number below ``k eps``; sets with more points on the margin than
-    dimensions make it rank deficient), the minimum-norm least-squares solution through the
-    eigendecomposition ``A = V diag(lam) V^T``, eigenvalues below ``k eps max|lam|`` dropped."""
-    k = A.shape[0]
-    eps = np.finfo(float).eps
-    lapack = scipy.linalg.lapack
-    lwork = max(k, int(lapack.dsytrf_lwork(k, lower=1)[0]))
-    ldu, ipiv, info = lapack.dsytrf(A, lower=1, lwork=lwork)
-    if info == 0:
-        anorm = float(np.max(np.sum(np.abs(A), axis=0), initial=0.0))
-        rcond = lapack.dsycon(ldu, ipiv, anorm, lower=1)[0] if anorm > 0 else 0.0
-        if rcond > k * eps:
-            return lambda rhs: lapack.dsytrs(ldu, ipiv, rhs, lower=1)[0]
-    lam, V = scipy.linalg.eigh(A, check_finite=False)
-    keep = np.abs(lam) > k * eps * float(np.max(np.abs(lam), initial=0.0))
-    lam, V = lam[keep], V[:, keep]
-    return lambda rhs: V @ ((V.T @ rhs) / lam)
 
 
 class BinaryFormulation(Formulation):
@@ -261,123 +233,6 @@ class BinaryFormulation(Formulation):
         if self._gram is None and self.kernel.name != "precomputed":
             return self.kernel_cache().matvec(v)
         return self.gram() @ v
-
-    def support_solution(
-        self,
-        M: np.ndarray,
-        E: np.ndarray,
-        bound_sum: tuple[np.ndarray, np.ndarray] | None = None,
-    ) -> tuple[np.ndarray, float, np.ndarray | None]:
-        r"""Solve the KKT equations given the support sets, in least squares.
-
-        With ``alpha_i = C s_i`` on ``E`` (margin violated), ``alpha_i = 0`` off ``M`` and ``E``,
-        and every ``i`` in ``M`` exactly on its margin:
-
-        .. math::
-
-            \sum_{j\in M} \alpha_j y_i y_j K_{ij} + y_i b
-              = m_i - y_i \sum_{j\in E} C s_j y_j K_{ij} \quad (i\in M),
-            \qquad \sum_{j\in M}\alpha_j y_j = -\sum_{j\in E} C s_j y_j .
-
-        Returns ``alpha_M`` (not clipped: outside ``[0, C s_M]`` the sets are not optimal),
-        ``b`` (0 without an intercept) and, for the linear kernel, ``w = sum_j alpha_j y_j x_j``
-        (``None`` for the others). For the linear kernel only ``X_M X_M^T`` is formed.
-
-        The system is factored once and its solution refined (iterative refinement, at most
-        :data:`KKT_SOLVES` solves) with residuals of the margin equations evaluated at the
-        iterate itself; for the linear kernel through ``w = sum_j alpha_j y_j x_j`` in twice the
-        working precision (:func:`qpsvm._numerics.tdot2`). On badly scaled data the terms of
-        ``w`` cancel by many digits (``|x| ~ 1e4``, ``|w| ~ 1e-4``) and a single solve leaves
-        margins wrong in the 8th digit; refined, they are exact to round-off. ``bound_sum``, the
-        unevaluated sum ``hi + lo`` of ``sum_{j in E} s_j y_j x_j`` in that precision (e.g.
-        updated from a neighbouring ``E``), saves the product over all of ``E``.
-        """
-        yM = self.y[M]
-        k = M.size
-        fixed = np.zeros(self.n_samples)
-        fixed[E] = self.upper[E]
-        w_fixed = None
-        if self.linear:
-            w_fixed = (
-                tdot2(self.X, fixed * self.y) if bound_sum is None else scale2(self.C, *bound_sum)
-            )
-        if k == 0:
-            return np.zeros(0), 0.0, (w_fixed[0] + w_fixed[1] if w_fixed is not None else None)
-        if self.linear:
-            XM = self.X[M]
-            KMM = XM @ XM.T
-            KMM = KMM.toarray() if sp.issparse(KMM) else np.asarray(KMM)
-
-            def expansion(aM: np.ndarray) -> np.ndarray:
-                hi, lo = tdot2(XM, yM * aM, w_fixed)
-                return hi + lo
-
-            def margin_scores(aM: np.ndarray) -> np.ndarray:
-                return np.asarray(XM @ expansion(aM)).ravel()
-
-        else:
-            rows = self.gram_rows(M)
-            KMM = rows[:, M]
-            pushed = rows @ (fixed * self.y)
-
-            def margin_scores(aM: np.ndarray) -> np.ndarray:
-                return pushed + KMM @ (yM * aM)
-
-        Q = (yM[:, None] * yM[None, :]) * KMM
-        # balance the blocks: with c = 1/max diag(Q) solve for (alpha, c b); the unscaled system
-        # mixes entries of size ||x||^2 and 1 and loses b to round-off on badly scaled data
-        c = 1.0 / max(float(np.max(np.diag(Q), initial=0.0)), np.finfo(float).tiny)
-        A = c * Q
-        if self.fit_intercept:
-            A = np.block([[A, yM[:, None]], [yM[None, :], np.zeros((1, 1))]])
-        solve = _symmetric_solver(A)
-        balance = -fsum_dot(self.y, fixed)  # sum_{j in M} alpha_j y_j (exact: y_j = +-1)
-
-        def residual(x: np.ndarray) -> np.ndarray:
-            b = x[k] / c if self.fit_intercept else 0.0
-            r = c * (self.margin[M] - yM * (margin_scores(x[:k]) + b))
-            return np.append(r, balance - fsum_dot(yM, x[:k])) if self.fit_intercept else r
-
-        best = np.zeros(A.shape[0])
-        r = residual(best)
-        best_norm = float(np.max(np.abs(r)))
-        for _ in range(KKT_SOLVES):
-            x = best + solve(r)
-            r_x = residual(x)
-            norm = float(np.max(np.abs(r_x)))
-            if not norm < best_norm:
-                break
-            halved = norm < 0.5 * best_norm
-            best, best_norm, r = x, norm, r_x
-            if not halved:
-                break
-        aM = best[:k]
-        b = float(best[k]) / c if self.fit_intercept else 0.0
-        return aM, b, (expansion(aM) if self.linear else None)
-
-    def kkt_on_sets(
-        self, M: np.ndarray, bound: np.ndarray, rounds: int = 20
-    ) -> tuple[np.ndarray, float]:
-        """Maximise ``D`` with the sets fixed: :meth:`support_solution` on ``M`` with
-        ``alpha = C s`` on the mask ``bound``, moving coordinates that leave the box to the bound
-        they cross (an active-set loop), then clipping. Returns ``alpha`` and the best ``b``
-        for it."""
-        M = np.asarray(M, dtype=np.intp)
-        bound = np.asarray(bound, dtype=bool).copy()
-        aM = np.zeros(0)
-        for _ in range(rounds):
-            aM = self.support_solution(M, np.flatnonzero(bound))[0]
-            low, high = aM < 0, aM > self.upper[M]
-            if M.size == 0 or not (np.any(low) or np.any(high)):
-                break
-            bound[M[high]] = True
-            M = M[~(low | high)]
-            aM = np.zeros(0)
-        alpha = np.where(bound, self.upper, 0.0)
-        if M.size and aM.size == M.size:
-            alpha[M] = np.clip(aM, 0.0, self.upper[M])
-        # for the alpha found, the best intercept is exact (a breakpoint computed from the data)
-        return alpha, self.optimal_intercept(self.scores(alpha=alpha))
 
     def expansion(self, alpha: np.ndarray) -> np.ndarray:
         """``w = sum_i alpha_i y_i x_i`` (linear kernel), as if computed in twice the working

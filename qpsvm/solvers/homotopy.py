@@ -19,7 +19,7 @@ them from one event to the next is the path algorithm of Hastie, Rosset, Tibshir
 :func:`track_sets` follows the events of the samples in a working set ``W`` (those near their
 margin at ``C0``; the others keep their status, folded into the right-hand side). It returns the
 sets at ``C1``, not a point: the caller solves the KKT equations on them in refined arithmetic
-(:meth:`~qpsvm.formulations.binary.BinaryFormulation.support_solution`), checks every sample
+(:func:`qpsvm.kkt.support_solution`), checks every sample
 and certifies the answer, so a sample outside ``W`` that changed status, or a degenerate event
 (ties, more samples on the margin than dimensions), costs a fallback, never a wrong answer.
 """
@@ -35,6 +35,7 @@ import scipy.sparse as sp
 
 from qpsvm._numerics import tdot2
 from qpsvm.contract import BinaryProblem
+from qpsvm.kkt import ON_MARGIN, margin_scale, support_solution
 from qpsvm.solution import Candidate
 from qpsvm.solvers.refine import residuals
 from qpsvm.verify.certificate import Certificate
@@ -55,11 +56,16 @@ BEYOND, MARGIN, BOUND = 0, 1, 2
 #: Events tracked per sample of ``W`` at most (and at least :data:`MIN_EVENTS`) before giving up.
 EVENTS_PER_SAMPLE = 4
 MIN_EVENTS = 1000
-#: Residuals within this (relative to ``max(1, max m_i)``) of 0 read as "on the margin".
-ON_MARGIN = 1e-9
+#: Multipliers of the KKT equations outside their box ``[0, C s_i]`` by at most this
+#: (relative to ``max(1, C s_i)``) are round-off of a right set, clipped; beyond it the sets
+#: are wrong.
+BOX_ROUNDOFF = 1e-9
 #: Smallest working set, and its size relative to the samples that changed status last step.
 MIN_WORK = 128
 GROWTH = 2.0
+#: The retry after a sample outside ``W`` changed status tracks a ``W`` this many times larger
+#: (with those samples), so one retry usually covers the samples the first step missed.
+RETRY_GROWTH = 4
 #: Events in a row at the same ``C`` (a tie or a cycle of round-off) before giving up.
 STALLED_EVENTS = 50
 
@@ -199,7 +205,7 @@ def track_step(g: BinaryProblem, state: PathState, tol: float) -> Step | str:
 
     The ``state.size`` samples nearest their margin form ``W``; their sets are tracked from
     ``state.C`` to ``g.C`` (:func:`track_sets`), the KKT equations are solved on the sets reached
-    (:meth:`~qpsvm.formulations.binary.BinaryFormulation.support_solution`) and the point is
+    (:func:`qpsvm.kkt.support_solution`) and the point is
     certified at ``tol``. If a sample outside ``W`` changed status, the step is tried once more
     with those samples and a larger ``W``. For a linear kernel the sum over ``E`` is updated
     from ``state.bound_sum`` through the rows of ``W`` only.
@@ -211,7 +217,7 @@ def track_step(g: BinaryProblem, state: PathState, tol: float) -> Step | str:
         otherwise).
     """
     r0, on, inside = state.residuals, state.margin, state.bound
-    eps = ON_MARGIN * max(1.0, float(np.max(g.margin)))
+    eps = ON_MARGIN * margin_scale(g)
     near = np.abs(r0)
     size, extra = state.size, np.zeros(0, dtype=np.intp)
     sy = g.sample_weight * g.y
@@ -247,7 +253,7 @@ def track_step(g: BinaryProblem, state: PathState, tol: float) -> Step | str:
         # samples outside W whose status is wrong at the point: track again with them
         missed = ~in_work & np.where(outside, r > eps, r < -eps)
         if np.any(missed) and extra.size == 0:
-            extra, size = np.flatnonzero(missed), 4 * size
+            extra, size = np.flatnonzero(missed), RETRY_GROWTH * size
             continue
         began = time.perf_counter()
         cert = g.certify(cand, tol=tol)
@@ -277,9 +283,9 @@ def _kkt_point(
     """The point of the KKT equations on the sets ``M``, ``E`` (masks; ``None`` if its
     multipliers leave the box by more than round-off)."""
     M = np.flatnonzero(margin)
-    aM, b, w = g.support_solution(M, np.flatnonzero(bound), bound_sum)
+    aM, b, w = support_solution(g, M, np.flatnonzero(bound), bound_sum)
     upper = g.upper
-    slack = 1e-9 * np.maximum(1.0, upper[M])
+    slack = BOX_ROUNDOFF * np.maximum(1.0, upper[M])
     if np.any(aM < -slack) or np.any(aM > upper[M] + slack):
         return None
     alpha = np.where(bound, upper, 0.0)

@@ -2,7 +2,7 @@
 
 Given the sets a solver identified — ``E`` (margin violated, ``alpha_i = C s_i``), ``M`` (on the
 margin) and ``O`` (beyond it, ``alpha_i = 0``) — the KKT conditions are linear equations
-(:meth:`~qpsvm.formulations.binary.BinaryFormulation.support_solution`); their solution is the
+(:func:`qpsvm.kkt.support_solution`); their solution is the
 optimum to round-off whenever the sets are right, and the certificate decides which point is
 better.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from qpsvm.contract import BinaryProblem
+from qpsvm.kkt import ON_MARGIN, kkt_on_sets, margin_scale, support_sets
 from qpsvm.solution import Candidate
 
 __all__ = ["refine_binary", "residuals"]
@@ -19,7 +20,7 @@ __all__ = ["refine_binary", "residuals"]
 #: Thresholds (relative to ``max(1, max m_i)``) on ``|y_i f(x_i) - m_i|`` defining ``M``.
 TAUS = (1e-7, 1e-5, 1e-9)
 #: Threshold of the polishing rounds, once the point solves the KKT equations of its sets.
-POLISH_TAU = 1e-9
+POLISH_TAU = ON_MARGIN
 #: Refinement is skipped when more samples than this lie on the margin.
 MAX_SUPPORT = 4000
 
@@ -39,20 +40,18 @@ def refine_binary(f: BinaryProblem, cand: Candidate, rounds: int = 5) -> list[Ca
     (a primal-dual active-set iteration)."""
     if cand.w is None and cand.alpha is None:
         return []
-    scale = max(1.0, float(np.max(f.margin)))
-    finite = np.isfinite(f.upper)
+    scale = margin_scale(f)
     out: list[Candidate] = []
     seen: set[bytes] = set()
     for first in TAUS:
         r, tau, last = residuals(f, cand), first, None
         for _ in range(rounds):
-            on = np.abs(r) <= tau * scale
-            bound = (r < -tau * scale) & finite
+            on, bound = support_sets(f, r, tau)
             key = on.tobytes() + bound.tobytes()
             if key in seen or np.count_nonzero(on) > MAX_SUPPORT:
                 break
             seen.add(key)
-            alpha, b = f.kkt_on_sets(np.flatnonzero(on), bound)
+            alpha, b = kkt_on_sets(f, np.flatnonzero(on), bound)
             last = Candidate(w=f.expansion(alpha) if f.linear else None, b=b, alpha=alpha)
             r = residuals(f, last)
             # the KKT point lies exactly on the margin where 0 < alpha < C s: the residuals it

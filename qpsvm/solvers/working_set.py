@@ -86,8 +86,13 @@ WIDTH = 8.0
 MIN_ADD = 100
 #: Slack penalty of the soft-margin problem whose optimum starts the hard margin.
 HARD_SURROGATE_C = 1.0
-#: Tolerance of the dual coordinate descent start (wide linear data).
+#: Tolerance and epoch limit of the dual coordinate descent start (wide linear data): a rough
+#: optimum sorts the samples well enough, the full-data checks repair the rest.
 DCD_TOL = 1e-2
+DCD_MAX_EPOCHS = 200
+#: A status is violated when its residual has the wrong sign by more than this (relative to
+#: the margins' scale): the exact restricted optimum's own round-off stays below it.
+STATUS_TOL = 1e-9
 #: SMO tolerance of the kernel start (libsvm's default).
 SMO_TOL = 1e-3
 
@@ -341,7 +346,7 @@ class ResidualSets(StatusSets):
         r, objective = self.evaluate(cand)
         dropped = ~self.work & ~self.bound
         wrong = np.where(dropped, -r, 0.0) + np.where(self.bound, r, 0.0)
-        added = self.grow(wrong, 1e-9 * self.scale)
+        added = self.grow(wrong, STATUS_TOL * self.scale)
         if added:
             added += self.balance(r)
         return Round(added, objective, float(np.max(wrong, initial=0.0)))
@@ -468,10 +473,10 @@ class CrammerSingerSets(StatusSets):
         # an example in W: an inactive constraint above the slack of the active ones
         xi = np.maximum(0.0, np.max(np.where(self.active, h, -np.inf), axis=1))
         loose = np.where(self.work[:, None] & ~self.active & self.f.mask, h - xi[:, None], 0.0)
-        activated = self.work[:, None] & (loose > 1e-9)
+        activated = self.work[:, None] & (loose > STATUS_TOL)
         self.active |= activated
         joined = self.work.copy()
-        added = self.grow(wrong, 1e-9) + int(np.count_nonzero(activated))
+        added = self.grow(wrong, STATUS_TOL) + int(np.count_nonzero(activated))
         self._activate(h, first, np.flatnonzero(self.work & ~joined))
         if np.any(activated):
             self._model = None
@@ -521,7 +526,7 @@ def start_binary(f: BinaryProblem) -> Start:
         return Start(cand, SMO_TOL, "smo", sol.n_iter)
     if f.n_features <= NEWTON_MAX_FEATURES:
         return smoothed_newton(f, C=f.C if math.isfinite(f.C) else HARD_SURROGATE_C)
-    return dual_coordinate_descent(f, tol=DCD_TOL, max_epochs=200)
+    return dual_coordinate_descent(f, tol=DCD_TOL, max_epochs=DCD_MAX_EPOCHS)
 
 
 def binary_sets(f: BinaryProblem, start: Start | None, width: float) -> BinarySets:

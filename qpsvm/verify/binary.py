@@ -32,6 +32,7 @@ from scipy.optimize import lsq_linear
 from qpsvm._numerics import fsum_dot, tdot2
 from qpsvm._validation import check_tol
 from qpsvm.exceptions import InvalidInputError
+from qpsvm.kkt import kkt_on_sets, support_sets
 from qpsvm.solution import Candidate
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, best_dual_point
 from qpsvm.verify.rigorous import binary_dual_lower, binary_primal_upper, binary_trivial_upper
@@ -50,6 +51,9 @@ MARGIN_TAUS = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 MAX_MARGIN_SET = 5000
 #: Largest margin set for which the KKT equations are solved (an |M| x |M| system).
 MAX_KKT_SET = 2000
+#: Bounded least squares on a margin set this small use BVLS (an active-set method, exact at
+#: its end); larger sets the trust-region reflective method, whose cost grows more slowly.
+BVLS_MAX_SET = 300
 #: Units of round-off in one value of a user's kernel callable (a few operations).
 KERNEL_ULPS = 4.0
 #: Bytes of Gram matrix rows per block when a certificate walks the support vectors.
@@ -125,13 +129,10 @@ def dual_points(f: Any, residual: np.ndarray, w: np.ndarray | None) -> Iterator[
     generated lazily, tightest threshold first, so a caller can stop once one is good enough.
     """
     u = f.upper
-    finite = np.isfinite(u)
-    scale = max(1.0, float(np.max(f.margin)))
     seen: set[bytes] = set()
     for tau in MARGIN_TAUS:
-        t = tau * scale
-        on = (np.abs(residual) <= t) & (u > 0)  # a box [0, 0] leaves nothing to fit
-        bound = (residual < -t) & finite
+        on, bound = support_sets(f, residual, tau)
+        on &= u > 0  # a box [0, 0] leaves nothing to fit
         key = on.tobytes() + bound.tobytes()
         if key in seen:
             continue
@@ -139,7 +140,7 @@ def dual_points(f: Any, residual: np.ndarray, w: np.ndarray | None) -> Iterator[
         alpha = np.where(bound, u, 0.0)
         M = np.flatnonzero(on)
         if 0 < M.size <= MAX_KKT_SET:
-            yield f.project_dual(f.kkt_on_sets(M, bound)[0])
+            yield f.project_dual(kkt_on_sets(f, M, bound)[0])
         if w is not None and 0 < M.size <= MAX_MARGIN_SET:
             target = w - f.expansion(alpha)
             XM = f.X[M]
@@ -156,7 +157,7 @@ def dual_points(f: Any, residual: np.ndarray, w: np.ndarray | None) -> Iterator[
                 bounds=(np.zeros(M.size), upper_M),
                 tol=1e-13,
                 lsmr_tol="auto",
-                method="bvls" if M.size <= 300 else "trf",
+                method="bvls" if M.size <= BVLS_MAX_SET else "trf",
             )
             alpha[M] = res.x
         yield f.project_dual(alpha)
@@ -171,8 +172,6 @@ def improve_dual(
     KKT solution (clipped, projected) replaces ``alpha`` while ``D`` increases (a primal-dual
     active-set step). Each accepted point is dual feasible, so the bound stays valid.
     """
-    finite = np.isfinite(f.upper)
-    tau = 1e-9 * max(1.0, float(np.max(f.margin)))
     for _ in range(rounds):
         scores = f.scores(alpha=alpha)
         free = (alpha > 0) & (alpha < f.upper)
@@ -180,11 +179,11 @@ def improve_dual(
             b = float(np.median(f.y[free] * f.margin[free] - scores[free]))
         else:
             b = f.optimal_intercept(scores)
-        residual = f.y * (scores + b) - f.margin
-        M = np.flatnonzero(np.abs(residual) <= tau)
+        on, bound = support_sets(f, f.y * (scores + b) - f.margin)
+        M = np.flatnonzero(on)
         if not 0 < M.size <= MAX_KKT_SET:
             break
-        trial = f.project_dual(f.kkt_on_sets(M, (residual < -tau) & finite)[0])
+        trial = f.project_dual(kkt_on_sets(f, M, bound)[0])
         trial_value = f.dual_objective(trial)
         if trial_value <= value:
             break
