@@ -101,9 +101,9 @@ def solve_certified_model(
     except InfeasibleProblemError as exc:
         raise (f.infeasible_error() or exc) from exc
     except UncertifiedSolutionError as exc:
-        # the full QP is one exact method; name the others the formulation has
+        # the full QP is one certified method; name the others the formulation has
         full = METHODS["qp"].run
-        others = [m for m in supported(f) if METHODS[m].exact and METHODS[m].run != full]
+        others = [m for m in supported(f) if METHODS[m].certified and METHODS[m].run != full]
         if not others:
             raise
         tips = " or ".join(f"method={m!r}" for m in others)
