@@ -27,9 +27,7 @@ import math
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-import cvxpy as cp
 import numpy as np
-import scipy.sparse as sp
 
 from qpsvm._numerics import fsum_dot, tdot
 from qpsvm._validation import (
@@ -41,8 +39,11 @@ from qpsvm._validation import (
 )
 from qpsvm.exceptions import InvalidInputError, NotSeparableError
 from qpsvm.formulations.base import Formulation
+from qpsvm.formulations.binary_models import dual_model, primal_model
+from qpsvm.formulations.intercept import hinge_intercept
+from qpsvm.formulations.kernel_rows import KernelRows
 from qpsvm.formulations.model import CvxModel
-from qpsvm.kernels import Kernel, KernelCache, check_precomputed, gram_factor, make_kernel
+from qpsvm.kernels import Kernel, check_precomputed, make_kernel
 from qpsvm.solution import Candidate, Solution
 from qpsvm.verify.projection import project_box_hyperplane
 from qpsvm.verify.rigorous import scale_to_feasible
@@ -50,7 +51,7 @@ from qpsvm.verify.rigorous import scale_to_feasible
 __all__ = ["BinaryFormulation", "HardMargin", "SoftMarginDual", "SoftMarginPrimal"]
 
 
-class BinaryFormulation(Formulation):
+class BinaryFormulation(KernelRows, Formulation):
     """Shared data and numpy math of the binary formulations.
 
     Attributes
@@ -96,10 +97,6 @@ class BinaryFormulation(Formulation):
     #: linear kernel and for the others (whose full QP factors the n x n Gram matrix).
     working_set_min_samples: ClassVar[int] = 1000
     working_set_min_samples_kernel: ClassVar[int] = 200
-    #: Memory budget (MB) of the kernel row cache (:meth:`kernel_cache`).
-    kernel_cache_size: ClassVar[float] = 200.0
-    _gram: np.ndarray | None = None
-    _cache: KernelCache | None = None
 
     def __init__(
         self,
@@ -193,47 +190,6 @@ class BinaryFormulation(Formulation):
         """Candidate dual variables as a finite float64 vector of length ``n_samples``."""
         return check_vector(alpha, self.n_samples, "alpha")
 
-    def gram(self) -> np.ndarray:
-        """The training Gram matrix ``K`` (nonlinear kernels only; cached)."""
-        if self.linear:
-            raise InvalidInputError(
-                "qpsvm never forms the n x n Gram matrix of the linear kernel; use X directly."
-            )
-        if self._gram is None:
-            self._gram = (
-                self.X if self.kernel.name == "precomputed" else self.kernel(self.X, self.X)
-            )
-        return self._gram
-
-    def gram_rows(self, idx: np.ndarray) -> np.ndarray:
-        """Rows ``K[idx, :]`` of the Gram matrix (computed from ``X`` for the linear kernel,
-        taken from :meth:`kernel_cache` for the others unless the Gram matrix is formed)."""
-        if self.linear:
-            rows = self.X[idx] @ self.X.T
-            return rows.toarray() if sp.issparse(rows) else np.asarray(rows)
-        if self._gram is None and self.kernel.name != "precomputed":
-            return self.kernel_cache().take(idx)
-        return self.gram()[idx]
-
-    def kernel_cache(self) -> KernelCache:
-        """The rows of the Gram matrix computed so far (:class:`~qpsvm.kernels.KernelCache` of
-        :attr:`kernel_cache_size` MB, created on first use): shared by SMO, the working set and
-        the certificate, and by the copies of :meth:`with_C` made after it exists."""
-        if self.linear or self.kernel.name == "precomputed":
-            raise InvalidInputError(
-                f"the {self.kernel.name!r} kernel has no row cache; use X (or the Gram matrix)."
-            )
-        if self._cache is None:
-            self._cache = KernelCache(self.kernel, self.X, self.kernel_cache_size)
-        return self._cache
-
-    def _kernel_product(self, v: np.ndarray) -> np.ndarray:
-        """``K v`` (nonlinear kernels): with the Gram matrix when it is formed, else over the
-        cached rows of the nonzero ``v_j``."""
-        if self._gram is None and self.kernel.name != "precomputed":
-            return self.kernel_cache().matvec(v)
-        return self.gram() @ v
-
     def expansion(self, alpha: np.ndarray) -> np.ndarray:
         """``w = sum_i alpha_i y_i x_i`` (linear kernel), as if computed in twice the working
         precision, then rounded (:func:`qpsvm._numerics.tdot`): its terms cancel by many digits
@@ -321,31 +277,11 @@ class BinaryFormulation(Formulation):
         return max(0.0, box, balance)
 
     def optimal_intercept(self, scores: np.ndarray) -> float:
-        """The ``b`` minimising ``sum_i s_i max(0, m_i - y_i (score_i + b))`` (0 without one).
-
-        The hinge sum is piecewise linear in ``b`` with breakpoints ``y_i m_i - score_i``; its
-        minimum is at a breakpoint where the slope changes sign, found by sorting. For the hard
-        margin (no finite ``C``) the midpoint of the feasible interval is taken.
-        """
+        """The best ``b`` for the scores ``w . phi(x_i)`` (0 without an intercept): see
+        :func:`~qpsvm.formulations.intercept.hinge_intercept`."""
         if not self.fit_intercept:
             return 0.0
-        pos = self.y > 0
-        bp = self.y * self.margin - scores
-        if not math.isfinite(self.C):
-            lo = float(np.max(bp[pos])) if np.any(pos) else -math.inf
-            hi = float(np.min(bp[~pos])) if np.any(~pos) else math.inf
-            return 0.5 * (lo + hi)
-        order = np.argsort(bp, kind="stable")
-        bp_sorted, s_sorted, pos_sorted = bp[order], self.sample_weight[order], pos[order]
-        # slope just right of breakpoint k: sum of s over negatives with bp <= b minus positives
-        # with bp > b
-        neg_left = np.cumsum(np.where(pos_sorted, 0.0, s_sorted))
-        pos_right = float(np.sum(s_sorted[pos_sorted])) - np.cumsum(
-            np.where(pos_sorted, s_sorted, 0.0)
-        )
-        slope = neg_left - pos_right
-        k = int(np.searchsorted(slope, 0.0, side="left"))
-        return float(bp_sorted[min(k, len(bp_sorted) - 1)])
+        return hinge_intercept(self.y, self.margin, self.sample_weight, scores, self.C)
 
     def decision_function(self, X: Any, solution: Any) -> np.ndarray:
         """``f(x) = w . phi(x) + b`` for new points; ``> 0`` predicts ``classes_[1]``.
@@ -376,48 +312,6 @@ class BinaryFormulation(Formulation):
         return np.where(self.decision_function(X, solution) > 0, self.classes_[1], self.classes_[0])
 
     # --------------------------------------------------------- model building helpers
-    def _signed_rows(self, idx: np.ndarray | None) -> tuple[Any, np.ndarray]:
-        X = self.X if idx is None else self.X[idx]
-        y = self.y if idx is None else self.y[idx]
-        Z = sp.diags(y) @ X if sp.issparse(X) else X * y[:, None]
-        return Z, y
-
-    def _primal_model(self, slack: bool, subset: Any = None, at_bound: Any = None) -> CvxModel:
-        idx = None if subset is None else np.asarray(subset, dtype=np.intp)
-        Z, y = self._signed_rows(idx)
-        m = self.margin if idx is None else self.margin[idx]
-        w = cp.Variable(self.n_features, name="w")
-        variables: dict[str, cp.Variable] = {"w": w}
-        signed = Z @ w
-        b = None
-        if self.fit_intercept:
-            b = cp.Variable(name="b")
-            variables["b"] = b
-            signed = signed + y * b
-        objective = 0.5 * cp.sum_squares(w)
-        parameters: dict[str, cp.Parameter] = {}
-        constraints: dict[str, cp.Constraint] = {}
-        if slack:
-            C = cp.Parameter(nonneg=True, value=self.C, name="C")
-            parameters["C"] = C
-            xi = cp.Variable(Z.shape[0], name="xi")
-            variables["xi"] = xi
-            s = self.sample_weight if idx is None else self.sample_weight[idx]
-            constraints["margin"] = signed >= m - xi
-            constraints["slack"] = xi >= 0
-            objective = objective + C * (s @ xi)
-            if at_bound is not None and len(at_bound):
-                # points fixed beyond the margin: alpha_i = C s_i, a linear term in (w, b)
-                fixed = np.zeros(self.n_samples)
-                fixed[np.asarray(at_bound, dtype=np.intp)] = self.sample_weight[at_bound]
-                objective = objective - C * (self.expansion(fixed) @ w)
-                if b is not None:
-                    objective = objective - C * float(fixed @ self.y) * b
-        else:
-            constraints["margin"] = signed >= m
-        problem = cp.Problem(cp.Minimize(objective), list(constraints.values()))
-        return CvxModel(problem, variables, constraints, parameters, idx)
-
     def read_model(self, model: CvxModel, fixed: Any = None) -> Candidate:
         """Read ``w, b, xi, alpha`` off a solved primal model (``alpha`` = margin duals).
 
@@ -525,7 +419,7 @@ class SoftMarginPrimal(BinaryFormulation):
         (``y_i (w.x_i + b) >= m_i - xi_i``, dual ``alpha_i >= 0``) and ``slack`` (``xi >= 0``,
         dual ``C s_i - alpha_i``); parameter ``C``.
         """
-        return self._primal_model(True, subset, at_bound)
+        return primal_model(self, True, subset, at_bound)
 
 
 class HardMargin(BinaryFormulation):
@@ -558,7 +452,7 @@ class HardMargin(BinaryFormulation):
     def build(self, subset: Any = None) -> CvxModel:
         """Variables ``w`` and ``b``; constraint ``margin`` (``y_i (w.x_i + b) >= m_i``, dual
         ``alpha_i >= 0``)."""
-        return self._primal_model(False, subset)
+        return primal_model(self, False, subset)
 
     def make_feasible(self, cand: Candidate) -> Candidate:
         """``cand`` with ``(w, b)`` scaled by the least factor ``t >= 1`` that makes every margin
@@ -641,44 +535,7 @@ class SoftMarginDual(BinaryFormulation):
         (``alpha <= C s``) and, with an intercept, ``balance`` (``y . alpha = 0``, whose dual
         is ``b`` up to sign); parameter ``C``.
         """
-        n = self.n_samples
-        idx = np.arange(n) if subset is None else np.asarray(subset, dtype=np.intp)
-        fixed = np.zeros(n) if fixed is None else np.asarray(fixed, dtype=np.float64)
-        rest = np.setdiff1d(np.arange(n), idx, assume_unique=True)
-        a = cp.Variable(len(idx), name="alpha")
-        C = cp.Parameter(nonneg=True, value=self.C, name="C")
-        y = self.y[idx]
-        ay = cp.multiply(y, a)
-        v = np.zeros(n)  # the fixed multipliers: fixed on the rest R, 0 on the subset W
-        v[rest] = fixed[rest]
-        if self.linear:
-            quad = cp.sum_squares(self.X[idx].T @ ay + self.expansion(v))
-        elif subset is None:
-            # the full Gram matrix through its factor: on ill-conditioned kernels (poly on raw
-            # features) Clarabel is far more accurate on this form than on psd_wrap(K)
-            quad = cp.sum_squares(gram_factor(self.gram()).T @ ay)
-        else:
-            # (ay)^T K (ay) over W and R: K_WW is the quadratic form (given to the backend as
-            # it is: no factorisation), and with g = K (v y), K_WR (v y)_R = g_W is a linear term
-            # and (v y)^T g the constant R-R block
-            g = self.scores(alpha=v)
-            K_WW = self.gram_rows(idx)[:, idx]
-            quad = (
-                cp.quad_form(ay, cp.psd_wrap(0.5 * (K_WW + K_WW.T)))
-                + 2.0 * g[idx] @ ay
-                + float((v * self.y) @ g)
-            )
-        objective = cp.Maximize(self.margin[idx] @ a - 0.5 * quad)
-        constraints: dict[str, cp.Constraint] = {
-            "lower": a >= 0,
-            "upper": a <= C * self.sample_weight[idx],
-        }
-        if self.fit_intercept:
-            constraints["balance"] = y @ a == -float(self.y[rest] @ fixed[rest])
-        problem = cp.Problem(objective, list(constraints.values()))
-        return CvxModel(
-            problem, {"alpha": a}, constraints, {"C": C}, None if subset is None else idx
-        )
+        return dual_model(self, subset, fixed)
 
     def build_restricted(self, work: np.ndarray, bound: np.ndarray) -> CvxModel:
         """The dual over the variables ``work``, the others fixed at ``C s_i`` on the mask

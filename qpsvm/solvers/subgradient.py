@@ -274,6 +274,37 @@ def _structural_epoch(
             avg += v
 
 
+def _iterate(
+    prob: OnlineProblem,
+    v: np.ndarray,
+    avg: np.ndarray,
+    state: np.ndarray,
+    t: int,
+    average: bool,
+) -> tuple[np.ndarray, float]:
+    """The point after ``t`` steps, from the kernels' scaled representation ``w = a v``: the
+    last iterate, or the average ``(1/t) sum_s (w_s, b_s)``."""
+    if average:
+        w, b = (avg + state[kernels.ST_BETA] * v) / t, state[kernels.ST_BSUM] / t
+    else:
+        w, b = state[kernels.ST_A] * v, state[kernels.ST_B]
+    return w.reshape(prob.shape), float(b)
+
+
+def _subgradient_bound(
+    prob: OnlineProblem, lam: float, eta_max: float, projection: bool
+) -> float | None:
+    """``G = S + lambda max_t ||w_t||``, a bound on the stochastic subgradients' norm, or
+    ``None``. ``||w_t|| <= S / lambda`` while every ``eta_t lambda <= 1`` (``w_{t+1}`` is then a
+    convex combination of ``w_t`` and a vector of norm ``<= S / lambda``), and ``<= R`` with the
+    projection."""
+    w_bound = min(
+        prob.radius if projection else math.inf,
+        prob.loss_bound / lam if eta_max * lam <= 1.0 + 1e-12 else math.inf,
+    )
+    return prob.loss_bound + lam * w_bound if math.isfinite(w_bound) else None
+
+
 def online_problem(f: Problem) -> OnlineProblem:
     """The :class:`OnlineProblem` formulation ``f`` names (its ``online_problem``)."""
     return part(f, "online_problem", "subgradient")(f)
@@ -388,13 +419,7 @@ def solve_subgradient(
         prob.epoch(order, etas, lam, batch_size, radius, v, avg, state, bool(average))
         kernel_time += time.perf_counter() - tick
         t += steps_per_epoch
-        if average:
-            w = (avg + state[kernels.ST_BETA] * v) / t
-            b = state[kernels.ST_BSUM] / t
-        else:
-            w = state[kernels.ST_A] * v
-            b = state[kernels.ST_B]
-        w = w.reshape(prob.shape)
+        w, b = _iterate(prob, v, avg, state, t, average)
         history.iteration[e] = t
         if e < epochs - 1:  # the last objective is the solution's, computed once below
             history.objective[e] = f.objective(w, b)
@@ -403,13 +428,7 @@ def solve_subgradient(
             certificate = f.certify(w=w, b=b)
             history.gap[e] = certificate.gap
         history.time[e] = time.perf_counter() - start
-    # ||w_t|| <= S / lambda while every eta_t lambda <= 1 (w_{t+1} is then a convex combination
-    # of w_t and a vector of norm <= S / lambda), and <= R with the projection
-    w_bound = min(
-        prob.radius if projection else math.inf,
-        prob.loss_bound / lam if eta_max * lam <= 1.0 + 1e-12 else math.inf,
-    )
-    G = prob.loss_bound + lam * w_bound if math.isfinite(w_bound) else None
+    G = _subgradient_bound(prob, lam, eta_max, projection)
     pegasos = isinstance(step, str) and step == "pegasos"
     theory = (
         pegasos_bound(lam, G, t) if pegasos and G is not None and not prob.fit_intercept else None

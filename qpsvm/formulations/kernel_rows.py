@@ -1,0 +1,75 @@
+"""Access to the Gram matrix ``K_ij = k(x_i, x_j)`` of a kernel formulation: rows computed on
+demand and kept in a shared cache, the full matrix only when it is asked for or given
+(``kernel="precomputed"``)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from qpsvm.exceptions import InvalidInputError
+from qpsvm.kernels import Kernel, KernelCache
+
+__all__ = ["KernelRows"]
+
+
+class KernelRows:
+    """The Gram matrix of ``X`` under ``kernel``, row by row (a mixin of the binary
+    formulations, which own ``X``, ``kernel`` and ``linear``).
+
+    The rows of the rbf and poly kernels go to one :class:`~qpsvm.kernels.KernelCache` of
+    :attr:`kernel_cache_size` MB shared by SMO, the working set and the certificate (and by the
+    copies :meth:`~qpsvm.formulations.Formulation.with_C` makes after it exists); the ``n x n``
+    matrix is formed only by :meth:`gram`.
+    """
+
+    X: Any
+    kernel: Kernel
+    linear: bool
+    #: Memory budget (MB) of the kernel row cache (:meth:`kernel_cache`).
+    kernel_cache_size: ClassVar[float] = 200.0
+    _gram: np.ndarray | None = None
+    _cache: KernelCache | None = None
+
+    def gram(self) -> np.ndarray:
+        """The training Gram matrix ``K`` (nonlinear kernels only; cached)."""
+        if self.linear:
+            raise InvalidInputError(
+                "qpsvm never forms the n x n Gram matrix of the linear kernel; use X directly."
+            )
+        if self._gram is None:
+            self._gram = (
+                self.X if self.kernel.name == "precomputed" else self.kernel(self.X, self.X)
+            )
+        return self._gram
+
+    def gram_rows(self, idx: np.ndarray) -> np.ndarray:
+        """Rows ``K[idx, :]`` of the Gram matrix (computed from ``X`` for the linear kernel,
+        taken from :meth:`kernel_cache` for the others unless the Gram matrix is formed)."""
+        if self.linear:
+            rows = self.X[idx] @ self.X.T
+            return rows.toarray() if sp.issparse(rows) else np.asarray(rows)
+        if self._gram is None and self.kernel.name != "precomputed":
+            return self.kernel_cache().take(idx)
+        return self.gram()[idx]
+
+    def kernel_cache(self) -> KernelCache:
+        """The rows of the Gram matrix computed so far (:class:`~qpsvm.kernels.KernelCache` of
+        :attr:`kernel_cache_size` MB, created on first use): shared by SMO, the working set and
+        the certificate, and by the copies of :meth:`with_C` made after it exists."""
+        if self.linear or self.kernel.name == "precomputed":
+            raise InvalidInputError(
+                f"the {self.kernel.name!r} kernel has no row cache; use X (or the Gram matrix)."
+            )
+        if self._cache is None:
+            self._cache = KernelCache(self.kernel, self.X, self.kernel_cache_size)
+        return self._cache
+
+    def _kernel_product(self, v: np.ndarray) -> np.ndarray:
+        """``K v`` (nonlinear kernels): with the Gram matrix when it is formed, else over the
+        cached rows of the nonzero ``v_j``."""
+        if self._gram is None and self.kernel.name != "precomputed":
+            return self.kernel_cache().matvec(v)
+        return self.gram() @ v
