@@ -51,7 +51,7 @@ from qpsvm.contract import BinaryProblem, MulticlassProblem, Problem, part
 from qpsvm.exceptions import InaccurateSolutionError, InfeasibleProblemError, SolverError
 from qpsvm.formulations.model import CvxModel
 from qpsvm.solution import Candidate, History, Solution
-from qpsvm.solvers.backends import backend_order, solve_model
+from qpsvm.solvers.backends import BackendResult, backend_order, solve_model
 from qpsvm.solvers.finish import finish
 from qpsvm.solvers.warm_start import (
     NEWTON_MAX_FEATURES,
@@ -594,21 +594,13 @@ def run_working_set(
     backend_time, backend_iter = 0.0, 0
     check = Round(0, math.nan, math.inf)
     for rnd in range(1, max_rounds + 1):
-        model = ws.model()
-        try:
-            result = solve_model(model, order, options, f.always_feasible)
-        except InfeasibleProblemError as exc:
-            raise ws.infeasible(exc) from exc
-        except SolverError as exc:
-            # a start far from the optimum can fix many units at their bound; their large
-            # linear term may defeat the backends: put them back into W and solve again
-            if not ws.release().size:
-                raise
-            logger.warning("restricted QP failed (%s); releasing the fixed units into W", exc)
+        solved = _solve_restricted(ws, order, options)
+        if solved is None:
             continue
+        result = solved
         backend_time += result.solve_time
         backend_iter += result.n_iter
-        cand = ws.read(model)
+        cand = ws.read(ws.model())
         check = ws.update(cand)
         rows.append((rnd, check.objective, time.perf_counter() - start))
         logger.info(
@@ -655,6 +647,26 @@ def run_working_set(
             **ws.sizes(),
         },
     )
+
+
+def _solve_restricted(
+    ws: WorkingSet, order: list[str], options: dict[str, Any]
+) -> BackendResult | None:
+    """The backend's run on the restricted model, or ``None`` when the backends failed on it
+    and the units fixed at their bound were released into ``W`` (the round is then repeated).
+
+    A start far from the optimum can fix many units at their bound; their large linear term may
+    defeat the backends, and the model without it solves.
+    """
+    try:
+        return solve_model(ws.model(), order, options, ws.f.always_feasible)
+    except InfeasibleProblemError as exc:
+        raise ws.infeasible(exc) from exc
+    except SolverError as exc:
+        if not ws.release().size:
+            raise
+        logger.warning("restricted QP failed (%s); releasing the fixed units into W", exc)
+        return None
 
 
 def solve_working_set(
