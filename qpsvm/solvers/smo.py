@@ -94,6 +94,30 @@ def _check_options(
     return tol, max_iter, cache_size
 
 
+def _kernel_rows(f: BinaryProblem, cache_size: float | None) -> tuple[tuple, np.ndarray]:
+    """The kernel argument of the SMO loop and the diagonal ``K_ii``: rows computed on demand
+    in a cache (the formulation's shared one for rbf/poly unless ``cache_size`` asks for a
+    private one; a private one for the linear kernel), or the full Gram matrix when it is given
+    or already formed."""
+    name = f.kernel.name
+    if name not in ("linear", "rbf", "poly") or f._gram is not None:
+        gram = np.ascontiguousarray(f.gram())
+        return gram_arrays(gram), np.diag(gram).copy()
+    if cache_size is None and name != "linear":
+        cache = f.kernel_cache()  # shared: its rows serve the certificate afterwards
+    else:
+        cache = KernelCache(
+            f.kernel, f.X, f.kernel_cache_size if cache_size is None else cache_size
+        )
+    k, sqnorm = f.kernel, cache.spec[6]
+    diag = {
+        "linear": sqnorm,
+        "rbf": np.ones(f.n_samples),
+        "poly": (k.gamma * sqnorm + k.coef0) ** k.degree,
+    }[name]
+    return cache.arrays, diag
+
+
 def solve_smo(
     f: BinaryProblem,
     solver: str | None = None,
@@ -150,24 +174,7 @@ def solve_smo(
     """
     tol, max_iter, cache_size = _check_options(f, tol, max_iter, cache_size, selection, shrinking)
     n = f.n_samples
-    name = f.kernel.name
-    if name in ("linear", "rbf", "poly") and f._gram is None:
-        if cache_size is None and name != "linear":
-            cache = f.kernel_cache()  # shared: its rows serve the certificate afterwards
-        else:
-            size = f.kernel_cache_size if cache_size is None else cache_size
-            cache = KernelCache(f.kernel, f.X, size)
-        arrays = cache.arrays
-        k, sqnorm = f.kernel, cache.spec[6]
-        diag = {
-            "linear": sqnorm,
-            "rbf": np.ones(n),
-            "poly": (k.gamma * sqnorm + k.coef0) ** k.degree,
-        }[name]
-    else:
-        gram = np.ascontiguousarray(f.gram())
-        arrays = gram_arrays(gram)
-        diag = np.diag(gram).copy()
+    arrays, diag = _kernel_rows(f, cache_size)
     stats = arrays[4]
     before = stats[:2].copy()
     alpha = np.zeros(n)
