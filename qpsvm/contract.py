@@ -63,7 +63,7 @@ __all__ = [
 
 # ----------------------------------------------------------------------------- protocols
 class Problem(Protocol):
-    """What every formulation provides to every solver."""
+    """What every formulation provides to every solver (attributes are read, never set)."""
 
     #: Slack penalty (``inf`` for the hard margin).
     C: float
@@ -81,17 +81,12 @@ class Problem(Protocol):
     #: Why a method of :data:`METHODS` is not supported, for its error (method -> reason).
     refusals: dict[str, str]
 
-    @property
-    def n_samples(self) -> int: ...
-
-    @property
-    def n_features(self) -> int: ...
-
-    @property
-    def full_model(self) -> CvxModel: ...
-
-    @property
-    def problem(self) -> cp.Problem: ...
+    #: Numbers of samples (or pairs) and of features (the length of ``w``).
+    n_samples: int
+    n_features: int
+    #: The full CVXPY model, built once, and its problem.
+    full_model: CvxModel
+    problem: cp.Problem
 
     def build(self, **subset: Any) -> CvxModel: ...
 
@@ -133,12 +128,10 @@ class BinaryProblem(Problem, Protocol):
     #: Whether the restricted model of a working set depends on ``C`` only through its
     #: parameter (False for the dual, whose fixed multipliers ``C s_i`` are data).
     c_parametric: bool
-
-    @property
-    def linear(self) -> bool: ...
-
-    @property
-    def upper(self) -> np.ndarray: ...
+    #: Whether ``w`` is explicit (linear kernel).
+    linear: bool
+    #: Bounds ``C s_i`` of the multipliers (``inf`` for the hard margin).
+    upper: np.ndarray
 
     def scores(self, w: np.ndarray | None = None, alpha: np.ndarray | None = None) -> np.ndarray:
         """``w . phi(x_i)`` for every sample, from ``w`` or from ``alpha``."""
@@ -169,15 +162,11 @@ class MulticlassProblem(Problem, Protocol):
     mask: np.ndarray
     rows: np.ndarray
     cols: np.ndarray
-
-    @property
-    def n_classes(self) -> int: ...
-
-    @property
-    def crammer_singer(self) -> bool: ...
-
-    @property
-    def upper(self) -> np.ndarray: ...
+    n_classes: int
+    #: Crammer-Singer (one slack per example) or Weston-Watkins (one per constraint).
+    crammer_singer: bool
+    #: Budgets ``C s_i`` of the examples.
+    upper: np.ndarray
 
     def scores(self, W: np.ndarray) -> np.ndarray:
         """``S = X W^T``, shape ``(n, k)``."""
@@ -237,102 +226,72 @@ class Method:
     solve: bool = True
 
 
+def _method(name: str, run: str, capabilities: str, summary: str) -> Method:
+    """A :class:`Method` whose capabilities are the words of ``capabilities``."""
+    words = set(capabilities.split())
+    flags = {"certified", "optimal", "backend", "kernels", "path", "solve"}
+    if not words <= flags:
+        raise InvalidInputError(f"unknown capabilities {sorted(words - flags)} of method {name!r}")
+    return Method(name, run, summary=summary, **{flag: flag in words for flag in flags})
+
+
+_FULL = "the full problem (f.problem) by a QP backend, refined and certified"
+
 #: Every solve method, by name. A formulation supports the names in its ``methods``.
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
-        Method(
-            "qp",
-            "qpsvm.solvers.qp:solve_qp",
-            certified=True,
-            optimal=True,
-            backend=True,
-            kernels=True,
-            path=True,
-            summary="the full problem (f.problem) by a QP backend, refined and certified",
+        _method(
+            "qp", "qpsvm.solvers.qp:solve_qp", "certified optimal backend kernels path solve", _FULL
         ),
-        Method(
+        _method(
             "full",
             "qpsvm.solvers.qp:solve_qp",
-            certified=True,
-            optimal=True,
-            backend=True,
-            kernels=True,
-            path=True,
-            summary='the same as "qp": the full problem by a QP backend',
+            "certified optimal backend kernels path solve",
+            _FULL,
         ),
-        Method(
+        _method(
             "working_set",
             "qpsvm.solvers.working_set:solve_working_set",
-            certified=True,
-            optimal=True,
-            backend=True,
-            kernels=True,
-            path=True,
-            summary="QPs over a working set grown by full-data checks, certified",
+            "certified optimal backend kernels path solve",
+            "QPs over a working set grown by full-data checks, certified",
         ),
-        Method(
+        _method(
             "cutting_plane",
             "qpsvm.solvers.cutting_plane:solve_cutting_plane",
-            certified=True,
-            optimal=True,
-            backend=True,
-            kernels=False,
-            path=False,
-            summary="cutting planes from loss-augmented inference, stopped on a certified gap",
+            "certified optimal backend solve",
+            "cutting planes from loss-augmented inference, stopped on a certified gap",
         ),
-        Method(
+        _method(
             "frank_wolfe",
             "qpsvm.solvers.frank_wolfe:solve_frank_wolfe",
-            certified=True,
-            optimal=True,
-            backend=False,
-            kernels=False,
-            path=False,
-            summary="block-coordinate Frank-Wolfe on the structural dual, stopped on a "
-            "certified gap",
+            "certified optimal solve",
+            "block-coordinate Frank-Wolfe on the structural dual, stopped on a certified gap",
         ),
-        Method(
+        _method(
             "homotopy",
             "qpsvm.solvers.path:solve_path",
-            certified=True,
-            optimal=True,
-            backend=True,
-            kernels=True,
-            path=True,
-            solve=False,
-            summary="support sets followed from one C to the next by event tracking",
+            "certified optimal backend kernels path",
+            "support sets followed from one C to the next by event tracking",
         ),
-        Method(
+        _method(
             "exact",
             "qpsvm.solvers.exact:solve_exact",
-            certified=False,
-            optimal=True,
-            backend=True,
-            kernels=False,
-            path=False,
-            summary="the exact rational optimum: support sets from a float solve, the KKT "
-            "equations solved and verified in fractions",
+            "optimal backend solve",
+            "the exact rational optimum: support sets from a float solve, the KKT equations "
+            "solved and verified in fractions",
         ),
-        Method(
+        _method(
             "subgradient",
             "qpsvm.solvers.subgradient:solve_subgradient",
-            certified=False,
-            optimal=False,
-            backend=False,
-            kernels=False,
-            path=False,
-            summary="stochastic subgradient descent (Pegasos and variants), approximate",
+            "solve",
+            "stochastic subgradient descent (Pegasos and variants), approximate",
         ),
-        Method(
+        _method(
             "smo",
             "qpsvm.solvers.smo:solve_smo",
-            certified=False,
-            optimal=False,
-            backend=False,
-            kernels=True,
-            path=False,
-            summary="sequential minimal optimisation of the dual, approximate",
+            "kernels solve",
+            "sequential minimal optimisation of the dual, approximate",
         ),
     )
 }

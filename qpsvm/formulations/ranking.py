@@ -305,14 +305,8 @@ class RankingSVM(BinaryFormulation):
     [0, 2, 1]
     """
 
-    methods: ClassVar[tuple[str, ...]] = (
-        "qp",
-        "full",
-        "working_set",
-        "homotopy",
-        "subgradient",
-        "exact",
-    )
+    # the binary methods but SMO, whose kernel rows would be pair differences' Gram rows
+    methods: ClassVar[tuple[str, ...]] = tuple(m for m in BinaryFormulation.methods if m != "smo")
     exact_oracle: ClassVar[str] = "qpsvm.solvers.exact:solve_exact_ranking"
     certifier: ClassVar[str] = "qpsvm.verify.ranking:certify_ranking"
 
