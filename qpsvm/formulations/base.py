@@ -12,10 +12,11 @@ import cvxpy as cp
 
 from qpsvm.contract import check_method, load
 from qpsvm.exceptions import InvalidInputError
+from qpsvm.solution import Solution
 
 if TYPE_CHECKING:
     from qpsvm.formulations.model import CvxModel
-    from qpsvm.solution import Candidate, Solution
+    from qpsvm.solution import Candidate
     from qpsvm.verify.certificate import Certificate
     from qpsvm.verify.comparison import Comparison
 
@@ -121,6 +122,20 @@ class Formulation(ABC):
     def n_features(self) -> int:
         """Number of features ``d`` (of the input space)."""
         return int(self.X.shape[1])
+
+    def check_features(self, X: Any) -> Any:
+        """New points ``X`` (already a checked matrix), refused unless they have the training
+        data's ``n_features`` columns."""
+        if X.shape[1] != self.n_features:
+            raise InvalidInputError(
+                f"X has {X.shape[1]} features but the formulation was built with {self.n_features}."
+            )
+        return X
+
+    def weights_of(self, solution: Any) -> Any:
+        """The checked ``w`` of a :class:`~qpsvm.Solution`, or ``solution`` itself taken as
+        ``w``."""
+        return self.check_w(solution.w if isinstance(solution, Solution) else solution)
 
     def default_method(self) -> str:
         """The method :meth:`solve` uses when none is named."""

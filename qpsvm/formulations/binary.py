@@ -298,11 +298,7 @@ class BinaryFormulation(KernelRows, Formulation):
                     f"columns; got {Xn.shape[1]}."
                 )
             return np.asarray(Xn @ (solution.alpha * self.y)).ravel() + b
-        if Xn.shape[1] != self.n_features:
-            raise InvalidInputError(
-                f"X has {Xn.shape[1]} features but the formulation was built with "
-                f"{self.n_features}."
-            )
+        self.check_features(Xn)
         if self.linear and solution.w is not None:
             return np.asarray(Xn @ solution.w).ravel() + b
         return self.kernel(Xn, self.X) @ (solution.alpha * self.y) + b

@@ -320,14 +320,7 @@ class MulticlassSVM(Formulation):
 
         ``solution`` is a :class:`~qpsvm.Solution` or a weight matrix ``W``.
         """
-        Xn = check_data(X)
-        if Xn.shape[1] != self.n_features:
-            raise InvalidInputError(
-                f"X has {Xn.shape[1]} features but the formulation was built with "
-                f"{self.n_features}."
-            )
-        W = self.check_w(solution.w if isinstance(solution, Solution) else solution)
-        return np.asarray(Xn @ W.T)
+        return np.asarray(self.check_features(check_data(X)) @ self.weights_of(solution).T)
 
     def predict(self, X: Any, solution: Any) -> np.ndarray:
         """Predicted labels: ``classes_[argmax_c w_c . x]`` (smallest index on ties)."""

@@ -46,7 +46,6 @@ from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.binary import BinaryFormulation
 from qpsvm.formulations.model import CvxModel
 from qpsvm.kernels import Kernel
-from qpsvm.solution import Solution
 
 __all__ = ["PairDifferences", "RankingSVM", "check_pairs", "make_pairs"]
 
@@ -393,14 +392,7 @@ class RankingSVM(BinaryFormulation):
 
         ``solution`` is a :class:`~qpsvm.Solution` or a weight vector ``w``.
         """
-        Xn = check_data(X)
-        if Xn.shape[1] != self.n_features:
-            raise InvalidInputError(
-                f"X has {Xn.shape[1]} features but the formulation was built with "
-                f"{self.n_features}."
-            )
-        w = self.check_w(solution.w if isinstance(solution, Solution) else solution)
-        return np.asarray(Xn @ w).ravel()
+        return np.asarray(self.check_features(check_data(X)) @ self.weights_of(solution)).ravel()
 
     def predict(self, X: Any, solution: Any) -> np.ndarray:
         """Ranking scores of new items (:meth:`decision_function`): sort them, descending, to

@@ -337,7 +337,7 @@ class StructuralSVM(Formulation):
 
     def predict(self, X: Any, solution: Any) -> list[Any]:
         r"""Predictions :math:`\arg\max_y w\cdot\Psi(x, y)` for new inputs (``solution.w``)."""
-        w = self.check_w(solution.w if isinstance(solution, Solution) else solution)
+        w = self.weights_of(solution)
         return list(self.model.inference_batch([self.model.check_input(x) for x in X], w))
 
     # -------------------------------------------------------------- the CVXPY problem
