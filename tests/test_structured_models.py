@@ -175,12 +175,18 @@ def test_chow_liu_tree_recovers_dependent_pairs():
         chow_liu_tree(np.zeros((3, 2)))
 
 
-@pytest.mark.parametrize("edges", [None, "tree", "full"])
+@pytest.mark.parametrize("edges", [None, "tree", "full", "loopy"])
 def test_multilabel_training_is_certified(edges):
+    """Exact oracles, and a label graph with a cycle (the relaxation; tight here, so the
+    certificate of the relaxed problem closes)."""
     rng = np.random.default_rng(1)
     X, Y = multilabel_data(rng)
-    graph = chow_liu_tree(Y) if edges == "tree" else edges
-    f = qpsvm.StructuralSVM(MultiLabelModel(Y.shape[1], X.shape[1], graph), X, Y, C=1.0)
+    graph = {"tree": chow_liu_tree(Y), "loopy": np.array([[0, 1], [1, 2], [2, 0], [3, 4]])}.get(
+        edges, edges
+    )
+    model = MultiLabelModel(Y.shape[1], X.shape[1], graph)
+    assert model.exact_inference == (edges != "loopy")
+    f = qpsvm.StructuralSVM(model, X, Y, C=1.0)
     sol = f.solve()
     assert sol.certificate.passed and sol.certificate.relative_gap <= 1e-9
     # the tree and the full graph contain the independent model (edge tables 0), so their
