@@ -1,0 +1,123 @@
+"""Generate the stored collection: ``python -m qpsvm.suite.generate [--tier T ...] [--out FILE]``.
+
+Every recipe of :mod:`qpsvm.suite.catalogue` is built, its data hashed and its optimum certified
+(:func:`certified_optimum`); the tiers named are (re)computed and merged into the versioned JSON
+file, the others kept as stored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from qpsvm.exceptions import UncertifiedSolutionError
+from qpsvm.suite.catalogue import TIERS, recipes
+from qpsvm.suite.instances import MAX_STORED_W, VERSION, Instance, Optimum, outward, w_hash
+from qpsvm.suite.recipes import build, data_hash, make_data
+
+__all__ = ["certified_optimum", "generate", "main"]
+
+logger = logging.getLogger("qpsvm")
+
+#: Families the exact rational oracle (``method="exact"``) covers.
+EXACT_FAMILIES = frozenset(
+    {
+        "binary",
+        "binary_no_intercept",
+        "weighted",
+        "hard_margin",
+        "kernel_linear",
+        "ranking",
+        "crammer_singer",
+        "weston_watkins",
+    }
+)
+
+
+def _stored_w(w: np.ndarray | None) -> tuple[np.ndarray | None, str | None]:
+    if w is None:
+        return None, None
+    w = np.asarray(w, dtype=np.float64)
+    return (w if w.size <= MAX_STORED_W else None), w_hash(w)
+
+
+def certified_optimum(f: Any, family: str) -> Optimum:
+    """The certified optimum of formulation ``f``: exact (rounded outward) for the families of
+    :data:`EXACT_FAMILIES`, else the enclosure of a certified solve's certificate."""
+    if family in EXACT_FAMILIES:
+        sol = f.solve(method="exact")
+        lower, upper = outward(sol.info["exact"].objective)
+        w, digest = _stored_w(sol.info["exact"].w_float)
+        return Optimum(lower, upper, True, "exact", w, digest, 0.0)
+    sol = f.solve()
+    cert = sol.certificate if sol.certificate is not None else f.certify(sol)
+    if not cert.passed:
+        raise UncertifiedSolutionError(f"the reference solve did not certify:\n{cert}")
+    w, digest = _stored_w(sol.w)
+    return Optimum(
+        float(cert.lower),
+        float(cert.upper),
+        bool(cert.rigorous),
+        "certificate",
+        w,
+        digest,
+        cert.distance_bound if w is not None else 0.0,
+    )
+
+
+def generate(tier: str) -> list[Instance]:
+    """Build and certify every recipe of ``tier``."""
+    out = []
+    for recipe in recipes(tier):
+        start = time.perf_counter()
+        arrays = make_data(recipe["data"])
+        f = build(recipe, arrays)
+        optimum = certified_optimum(f, recipe["family"])
+        name = recipe["name"]
+        body = {k: v for k, v in recipe.items() if k != "name"}
+        out.append(Instance(name, recipe["family"], tier, body, data_hash(arrays), optimum))
+        logger.info(
+            "%s: [%r, %r] in %.2f s",
+            name,
+            optimum.lower,
+            optimum.upper,
+            time.perf_counter() - start,
+        )
+    return out
+
+
+def default_path() -> Path:
+    """The package's stored collection, ``qpsvm/suite/data/<VERSION>.json``."""
+    return Path(str(resources.files("qpsvm.suite").joinpath("data", f"{VERSION}.json")))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Regenerate the tiers asked (default all) into ``--out`` (default the package's file)."""
+    parser = argparse.ArgumentParser(prog="python -m qpsvm.suite.generate")
+    parser.add_argument("--tier", action="append", choices=TIERS)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    path = args.out or default_path()
+    stored = json.loads(path.read_text()) if path.is_file() else {"instances": []}
+    tiers = args.tier or list(TIERS)
+    kept = [r for r in stored["instances"] if r["tier"] not in tiers]
+    fresh = [inst.to_json() for tier in tiers for inst in generate(tier)]
+    order = {t: i for i, t in enumerate(TIERS)}
+    records = sorted(kept + fresh, key=lambda r: order[r["tier"]])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"version": VERSION, "instances": records}, indent=1) + "\n")
+    print(f"wrote {len(records)} instances to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
