@@ -10,6 +10,8 @@
   SVM-rank, JSON or text) on the data, against the problem that solver solved
   (:func:`qpsvm.interop.validate`); ``qpsvm validate DATA MODEL...`` does so for many models and
   can print JSON.
+* ``qpsvm suite run --solver NAME --tier small`` scores solvers on the certified reference
+  instances; ``qpsvm suite export DIR`` writes them as QP files (:mod:`qpsvm.suite`).
 
 Exit codes: 0 certified, 1 not certified (or no certified optimum found), 2 usage error or a
 file that cannot be read, 3 a model whose problem qpsvm cannot state.
@@ -150,6 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_validation_arguments(validate)
     validate.add_argument("--json", action="store_true", help="print the reports as JSON")
     validate.set_defaults(run=_validate)
+
+    from qpsvm.suite.cli import add_suite_parser
+
+    add_suite_parser(sub)
     return parser
 
 

@@ -92,3 +92,178 @@ def test_unknown_tier_and_changed_data_raise() -> None:
     inst.data_sha256 = "0" * 64
     with pytest.raises(qpsvm.InvalidInputError, match="regenerate differently"):
         inst.build()
+
+
+# ------------------------------------------------------------------ standard form and to_qp
+
+
+def test_to_qp_reaches_the_certified_optimum() -> None:
+    """A high-accuracy QP solve of the exported problem lands in the enclosure, to the
+    solver's accuracy, for a primal (min) and a dual (max, sign -1) family."""
+    import qpsolvers
+
+    for family in ("binary", "weston_watkins", "kernel_rbf", "ranking"):
+        inst = qpsvm.suite.load("small", family=family)[0]
+        qp = qpsvm.suite.to_qp(inst)
+        x = qpsolvers.solve_problem(
+            qp.problem, solver="clarabel", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12
+        ).x
+        opt = inst.optimum
+        assert abs(qp.value(x) - opt.value) <= 1e-9 * max(1.0, abs(opt.value)) + (
+            opt.upper - opt.lower
+        )
+
+
+def test_standard_form_identity_on_a_known_problem() -> None:
+    """min 1/2 x^2 - x + 3.5 s.t. x <= 0.5, x >= -2: P = 1, q = -1, offset 3.5, bounds read
+    off the rows, optimum 0.5 (value 3.125)."""
+    import cvxpy as cp
+
+    from qpsvm.standard_form import standard_form
+
+    x = cp.Variable(name="x")
+    problem = cp.Problem(cp.Minimize(0.5 * cp.square(x) - x + 3.5), [x <= 0.5, x >= -2])
+    form = standard_form(problem)
+    assert form.P.toarray().tolist() == [[1.0]] and form.q.tolist() == [-1.0]
+    assert form.offset == 3.5 and form.sign == 1.0
+    assert form.G is None and form.lb.tolist() == [-2.0] and form.ub.tolist() == [0.5]
+    assert form.value(np.array([0.5])) == 3.125
+    assert form.variables(np.array([0.5])) == {"x": 0.5}
+    maximised = standard_form(cp.Problem(cp.Maximize(-cp.square(x)), [x >= 1]))
+    assert maximised.sign == -1.0 and maximised.value(np.array([1.0])) == -1.0
+
+
+def test_standard_form_refuses_a_cone_program() -> None:
+    import cvxpy as cp
+
+    from qpsvm.standard_form import standard_form
+
+    x = cp.Variable(2)
+    with pytest.raises(qpsvm.UnsupportedProblemError, match="not a quadratic program"):
+        standard_form(cp.Problem(cp.Minimize(cp.norm(x, 2)), [x >= 1]))
+
+
+def test_structural_instances_have_no_finite_qp() -> None:
+    (inst, *_) = qpsvm.suite.load("small", family="chain")
+    with pytest.raises(qpsvm.UnsupportedProblemError, match="no finite"):
+        qpsvm.suite.to_qp(inst)
+
+
+def test_export_writes_documented_files(tmp_path) -> None:
+    import json
+
+    import scipy.sparse as sp
+
+    instances = qpsvm.suite.load("small", family="hard_margin") + qpsvm.suite.load(
+        "small", family="chain"
+    )
+    index = json.loads(qpsvm.suite.export(instances, tmp_path).read_text())
+    assert index["format"] == "qpsvm-suite-qp/1"
+    assert [e["family"] for e in index["instances"]] == ["hard_margin", "hard_margin"]
+    entry, inst = index["instances"][0], instances[0]
+    data = np.load(tmp_path / entry["file"])
+    P = sp.coo_matrix((data["P_data"], (data["P_row"], data["P_col"])), shape=data["P_shape"])
+    form = qpsvm.suite.to_qp(inst).form
+    assert (P.tocsc() != form.P).nnz == 0
+    assert float(data["lower"]) == inst.optimum.lower == entry["lower"]
+    # the exact (w*, b*) gives the stored value
+    exact = inst.build().solve(method="exact")
+    x = np.concatenate([exact.w, [exact.b]])  # variables in CVXPY's order: w, then b
+    assert list(form.variables(x)) == ["w", "b"]
+    assert abs(form.value(x) - inst.optimum.value) <= 1e-12 * inst.optimum.value
+
+
+# ------------------------------------------------------------------ scoring
+
+
+def _exact_answer(inst: qpsvm.suite.Instance):
+    sol = inst.build().solve(method="exact")
+    return sol.w, sol.b
+
+
+def test_score_a_callable_and_a_solver_name() -> None:
+    """The exact oracle's answers succeed at 1e-9 with distance ~0 to w*; a wrong answer
+    (w = 0) fails every tolerance; an exception is a recorded failure."""
+    from qpsvm.suite.score import summarize
+
+    instances = qpsvm.suite.load("small", family="binary")[:3]
+    exact = qpsvm.suite.score(qpsvm.suite.Callable(_exact_answer), instances)
+    assert all(r.success["1e-09"] for r in exact)
+    assert all(r.distance is not None and r.distance < 1e-12 for r in exact)
+
+    def zero(inst):
+        return np.zeros(inst.build().n_features), 0.0
+
+    wrong = qpsvm.suite.score(qpsvm.suite.Callable(zero), instances[1:2])
+    assert not any(wrong[0].success.values()) and wrong[0].suboptimality > 1e-3
+
+    def boom(inst):
+        raise RuntimeError("diverged")
+
+    failed = qpsvm.suite.score(qpsvm.suite.Callable(boom), instances[:1])
+    assert failed[0].failure == "exception" and "diverged" in failed[0].message
+    summary = summarize(exact + failed)
+    assert summary.failures == 1 and summary.success_rate["1e-09"] == 3 / 4
+
+    by_name = qpsvm.suite.score("qpsolvers:clarabel:high", instances[:1])
+    assert by_name[0].solver == "qpsolvers:clarabel:high" and by_name[0].success["1e-06"]
+
+
+def test_tools_are_scored_on_the_problem_they_solved() -> None:
+    """SVC solves the binary problem (scored); LIBLINEAR without -B solves the problem without
+    intercept, so on a free-intercept instance it is a different problem."""
+    from sklearn.svm import SVC
+
+    (inst,) = [i for i in qpsvm.suite.load("small", family="binary") if i.recipe["C"] == 1.0][:1]
+    svc = qpsvm.suite.score(qpsvm.suite.Estimator(SVC, {"kernel": "linear", "tol": 1e-8}), [inst])
+    assert svc[0].failure is None and svc[0].success["1e-06"]
+    lib = qpsvm.suite.score(qpsvm.suite.Liblinear("-s 3"), [inst])
+    assert lib[0].failure == "different problem" and "no intercept" in lib[0].message
+    (no_b,) = [
+        i for i in qpsvm.suite.load("small", family="binary_no_intercept") if "cancer" in i.name
+    ]
+    lib = qpsvm.suite.score(qpsvm.suite.Liblinear("-s 3 -e 1e-10"), [no_b])
+    assert lib[0].failure is None and lib[0].success["1e-06"]
+
+
+def test_parse_solver_names() -> None:
+    from qpsvm.suite import parse_solver
+
+    assert parse_solver("cvxpy:osqp:high").name == "cvxpy:OSQP:high"
+    est = parse_solver("sklearn:LinearSVC(loss='hinge', dual=True)")
+    assert est.cls.__name__ == "LinearSVC" and est.params == {"loss": "hinge", "dual": True}
+    with pytest.raises(qpsvm.InvalidInputError, match="unknown solver"):
+        parse_solver("matlab:quadprog")
+
+
+def test_cli_suite_run_and_export(tmp_path, capsys) -> None:
+    import json
+
+    from qpsvm.cli import main
+
+    out = tmp_path / "r.json"
+    code = main(
+        [
+            "suite",
+            "run",
+            "--solver",
+            "cvxpy:CLARABEL",
+            "--tier",
+            "small",
+            "--family",
+            "hard_margin",
+            "--json",
+            str(out),
+            "--quiet",
+            "--plot",
+            str(tmp_path / "p.png"),
+        ]
+    )
+    assert code == 0
+    table = capsys.readouterr().out
+    assert "| cvxpy:CLARABEL | 2 (0) |" in table
+    data = json.loads(out.read_text())
+    assert len(data["results"]) == 2 and data["summaries"][0]["n"] == 2
+    assert (tmp_path / "p.png").stat().st_size > 0
+    assert main(["suite", "export", str(tmp_path / "qp"), "--family", "hard_margin"]) == 0
+    assert (tmp_path / "qp" / "index.json").is_file()
