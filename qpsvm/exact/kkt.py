@@ -79,6 +79,26 @@ class GroupedQP:
     def n_groups(self) -> int:
         return len(self.cap)
 
+    def objective(self, w: np.ndarray, b: Fraction = ZERO) -> Fraction:
+        """The exact primal objective of any point ``(w, b)`` (rationals, or floats read
+        exactly): ``1/2 ||w||^2 + sum_g c_g max(0, max_{k in g} m_k - a_k.w - y_k b)``, ``inf``
+        (a float) when a hard constraint fails."""
+        w = np.asarray([Fraction(v) for v in np.ravel(w)], dtype=object)
+        b = Fraction(b)
+        margins = self.A.dot(w) + (self.label * b if self.label is not None else 0)
+        short = self.m - margins
+        xi = [ZERO] * self.n_groups
+        for k, g in enumerate(self.group):
+            if short[k] > xi[g]:
+                xi[g] = short[k]
+        total = _dot(w, w) / 2
+        for g, c in enumerate(self.cap):
+            if c is None and xi[g] > 0:
+                return float("inf")
+            if c is not None:
+                total += c * xi[g]
+        return total
+
 
 @dataclass
 class ExactOptimum:

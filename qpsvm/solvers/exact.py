@@ -30,7 +30,15 @@ from qpsvm.exceptions import InfeasibleProblemError, InvalidInputError, SolverEr
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.backends import DEFAULT_ORDER, run_backend
 
-__all__ = ["solve_exact", "solve_exact_binary", "solve_exact_multiclass", "solve_exact_ranking"]
+__all__ = [
+    "binary_qp",
+    "multiclass_qp",
+    "ranking_qp",
+    "solve_exact",
+    "solve_exact_binary",
+    "solve_exact_multiclass",
+    "solve_exact_ranking",
+]
 
 #: A constraint of the float solution counts as tight within one of these many units of
 #: ``max(1, m)``, tried in turn until the exact solve settles (shifted or badly scaled data put
@@ -82,6 +90,18 @@ def _start(f: Any, solver: str | None, start: Any) -> Candidate:
     return f.read_model(model)
 
 
+def binary_qp(f: Any) -> GroupedQP:
+    """The exact grouped-slack QP of a binary formulation (linear kernel): rows ``y_i x_i``."""
+    _check_linear(f)
+    return _binary_qp(f, to_rational(f.X) * to_rational(f.y)[:, None])
+
+
+def ranking_qp(f: Any) -> GroupedQP:
+    """The exact grouped-slack QP of a ranking SVM: rows ``x_i - x_j``, exact."""
+    items = to_rational(f.items)
+    return _binary_qp(f, items[f.pairs[:, 0]] - items[f.pairs[:, 1]])
+
+
 def _binary_qp(f: Any, rows: np.ndarray) -> GroupedQP:
     n = f.n_samples
     label = f.y.astype(int) if f.fit_intercept else None
@@ -94,11 +114,10 @@ def _binary_qp(f: Any, rows: np.ndarray) -> GroupedQP:
     )
 
 
-def _solve_binary_like(f: Any, rows: np.ndarray, solver: str | None, start: Any) -> Solution:
-    qp = _binary_qp(f, rows)
+def _solve_binary_like(f: Any, qp: GroupedQP, solver: str | None, start: Any) -> Solution:
     sol = _start(f, solver, start)
     w0 = np.asarray(sol.w, dtype=np.float64)
-    margins = to_float(rows) @ w0 + (f.y * float(sol.b) if f.fit_intercept else 0.0)
+    margins = to_float(qp.A) @ w0 + (f.y * float(sol.b) if f.fit_intercept else 0.0)
     opt = _solve_from(qp, margins, f.margin)
     w = opt.w_float
     cand = f.make_feasible(Candidate(w=w, b=float(opt.b), alpha=opt.alpha_float))
@@ -145,17 +164,28 @@ def solve_exact_binary(f: Any, solver: str | None = None, start: Any = None) -> 
         Float views of the exact optimum; ``info["exact"]`` is the
         :class:`~qpsvm.exact.ExactOptimum` (``w*``, ``b*``, ``alpha*``, ``P*`` as fractions).
     """
-    _check_linear(f)
-    rows = to_rational(f.X) * to_rational(f.y)[:, None]
-    return _solve_binary_like(f, rows, solver, start)
+    return _solve_binary_like(f, binary_qp(f), solver, start)
 
 
 def solve_exact_ranking(f: Any, solver: str | None = None, start: Any = None) -> Solution:
     """The exact optimum of a ranking SVM: the binary problem on the exact pair differences
     ``x_i - x_j`` (see :func:`solve_exact_binary` for the parameters)."""
-    items = to_rational(f.items)
-    rows = items[f.pairs[:, 0]] - items[f.pairs[:, 1]]
-    return _solve_binary_like(f, rows, solver, start)
+    return _solve_binary_like(f, ranking_qp(f), solver, start)
+
+
+def multiclass_qp(f: Any) -> GroupedQP:
+    """The exact grouped-slack QP of a multiclass SVM, in the space of ``vec(W)`` (rows
+    ``(i, c)``, ``c != y_i``, in the order of ``f.rows, f.cols``)."""
+    k, d = f.n_classes, f.n_features
+    X = to_rational(f.X)
+    A = np.array([[Fraction(0)] * (k * d) for _ in range(f.rows.size)], dtype=object)
+    for r, (i, c) in enumerate(zip(f.rows, f.cols, strict=True)):
+        yi = f.y[i]
+        A[r, yi * d : (yi + 1) * d] = X[i]
+        A[r, c * d : (c + 1) * d] = -X[i]
+    group = f.rows.copy() if f.crammer_singer else np.arange(f.rows.size)
+    weights = f.sample_weight if f.crammer_singer else f.sample_weight[f.rows]
+    return GroupedQP(A=A, m=to_rational(np.ones(f.rows.size)), group=group, cap=_caps(f.C, weights))
 
 
 def solve_exact_multiclass(f: Any, solver: str | None = None, start: Any = None) -> Solution:
@@ -167,16 +197,8 @@ def solve_exact_multiclass(f: Any, solver: str | None = None, start: Any = None)
     ``(n_samples, n_classes)`` array.
     """
     n, k, d = f.n_samples, f.n_classes, f.n_features
-    X = to_rational(f.X)
     rows_i, cols_c = f.rows, f.cols
-    A = np.array([[Fraction(0)] * (k * d) for _ in range(rows_i.size)], dtype=object)
-    for r, (i, c) in enumerate(zip(rows_i, cols_c, strict=True)):
-        yi = f.y[i]
-        A[r, yi * d : (yi + 1) * d] = X[i]
-        A[r, c * d : (c + 1) * d] = -X[i]
-    group = rows_i.copy() if f.crammer_singer else np.arange(rows_i.size)
-    weights = f.sample_weight if f.crammer_singer else f.sample_weight[rows_i]
-    qp = GroupedQP(A=A, m=to_rational(np.ones(rows_i.size)), group=group, cap=_caps(f.C, weights))
+    qp = multiclass_qp(f)
     sol = _start(f, solver, start)
     S = f.scores(f.check_w(sol.w))
     margins = f.margins(S)[rows_i, cols_c]
