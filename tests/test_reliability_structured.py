@@ -47,11 +47,6 @@ TOL = 1e-9
 #: sums of ~100 terms of data as large as 1e3 (shifted features); measured up to 5e-12.
 ROUND = 1e-11
 VARIANTS = ("crammer_singer", "weston_watkins")
-#: Pinned failures that belong to the certificate issue (strict: the example must still fail).
-DUAL_ONLY = (
-    "issue 15: certify(alpha=...) of an exact Crammer-Singer answer fails at 1e-9 "
-    "(P - D = 5.6e-7 on P = 558): the dual point alone is not tight"
-)
 
 
 # ------------------------------------------------------------------------------ problems
@@ -84,8 +79,10 @@ def tiny_chains(seed: int, n: int = 4):
 
 
 def distance_bound(cert) -> float:
-    """``sqrt(2 gap)`` with the gap's round-off added: a computed gap of 0 bounds nothing finer
-    than the error of ``P`` and ``D`` themselves."""
+    """``sqrt(2 gap)``: proven by a rigorous certificate; otherwise with the gap's round-off
+    added (a computed gap of 0 bounds nothing finer than the error of ``P`` and ``D``)."""
+    if cert.rigorous:
+        return cert.distance_bound
     return math.sqrt(2.0 * (cert.gap + ROUND * max(1.0, abs(cert.primal_objective))))
 
 
@@ -94,8 +91,12 @@ def agree(a, b, what: str = "", w_a=None) -> None:
     ``a.w`` in ``b``'s labelling when the problems differ by a relabelling."""
     ca, cb = a.certificate, b.certificate
     assert ca.passed and cb.passed, what
-    slack = max(ca.gap, cb.gap) + ROUND * max(1.0, abs(a.objective))
-    assert abs(a.objective - b.objective) <= slack, f"{what}: P* lies in each [D, P]"
+    if ca.rigorous and cb.rigorous:
+        # both enclose P*, so they meet
+        assert max(ca.lower, cb.lower) <= min(ca.upper, cb.upper), f"{what}: P* in each [D, P]"
+    else:
+        slack = max(ca.gap, cb.gap) + ROUND * max(1.0, abs(a.objective))
+        assert abs(a.objective - b.objective) <= slack, f"{what}: P* lies in each [D, P]"
     w_a = a.w if w_a is None else w_a
     gap = np.linalg.norm(np.ravel(w_a) - np.ravel(b.w))
     assert gap <= distance_bound(ca) + distance_bound(cb), f"{what}: ||w - w*|| <= sqrt(2 gap)"
@@ -209,9 +210,7 @@ def test_ranking_does_not_depend_on_the_order(seed, C, given_pairs, score_form):
     eps=st.floats(1e-6, 1e-1),
     variant=st.sampled_from(VARIANTS),
 )
-@example(seed=154, C=59.0, eps=0.0625, variant="crammer_singer").xfail(
-    raises=AssertionError, reason=DUAL_ONLY
-)
+@example(seed=154, C=59.0, eps=0.0625, variant="crammer_singer")
 def test_multiclass_verifier_is_sound(seed, C, eps, variant):
     X, y = multiclass_problem(seed)
     f = qpsvm.MulticlassSVM(X, y, C=C, variant=variant)
@@ -237,7 +236,7 @@ def test_multiclass_verifier_is_sound(seed, C, eps, variant):
 
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), C=st.floats(0.01, 100.0), variant=st.sampled_from(VARIANTS))
-@example(seed=2043, C=15.0, variant="crammer_singer").xfail(raises=AssertionError, reason=DUAL_ONLY)
+@example(seed=2043, C=15.0, variant="crammer_singer")
 def test_multiclass_does_not_depend_on_sample_order_or_class_names(seed, C, variant):
     X, y = multiclass_problem(seed)
     rng = np.random.default_rng(seed)
@@ -694,11 +693,7 @@ def exact_or_refused(f, **options):
 @pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), score_form=st.booleans(), **hard_transform)
-@example(seed=1999, score_form=False, shift=1e3, scale=0.01, log_C=4.0).xfail(
-    raises=AssertionError,
-    reason="issue 15: both gaps are 0.0 (P - D clipped) while the objectives differ by 8e-7; "
-    "P is a float64 sum of shifted margins with no rounding bound added",
-)
+@example(seed=1999, score_form=False, shift=1e3, scale=0.01, log_C=4.0)
 def test_ranking_exact_or_refused_on_random_hard_data(seed, score_form, shift, scale, log_C):
     X, pairs, weight = ranking_pairs(seed, *((8, 4) if score_form else (6, 3)))
     f = qpsvm.RankingSVM(X * scale + shift, pairs=pairs, C=10.0**log_C, pair_weight=weight)

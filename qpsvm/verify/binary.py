@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -219,7 +219,11 @@ def feasible_near(f: Any, alpha: np.ndarray) -> np.ndarray:
 
 
 def certify_binary(
-    f: Any, cand: Candidate, tol: float = DEFAULT_TOL, pairs: Any = None
+    f: Any,
+    cand: Candidate,
+    tol: float = DEFAULT_TOL,
+    pairs: Any = None,
+    hints: Sequence[np.ndarray] = (),
 ) -> Certificate:
     """Certify a candidate of a binary formulation (see :mod:`qpsvm.verify.conventions`).
 
@@ -269,6 +273,7 @@ def certify_binary(
     # alpha = 0 is always feasible (D(0) = 0 <= P*); the search stops at a gap far below tol
     pool = itertools.chain(
         [] if alpha_in is None else [feasible_near(f, alpha_in)],
+        [feasible_near(f, f.check_alpha(h)) for h in hints],
         dual_points(f, residual, w),
     )
     # the expansions computed for D, kept with their points for the stationarity residual

@@ -33,7 +33,7 @@ relative gap is below :data:`~qpsvm.verify.certificate.GOOD_ENOUGH` times the to
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -131,7 +131,9 @@ def dual_points(f: Any, margins: np.ndarray, xi: np.ndarray, W: np.ndarray) -> I
         yield f.project_dual(alpha)
 
 
-def certify_multiclass(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certificate:
+def certify_multiclass(
+    f: Any, cand: Candidate, tol: float = DEFAULT_TOL, hints: Sequence[np.ndarray] = ()
+) -> Certificate:
     """Certify a candidate ``W`` and/or duals ``alpha`` of a :class:`~qpsvm.MulticlassSVM`.
 
     Parameters
@@ -144,6 +146,8 @@ def certify_multiclass(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Cer
         Weston-Watkins).
     tol : float
         Relative tolerance of the test.
+    hints : sequence of ndarray, optional
+        More dual points to try (see :func:`~qpsvm.verify.binary.certify_binary`).
     """
     tol = check_tol(tol)
     if cand.w is None and cand.alpha is None:
@@ -165,9 +169,19 @@ def certify_multiclass(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Cer
         short = need - _slack_matrix(f, given)
         primal_inf = max(0.0, float(np.max(short)), float(np.max(-given)))
 
-    candidates = dual_points(f, margins, xi, W)
+    candidates = itertools.chain(
+        [f.project_dual(f.check_alpha(h)) for h in hints], dual_points(f, margins, xi, W)
+    )
     if alpha_in is not None:
-        candidates = itertools.chain([f.project_dual(alpha_in)], candidates)
+        # with a W, the points fitted to it come first: the certificate's alpha then has
+        # A^T X close to W and certifies alone (a solver's raw duals carry 1e-10 residues on
+        # inactive constraints, which move A^T X)
+        own = [f.project_dual(alpha_in)]
+        candidates = (
+            itertools.chain(candidates, own)
+            if cand.w is not None
+            else itertools.chain(own, candidates)
+        )
     alpha, dual, _ = best_dual_point(
         f.dual_objective, candidates, np.zeros_like(margins), primal, tol
     )

@@ -20,7 +20,10 @@ unchanged: products with it never form the differences, and the dual point built
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from qpsvm.solution import Candidate
 from qpsvm.verify.binary import certify_binary
@@ -29,7 +32,9 @@ from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
 __all__ = ["certify_ranking"]
 
 
-def certify_ranking(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certificate:
+def certify_ranking(
+    f: Any, cand: Candidate, tol: float = DEFAULT_TOL, hints: Sequence[np.ndarray] = ()
+) -> Certificate:
     """Certify a candidate ``w`` (intercept 0) and/or pair duals ``alpha`` of a ranking SVM.
 
     Parameters
@@ -39,5 +44,7 @@ def certify_ranking(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certif
         ``w`` of shape ``(n_features,)`` and/or ``alpha`` of shape ``(n_pairs,)``.
     tol : float
         Relative tolerance of the test.
+    hints : sequence of ndarray, optional
+        More dual points to try (see :func:`~qpsvm.verify.binary.certify_binary`).
     """
-    return certify_binary(f, cand, tol, pairs=(f.items, f.pairs))
+    return certify_binary(f, cand, tol, pairs=(f.items, f.pairs), hints=hints)
