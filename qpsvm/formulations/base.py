@@ -212,17 +212,22 @@ class Formulation(ABC):
         b: Any = None,
         alpha: Any = None,
         tol: float = 1e-9,
+        reference: bool = True,
     ) -> Certificate:
         """Certify a candidate: a :class:`~qpsvm.Solution`, a fitted scikit-learn estimator, or
         arrays ``w`` (and ``b``) or ``alpha``.
 
         ``b=None`` means the best intercept for the given ``w`` (0 without an intercept). The
         certificate is computed from the data alone; see :class:`~qpsvm.verify.Certificate`.
+        When the candidate's own dual points do not certify it and ``reference`` is true, the
+        dual point of the problem's own solution (:meth:`reference_solution`, solved once) is
+        tried as well, so the gap bounds the candidate's suboptimality tightly however poor the
+        candidate is; solvers checking their own iterates pass ``reference=False``.
         """
         cand = load(self.candidate_reader)(self, candidate, w=w, b=b, alpha=alpha)
         certifier = load(self.certifier)
         cert = certifier(self, cand, tol=tol)
-        if cert.passed or "hints" not in inspect.signature(certifier).parameters:
+        if not reference or cert.passed or "hints" not in inspect.signature(certifier).parameters:
             return cert
         # the bounds must not depend on the candidate: try this problem's own solution (cached),
         # its multipliers made exactly feasible and evaluated rigorously
@@ -248,7 +253,8 @@ class Formulation(ABC):
                 if method == "exact" and np.prod(self.X.shape) > self.exact_hint_size:
                     break
                 try:
-                    self._reference = self.solve(method=method)
+                    # on a copy: a solve may form and keep a Gram matrix or a model
+                    self._reference = self.with_C(self.C).solve(method=method)
                     break
                 except QPSVMError:
                     continue

@@ -208,7 +208,7 @@ def solve_smo(
     cand = Candidate(w=f.expansion(alpha) if f.linear else None, b=b, alpha=alpha)
     return f.solution_from(
         cand,
-        f.certify(cand) if certify else None,
+        f.certify(cand, reference=False) if certify else None,
         solver="smo",
         status=status,
         n_iter=int(n_iter),

@@ -425,7 +425,7 @@ def solve_subgradient(
             history.objective[e] = f.objective(w, b)
             logger.debug("subgradient epoch %d: objective %.10g", e + 1, history.objective[e])
         if record_gap:
-            certificate = f.certify(w=w, b=b)
+            certificate = f.certify(w=w, b=b, reference=False)
             history.gap[e] = certificate.gap
         history.time[e] = time.perf_counter() - start
     G = _subgradient_bound(prob, lam, eta_max, projection)
