@@ -51,7 +51,7 @@ def draw_data(seed: int, shift: float, log_scale: float, collinear: bool):
         X[:, 1] = X[:, 0] * (1.0 + 1e-9) + 1e-12 * rng.normal(size=n)
     X = X * 10.0**log_scale + shift
     y = np.where(rng.random(n) < 0.5, -1, 1)
-    y[:2] = [1, -1]
+    y[:3] = [1, -1, -1]
     X[1] = X[0]  # a duplicate with the opposite label
     weights = np.where(rng.random(n) < 0.25, 0.0, rng.uniform(0.5, 2.0, n))
     return X, y, weights, rng.integers(0, 3, n)
