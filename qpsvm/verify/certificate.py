@@ -116,8 +116,9 @@ class Certificate:
 
     @property
     def gap(self) -> float:
-        """``P - D``, rounded up. A rigorous certificate's gap cannot be negative (``D <= P* <=
-        P`` in exact arithmetic): one would be a bug, and raises. Others clip round-off at 0."""
+        """``P - D``, rounded up. A rigorous certificate's gap cannot be negative
+        (``D <= P* <= P`` in exact arithmetic): one would be a bug, and raises. Others clip
+        round-off at 0."""
         if not math.isfinite(self.primal_objective):
             return math.inf
         gap = float(np.nextafter(self.primal_objective - self.dual_objective, np.inf))
