@@ -19,6 +19,7 @@ from qpsvm.exceptions import (
     UnsupportedProblemError,
 )
 from qpsvm.formulations import (
+    ComposedClassifier,
     Formulation,
     HardMargin,
     LatentSolution,
@@ -28,6 +29,7 @@ from qpsvm.formulations import (
     SoftMarginDual,
     SoftMarginPrimal,
     StructuralSVM,
+    SupportVectorRegression,
 )
 from qpsvm.interop import validate
 from qpsvm.models import (
@@ -48,6 +50,7 @@ __all__ = [
     "Certificate",
     "ChainModel",
     "Comparison",
+    "ComposedClassifier",
     "Formulation",
     "GraphModel",
     "HardMargin",
@@ -71,6 +74,7 @@ __all__ = [
     "SolverError",
     "SolverNotInstalledError",
     "StructuralSVM",
+    "SupportVectorRegression",
     "UncertifiedSolutionError",
     "UnsupportedProblemError",
     "__version__",

@@ -2,12 +2,16 @@
 
 from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.binary import HardMargin, SoftMarginDual, SoftMarginPrimal
+from qpsvm.formulations.composed import ComposedClassifier, ComposedProblem
 from qpsvm.formulations.latent import LatentSolution, LatentStructuralSVM
 from qpsvm.formulations.multiclass import MulticlassSVM
 from qpsvm.formulations.ranking import RankingSVM
+from qpsvm.formulations.regression import SupportVectorRegression
 from qpsvm.formulations.structural import StructuralSVM
 
 __all__ = [
+    "ComposedClassifier",
+    "ComposedProblem",
     "Formulation",
     "HardMargin",
     "LatentSolution",
@@ -17,4 +21,5 @@ __all__ = [
     "SoftMarginDual",
     "SoftMarginPrimal",
     "StructuralSVM",
+    "SupportVectorRegression",
 ]

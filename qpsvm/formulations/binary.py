@@ -357,6 +357,21 @@ class BinaryFormulation(KernelRows, Formulation):
         )
 
 
+#: The (loss, penalty, intercept) combinations :class:`SoftMarginPrimal` solves itself.
+_FAST = {("hinge", "l2", "free"), ("hinge", "l2", "none")}
+
+
+def _intercept_mode(fit_intercept: bool, intercept: Any) -> Any:
+    """The intercept mode of ``fit_intercept`` and ``intercept`` (which wins when given)."""
+    if intercept is None:
+        return "free" if fit_intercept else "none"
+    if not fit_intercept and intercept != "none":
+        raise InvalidInputError(
+            f"fit_intercept=False contradicts intercept={intercept!r}; pass only intercept."
+        )
+    return intercept
+
+
 class SoftMarginPrimal(BinaryFormulation):
     r"""Soft-margin SVM in the primal: :math:`\min \tfrac12\|w\|^2 + C\sum_i s_i\xi_i`.
 
@@ -369,11 +384,29 @@ class SoftMarginPrimal(BinaryFormulation):
         Slack penalty ``C > 0``. The lectures' ``lambda/2 ||w||^2 + sum xi`` is ``C = 1/lambda``
         (:func:`qpsvm.conventions.C_from_lambda`).
     fit_intercept : bool, default=True
-        Free, unregularised ``b``. A regularised constant feature is the user's own column.
+        Free, unregularised ``b`` (``intercept="free"``) or none (``intercept="none"``).
     sample_weight : array-like of shape (n_samples,), optional
         Slack weights ``s_i >= 0`` (default 1).
     margin : array-like of shape (n_samples,), optional
         Margins ``m_i >= 0`` (default 1).
+    loss : {"hinge", "squared_hinge"}, default="hinge"
+    penalty : {"l2", "l1", "l1_l2"}, default="l2"
+    intercept : {"free", "none", "regularized"}, optional
+        Overrides ``fit_intercept``; ``"regularized"`` is liblinear's bias: a constant feature
+        ``intercept_scaling`` whose weight is penalised like ``w``.
+    intercept_scaling : float, default=1.0
+    l1_ratio : float, default=0.5
+        ``r`` of ``penalty="l1_l2"``: ``r ||w||_1 + (1 - r)/2 ||w||^2``.
+    class_weight : dict, "balanced" or None
+        Multiplies the slack weights of each class (scikit-learn's convention).
+
+    Notes
+    -----
+    The hinge loss with the L2 penalty and a free or no intercept (class weights folded into
+    the sample weights) is this class, with its fast paths (working set, SMO, homotopy paths).
+    Every other combination of ``loss``, ``penalty`` and ``intercept`` returns a
+    :class:`~qpsvm.formulations.composed.ComposedClassifier` (the generic route: the full CVXPY
+    problem and the Fenchel certificate of the pieces); see :doc:`/formulations/composed`.
 
     Examples
     --------
@@ -386,6 +419,41 @@ class SoftMarginPrimal(BinaryFormulation):
     True
     """
 
+    def __new__(
+        cls,
+        X: Any = None,
+        y: Any = None,
+        C: float = 1.0,
+        fit_intercept: bool = True,
+        sample_weight: Any = None,
+        margin: Any = None,
+        *,
+        loss: str = "hinge",
+        penalty: str = "l2",
+        intercept: str | None = None,
+        intercept_scaling: float = 1.0,
+        l1_ratio: float = 0.5,
+        class_weight: Any = None,
+    ) -> Any:
+        mode = _intercept_mode(fit_intercept, intercept)
+        if cls is SoftMarginPrimal and (loss, penalty, mode) not in _FAST:
+            from qpsvm.formulations.composed import ComposedClassifier
+
+            return ComposedClassifier(
+                X,
+                y,
+                C,
+                loss=loss,
+                penalty=penalty,
+                intercept=mode,
+                intercept_scaling=intercept_scaling,
+                l1_ratio=l1_ratio,
+                class_weight=class_weight,
+                sample_weight=sample_weight,
+                margin=margin,
+            )
+        return super().__new__(cls)
+
     def __init__(
         self,
         X: Any,
@@ -394,15 +462,28 @@ class SoftMarginPrimal(BinaryFormulation):
         fit_intercept: bool = True,
         sample_weight: Any = None,
         margin: Any = None,
+        *,
+        loss: str = "hinge",
+        penalty: str = "l2",
+        intercept: str | None = None,
+        intercept_scaling: float = 1.0,
+        l1_ratio: float = 0.5,
+        class_weight: Any = None,
     ) -> None:
         super().__init__(
             X,
             y,
             check_positive(C, "C"),
-            fit_intercept=fit_intercept,
+            fit_intercept=_intercept_mode(fit_intercept, intercept) == "free",
             sample_weight=sample_weight,
             margin=margin,
         )
+        if class_weight is not None:
+            from qpsvm.formulations.composed import class_weights
+
+            self.sample_weight = self.sample_weight * class_weights(
+                class_weight, (self.y > 0).astype(np.intp), self.classes_
+            )
 
     def build(self, subset: Any = None, at_bound: Any = None) -> CvxModel:
         """Build the primal over the margin constraints of ``subset`` (default: all samples).

@@ -9,7 +9,14 @@ import numpy as np
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.solution import Candidate, Solution
 
-__all__ = ["Candidate", "check_classes", "check_fitted", "read_candidate", "read_estimator"]
+__all__ = [
+    "Candidate",
+    "check_classes",
+    "check_fitted",
+    "read_candidate",
+    "read_estimator",
+    "read_regressor",
+]
 
 
 def read_candidate(
@@ -82,6 +89,8 @@ def read_estimator(f: Any, est: Any) -> Candidate:
     from sklearn.svm import SVC
 
     check_fitted(est)
+    if getattr(f, "regression", False):
+        return read_regressor(f, est)
     check_classes(f, est)
     if isinstance(est, SVC):
         if f.kernel.name != est.kernel:
@@ -102,4 +111,35 @@ def read_estimator(f: Any, est: Any) -> Candidate:
     raise InvalidTypeError(
         f"cannot certify a {type(est).__name__}: pass a qpsvm Solution, a fitted scikit-learn "
         "SVC / LinearSVC / SGDClassifier, or arrays w, b or alpha."
+    )
+
+
+def read_regressor(f: Any, est: Any) -> Candidate:
+    """A candidate from a fitted scikit-learn linear regressor (``LinearSVR``, ``SVR`` with the
+    linear kernel, any with ``coef_``): ``w = coef_``, ``b = intercept_``; ``SVR`` also gives
+    its multipliers ``u_i = alpha_i - alpha_i^*`` (``dual_coef_``, support vectors only)."""
+    from sklearn.base import is_classifier
+    from sklearn.svm import SVR
+
+    coef = None if is_classifier(est) else getattr(est, "coef_", None)
+    if isinstance(est, SVR) and est.kernel != "linear":
+        raise InvalidInputError(
+            f"the SVR uses kernel={est.kernel!r}; SupportVectorRegression is linear."
+        )
+    if coef is None:
+        raise InvalidTypeError(
+            f"cannot certify a {type(est).__name__}: pass a qpsvm Solution, a fitted LinearSVR "
+            "or SVR(kernel='linear'), or arrays w and b."
+        )
+    intercept = np.asarray(getattr(est, "intercept_", 0.0), dtype=np.float64).ravel()
+    alpha = None
+    if isinstance(est, SVR):
+        if est.support_.max(initial=-1) >= f.n_samples:
+            raise InvalidInputError("the SVR was fitted on more samples than the problem has.")
+        alpha = np.zeros(f.n_samples)
+        alpha[est.support_] = np.asarray(est.dual_coef_, dtype=np.float64).ravel()
+    return Candidate(
+        w=np.asarray(coef, dtype=np.float64).ravel(),
+        b=float(intercept[0]) if intercept.size else 0.0,
+        alpha=alpha,
     )

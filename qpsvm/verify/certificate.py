@@ -74,8 +74,10 @@ class Certificate:
         Largest ``|alpha_i (y_i f(x_i) - m_i + xi_i)|`` or ``|(C s_i - alpha_i) xi_i|``.
     stationarity : float
         ``||w - sum_i alpha_i y_i x_i||`` (0 for a kernel, where ``w`` is implicit).
-    distance_bound : float
-        ``sqrt(2 gap)``, a bound on ``||w - w*||``.
+    distance_bound : float or None
+        ``sqrt(2 gap / mu)``, a bound on ``||w - w*||`` when the objective is ``mu``-strongly
+        convex in ``w`` (``mu = 1`` for the L2 penalty); ``None`` when it is not (L1 penalty),
+        since ``w*`` need not be unique.
     tol : float
         The relative tolerance of the test.
     passed : bool
@@ -90,6 +92,9 @@ class Certificate:
         Whether ``[dual_objective, primal_objective]`` encloses ``P*`` of the exact problem the
         float64 data state, rounding included (:mod:`qpsvm.verify.rigorous`); then the fields
         derived from them (``gap``, ``relative_gap``, ``distance_bound``, ``passed``) are proven.
+    strong_convexity : float
+        The modulus ``mu`` of strong convexity of ``P`` in ``w`` (``1 - l1_ratio`` for the
+        elastic-net penalty, 0 for L1).
     """
 
     primal_objective: float
@@ -103,6 +108,7 @@ class Certificate:
     max_violation: float = 0.0
     alpha: np.ndarray | None = field(default=None, repr=False)
     rigorous: bool = False
+    strong_convexity: float = 1.0
 
     @property
     def lower(self) -> float:
@@ -139,10 +145,13 @@ class Certificate:
         return float(np.nextafter(relative(self.gap, self.primal_objective), np.inf))
 
     @property
-    def distance_bound(self) -> float:
-        """``sqrt(2 gap)``, rounded up: bound on ``||w - w*||`` from 1-strong convexity of ``P``
-        in ``w``."""
-        return float(np.nextafter(math.sqrt(2.0 * self.gap), np.inf))
+    def distance_bound(self) -> float | None:
+        """``sqrt(2 gap / mu)``, rounded up: bound on ``||w - w*||`` from ``mu``-strong convexity
+        of ``P`` in ``w``; ``None`` when ``P`` is not strongly convex (``mu = 0``, the L1
+        penalty)."""
+        if self.strong_convexity <= 0:
+            return None
+        return float(np.nextafter(math.sqrt(2.0 * self.gap / self.strong_convexity), np.inf))
 
     @property
     def passed(self) -> bool:
@@ -157,7 +166,12 @@ class Certificate:
             ("dual objective", f"{self.dual_objective:.15g}"),
             ("gap", f"{self.gap:.3e}"),
             ("relative gap", f"{self.relative_gap:.3e} (tol {self.tol:.0e})"),
-            ("distance bound ||w - w*||", f"{self.distance_bound:.3e}"),
+            (
+                "distance bound ||w - w*||",
+                "none (not strongly convex)"
+                if self.distance_bound is None
+                else f"{self.distance_bound:.3e}",
+            ),
             ("primal infeasibility", f"{self.primal_infeasibility:.3e}"),
             ("dual infeasibility", f"{self.dual_infeasibility:.3e}"),
             ("complementarity", f"{self.complementarity:.3e}"),

@@ -1,0 +1,411 @@
+r"""Composed problems: a loss, a penalty and an intercept mode over weighted examples.
+
+.. math::
+
+    \min_{w, b}\; R(w, b/B) + C \sum_i c_i\, \ell(z_i),
+    \qquad z_i = \sigma_i (w\cdot x_i + b),
+
+with the pieces of :mod:`qpsvm.formulations.pieces` (loss ``ell``, penalty ``R``, intercept
+mode), weights ``c_i`` (sample weight times class weight) and ``sigma_i = y_i`` for
+classification (``ell`` acts on the functional margin, target the margin ``m_i``) or ``1`` for
+regression (``ell`` acts on the prediction, target ``y_i``). The CVXPY problem is each piece's
+own expression; the certificate is Fenchel duality of the pieces
+(:func:`qpsvm.verify.fenchel.certify_composed`).
+
+Fast paths: the hinge loss with the L2 penalty and a free or no intercept is
+:class:`~qpsvm.SoftMarginPrimal` itself (working set, SMO, homotopy paths). Every other
+combination is solved by the generic route: the full CVXPY problem (``method="qp"``), then the
+Fenchel certificate, whose dual point is improved by exact dual coordinate ascent for the L2
+penalty.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import cvxpy as cp
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from qpsvm._numerics import fsum_dot, tdot
+from qpsvm._validation import (
+    check_binary_labels,
+    check_data,
+    check_positive,
+    check_sample_weight,
+    check_vector,
+)
+from qpsvm.exceptions import InvalidInputError
+from qpsvm.formulations.base import Formulation
+from qpsvm.formulations.model import Candidate, Model
+from qpsvm.formulations.pieces import make_intercept, make_loss, make_penalty
+from qpsvm.solution import Solution
+from qpsvm.verify.fenchel import LossConjugate
+
+__all__ = ["ComposedClassifier", "ComposedProblem", "class_weights"]
+
+
+def class_weights(class_weight: Any, labels: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """Per-sample class weights: ``None`` (1), a dict ``{label: weight}`` (missing labels 1)
+    or ``"balanced"``, ``n / (n_classes * n_c)`` as in scikit-learn; ``labels`` are indices
+    into ``classes``."""
+    if class_weight is None:
+        return np.ones(labels.shape[0])
+    counts = np.bincount(labels, minlength=classes.shape[0]).astype(np.float64)
+    if isinstance(class_weight, str) and class_weight == "balanced":
+        table = labels.shape[0] / (classes.shape[0] * counts)
+    elif isinstance(class_weight, dict):
+        unknown = [k for k in class_weight if k not in set(classes.tolist())]
+        if unknown:
+            raise InvalidInputError(
+                f"class_weight names labels {unknown} that are not in y {classes.tolist()}."
+            )
+        table = np.array([float(class_weight.get(c, 1.0)) for c in classes.tolist()])
+        if not np.all(np.isfinite(table)) or np.any(table < 0):
+            raise InvalidInputError(f"class weights must be finite and >= 0; got {class_weight}.")
+    else:
+        raise InvalidInputError(
+            f"class_weight must be None, 'balanced' or a dict {{label: weight}}; got "
+            f"{class_weight!r}."
+        )
+    return table[labels]
+
+
+class ComposedProblem(Formulation):
+    """The generic composed problem (see the module docstring); built by
+    :class:`ComposedClassifier` and :class:`~qpsvm.SupportVectorRegression`.
+
+    Attributes
+    ----------
+    X : ndarray or csr_matrix of shape (n_samples, n_features)
+    sigma : ndarray
+        ``y_i = +-1`` (classification) or ones (regression).
+    target : ndarray
+        Margins ``m_i`` (classification) or targets ``y_i`` (regression).
+    epsilon : float
+        Insensitivity of the regression losses (0 for classification).
+    sample_weight : ndarray
+        Weights ``c_i`` of the loss terms (sample times class weight).
+    loss, penalty, intercept
+        The pieces.
+    """
+
+    methods: ClassVar[dict[str, str]] = {
+        "qp": "qpsvm.solvers.qp:solve_qp",
+        "full": "qpsvm.solvers.qp:solve_qp",
+    }
+    certifier: ClassVar[str] = "qpsvm.verify.fenchel:certify_composed"
+    regression: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        X: Any,
+        sigma: np.ndarray,
+        target: np.ndarray,
+        C: float,
+        *,
+        loss: Any,
+        penalty: Any,
+        intercept: Any,
+        intercept_scaling: Any,
+        l1_ratio: Any,
+        weights: np.ndarray,
+        epsilon: float = 0.0,
+    ) -> None:
+        self.X = X
+        self.sigma = sigma
+        self.target = target
+        self.C = check_positive(C, "C")
+        self.loss = make_loss(loss, self.regression)
+        self.penalty = make_penalty(penalty, l1_ratio)
+        self.intercept = make_intercept(intercept, intercept_scaling)
+        self.sample_weight = weights
+        self.epsilon = float(epsilon)
+        self._model: Model | None = None
+
+    # ---------------------------------------------------------------------- the pieces
+    @property
+    def fit_intercept(self) -> bool:
+        """Whether ``b`` is a variable (free or regularised)."""
+        return self.intercept.fitted
+
+    def describe(self) -> str:
+        """The combination, e.g. ``ComposedClassifier(squared_hinge, l2, regularized B=1)``."""
+        mode = self.intercept.mode
+        if self.intercept.regularized:
+            mode += f" B={self.intercept.scaling:g}"
+        return f"{type(self).__name__}({self.loss.name}, {self.penalty.name}, {mode})"
+
+    def loss_weights(self) -> np.ndarray:
+        """``W_i = C c_i``, the weights of the loss terms."""
+        return self.C * self.sample_weight
+
+    def loss_conjugate(self) -> LossConjugate:
+        """The dual side of the weighted losses (:class:`~qpsvm.verify.fenchel.LossConjugate`)."""
+        return self.loss.conjugate(self.target, self.epsilon, self.loss_weights())
+
+    def loss_young_gaps(self, z: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Per-sample Fenchel-Young gaps of the losses at margins ``z`` and multipliers ``u``."""
+        return self.loss.young_gaps(z, u, self.target, self.epsilon, self.loss_weights())
+
+    # ------------------------------------------------------------------ CVXPY problem
+    def build(self) -> Model:
+        """The declarative problem: ``penalty(w[, b/B]) + C sum_i c_i term_i`` over the loss's
+        epigraph.
+
+        Variables ``w``, ``b`` (free or regularised intercept), ``xi``; the loss's named
+        constraints (``margin`` and ``slack`` for the hinge losses, ``upper``, ``lower`` and
+        ``slack`` for the epsilon-insensitive ones, see :mod:`qpsvm.formulations.pieces.losses`);
+        parameter ``C``.
+        """
+        w = cp.Variable(self.n_features, name="w")
+        variables: dict[str, cp.Variable] = {"w": w}
+        prediction = self.X @ w
+        argument: cp.Expression = w
+        if self.intercept.fitted:
+            b = cp.Variable(name="b")
+            variables["b"] = b
+            prediction = prediction + b
+            if self.intercept.regularized:
+                argument = cp.hstack([w, cp.reshape(b / self.intercept.scaling, (1,), order="C")])
+        z = prediction if self.regression else cp.multiply(self.sigma, prediction)
+        term, xi, constraints = self.loss.epigraph(z, self.target, self.epsilon)
+        variables["xi"] = xi
+        C = cp.Parameter(nonneg=True, value=self.C, name="C")
+        objective = self.penalty.expression(argument) + C * (self.sample_weight @ term)
+        problem = cp.Problem(cp.Minimize(objective), list(constraints.values()))
+        return Model(problem, variables, constraints, {"C": C})
+
+    def read_model(self, model: Model) -> Candidate:
+        """``w``, ``b`` and the multipliers ``u`` (as ``alpha``) off a solved model."""
+        w = np.asarray(model.variables["w"].value, dtype=np.float64)
+        b = float(model.variables["b"].value) if self.intercept.fitted else 0.0
+        return Candidate(w=w, b=b, alpha=self.loss.read_dual(model.constraints))
+
+    def infeasible_error(self) -> Exception | None:
+        """Composed problems always have a solution: no specific error."""
+        return None
+
+    # --------------------------------------------------------------------- numpy math
+    def check_w(self, w: Any) -> np.ndarray:
+        """A candidate ``w`` as a finite float64 vector of length ``n_features``."""
+        arr = np.asarray(w, dtype=np.float64)
+        if arr.ndim == 2 and arr.shape[0] == 1:
+            arr = arr[0]
+        if arr.shape != (self.n_features,):
+            raise InvalidInputError(
+                f"w must have shape ({self.n_features},) to match X; got {arr.shape}."
+            )
+        if not np.all(np.isfinite(arr)):
+            raise InvalidInputError("w contains NaN or inf.")
+        return arr
+
+    def check_b(self, b: Any) -> float:
+        """A candidate intercept; must be 0 when the problem has none."""
+        value = float(np.asarray(b, dtype=np.float64).reshape(-1)[0]) if np.size(b) == 1 else None
+        if value is None or not math.isfinite(value):
+            raise InvalidInputError(f"b must be one finite number; got {b!r}.")
+        if not self.intercept.fitted and value != 0.0:
+            raise InvalidInputError(
+                f"this problem has no intercept (intercept='none') but the candidate has "
+                f"b={value!r}; pass b=0 or build the problem with an intercept."
+            )
+        return value
+
+    def check_alpha(self, alpha: Any) -> np.ndarray:
+        """Candidate multipliers ``u`` as a finite float64 vector of length ``n_samples``."""
+        return check_vector(alpha, self.n_samples, "alpha")
+
+    def scores(self, w: np.ndarray) -> np.ndarray:
+        """``w . x_i`` on the training data."""
+        return np.asarray(self.X @ w).ravel()
+
+    def margins(self, w: Any, b: Any = 0.0) -> np.ndarray:
+        """``z_i = sigma_i (w . x_i + b)``: what the loss acts on."""
+        return self.sigma * (self.scores(self.check_w(w)) + self.check_b(b))
+
+    def objective(self, w: Any, b: Any = 0.0) -> float:
+        """``P(w, b) = R(w[, b/B]) + C sum_i c_i ell(z_i)``, with compensated sums."""
+        w = self.check_w(w)
+        b = self.check_b(b)
+        z = self.sigma * (self.scores(w) + b)
+        loss = fsum_dot(self.sample_weight, self.loss.value(z, self.target, self.epsilon))
+        return self.penalty.value(self.intercept.augment(w, b)) + self.C * loss
+
+    def expansion(self, u: np.ndarray) -> np.ndarray:
+        """``v = sum_i u_i sigma_i x_i`` in twice the working precision."""
+        return tdot(self.X, u * self.sigma)
+
+    def primal_from_dual(self, u: np.ndarray) -> np.ndarray:
+        """``w = grad R^*(v)`` of multipliers ``u`` (penalties with a differentiable
+        conjugate; for L1 pass ``w``)."""
+        w = self.penalty.primal(self.expansion(u))
+        if w is None:
+            raise InvalidInputError(
+                f"the {self.penalty.name!r} penalty does not determine w from the multipliers; "
+                "pass w (and b)."
+            )
+        return w
+
+    def optimal_intercept(self, scores: np.ndarray) -> float:
+        """The ``b`` minimising ``P(w, b)`` for fixed scores ``w . x_i`` (0 without one): the
+        one-dimensional convex problem solved by bounded search between the loss's
+        breakpoints, then compared with the breakpoints next to it (where piecewise-linear
+        losses have their minimum)."""
+        if not self.intercept.fitted:
+            return 0.0
+        if self.regression:
+            breaks = np.concatenate(
+                [self.target - self.epsilon - scores, self.target + self.epsilon - scores]
+            )
+        else:
+            breaks = self.sigma * self.target - scores
+        weights = self.loss_weights()
+
+        def value(b: float) -> float:
+            z = self.sigma * (scores + b)
+            total = fsum_dot(weights, self.loss.value(z, self.target, self.epsilon))
+            if self.intercept.regularized:
+                total += self.penalty.value(np.array([b / self.intercept.scaling]))
+            return total
+
+        lo, hi = float(np.min(breaks)), float(np.max(breaks))
+        width = max(1.0, hi - lo)
+        found = minimize_scalar(
+            value, bounds=(lo - width, hi + width), method="bounded", options={"xatol": 1e-13}
+        )
+        order = np.sort(breaks)
+        k = int(np.searchsorted(order, found.x))
+        trial = [float(found.x)] + [float(order[j]) for j in (k - 1, k) if 0 <= j < order.size]
+        return min(trial, key=value)
+
+    def dual_infeasibility(self, u: np.ndarray) -> float:
+        """Largest violation of the dual constraints by ``u``: its box, the coupling (free
+        intercept) and the penalty's domain (``||v||_inf <= 1`` for L1)."""
+        c = self.loss_conjugate()
+        worst = max(0.0, float(np.max(c.lo - u)), float(np.max(u - c.hi)))
+        if self.intercept.coupled:
+            worst = max(worst, abs(fsum_dot(self.sigma, u)))
+        if self.penalty.name == "l1":
+            v = self.expansion(u)
+            if self.intercept.regularized:
+                v = np.append(v, self.intercept.scaling * fsum_dot(self.sigma, u))
+            worst = max(worst, float(np.max(np.abs(v), initial=0.0)) - 1.0)
+        return worst
+
+    def slack_violation(self, z: np.ndarray, xi: Any) -> float:
+        """Largest violation of the loss's epigraph constraints by given slacks ``xi``."""
+        xi = np.asarray(xi, dtype=np.float64).ravel()
+        if xi.shape != (self.n_samples,):
+            raise InvalidInputError(f"xi must have shape ({self.n_samples},); got {xi.shape}.")
+        excess = self.loss.excess(z, self.target, self.epsilon)
+        worst = float(np.max(excess - xi, initial=0.0))
+        if not self.loss.squared:
+            worst = max(worst, float(np.max(-xi, initial=0.0)))
+        return max(0.0, worst)
+
+    def decision_function(self, X: Any, solution: Any) -> np.ndarray:
+        """``w . x + b`` for new points."""
+        Xn = check_data(X)
+        if Xn.shape[1] != self.n_features:
+            raise InvalidInputError(
+                f"X has {Xn.shape[1]} features but the problem was built with {self.n_features}."
+            )
+        return np.asarray(Xn @ solution.w).ravel() + float(solution.b)
+
+    def solution_from(self, cand: Candidate, certificate: Any = None, **fields: Any) -> Solution:
+        """A :class:`~qpsvm.Solution` for ``cand``: ``xi`` is the loss's excess
+        (``max(0, m - z)`` or ``max(0, |z - y| - eps)``), ``alpha`` the multipliers ``u``."""
+        w = self.check_w(cand.w) if cand.w is not None else self.primal_from_dual(cand.alpha)
+        scores = self.scores(w)
+        b = self.optimal_intercept(scores) if cand.b is None else self.check_b(cand.b)
+        z = self.sigma * (scores + b)
+        fields.setdefault("solve_time", 0.0)
+        fields.setdefault("n_iter", 0)
+        return Solution(
+            w=w,
+            b=b,
+            xi=self.loss.excess(z, self.target, self.epsilon),
+            alpha=cand.alpha,
+            objective=float(self.objective(w, b)),
+            certificate=certificate,
+            **fields,
+        )
+
+
+class ComposedClassifier(ComposedProblem):
+    r"""A binary classifier composed of a loss, a penalty and an intercept mode.
+
+    .. math::
+
+        \min_{w, b}\; R(w, b/B) + C \sum_i s_i\, \kappa_{y_i}\, \ell(y_i (w\cdot x_i + b)),
+
+    what :class:`~qpsvm.SoftMarginPrimal` builds for every combination other than the hinge
+    loss with the L2 penalty and a free or no intercept (those are today's
+    :class:`~qpsvm.SoftMarginPrimal`, with its fast paths). ``kappa`` are the class weights.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,)
+        Two label values; ``classes_[1]`` (larger, sorted) is ``+1``.
+    C : float
+    loss : {"hinge", "squared_hinge"}
+    penalty : {"l2", "l1", "l1_l2"}
+    intercept : {"free", "none", "regularized"}
+    intercept_scaling : float
+        ``B`` of the regularised intercept (liblinear's ``-B``).
+    l1_ratio : float
+        ``r`` of the ``"l1_l2"`` penalty ``r ||w||_1 + (1 - r)/2 ||w||^2``.
+    class_weight : dict, "balanced" or None
+        Multiplies the weight of every sample of a class (scikit-learn's convention).
+    sample_weight, margin : array-like of shape (n_samples,), optional
+    """
+
+    regression: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        X: Any,
+        y: Any,
+        C: float = 1.0,
+        *,
+        loss: str = "hinge",
+        penalty: str = "l2",
+        intercept: str = "free",
+        intercept_scaling: float = 1.0,
+        l1_ratio: float = 0.5,
+        class_weight: Any = None,
+        sample_weight: Any = None,
+        margin: Any = None,
+    ) -> None:
+        X = check_data(X)
+        n = X.shape[0]
+        sigma, classes = check_binary_labels(y, n)
+        self.classes_ = classes
+        self.y = sigma
+        weights = check_sample_weight(sample_weight, n) * class_weights(
+            class_weight, (sigma > 0).astype(np.intp), classes
+        )
+        if not np.any(weights > 0):
+            raise InvalidInputError("every sample has weight 0; at least one must be > 0.")
+        self.margin = (
+            np.ones(n) if margin is None else check_vector(margin, n, "margin", nonnegative=True)
+        )
+        super().__init__(
+            X,
+            sigma,
+            self.margin,
+            C,
+            loss=loss,
+            penalty=penalty,
+            intercept=intercept,
+            intercept_scaling=intercept_scaling,
+            l1_ratio=l1_ratio,
+            weights=weights,
+        )
+
+    def predict(self, X: Any, solution: Any) -> np.ndarray:
+        """Predicted labels: ``classes_[1]`` where the decision is > 0."""
+        return np.where(self.decision_function(X, solution) > 0, self.classes_[1], self.classes_[0])

@@ -1,0 +1,73 @@
+r"""Intercept modes of composed problems.
+
+``"free"``
+    ``b`` is a free, unregularised variable. Dual: the coupling constraint
+    ``sum_i sigma_i u_i = 0`` (the conjugate of the zero function of ``b`` is the indicator of
+    ``{0}``).
+``"none"``
+    ``b = 0``. Dual: nothing.
+``"regularized"``
+    liblinear's bias (``-B``, scikit-learn's ``intercept_scaling``): a constant feature ``B``
+    whose weight ``b'`` is penalised like ``w``, ``R((w, b'))``, with intercept ``b = B b'``.
+    Dual: no coupling; ``v`` gains the coordinate ``B sum_i sigma_i u_i`` in ``R^*``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from qpsvm._validation import check_positive
+from qpsvm.exceptions import InvalidInputError
+
+__all__ = ["INTERCEPTS", "Intercept", "make_intercept"]
+
+#: The intercept modes by name.
+INTERCEPTS: tuple[str, ...] = ("free", "none", "regularized")
+
+
+class Intercept:
+    """An intercept mode: ``"free"``, ``"none"`` or ``"regularized"`` with scaling ``B``.
+
+    Attributes
+    ----------
+    mode : str
+    scaling : float
+        ``B`` (1 unless regularised).
+    """
+
+    def __init__(self, mode: str, scaling: float = 1.0) -> None:
+        self.mode = mode
+        self.scaling = scaling
+
+    @property
+    def fitted(self) -> bool:
+        """Whether ``b`` is a variable."""
+        return self.mode != "none"
+
+    @property
+    def coupled(self) -> bool:
+        """Whether the dual has the coupling constraint ``sum_i sigma_i u_i = 0``."""
+        return self.mode == "free"
+
+    @property
+    def regularized(self) -> bool:
+        """Whether ``b / B`` is a coordinate of the penalty."""
+        return self.mode == "regularized"
+
+    def augment(self, w: np.ndarray, b: float) -> np.ndarray:
+        """The penalty's argument: ``w``, or ``(w, b / B)`` when regularised."""
+        return np.append(w, b / self.scaling) if self.regularized else w
+
+
+def make_intercept(intercept: Any, intercept_scaling: Any = 1.0) -> Intercept:
+    """The intercept mode named ``intercept`` (``True``/``False`` map to free/none)."""
+    if isinstance(intercept, bool):
+        intercept = "free" if intercept else "none"
+    if not isinstance(intercept, str) or intercept not in INTERCEPTS:
+        raise InvalidInputError(
+            f"unknown intercept {intercept!r}; choose one of {list(INTERCEPTS)}."
+        )
+    scaling = check_positive(intercept_scaling, "intercept_scaling")
+    return Intercept(intercept, scaling)
