@@ -38,9 +38,9 @@ from qpsvm._validation import (
 )
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.formulations.base import Formulation
-from qpsvm.formulations.model import Candidate, Model
+from qpsvm.formulations.model import CvxModel
 from qpsvm.formulations.pieces import make_intercept, make_loss, make_penalty
-from qpsvm.solution import Solution
+from qpsvm.solution import Candidate, Solution
 from qpsvm.verify.fenchel import LossConjugate
 
 __all__ = ["ComposedClassifier", "ComposedProblem", "class_weights"]
@@ -122,7 +122,7 @@ class ComposedProblem(Formulation):
         self.intercept = make_intercept(intercept, intercept_scaling)
         self.sample_weight = weights
         self.epsilon = float(epsilon)
-        self._model: Model | None = None
+        self._model: CvxModel | None = None
 
     # ---------------------------------------------------------------------- the pieces
     @property
@@ -150,7 +150,7 @@ class ComposedProblem(Formulation):
         return self.loss.young_gaps(z, u, self.target, self.epsilon, self.loss_weights())
 
     # ------------------------------------------------------------------ CVXPY problem
-    def build(self) -> Model:
+    def build(self) -> CvxModel:
         """The declarative problem: ``penalty(w[, b/B]) + C sum_i c_i term_i`` over the loss's
         epigraph.
 
@@ -175,9 +175,9 @@ class ComposedProblem(Formulation):
         C = cp.Parameter(nonneg=True, value=self.C, name="C")
         objective = self.penalty.expression(argument) + C * (self.sample_weight @ term)
         problem = cp.Problem(cp.Minimize(objective), list(constraints.values()))
-        return Model(problem, variables, constraints, {"C": C})
+        return CvxModel(problem, variables, constraints, {"C": C})
 
-    def read_model(self, model: Model) -> Candidate:
+    def read_model(self, model: CvxModel) -> Candidate:
         """``w``, ``b`` and the multipliers ``u`` (as ``alpha``) off a solved model."""
         w = np.asarray(model.variables["w"].value, dtype=np.float64)
         b = float(model.variables["b"].value) if self.intercept.fitted else 0.0

@@ -53,8 +53,9 @@ import scipy.sparse as sp
 from scipy.optimize import lsq_linear
 
 from qpsvm._numerics import fsum, fsum_dot, tdot
+from qpsvm._validation import check_tol
 from qpsvm.exceptions import InvalidInputError
-from qpsvm.verify.candidates import Candidate
+from qpsvm.solution import Candidate
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, relative
 
 __all__ = ["LossConjugate", "certify_composed", "project_coupled"]
@@ -344,7 +345,7 @@ def certify_composed(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certi
     tol : float
         Relative tolerance of the test.
     """
-    tol = f._check_tol(tol)
+    tol = check_tol(tol)
     dual = _Dual(f)
     u_in = None if cand.alpha is None else f.check_alpha(cand.alpha)
     if cand.w is not None:
