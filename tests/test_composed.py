@@ -280,3 +280,75 @@ def test_bad_input_gives_typed_errors(cancer, regression_data):
     l1 = qpsvm.SoftMarginPrimal(X, y, penalty="l1")
     with pytest.raises(InvalidInputError, match="pass w"):
         l1.certify(alpha=np.zeros(X.shape[0]))
+
+
+@pytest.fixture(scope="module")
+def small(cancer):
+    X, y = cancer
+    return X[:150], y[:150]
+
+
+@pytest.mark.parametrize(("loss", "intercept"), list(itertools.product(LOSSES, INTERCEPTS)))
+def test_kernel_dual_equals_the_primal(small, loss, intercept):
+    """The kernel dual on the Gram matrix X X^T has the primal's optimum (strong duality), for
+    every loss and intercept mode; a perturbed alpha is rejected."""
+    X, y = small
+    if LOSSES[loss].regression:
+        target = X[:, 0]
+        X = X[:, 1:]
+
+        def make(data, kernel):
+            return qpsvm.SupportVectorRegression(
+                data, target, 1.0, 0.1, loss=loss, intercept=intercept, kernel=kernel
+            )
+    else:
+
+        def make(data, kernel):
+            return qpsvm.SoftMarginDual(data, y, 1.0, kernel, loss=loss, intercept=intercept)
+
+    if loss == "hinge" and intercept != "regularized":
+        pytest.skip("today's SoftMarginDual: tested in test_binary")
+    primal = make(X, "linear").solve()
+    f = make(X @ X.T, "precomputed")
+    sol = f.solve()
+    assert sol.certificate.passed
+    assert sol.objective == pytest.approx(primal.objective, rel=1e-8)
+    cert = f.certify(alpha=sol.alpha * 1.05, b=sol.b)
+    assert not cert.passed
+    assert cert.gap >= f.objective_alpha(sol.alpha * 1.05, sol.b) - sol.objective - 1e-9
+
+
+def test_rbf_svr_is_certified(small):
+    """libsvm's epsilon-SVR with the RBF kernel (free intercept), read from scikit-learn."""
+    X, _ = small
+    Xr, yr = X[:, 1:], X[:, 0]
+    est = SVR(C=1.0, epsilon=0.1, kernel="rbf", gamma=0.05, tol=1e-10).fit(Xr, yr)
+    f = qpsvm.SupportVectorRegression(Xr, yr, 1.0, 0.1, kernel="rbf", gamma=0.05)
+    sol = f.solve()
+    assert sol.certificate.passed
+    cert = f.certify(est)
+    true = f.objective_alpha(cert_alpha(est, f.n_samples), est.intercept_[0]) - sol.objective
+    assert true - 1e-9 * sol.objective <= cert.gap <= 2.0 * true + 1e-9 * sol.objective
+    wrong = qpsvm.SupportVectorRegression(Xr, yr, 1.0, 0.1, kernel="rbf")
+    with pytest.raises(InvalidInputError, match="gamma"):
+        wrong.certify(est)
+
+
+def cert_alpha(est, n):
+    u = np.zeros(n)
+    u[est.support_] = est.dual_coef_.ravel()
+    return u
+
+
+def test_squared_hinge_rbf_dual_is_certified(small):
+    X, y = small
+    f = qpsvm.SoftMarginDual(X, y, 1.0, "rbf", loss="squared_hinge", intercept="regularized")
+    sol = f.solve()
+    assert sol.certificate.passed
+    assert f.predict(X[:5], sol).shape == (5,)
+
+
+def test_l1_with_a_kernel_is_refused(small):
+    X, _ = small
+    with pytest.raises(InvalidInputError, match="kernel"):
+        qpsvm.SupportVectorRegression(X, X[:, 0], penalty="l1", kernel="rbf")

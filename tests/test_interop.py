@@ -150,7 +150,6 @@ def test_sgd_converts_alpha_to_C(blobs):
     _sound(v)
 
 
-@pytest.mark.xfail(strict=True, raises=UnsupportedProblemError, reason="issue 16: squared hinge")
 def test_linearsvc_default_squared_hinge_is_certified(blobs):
     X, y = blobs
     est = LinearSVC(C=0.5, tol=1e-10, max_iter=1_000_000).fit(X, y)

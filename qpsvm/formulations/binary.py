@@ -23,6 +23,7 @@ scikit-learn.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -40,6 +41,7 @@ from qpsvm._validation import (
 from qpsvm.exceptions import InvalidInputError, NotSeparableError
 from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.binary_models import dual_model, primal_model
+from qpsvm.formulations.composed import ComposedClassifier, class_weights
 from qpsvm.formulations.intercept import hinge_intercept
 from qpsvm.formulations.kernel_rows import KernelRows
 from qpsvm.formulations.model import CvxModel
@@ -97,6 +99,24 @@ class BinaryFormulation(KernelRows, Formulation):
     #: linear kernel and for the others (whose full QP factors the n x n Gram matrix).
     working_set_min_samples: ClassVar[int] = 1000
     working_set_min_samples_kernel: ClassVar[int] = 200
+    #: Whether the class hands the combinations it does not solve itself (other losses,
+    #: penalties, intercept modes) to :class:`ComposedClassifier`, which it then returns.
+    routes_composed: ClassVar[bool] = False
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls.__dict__.get("routes_composed") and (args or kwargs):
+            composed = _composed(cls.__init__, args, kwargs)
+            if composed is not None:
+                return composed
+        return super().__new__(cls)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # introspection (inspect.signature, help) shows __init__'s parameters, not __new__'s
+        super().__init_subclass__(**kwargs)
+        init = inspect.signature(cls.__init__)
+        cls.__signature__ = init.replace(
+            parameters=list(init.parameters.values())[1:], return_annotation=init.empty
+        )
 
     def __init__(
         self,
@@ -108,13 +128,17 @@ class BinaryFormulation(KernelRows, Formulation):
         sample_weight: Any = None,
         margin: Any = None,
         kernel: Kernel | None = None,
+        class_weight: Any = None,
     ) -> None:
         self.X = check_data(X)
         n = self.X.shape[0]
         self.y, self.classes_ = check_binary_labels(y, n)
         self.C = C
         self.fit_intercept = bool(fit_intercept)
-        self.sample_weight = check_sample_weight(sample_weight, n)
+        # class weights multiply the slack weights of their class (scikit-learn's convention)
+        self.sample_weight = check_sample_weight(sample_weight, n) * class_weights(
+            class_weight, (self.y > 0).astype(np.intp), self.classes_
+        )
         self.margin = (
             np.ones(n) if margin is None else check_vector(margin, n, "margin", nonnegative=True)
         )
@@ -361,6 +385,20 @@ class BinaryFormulation(KernelRows, Formulation):
 _FAST = {("hinge", "l2", "free"), ("hinge", "l2", "none")}
 
 
+def _composed(init: Callable, args: tuple, kwargs: dict) -> ComposedClassifier | None:
+    """The :class:`ComposedClassifier` for the arguments of ``init`` (``SoftMarginPrimal``'s or
+    ``SoftMarginDual``'s) when their (loss, penalty, intercept) is not one the class solves
+    itself (:data:`_FAST`); ``None`` when it is."""
+    bound = inspect.signature(init).bind(None, *args, **kwargs)
+    bound.apply_defaults()
+    params = dict(bound.arguments)
+    del params["self"]
+    mode = _intercept_mode(params.pop("fit_intercept"), params.pop("intercept"))
+    if (params["loss"], params.get("penalty", "l2"), mode) in _FAST:
+        return None
+    return ComposedClassifier(params.pop("X"), params.pop("y"), intercept=mode, **params)
+
+
 def _intercept_mode(fit_intercept: bool, intercept: Any) -> Any:
     """The intercept mode of ``fit_intercept`` and ``intercept`` (which wins when given)."""
     if intercept is None:
@@ -419,40 +457,7 @@ class SoftMarginPrimal(BinaryFormulation):
     True
     """
 
-    def __new__(
-        cls,
-        X: Any = None,
-        y: Any = None,
-        C: float = 1.0,
-        fit_intercept: bool = True,
-        sample_weight: Any = None,
-        margin: Any = None,
-        *,
-        loss: str = "hinge",
-        penalty: str = "l2",
-        intercept: str | None = None,
-        intercept_scaling: float = 1.0,
-        l1_ratio: float = 0.5,
-        class_weight: Any = None,
-    ) -> Any:
-        mode = _intercept_mode(fit_intercept, intercept)
-        if cls is SoftMarginPrimal and (loss, penalty, mode) not in _FAST:
-            from qpsvm.formulations.composed import ComposedClassifier
-
-            return ComposedClassifier(
-                X,
-                y,
-                C,
-                loss=loss,
-                penalty=penalty,
-                intercept=mode,
-                intercept_scaling=intercept_scaling,
-                l1_ratio=l1_ratio,
-                class_weight=class_weight,
-                sample_weight=sample_weight,
-                margin=margin,
-            )
-        return super().__new__(cls)
+    routes_composed: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -477,13 +482,8 @@ class SoftMarginPrimal(BinaryFormulation):
             fit_intercept=_intercept_mode(fit_intercept, intercept) == "free",
             sample_weight=sample_weight,
             margin=margin,
+            class_weight=class_weight,
         )
-        if class_weight is not None:
-            from qpsvm.formulations.composed import class_weights
-
-            self.sample_weight = self.sample_weight * class_weights(
-                class_weight, (self.y > 0).astype(np.intp), self.classes_
-            )
 
     def build(self, subset: Any = None, at_bound: Any = None) -> CvxModel:
         """Build the primal over the margin constraints of ``subset`` (default: all samples).
@@ -570,11 +570,21 @@ class SoftMarginDual(BinaryFormulation):
     gamma : float, "scale" or "auto", optional
         RBF / poly scale; ``None`` is scikit-learn's ``"scale"``: ``1 / (n_features X.var())``.
     degree, coef0 : poly kernel ``(gamma x.x' + coef0)^degree``.
+    loss : {"hinge", "squared_hinge"}, default="hinge"
+    intercept : {"free", "none", "regularized"}, optional
+        Overrides ``fit_intercept``; ``"regularized"`` adds ``B^2`` (``intercept_scaling``)
+        to the kernel.
+    intercept_scaling : float, default=1.0
+    class_weight : dict, "balanced" or None
 
-    Other parameters are those of :class:`SoftMarginPrimal`.
+    Other parameters are those of :class:`SoftMarginPrimal`. The hinge loss with a free or no
+    intercept is this class (working set, SMO); the squared hinge or a regularised intercept
+    returns a :class:`~qpsvm.formulations.composed.ComposedClassifier` stating the kernel dual
+    of the pieces (see :doc:`/formulations/composed`).
     """
 
     c_parametric: ClassVar[bool] = False
+    routes_composed: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -588,6 +598,11 @@ class SoftMarginDual(BinaryFormulation):
         gamma: float | str | None = None,
         degree: int = 3,
         coef0: float = 1.0,
+        *,
+        loss: str = "hinge",
+        intercept: str | None = None,
+        intercept_scaling: float = 1.0,
+        class_weight: Any = None,
     ) -> None:
         if isinstance(kernel, str) and kernel == "precomputed":
             X = check_precomputed(check_data(X, "X (precomputed kernel)"))
@@ -595,9 +610,10 @@ class SoftMarginDual(BinaryFormulation):
             X,
             y,
             check_positive(C, "C"),
-            fit_intercept=fit_intercept,
+            fit_intercept=_intercept_mode(fit_intercept, intercept) == "free",
             sample_weight=sample_weight,
             margin=margin,
+            class_weight=class_weight,
         )
         self.kernel = make_kernel(kernel, self.X, gamma, degree, coef0)
 

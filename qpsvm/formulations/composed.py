@@ -12,6 +12,11 @@ regression (``ell`` acts on the prediction, target ``y_i``). The CVXPY problem i
 own expression; the certificate is Fenchel duality of the pieces
 (:func:`qpsvm.verify.fenchel.certify_composed`).
 
+With a kernel (L2 penalty only: ``w`` lives in the kernel's feature space) the CVXPY problem is
+the dual, ``max_u sum_i phi_i(u_i) - 1/2 (u sigma)^T K (u sigma)`` (minus
+``B^2/2 (sigma . u)^2`` for a regularised intercept, the kernel ``K + B^2``) over the loss's box
+and, with a free intercept, ``sigma . u = 0``.
+
 Fast paths: the hinge loss with the L2 penalty and a free or no intercept is
 :class:`~qpsvm.SoftMarginPrimal` itself (working set, SMO, homotopy paths). Every other
 combination is solved by the generic route: the full CVXPY problem (``method="qp"``), then the
@@ -21,6 +26,7 @@ penalty.
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any, ClassVar
 
@@ -40,10 +46,11 @@ from qpsvm.exceptions import InvalidInputError
 from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.model import CvxModel
 from qpsvm.formulations.pieces import make_intercept, make_loss, make_penalty
+from qpsvm.kernels import Kernel, check_precomputed, gram_factor, make_kernel
 from qpsvm.solution import Candidate, Solution
 from qpsvm.verify.fenchel import LossConjugate
 
-__all__ = ["ComposedClassifier", "ComposedProblem", "class_weights"]
+__all__ = ["ComposedClassifier", "ComposedProblem", "checked_data", "class_weights"]
 
 
 def class_weights(class_weight: Any, labels: np.ndarray, classes: np.ndarray) -> np.ndarray:
@@ -70,6 +77,13 @@ def class_weights(class_weight: Any, labels: np.ndarray, classes: np.ndarray) ->
             f"{class_weight!r}."
         )
     return table[labels]
+
+
+def checked_data(X: Any, kernel: Any) -> Any:
+    """``X`` validated: the data, or the training Gram matrix for ``kernel="precomputed"``."""
+    if isinstance(kernel, str) and kernel == "precomputed":
+        return check_precomputed(check_data(X, "X (precomputed kernel)"))
+    return check_data(X)
 
 
 class ComposedProblem(Formulation):
@@ -112,8 +126,10 @@ class ComposedProblem(Formulation):
         l1_ratio: Any,
         weights: np.ndarray,
         epsilon: float = 0.0,
+        kernel: Kernel | None = None,
     ) -> None:
         self.X = X
+        self.kernel = kernel if kernel is not None else Kernel("linear")
         self.sigma = sigma
         self.target = target
         self.C = check_positive(C, "C")
@@ -123,6 +139,46 @@ class ComposedProblem(Formulation):
         self.sample_weight = weights
         self.epsilon = float(epsilon)
         self._model: CvxModel | None = None
+        self._gram: np.ndarray | None = None
+        if not self.linear and self.penalty.name != "l2":
+            raise InvalidInputError(
+                f"penalty={self.penalty.name!r} has no kernel form (w lives in the kernel's "
+                f"feature space, where only the L2 penalty is stated); use kernel='linear' or "
+                "penalty='l2'."
+            )
+
+    @property
+    def linear(self) -> bool:
+        """True when ``w`` is explicit (linear kernel)."""
+        return self.kernel.name == "linear"
+
+    def gram(self) -> np.ndarray:
+        """The training Gram matrix ``K`` (nonlinear kernels; cached)."""
+        if self.linear:
+            raise InvalidInputError("the linear kernel's problems use X directly, not its Gram.")
+        if self._gram is None:
+            self._gram = (
+                self.X if self.kernel.name == "precomputed" else self.kernel(self.X, self.X)
+            )
+        return self._gram
+
+    def gram_rows(self, idx: np.ndarray) -> np.ndarray:
+        """Rows ``K[idx, :]`` of the Gram matrix."""
+        return self.gram()[idx]
+
+    def kernel_product(self, u: np.ndarray) -> np.ndarray:
+        """Scores ``g = K (u sigma)`` of multipliers ``u`` (nonlinear kernels)."""
+        return self.gram() @ (u * self.sigma)
+
+    def factor_problem(self) -> ComposedProblem:
+        """The same problem on the features ``L`` of a factor ``K = L L^T`` (linear kernel):
+        where the certificate searches its dual point (its values use ``K`` itself)."""
+        shadow = copy.copy(self)
+        shadow.X = gram_factor(self.gram())
+        shadow.kernel = Kernel("linear")
+        shadow._model = None
+        shadow._gram = None
+        return shadow
 
     # ---------------------------------------------------------------------- the pieces
     @property
@@ -135,7 +191,8 @@ class ComposedProblem(Formulation):
         mode = self.intercept.mode
         if self.intercept.regularized:
             mode += f" B={self.intercept.scaling:g}"
-        return f"{type(self).__name__}({self.loss.name}, {self.penalty.name}, {mode})"
+        kernel = "" if self.linear else f", kernel={self.kernel.name}"
+        return f"{type(self).__name__}({self.loss.name}, {self.penalty.name}, {mode}{kernel})"
 
     def loss_weights(self) -> np.ndarray:
         """``W_i = C c_i``, the weights of the loss terms."""
@@ -152,13 +209,15 @@ class ComposedProblem(Formulation):
     # ------------------------------------------------------------------ CVXPY problem
     def build(self) -> CvxModel:
         """The declarative problem: ``penalty(w[, b/B]) + C sum_i c_i term_i`` over the loss's
-        epigraph.
+        epigraph (for a nonlinear kernel the dual, :meth:`build_dual`).
 
         Variables ``w``, ``b`` (free or regularised intercept), ``xi``; the loss's named
         constraints (``margin`` and ``slack`` for the hinge losses, ``upper``, ``lower`` and
         ``slack`` for the epsilon-insensitive ones, see :mod:`qpsvm.formulations.pieces.losses`);
         parameter ``C``.
         """
+        if not self.linear:
+            return self.build_dual()
         w = cp.Variable(self.n_features, name="w")
         variables: dict[str, cp.Variable] = {"w": w}
         prediction = self.X @ w
@@ -177,8 +236,51 @@ class ComposedProblem(Formulation):
         problem = cp.Problem(cp.Minimize(objective), list(constraints.values()))
         return CvxModel(problem, variables, constraints, {"C": C})
 
+    def build_dual(self) -> CvxModel:
+        """The kernel dual: ``max sum_i (p_i u_i - eps_i |u_i| - d_i u_i^2 / 2)
+        - 1/2 ||L^T (u sigma)||^2 [- B^2/2 (sigma . u)^2]`` with ``K = L L^T`` (the factor:
+        Clarabel is more accurate on it than on ``K``), the loss's ``p, eps, d`` and box
+        (:meth:`loss_conjugate`).
+
+        Variable ``alpha`` (the multipliers ``u``); constraints ``lower`` (``u >= lo`` where
+        finite), ``upper`` (``u <= hi`` where finite) and, with a free intercept, ``balance``
+        (``sigma . u = 0``). ``C`` enters the box and ``d`` as data.
+        """
+        c = self.loss_conjugate()
+        u = cp.Variable(self.n_samples, name="alpha")
+        quad = cp.sum_squares(gram_factor(self.gram()).T @ cp.multiply(self.sigma, u))
+        objective = c.p @ u - 0.5 * quad
+        if np.any(c.eps > 0):
+            objective = objective - c.eps @ cp.abs(u)
+        if np.any(c.d > 0):
+            objective = objective - 0.5 * (c.d @ cp.square(u))
+        if self.intercept.regularized:
+            objective = objective - 0.5 * self.intercept.scaling**2 * cp.square(self.sigma @ u)
+        constraints: dict[str, cp.Constraint] = {}
+        low, high = np.flatnonzero(np.isfinite(c.lo)), np.flatnonzero(np.isfinite(c.hi))
+        if low.size:
+            constraints["lower"] = u[low] >= c.lo[low]
+        if high.size:
+            constraints["upper"] = u[high] <= c.hi[high]
+        if self.intercept.coupled:
+            constraints["balance"] = self.sigma @ u == 0
+        problem = cp.Problem(cp.Maximize(objective), list(constraints.values()))
+        return CvxModel(problem, {"alpha": u}, constraints)
+
+    def kernel_intercept(self, u: np.ndarray, scores: np.ndarray) -> float:
+        """The intercept of multipliers ``u`` with scores ``g``: ``B^2 sigma . u`` when
+        regularised (``b' = B sigma . u``), else the best one for ``g``."""
+        if self.intercept.regularized:
+            return self.intercept.scaling**2 * fsum_dot(self.sigma, u)
+        return self.optimal_intercept(scores)
+
     def read_model(self, model: CvxModel) -> Candidate:
         """``w``, ``b`` and the multipliers ``u`` (as ``alpha``) off a solved model."""
+        if not self.linear:
+            u = self.loss_conjugate().clip(
+                np.asarray(model.variables["alpha"].value, dtype=np.float64).ravel()
+            )
+            return Candidate(w=None, b=self.kernel_intercept(u, self.kernel_product(u)), alpha=u)
         w = np.asarray(model.variables["w"].value, dtype=np.float64)
         b = float(model.variables["b"].value) if self.intercept.fitted else 0.0
         return Candidate(w=w, b=b, alpha=self.loss.read_dual(model.constraints))
@@ -190,6 +292,10 @@ class ComposedProblem(Formulation):
     # --------------------------------------------------------------------- numpy math
     def check_w(self, w: Any) -> np.ndarray:
         """A candidate ``w`` as a finite float64 vector of length ``n_features``."""
+        if not self.linear:
+            raise InvalidInputError(
+                f"the {self.kernel.name!r} kernel has no explicit w; pass alpha (the multipliers)."
+            )
         arr = np.asarray(w, dtype=np.float64)
         if arr.ndim == 2 and arr.shape[0] == 1:
             arr = arr[0]
@@ -232,6 +338,22 @@ class ComposedProblem(Formulation):
         z = self.sigma * (self.scores(w) + b)
         loss = fsum_dot(self.sample_weight, self.loss.value(z, self.target, self.epsilon))
         return self.penalty.value(self.intercept.augment(w, b)) + self.C * loss
+
+    def objective_alpha(self, alpha: Any, b: Any = None) -> float:
+        """``P`` at ``w = sum_i u_i sigma_i phi(x_i)`` (any kernel); ``b=None`` takes
+        :meth:`kernel_intercept`. ``R(w) = 1/2 (u sigma) . g`` with ``g = K (u sigma)``."""
+        u = self.check_alpha(alpha)
+        if self.linear:
+            w = self.expansion(u)
+            b = self.optimal_intercept(self.scores(w)) if b is None else b
+            return self.objective(w, b)
+        g = self.kernel_product(u)
+        b = self.kernel_intercept(u, g) if b is None else self.check_b(b)
+        z = self.sigma * (g + b)
+        loss = fsum_dot(self.sample_weight, self.loss.value(z, self.target, self.epsilon))
+        extra = self.penalty.value(np.array([b / self.intercept.scaling]))
+        reg = extra if self.intercept.regularized else 0.0
+        return 0.5 * fsum_dot(u * self.sigma, g) + reg + self.C * loss
 
     def expansion(self, u: np.ndarray) -> np.ndarray:
         """``v = sum_i u_i sigma_i x_i`` in twice the working precision."""
@@ -306,8 +428,17 @@ class ComposedProblem(Formulation):
         return max(0.0, worst)
 
     def decision_function(self, X: Any, solution: Any) -> np.ndarray:
-        """``w . x + b`` for new points."""
+        """``w . phi(x) + b`` for new points (for ``kernel="precomputed"``, ``X`` is the kernel
+        between new and training points)."""
         Xn = check_data(X)
+        if not self.linear:
+            K = Xn if self.kernel.name == "precomputed" else self.kernel(Xn, self.X)
+            if K.shape[1] != self.n_samples:
+                raise InvalidInputError(
+                    f"the kernel between new and training points must have {self.n_samples} "
+                    f"columns; got {K.shape[1]}."
+                )
+            return np.asarray(K @ (solution.alpha * self.sigma)).ravel() + float(solution.b)
         if Xn.shape[1] != self.n_features:
             raise InvalidInputError(
                 f"X has {Xn.shape[1]} features but the problem was built with {self.n_features}."
@@ -317,12 +448,25 @@ class ComposedProblem(Formulation):
     def solution_from(self, cand: Candidate, certificate: Any = None, **fields: Any) -> Solution:
         """A :class:`~qpsvm.Solution` for ``cand``: ``xi`` is the loss's excess
         (``max(0, m - z)`` or ``max(0, |z - y| - eps)``), ``alpha`` the multipliers ``u``."""
+        fields.setdefault("solve_time", 0.0)
+        fields.setdefault("n_iter", 0)
+        if not self.linear:
+            u = self.check_alpha(cand.alpha)
+            g = self.kernel_product(u)
+            b = self.kernel_intercept(u, g) if cand.b is None else self.check_b(cand.b)
+            return Solution(
+                w=None,
+                b=b,
+                xi=self.loss.excess(self.sigma * (g + b), self.target, self.epsilon),
+                alpha=u,
+                objective=float(self.objective_alpha(u, b)),
+                certificate=certificate,
+                **fields,
+            )
         w = self.check_w(cand.w) if cand.w is not None else self.primal_from_dual(cand.alpha)
         scores = self.scores(w)
         b = self.optimal_intercept(scores) if cand.b is None else self.check_b(cand.b)
         z = self.sigma * (scores + b)
-        fields.setdefault("solve_time", 0.0)
-        fields.setdefault("n_iter", 0)
         return Solution(
             w=w,
             b=b,
@@ -361,6 +505,8 @@ class ComposedClassifier(ComposedProblem):
     class_weight : dict, "balanced" or None
         Multiplies the weight of every sample of a class (scikit-learn's convention).
     sample_weight, margin : array-like of shape (n_samples,), optional
+    kernel, gamma, degree, coef0
+        As in :class:`~qpsvm.SoftMarginDual` (a nonlinear kernel needs the L2 penalty).
     """
 
     regression: ClassVar[bool] = False
@@ -379,8 +525,12 @@ class ComposedClassifier(ComposedProblem):
         class_weight: Any = None,
         sample_weight: Any = None,
         margin: Any = None,
+        kernel: Any = "linear",
+        gamma: Any = None,
+        degree: int = 3,
+        coef0: float = 1.0,
     ) -> None:
-        X = check_data(X)
+        X = checked_data(X, kernel)
         n = X.shape[0]
         sigma, classes = check_binary_labels(y, n)
         self.classes_ = classes
@@ -404,6 +554,7 @@ class ComposedClassifier(ComposedProblem):
             intercept_scaling=intercept_scaling,
             l1_ratio=l1_ratio,
             weights=weights,
+            kernel=make_kernel(kernel, X, gamma, degree, coef0),
         )
 
     def predict(self, X: Any, solution: Any) -> np.ndarray:

@@ -19,9 +19,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from qpsvm._validation import check_data, check_sample_weight, check_vector
+from qpsvm._validation import check_sample_weight, check_vector
 from qpsvm.exceptions import InvalidInputError
-from qpsvm.formulations.composed import ComposedProblem
+from qpsvm.formulations.composed import ComposedProblem, checked_data
+from qpsvm.kernels import make_kernel
 
 __all__ = ["SupportVectorRegression"]
 
@@ -47,6 +48,10 @@ class SupportVectorRegression(ComposedProblem):
     l1_ratio : float, default=0.5
     sample_weight : array-like of shape (n_samples,), optional
         Weights ``s_i >= 0`` of the loss terms.
+    kernel : {"linear", "rbf", "poly", "precomputed"} or callable, default="linear"
+        A nonlinear kernel states the dual (libsvm's ``SVR``; L2 penalty only), with
+        ``gamma`` (``None``: scikit-learn's ``"scale"``), ``degree`` and ``coef0`` as in
+        :class:`~qpsvm.SoftMarginDual`.
 
     Examples
     --------
@@ -72,8 +77,12 @@ class SupportVectorRegression(ComposedProblem):
         intercept_scaling: float = 1.0,
         l1_ratio: float = 0.5,
         sample_weight: Any = None,
+        kernel: Any = "linear",
+        gamma: Any = None,
+        degree: int = 3,
+        coef0: float = 1.0,
     ) -> None:
-        X = check_data(X)
+        X = checked_data(X, kernel)
         n = X.shape[0]
         if (
             isinstance(epsilon, bool)
@@ -95,6 +104,7 @@ class SupportVectorRegression(ComposedProblem):
             l1_ratio=l1_ratio,
             weights=check_sample_weight(sample_weight, n),
             epsilon=float(epsilon),
+            kernel=make_kernel(kernel, X, gamma, degree, coef0),
         )
 
     def predict(self, X: Any, solution: Any) -> np.ndarray:

@@ -115,17 +115,25 @@ def read_estimator(f: Any, est: Any) -> Candidate:
 
 
 def read_regressor(f: Any, est: Any) -> Candidate:
-    """A candidate from a fitted scikit-learn linear regressor (``LinearSVR``, ``SVR`` with the
-    linear kernel, any with ``coef_``): ``w = coef_``, ``b = intercept_``; ``SVR`` also gives
-    its multipliers ``u_i = alpha_i - alpha_i^*`` (``dual_coef_``, support vectors only)."""
+    """A candidate from a fitted scikit-learn regressor (``LinearSVR``, ``SVR``, any linear
+    one with ``coef_``): ``w = coef_``, ``b = intercept_``; ``SVR`` also gives its multipliers
+    ``u_i = alpha_i - alpha_i^*`` (``dual_coef_``, support vectors only), all a kernel has."""
     from sklearn.base import is_classifier
     from sklearn.svm import SVR
 
     coef = None if is_classifier(est) else getattr(est, "coef_", None)
-    if isinstance(est, SVR) and est.kernel != "linear":
-        raise InvalidInputError(
-            f"the SVR uses kernel={est.kernel!r}; SupportVectorRegression is linear."
-        )
+    if isinstance(est, SVR):
+        if est.kernel != f.kernel.name:
+            raise InvalidInputError(
+                f"the SVR uses kernel={est.kernel!r} but the problem uses {f.kernel.name!r}; "
+                "certify it against a problem with the same kernel."
+            )
+        if est.kernel in ("rbf", "poly") and est._gamma != f.kernel.gamma:
+            raise InvalidInputError(
+                f"the SVR uses gamma={est._gamma!r} but the problem uses "
+                f"gamma={f.kernel.gamma!r}; pass the same gamma."
+            )
+        coef = coef if est.kernel == "linear" else np.zeros(0)
     if coef is None:
         raise InvalidTypeError(
             f"cannot certify a {type(est).__name__}: pass a qpsvm Solution, a fitted LinearSVR "
@@ -139,7 +147,7 @@ def read_regressor(f: Any, est: Any) -> Candidate:
         alpha = np.zeros(f.n_samples)
         alpha[est.support_] = np.asarray(est.dual_coef_, dtype=np.float64).ravel()
     return Candidate(
-        w=np.asarray(coef, dtype=np.float64).ravel(),
+        w=np.asarray(coef, dtype=np.float64).ravel() if np.size(coef) else None,
         b=float(intercept[0]) if intercept.size else 0.0,
         alpha=alpha,
     )

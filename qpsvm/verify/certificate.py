@@ -75,9 +75,9 @@ class Certificate:
     stationarity : float
         ``||w - sum_i alpha_i y_i x_i||`` (0 for a kernel, where ``w`` is implicit).
     distance_bound : float or None
-        ``sqrt(2 gap / mu)``, a bound on ``||w - w*||`` when the objective is ``mu``-strongly
-        convex in ``w`` (``mu = 1`` for the L2 penalty); ``None`` when it is not (L1 penalty),
-        since ``w*`` need not be unique.
+        ``sqrt(2 gap / mu)``, a bound on ``||w - w*||`` when the objective is strongly convex
+        in ``w`` with modulus ``mu`` (``mu = 1`` for the L2 penalty); ``None`` when it is not
+        (L1 penalty), since ``w*`` need not be unique.
     tol : float
         The relative tolerance of the test.
     passed : bool
@@ -146,9 +146,9 @@ class Certificate:
 
     @property
     def distance_bound(self) -> float | None:
-        """``sqrt(2 gap / mu)``, rounded up: bound on ``||w - w*||`` from ``mu``-strong convexity
-        of ``P`` in ``w``; ``None`` when ``P`` is not strongly convex (``mu = 0``, the L1
-        penalty)."""
+        """``sqrt(2 gap / mu)``, rounded up: bound on ``||w - w*||`` from strong convexity of
+        ``P`` in ``w`` with modulus ``mu``; ``None`` when ``P`` is not strongly convex
+        (``mu = 0``, the L1 penalty)."""
         if self.strong_convexity <= 0:
             return None
         return float(np.nextafter(math.sqrt(2.0 * self.gap / self.strong_convexity), np.inf))

@@ -36,6 +36,11 @@ coupling (liblinear's dual coordinate descent), pairs that keep ``sum sigma_i u_
 free intercept (SMO). The bound's validity rests only on feasibility and the evaluation, never on
 how the point was found.
 
+With a nonlinear kernel (L2 penalty) the dual point is searched on the same problem over the
+features of a factor ``K = L L^T`` (:meth:`factor_problem`), and both objectives are evaluated
+with the Gram matrix itself, the bound on the kernel values' rounding
+(:func:`qpsvm.verify.binary.kernel_scores`) added to ``P`` and subtracted from ``D``.
+
 The gap splits into Fenchel-Young gaps, each ``>= 0`` and zero exactly at a primal-dual optimal
 pair: ``R(w) + R^*(v) - w.v`` (reported as ``stationarity``) and, per sample,
 ``L_i(z_i) + L_i^*(-u_i) + u_i z_i`` (the largest reported as ``complementarity``).
@@ -56,6 +61,7 @@ from qpsvm._numerics import fsum, fsum_dot, tdot
 from qpsvm._validation import check_tol
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Candidate
+from qpsvm.verify.binary import kernel_scores, kernel_ulps
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, relative
 
 __all__ = ["LossConjugate", "certify_composed", "project_coupled"]
@@ -346,6 +352,8 @@ def certify_composed(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certi
         Relative tolerance of the test.
     """
     tol = check_tol(tol)
+    if not f.linear:
+        return _certify_kernel(f, cand, tol)
     dual = _Dual(f)
     u_in = None if cand.alpha is None else f.check_alpha(cand.alpha)
     if cand.w is not None:
@@ -392,4 +400,63 @@ def certify_composed(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certi
         formulation=f.describe(),
         alpha=best,
         strong_convexity=f.penalty.strong_convexity,
+    )
+
+
+class _KernelView:
+    """A composed problem seen as :func:`~qpsvm.verify.binary.kernel_scores` expects it:
+    labels ``y`` are the signs ``sigma``."""
+
+    def __init__(self, f: Any) -> None:
+        self.kernel, self.X, self.y = f.kernel, f.X, f.sigma
+        self.n_samples, self.n_features = f.n_samples, f.n_features
+        self.gram_rows = f.gram_rows
+        self._f = f
+
+    def scores(self, alpha: np.ndarray) -> np.ndarray:
+        return self._f.kernel_product(alpha)
+
+
+def _certify_kernel(f: Any, cand: Candidate, tol: float) -> Certificate:
+    """:func:`certify_composed` for a nonlinear kernel: multipliers ``u`` (and ``b``)."""
+    if cand.alpha is None:
+        raise InvalidInputError(
+            f"the {f.kernel.name!r} kernel has no explicit w: certify alpha (the multipliers)."
+        )
+    u_in = f.check_alpha(cand.alpha)
+    view = _KernelView(f)
+    ulps = kernel_ulps(view)
+    g, e = kernel_scores(view, u_in, ulps)
+    b = f.kernel_intercept(u_in, g) if cand.b is None else f.check_b(cand.b)
+    shadow = f.factor_problem()
+    search = certify_composed(shadow, Candidate(w=shadow.expansion(u_in), b=b, alpha=u_in), tol)
+    weights = f.loss_weights()
+    z = f.sigma * (g + b)
+    worst = np.maximum(
+        f.loss.value(z - e, f.target, f.epsilon), f.loss.value(z + e, f.target, f.epsilon)
+    )
+    primal = 0.5 * (fsum_dot(u_in * f.sigma, g) + fsum_dot(np.abs(u_in), e))
+    primal += fsum_dot(weights, worst)
+    extra = 0.0
+    if f.intercept.regularized:
+        primal += f.penalty.value(np.array([b / f.intercept.scaling]))
+    u = search.alpha
+    g_dual, e_dual = kernel_scores(view, u, ulps)
+    if f.intercept.regularized:
+        extra = f.penalty.conjugate(np.array([f.intercept.scaling * fsum_dot(f.sigma, u)]))
+    dual = f.loss_conjugate().value(u)
+    dual -= 0.5 * (fsum_dot(u * f.sigma, g_dual) + fsum_dot(np.abs(u), e_dual)) + extra
+    if not dual > 0.0:
+        u, dual = np.zeros(f.n_samples), 0.0
+    return Certificate(
+        primal_objective=float(primal),
+        dual_objective=float(dual),
+        primal_infeasibility=f.slack_violation(z, cand.xi) if cand.xi is not None else 0.0,
+        dual_infeasibility=f.dual_infeasibility(u_in),
+        complementarity=search.complementarity,
+        stationarity=search.stationarity,
+        tol=tol,
+        formulation=f.describe(),
+        alpha=u,
+        strong_convexity=1.0,
     )
