@@ -105,9 +105,12 @@ class ComposedProblem(Formulation):
         The pieces.
     """
 
-    methods: ClassVar[dict[str, str]] = {
-        "qp": "qpsvm.solvers.qp:solve_qp",
-        "full": "qpsvm.solvers.qp:solve_qp",
+    methods: ClassVar[tuple[str, ...]] = ("qp", "full")
+    refusals: ClassVar[dict[str, str]] = {
+        name: "composed problems are solved by the full CVXPY problem (method='qp'); the "
+        "working set, SMO, the online methods and the rational oracle serve the hinge loss with "
+        "the L2 penalty and a free or no intercept (SoftMarginPrimal, SoftMarginDual)"
+        for name in ("working_set", "smo", "subgradient", "exact", "homotopy")
     }
     certifier: ClassVar[str] = "qpsvm.verify.fenchel:certify_composed"
     regression: ClassVar[bool] = False
