@@ -43,10 +43,12 @@ def solvers() -> list[suite.Solver]:
     for name in QPSOLVERS:
         if name in qpsolvers.available_solvers:
             out.append(suite.QpSolver(name, high_accuracy=True))
-    out.append(suite.parse_solver("sklearn:SVC(kernel='linear')"))
+    out.append(suite.parse_solver("sklearn:SVC"))
+    out.append(suite.parse_solver("sklearn:SVC(tol=1e-8)"))
     out.append(suite.parse_solver("sklearn:LinearSVC(loss='hinge', dual=True, max_iter=100000)"))
     if importlib.util.find_spec("liblinear"):
         out.append(suite.Liblinear("-s 3"))
+        out.append(suite.Liblinear("-s 3 -B 1"))
     if importlib.util.find_spec("libsvm"):
         out.append(suite.Libsvm("-t 0"))
     return out
@@ -83,7 +85,7 @@ def main() -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5))
+        fig, (left, right) = plt.subplots(1, 2, figsize=(16, 5.5))
         report.performance_profile_plot(results, 1e-6, ax=left)
         report.accuracy_time_plot(results, ax=right)
         fig.tight_layout()

@@ -91,7 +91,7 @@ def _run(args: Any) -> int:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+        fig, (left, right) = plt.subplots(1, 2, figsize=(15, 5))
         report.performance_profile_plot(results, args.tol, ax=left)
         report.accuracy_time_plot(results, ax=right)
         fig.tight_layout()

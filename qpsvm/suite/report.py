@@ -42,12 +42,13 @@ def _by_solver(results: Sequence[Result]) -> dict[str, list[Result]]:
 
 
 def markdown_table(results: Sequence[Result], time_limit: float = 100.0) -> str:
-    """One row per solver: instances, success rates at each tolerance, failures, share wrong in
-    the 4th digit, and the shifted geometric means of time and suboptimality."""
+    """One row per solver: instances scored (and unsupported), success rates at each
+    tolerance, failures, the share of its answers wrong in the 4th digit, and the shifted
+    geometric means of time and suboptimality."""
     head = (
         "| solver | instances (unsupported) | "
         + " | ".join(f"certified ≤ {tol:g}" for tol in TOLERANCES)
-        + " | failures | wrong in 4th digit | time SGM (s) | suboptimality SGM |"
+        + " | failures | answers wrong in 4th digit | time SGM (s) | suboptimality SGM |"
     )
     rule = "|" + "---|" * (6 + len(TOLERANCES))
     rows = [head, rule]
@@ -112,27 +113,29 @@ def performance_profile_plot(results: Sequence[Result], tol: float = 1e-6, ax: A
     ax.set_xlabel("time ratio to the fastest successful solver, τ")
     ax.set_ylabel(f"share certified ≤ {tol:g} within τ")
     ax.set_ylim(0, 1.02)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("Dolan-Moré performance profile")
     return ax
 
 
 def accuracy_time_plot(results: Sequence[Result], ax: Any = None) -> Any:
     """Certified relative suboptimality against time, one marker per answer (failures at the
-    top); returns the axes."""
+    top, unsupported instances left out); returns the axes."""
     import matplotlib.pyplot as plt
 
     ax = ax if ax is not None else plt.subplots(figsize=(6, 4))[1]
-    for name, group in _by_solver(results).items():
+    markers = "os^vD<>"
+    for k, (name, group) in enumerate(_by_solver(results).items()):
+        group = [r for r in group if r.failure != "unsupported"]
         t = [max(r.time, 1e-6) for r in group]
         s = [min(max(r.suboptimality, 1e-17), 1.0) for r in group]
-        ax.scatter(t, s, s=12, label=name, alpha=0.7)
+        ax.scatter(t, s, s=12, label=name, alpha=0.7, marker=markers[(k // 10) % len(markers)])
     for tol in TOLERANCES:
         ax.axhline(tol, color="grey", lw=0.5, ls="--")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("time (s)")
     ax.set_ylabel("certified relative suboptimality")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("accuracy vs time")
     return ax

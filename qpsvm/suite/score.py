@@ -190,9 +190,11 @@ class Summary:
         Shifted geometric mean of the time (failures at ``time_limit``).
     suboptimality_sgm : float
         Shifted geometric mean of the certified relative suboptimality (failures at 1).
+    answers : int
+        Instances where the solver returned an answer (no failure).
     wrong_4th_digit : float
-        Share of answers whose certified relative suboptimality exceeds ``1e-4`` (wrong in the
-        fourth digit).
+        Share of those answers whose certified relative suboptimality exceeds ``1e-4`` (wrong
+        in the fourth digit).
     """
 
     solver: str
@@ -202,6 +204,7 @@ class Summary:
     failures: int
     time_sgm: float
     suboptimality_sgm: float
+    answers: int
     wrong_4th_digit: float
 
 
@@ -212,6 +215,7 @@ def summarize(results: Sequence[Result], time_limit: float = 100.0) -> Summary:
     solver = results[0].solver if results else ""
     results = [r for r in results if r.failure != "unsupported"]
     n = len(results)
+    answered = [r for r in results if r.failure is None]
     times = [r.time if r.failure is None else time_limit for r in results]
     subopt = [min(r.suboptimality, 1.0) for r in results]
     return Summary(
@@ -225,5 +229,6 @@ def summarize(results: Sequence[Result], time_limit: float = 100.0) -> Summary:
         failures=sum(r.failure is not None for r in results),
         time_sgm=shifted_geometric_mean(times, TIME_SHIFT),
         suboptimality_sgm=shifted_geometric_mean(subopt, SUBOPT_SHIFT),
-        wrong_4th_digit=sum(r.suboptimality > 1e-4 for r in results) / max(n, 1),
+        answers=len(answered),
+        wrong_4th_digit=sum(r.suboptimality > 1e-4 for r in answered) / max(len(answered), 1),
     )

@@ -256,8 +256,9 @@ def _validated(model: Any, instance: Instance, f: Any, **fit: Any) -> Answer:
 
 @dataclass
 class Estimator(Solver):
-    """A scikit-learn estimator class with parameters; ``C``, the kernel's parameters and the
-    sample weights are set from the instance."""
+    """A scikit-learn estimator class with parameters; ``C``, the kernel (``"linear"`` for the
+    linear families), its parameters and the sample weights are set from the instance unless
+    given."""
 
     cls: type
     params: dict[str, Any] = field(default_factory=dict)
@@ -275,11 +276,12 @@ class Estimator(Solver):
         accepted = self.cls().get_params()
         if "C" in accepted and np.isfinite(f.C):
             params.setdefault("C", f.C)
-        for key in ("kernel", "gamma", "degree", "coef0"):
+        for key in ("gamma", "degree", "coef0"):
             if key in accepted and key in instance.recipe:
                 params.setdefault(key, instance.recipe[key])
-        if "kernel" in accepted and instance.family.startswith("kernel_"):
-            params.setdefault("kernel", instance.family.removeprefix("kernel_"))
+        if "kernel" in accepted:
+            kernel = getattr(f, "kernel", None)
+            params.setdefault("kernel", "linear" if kernel is None else kernel.name)
         est = self.cls(**params)
         fit = _fit_args(instance, f)
         est.fit(fit["X"], fit["y"], sample_weight=fit["sample_weight"])
