@@ -267,3 +267,16 @@ def test_cli_suite_run_and_export(tmp_path, capsys) -> None:
     assert (tmp_path / "p.png").stat().st_size > 0
     assert main(["suite", "export", str(tmp_path / "qp"), "--family", "hard_margin"]) == 0
     assert (tmp_path / "qp" / "index.json").is_file()
+
+
+def test_score_a_command_line() -> None:
+    """qpsvm's own command line as an external program: it trains on the svmlight file the
+    suite writes and writes a JSON model, read back by qpsvm.validate; a failing command is a
+    recorded status failure."""
+    inst = qpsvm.suite.load("small", family="binary")[1]
+    (good,) = qpsvm.suite.score(
+        qpsvm.suite.Command("qpsvm fit {train} --C {C} --output {model}"), [inst]
+    )
+    assert good.failure is None and good.success["1e-09"]
+    (bad,) = qpsvm.suite.score(qpsvm.suite.Command("qpsvm fit {train} --C -1"), [inst])
+    assert bad.failure == "status" and "exit 2" in bad.message

@@ -14,6 +14,7 @@ Solver names (:func:`parse_solver`):
 
 from __future__ import annotations
 
+import argparse
 import ast
 import importlib
 import json
@@ -121,7 +122,9 @@ def add_suite_parser(sub: Any) -> None:
         help="score solvers and print the results table",
         description="Run each --solver on the tier's instances, certify every answer and print "
         "the results table (success at 1e-3 / 1e-6 / 1e-9 certified relative suboptimality, "
-        "failures, shifted geometric means). Solver names: " + __doc__.split("Solver names")[1],
+        "failures, shifted geometric means).\n\nSolver names"
+        + __doc__.split("Solver names")[1].replace("``", "").replace(" (:func:`parse_solver`)", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("--solver", action="append", required=True, help="solver name (repeatable)")
     for action in (run, actions.add_parser("export", help="write every instance as a QP file")):

@@ -353,7 +353,7 @@ class Command(Solver):
             train, model = Path(tmp) / "train.svm", Path(tmp) / "model.txt"
             arrays = instance.arrays()
             groups = arrays.get("groups")
-            dump_svmlight_file(fit["X"], fit["y"], train, query_id=groups, zero_based=False)
+            dump_svmlight_file(fit["X"], fit["y"], str(train), query_id=groups, zero_based=False)
             command = self.template.format(train=train, model=model, C=repr(f.C))
             done = subprocess.run(shlex.split(command), capture_output=True, text=True)
             if done.returncode != 0:
