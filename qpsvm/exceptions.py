@@ -15,6 +15,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidTypeError",
     "NotSeparableError",
+    "ProblemMismatchWarning",
     "QPSVMError",
     "SolverError",
     "SolverNotInstalledError",
@@ -72,4 +73,13 @@ class UnsupportedProblemError(InvalidInputError):
 
     The message names what is unsupported; qpsvm never certifies such a model against a
     different problem.
+    """
+
+
+class ProblemMismatchWarning(UserWarning):
+    """A candidate comes from a solver that solved another problem than the formulation states.
+
+    ``f.certify(estimator)`` still certifies the answer on ``f``'s problem; the warning names
+    the differences (loss, intercept mode, ``C``, class weights...). :func:`qpsvm.validate`
+    certifies the answer on the problem its solver solved.
     """

@@ -13,10 +13,10 @@ import json
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_iris, make_classification
+from sklearn.datasets import load_diabetes, load_iris, make_classification
 from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.preprocessing import StandardScaler
-from sklearn.svm import SVC, LinearSVC, NuSVC
+from sklearn.svm import SVC, SVR, LinearSVC, LinearSVR, NuSVC
 
 import qpsvm
 from qpsvm.cli import EXIT_CANNOT_CHECK, EXIT_NOT_CERTIFIED, main
@@ -50,7 +50,8 @@ def _sound(v):
     for part in v.parts:
         cert, cmp = part.certificate, part.comparison
         assert cmp.suboptimality <= cert.gap * (1 + 1e-6) + 1e-12 * max(1.0, cert.primal_objective)
-        assert cmp.distance <= cert.distance_bound * (1 + 1e-6) + 1e-9
+        if cert.distance_bound is not None:  # None: a penalty that is not strongly convex (L1)
+            assert cmp.distance <= cert.distance_bound * (1 + 1e-6) + 1e-9
 
 
 def test_linearsvc_hinge_regularized_bias_is_certified(blobs):
@@ -150,10 +151,43 @@ def test_sgd_converts_alpha_to_C(blobs):
     _sound(v)
 
 
-def test_linearsvc_default_squared_hinge_is_certified(blobs):
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"penalty": "l1", "dual": False}, {"fit_intercept": False}, {"intercept_scaling": 10.0}],
+)
+def test_linearsvc_default_squared_hinge_and_l1_are_certified(blobs, params):
+    # LinearSVC's default problem: squared hinge, regularised bias; penalty="l1" is -s 5
     X, y = blobs
-    est = LinearSVC(C=0.5, tol=1e-10, max_iter=1_000_000).fit(X, y)
-    assert validate(est, X, y).passed
+    est = LinearSVC(C=0.5, tol=1e-10, max_iter=1_000_000, **params).fit(X, y)
+    v = validate(est, X, y, exact=True)
+    assert v.spec.loss == "squared_hinge" and v.passed, v
+    assert v.spec.penalty == params.get("penalty", "l2")
+    _sound(v)
+
+
+def test_regression_models_are_certified(tmp_path):
+    X, y = load_diabetes(return_X_y=True)
+    X, y = StandardScaler().fit_transform(X), (y - y.mean()) / y.std()
+    for est in (
+        LinearSVR(C=1.0, epsilon=0.1, tol=1e-10, max_iter=1_000_000),
+        LinearSVR(C=1.0, epsilon=0.1, loss="squared_epsilon_insensitive", tol=1e-10),
+        SVR(C=1.0, epsilon=0.1, tol=1e-10),
+    ):
+        v = validate(est.fit(X, y), X, y, exact=True)
+        assert v.spec.family == "regression" and v.spec.epsilon == 0.1
+        assert v.parts[0].certificate.relative_gap <= 1e-7, v
+        _sound(v)
+    model = libsvm.svm_train(y, X, "-s 3 -t 2 -g 0.1 -c 1 -p 0.1 -e 1e-10 -q")
+    path = tmp_path / "svr.txt"
+    libsvm.svm_save_model(str(path), model)
+    from_object = validate(model, X, y)
+    from_file = validate(str(path), X, y, C=1.0, epsilon=0.1)
+    assert from_object.spec.epsilon == 0.1
+    assert from_object.parts[0].certificate.primal_objective == pytest.approx(
+        from_file.parts[0].certificate.primal_objective, rel=1e-9
+    )
+    with pytest.raises(InvalidInputError, match="does not record its epsilon"):
+        validate(str(path), X, y, C=1.0)
 
 
 @pytest.mark.parametrize(

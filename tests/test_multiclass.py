@@ -18,6 +18,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
 import qpsvm
+from qpsvm.exceptions import ProblemMismatchWarning
 from qpsvm.verify.projection import project_capped_simplex
 
 VARIANTS = ("crammer_singer", "weston_watkins")
@@ -321,7 +322,10 @@ def test_bad_candidates_are_typed_errors(iris):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         with_intercept = LinearSVC(multi_class="crammer_singer").fit(X, y)
-    with pytest.raises(qpsvm.InvalidInputError, match="regularised"):
+    with (
+        pytest.warns(ProblemMismatchWarning, match="intercept 'regularized' \\(here 'none'\\)"),
+        pytest.raises(qpsvm.InvalidInputError, match="regularised"),
+    ):
         f.certify(with_intercept)
     with pytest.raises(qpsvm.InvalidTypeError, match="SVC"):
         f.certify(SVC().fit(X, y))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from conftest import random_problem
@@ -11,6 +13,7 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.svm import SVC, LinearSVC
 
 import qpsvm
+from qpsvm.exceptions import ProblemMismatchWarning
 
 
 @pytest.fixture(scope="module")
@@ -119,11 +122,18 @@ def test_certifies_linear_sklearn_models(cancer, solved):
     f, sol = solved
     # LinearSVC regularises its intercept and SGD is approximate: both are certified as
     # suboptimal for our problem, with gaps bounding their true suboptimality
-    for est in (
-        LinearSVC(loss="hinge", C=1.0, max_iter=100_000, tol=1e-8),
-        SGDClassifier(alpha=1.0 / len(y), max_iter=50, tol=None, random_state=0),
+    # (LinearSVC's is another problem: certify says so with a warning; SGD's is the same)
+    for est, other_problem in (
+        (LinearSVC(loss="hinge", C=1.0, max_iter=100_000, tol=1e-8), True),
+        (SGDClassifier(alpha=1.0 / len(y), max_iter=50, tol=None, random_state=0), False),
     ):
-        cert = f.certify(est.fit(X, y))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ProblemMismatchWarning)
+            cert = f.certify(est.fit(X, y))
+        warned = [w for w in caught if issubclass(w.category, ProblemMismatchWarning)]
+        assert bool(warned) == other_problem
+        if other_problem:
+            assert "intercept 'regularized' (here 'free')" in str(warned[0].message)
         true_sub = cert.primal_objective - sol.objective
         assert true_sub > 0 and not cert.passed
         assert cert.gap >= true_sub
@@ -172,7 +182,8 @@ def test_gap_is_tight_for_liblinear(cancer, intercept_scaling):
     est = LinearSVC(
         loss="hinge", C=1.0, tol=1e-8, max_iter=1_000_000, intercept_scaling=intercept_scaling
     ).fit(X, y)
-    cert = f.certify(est)
+    with pytest.warns(ProblemMismatchWarning, match="regularized"):
+        cert = f.certify(est)
     true_sub = cert.primal_objective - opt
     assert 0 < true_sub <= 1e-3 * opt
     assert true_sub <= cert.gap <= 2 * true_sub

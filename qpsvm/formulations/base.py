@@ -224,6 +224,7 @@ class Formulation(ABC):
         tried as well, so the gap bounds the candidate's suboptimality tightly however poor the
         candidate is; solvers checking their own iterates pass ``reference=False``.
         """
+        candidate = self._read_estimator(candidate)
         cand = load(self.candidate_reader)(self, candidate, w=w, b=b, alpha=alpha)
         certifier = load(self.certifier)
         cert = certifier(self, cand, tol=tol)
@@ -260,6 +261,18 @@ class Formulation(ABC):
                     continue
         return None if self._reference is False else self._reference
 
+    def _read_estimator(self, candidate: Any) -> Any:
+        """A fitted scikit-learn estimator as a :class:`~qpsvm.solution.Candidate` of this
+        formulation (:func:`qpsvm.interop.candidates.estimator_candidate`, which warns when the
+        estimator solved another problem); anything else unchanged."""
+        from sklearn.base import BaseEstimator
+
+        if not isinstance(candidate, BaseEstimator):
+            return candidate
+        from qpsvm.interop.candidates import estimator_candidate
+
+        return estimator_candidate(self, candidate)
+
     def compare(self, candidate: Any, reference: Any = None) -> Comparison:
         """Compare a candidate with the exact optimum (or with ``reference``).
 
@@ -269,4 +282,4 @@ class Formulation(ABC):
 
         if reference is None:
             reference = self.solve()
-        return compare(self, candidate, reference)
+        return compare(self, self._read_estimator(candidate), self._read_estimator(reference))

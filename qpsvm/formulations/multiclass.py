@@ -108,7 +108,6 @@ class MulticlassSVM(Formulation):
     #: classes, d = 50: at n = 2000 the full Crammer-Singer QP took 35 s, the working set 3 s).
     working_set_min_samples: ClassVar[int] = 500
     certifier: ClassVar[str] = "qpsvm.verify.multiclass:certify_multiclass"
-    candidate_reader: ClassVar[str] = "qpsvm.verify.multiclass:read_multiclass_candidate"
 
     def __init__(
         self,

@@ -226,6 +226,30 @@ def _binary_linear(
     return f, {"w": w, "b": float(b) if free else None}
 
 
+def _regression(
+    spec: ProblemSpec, X: Any, y: np.ndarray, s: np.ndarray, answer: ForeignAnswer
+) -> tuple[Any, dict[str, Any]]:
+    """The epsilon-insensitive regression the model solved, and its answer."""
+    from qpsvm.formulations import SupportVectorRegression
+
+    common = {"C": spec.C, "epsilon": spec.epsilon, "loss": spec.loss, "sample_weight": s}
+    if answer.dual_coef is None:
+        w, b = answer.coef[0], float(answer.intercept[0])
+        if spec.intercept == "regularized":
+            X, w, b = _with_bias(X, spec), np.append(w, b / spec.intercept_scaling), 0.0
+        free = spec.intercept == "free"
+        f = SupportVectorRegression(X, y, intercept="free" if free else "none", **common)
+        return f, {"w": w, "b": b if free else None}
+    rows = answer.support if answer.support is not None else _match_rows(X, answer.support_vectors)
+    alpha = np.zeros(X.shape[0])
+    alpha[rows] = answer.dual_coef[0]
+    params = {} if spec.kernel == "linear" else {"gamma": spec.gamma, "coef0": spec.coef0}
+    if spec.kernel == "poly":
+        params["degree"] = spec.degree
+    f = SupportVectorRegression(X, y, kernel=spec.kernel, **params, **common)
+    return f, {"alpha": alpha, "b": float(answer.intercept[0])}
+
+
 def _match_rows(X: Any, SV: np.ndarray) -> np.ndarray:
     """Training rows of the support vectors of a model file (each row used once)."""
     from scipy.spatial import cKDTree
@@ -287,10 +311,8 @@ def _parts(answer: ForeignAnswer, X: Any, y: np.ndarray | None, groups: Any, s: 
     if y is None:
         raise InvalidInputError("validating a classifier needs the labels y.")
     if spec.family == "regression":
-        raise UnsupportedProblemError(
-            f"{answer.source} is a regression model ({spec.loss}); this qpsvm has no "
-            "epsilon-insensitive regression problem to certify it against."
-        )
+        yield "model", *_regression(spec, X, y, s, answer)
+        return
     labels = tuple(answer.labels) or tuple(np.unique(y).tolist())
     unknown = set(np.unique(y).tolist()) - set(labels)
     if unknown:
@@ -394,6 +416,7 @@ def validate(
     *,
     groups: Any = None,
     C: float | None = None,
+    epsilon: float | None = None,
     class_weight: dict | None = None,
     sample_weight: Any = None,
     format: str = "auto",
@@ -422,6 +445,9 @@ def validate(
     C : float, optional
         The tool's ``C`` (SVM-rank: its ``-c``), for models that do not record it; must agree
         with a model that does.
+    epsilon : float, optional
+        The insensitivity of a regression model that does not record it (LIBLINEAR / LIBSVM
+        model files: ``-p``); must agree with a model that does.
     class_weight : dict, optional
         Label -> factor on ``C`` (LIBLINEAR / LIBSVM ``-wi``), for model files, which do not
         record them; must agree with a model that does.
@@ -456,6 +482,8 @@ def validate(
         )
         C = C_from_svmrank(C, n_queries)
     spec.C = _settle(spec, C, "C", spec.C)
+    if spec.family == "regression":
+        spec.epsilon = _settle(spec, epsilon, "epsilon", spec.epsilon)
     if class_weight is not None:
         if spec.class_weight is not None and spec.class_weight != dict(class_weight):
             raise InvalidInputError(

@@ -42,14 +42,13 @@ from scipy.optimize import lsq_linear
 
 from qpsvm._numerics import fsum
 from qpsvm._validation import check_tol
-from qpsvm.exceptions import InvalidInputError, InvalidTypeError
+from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Candidate
 from qpsvm.verify.binary import MARGIN_TAUS, MAX_MARGIN_SET
-from qpsvm.verify.candidates import check_classes, check_fitted, read_candidate
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, best_dual_point
 from qpsvm.verify.rigorous import multiclass_dual_lower, multiclass_primal_upper
 
-__all__ = ["certify_multiclass", "dual_points", "read_multiclass_candidate"]
+__all__ = ["certify_multiclass", "dual_points"]
 
 
 def _slack_matrix(f: Any, xi: np.ndarray) -> np.ndarray:
@@ -207,38 +206,3 @@ def certify_multiclass(
         alpha=alpha,
         rigorous=True,
     )
-
-
-def read_multiclass_candidate(
-    f: Any, candidate: Any = None, *, w: Any = None, b: Any = None, alpha: Any = None
-) -> Candidate:
-    """Normalise a multiclass candidate: a :class:`~qpsvm.Solution`, arrays ``w`` (shape
-    ``(n_classes, n_features)``) / ``alpha``, or a fitted scikit-learn linear classifier.
-
-    For an estimator, ``W = coef_``. A two-class model has one row ``coef_ = w_1 - w_0``
-    (scikit-learn collapses Crammer-Singer that way); the minimum-norm ``W`` with that
-    difference, ``w_1 = -w_0 = coef_ / 2``, is the one every multiclass SVM optimum has (its
-    rows sum to zero since ``sum_c A_ic = 0``). A nonzero ``intercept_`` is rejected:
-    liblinear's intercept is a regularised constant feature (see
-    :meth:`~qpsvm.MulticlassSVM.check_b`).
-    """
-    from sklearn.base import BaseEstimator
-
-    if not isinstance(candidate, BaseEstimator):
-        return read_candidate(f, candidate, w=w, b=b, alpha=alpha)
-    if w is not None or alpha is not None:
-        raise InvalidInputError("pass either a candidate or w/b/alpha keywords, not both.")
-    from sklearn.linear_model._base import LinearClassifierMixin
-
-    check_fitted(candidate)
-    if not isinstance(candidate, LinearClassifierMixin):
-        raise InvalidTypeError(
-            f"cannot certify a {type(candidate).__name__} against MulticlassSVM: pass a qpsvm "
-            "Solution, a fitted linear classifier with one coef_ row per class (e.g. "
-            "LinearSVC(multi_class='crammer_singer', fit_intercept=False)), or arrays w / alpha."
-        )
-    check_classes(f, candidate)
-    coef = np.asarray(candidate.coef_, dtype=np.float64)
-    if coef.shape[0] == 1 and f.n_classes == 2:
-        coef = np.vstack([-0.5 * coef[0], 0.5 * coef[0]])
-    return Candidate(w=coef, b=np.asarray(candidate.intercept_, dtype=np.float64))
