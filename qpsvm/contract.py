@@ -55,6 +55,7 @@ __all__ = [
     "StructuralProblem",
     "check_method",
     "load",
+    "method_names",
     "part",
     "register",
     "supported",
@@ -295,6 +296,16 @@ METHODS: dict[str, Method] = {
         ),
     )
 }
+
+
+def method_names(words: str) -> tuple[str, ...]:
+    """The methods named by the words of ``words``, each checked to be registered (the value of
+    a formulation's ``methods``)."""
+    names = tuple(words.split())
+    unknown = [name for name in names if name not in METHODS]
+    if unknown:
+        raise InvalidInputError(f"unknown methods {unknown}; register them first.")
+    return names
 
 
 def register(method: Method) -> Method:

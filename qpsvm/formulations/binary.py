@@ -38,6 +38,7 @@ from qpsvm._validation import (
     check_sample_weight,
     check_vector,
 )
+from qpsvm.contract import method_names
 from qpsvm.exceptions import InvalidInputError, NotSeparableError
 from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.binary_models import dual_model, primal_model
@@ -76,14 +77,8 @@ class BinaryFormulation(KernelRows, Formulation):
         The kernel (``linear`` for the primal formulations).
     """
 
-    methods: ClassVar[tuple[str, ...]] = (
-        "qp",
-        "full",
-        "working_set",
-        "homotopy",
-        "subgradient",
-        "smo",
-        "exact",
+    methods: ClassVar[tuple[str, ...]] = method_names(
+        "qp full working_set homotopy subgradient smo exact"
     )
     working_set: ClassVar[str] = "qpsvm.solvers.working_set:binary_sets"
     online_problem: ClassVar[str] = "qpsvm.solvers.subgradient:binary_problem"

@@ -37,6 +37,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 
 from qpsvm._numerics import fsum
 from qpsvm._validation import check_positive
+from qpsvm.contract import method_names
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.model import CvxModel
@@ -127,12 +128,8 @@ class StructuralSVM(Formulation):
     (True, [0, 1, 2])
     """
 
-    methods: ClassVar[tuple[str, ...]] = (
-        "cutting_plane",
-        "frank_wolfe",
-        "qp",
-        "full",
-        "subgradient",
+    methods: ClassVar[tuple[str, ...]] = method_names(
+        "cutting_plane frank_wolfe qp full subgradient"
     )
     online_problem: ClassVar[str] = "qpsvm.solvers.subgradient:structural_problem"
     certifier: ClassVar[str] = "qpsvm.verify.structural:certify_structural"
