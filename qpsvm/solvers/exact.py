@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from qpsvm.contract import Problem, part
+from qpsvm.contract import BinaryProblem, MulticlassProblem, Problem, part
 from qpsvm.exact.kkt import ExactOptimum, GroupedQP, solve_grouped
 from qpsvm.exact.rational import to_float, to_rational
 from qpsvm.exceptions import InfeasibleProblemError, InvalidInputError, SolverError
@@ -77,7 +77,7 @@ def _solve_from(qp: GroupedQP, margins: np.ndarray, m: np.ndarray) -> ExactOptim
     raise SolverError("the exact KKT solve failed from every guess: " + "; ".join(errors))
 
 
-def _start(f: Any, solver: str | None, start: Any) -> Candidate:
+def _start(f: Problem, solver: str | None, start: Any) -> Candidate:
     """The float point the support sets are read off: ``start``, or the backend's raw answer
     to the full problem (uncertified: it is only a guess, the exact solve verifies)."""
     if start is not None:
@@ -90,19 +90,19 @@ def _start(f: Any, solver: str | None, start: Any) -> Candidate:
     return f.read_model(model)
 
 
-def binary_qp(f: Any) -> GroupedQP:
+def binary_qp(f: BinaryProblem) -> GroupedQP:
     """The exact grouped-slack QP of a binary formulation (linear kernel): rows ``y_i x_i``."""
     _check_linear(f)
     return _binary_qp(f, to_rational(f.X) * to_rational(f.y)[:, None])
 
 
-def ranking_qp(f: Any) -> GroupedQP:
+def ranking_qp(f: BinaryProblem) -> GroupedQP:
     """The exact grouped-slack QP of a ranking SVM: rows ``x_i - x_j``, exact."""
     items = to_rational(f.items)
     return _binary_qp(f, items[f.pairs[:, 0]] - items[f.pairs[:, 1]])
 
 
-def _binary_qp(f: Any, rows: np.ndarray) -> GroupedQP:
+def _binary_qp(f: BinaryProblem, rows: np.ndarray) -> GroupedQP:
     n = f.n_samples
     label = f.y.astype(int) if f.fit_intercept else None
     return GroupedQP(
@@ -114,7 +114,7 @@ def _binary_qp(f: Any, rows: np.ndarray) -> GroupedQP:
     )
 
 
-def _solve_binary_like(f: Any, qp: GroupedQP, solver: str | None, start: Any) -> Solution:
+def _solve_binary_like(f: BinaryProblem, qp: GroupedQP, solver: str | None, start: Any) -> Solution:
     sol = _start(f, solver, start)
     w0 = np.asarray(sol.w, dtype=np.float64)
     margins = to_float(qp.A) @ w0 + (f.y * float(sol.b) if f.fit_intercept else 0.0)
@@ -124,7 +124,7 @@ def _solve_binary_like(f: Any, qp: GroupedQP, solver: str | None, start: Any) ->
     return _exact_solution(f, cand, opt)
 
 
-def _exact_solution(f: Any, cand: Candidate, opt: ExactOptimum) -> Solution:
+def _exact_solution(f: Problem, cand: Candidate, opt: ExactOptimum) -> Solution:
     sol = f.solution_from(
         cand, status="optimal", solver="exact", n_iter=opt.iterations, info={"exact": opt}
     )
@@ -132,7 +132,7 @@ def _exact_solution(f: Any, cand: Candidate, opt: ExactOptimum) -> Solution:
     return sol
 
 
-def _check_linear(f: Any) -> None:
+def _check_linear(f: BinaryProblem) -> None:
     if not f.linear:
         raise InvalidInputError(
             f"method='exact' covers the linear kernel; the {f.kernel.name!r} kernel's values "
@@ -147,7 +147,7 @@ def solve_exact(f: Problem, solver: str | None = None, start: Any = None) -> Sol
     return part(f, "exact_oracle", "exact")(f, solver, start)
 
 
-def solve_exact_binary(f: Any, solver: str | None = None, start: Any = None) -> Solution:
+def solve_exact_binary(f: BinaryProblem, solver: str | None = None, start: Any = None) -> Solution:
     """The exact optimum of a binary formulation with the linear kernel.
 
     Parameters
@@ -167,13 +167,13 @@ def solve_exact_binary(f: Any, solver: str | None = None, start: Any = None) -> 
     return _solve_binary_like(f, binary_qp(f), solver, start)
 
 
-def solve_exact_ranking(f: Any, solver: str | None = None, start: Any = None) -> Solution:
+def solve_exact_ranking(f: BinaryProblem, solver: str | None = None, start: Any = None) -> Solution:
     """The exact optimum of a ranking SVM: the binary problem on the exact pair differences
     ``x_i - x_j`` (see :func:`solve_exact_binary` for the parameters)."""
     return _solve_binary_like(f, ranking_qp(f), solver, start)
 
 
-def multiclass_qp(f: Any) -> GroupedQP:
+def multiclass_qp(f: MulticlassProblem) -> GroupedQP:
     """The exact grouped-slack QP of a multiclass SVM, in the space of ``vec(W)`` (rows
     ``(i, c)``, ``c != y_i``, in the order of ``f.rows, f.cols``)."""
     k, d = f.n_classes, f.n_features
@@ -188,7 +188,9 @@ def multiclass_qp(f: Any) -> GroupedQP:
     return GroupedQP(A=A, m=to_rational(np.ones(f.rows.size)), group=group, cap=_caps(f.C, weights))
 
 
-def solve_exact_multiclass(f: Any, solver: str | None = None, start: Any = None) -> Solution:
+def solve_exact_multiclass(
+    f: MulticlassProblem, solver: str | None = None, start: Any = None
+) -> Solution:
     """The exact optimum of a multiclass SVM (see :func:`solve_exact_binary` for the parameters).
 
     Rows are the constraints ``(i, c)``, ``c != y_i``, in the space of ``vec(W)``:
