@@ -10,7 +10,7 @@ import pytest
 from conftest import random_problem, ranking_problem
 
 import qpsvm
-from qpsvm.contract import METHODS, check_method, load
+from qpsvm.contract import METHODS, check_method, load, method_names
 from qpsvm.datasets import make_chains
 from qpsvm.models import ChainModel
 
@@ -133,3 +133,9 @@ def test_unknown_method_names_the_supported_ones():
     f = FORMULATIONS["HardMargin"]()
     with pytest.raises(qpsvm.InvalidInputError, match=r"\['qp', 'full', 'working_set', 'exact'\]"):
         check_method(f, "newton")
+
+
+def test_a_formulation_lists_only_registered_methods():
+    assert method_names("qp working_set") == ("qp", "working_set")
+    with pytest.raises(qpsvm.InvalidInputError, match="register them first"):
+        method_names("qp newton")
