@@ -232,3 +232,34 @@ def check_flag(value: Any, name: str) -> bool:
     if not isinstance(value, bool | np.bool_):
         raise InvalidTypeError(f"{name} must be True or False; got {value!r}.")
     return bool(value)
+
+
+def check_weight_vector(w: Any, n_features: int, kernel_name: str = "linear") -> np.ndarray:
+    """A candidate ``w`` as a finite float64 vector of length ``n_features`` (a single row is
+    accepted); a nonlinear kernel has no explicit ``w``."""
+    if kernel_name != "linear":
+        raise InvalidInputError(
+            f"the {kernel_name!r} kernel has no explicit w; pass alpha (the dual variables)."
+        )
+    arr = np.asarray(w, dtype=np.float64)
+    if arr.ndim == 2 and arr.shape[0] == 1:
+        arr = arr[0]
+    if arr.shape != (n_features,):
+        raise InvalidInputError(f"w must have shape ({n_features},) to match X; got {arr.shape}.")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError("w contains NaN or inf.")
+    return arr
+
+
+def check_intercept(b: Any, fitted: bool, setting: str, remedy: str) -> float:
+    """A candidate intercept as one finite number, which must be 0 when the problem has none
+    (``setting`` names why, e.g. ``"fit_intercept=False"``; ``remedy`` says how to get one)."""
+    value = float(np.asarray(b, dtype=np.float64).reshape(-1)[0]) if np.size(b) == 1 else None
+    if value is None or not math.isfinite(value):
+        raise InvalidInputError(f"b must be one finite number; got {b!r}.")
+    if not fitted and value != 0.0:
+        raise InvalidInputError(
+            f"this problem has no intercept ({setting}) but the candidate has b={value!r}; "
+            f"pass b=0 or {remedy}."
+        )
+    return value

@@ -27,7 +27,6 @@ penalty.
 from __future__ import annotations
 
 import copy
-import math
 from typing import Any, ClassVar
 
 import cvxpy as cp
@@ -38,9 +37,11 @@ from qpsvm._numerics import fsum_dot, tdot
 from qpsvm._validation import (
     check_binary_labels,
     check_data,
+    check_intercept,
     check_positive,
     check_sample_weight,
     check_vector,
+    check_weight_vector,
 )
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.formulations.base import Formulation
@@ -295,32 +296,13 @@ class ComposedProblem(Formulation):
     # --------------------------------------------------------------------- numpy math
     def check_w(self, w: Any) -> np.ndarray:
         """A candidate ``w`` as a finite float64 vector of length ``n_features``."""
-        if not self.linear:
-            raise InvalidInputError(
-                f"the {self.kernel.name!r} kernel has no explicit w; pass alpha (the multipliers)."
-            )
-        arr = np.asarray(w, dtype=np.float64)
-        if arr.ndim == 2 and arr.shape[0] == 1:
-            arr = arr[0]
-        if arr.shape != (self.n_features,):
-            raise InvalidInputError(
-                f"w must have shape ({self.n_features},) to match X; got {arr.shape}."
-            )
-        if not np.all(np.isfinite(arr)):
-            raise InvalidInputError("w contains NaN or inf.")
-        return arr
+        return check_weight_vector(w, self.n_features, self.kernel.name)
 
     def check_b(self, b: Any) -> float:
         """A candidate intercept; must be 0 when the problem has none."""
-        value = float(np.asarray(b, dtype=np.float64).reshape(-1)[0]) if np.size(b) == 1 else None
-        if value is None or not math.isfinite(value):
-            raise InvalidInputError(f"b must be one finite number; got {b!r}.")
-        if not self.intercept.fitted and value != 0.0:
-            raise InvalidInputError(
-                f"this problem has no intercept (intercept='none') but the candidate has "
-                f"b={value!r}; pass b=0 or build the problem with an intercept."
-            )
-        return value
+        return check_intercept(
+            b, self.intercept.fitted, "intercept='none'", "build the problem with an intercept"
+        )
 
     def check_alpha(self, alpha: Any) -> np.ndarray:
         """Candidate multipliers ``u`` as a finite float64 vector of length ``n_samples``."""

@@ -47,6 +47,28 @@ def _shape_of(obj: Any) -> str:
     return f"{type(obj).__name__} of shape {shape}" if shape is not None else type(obj).__name__
 
 
+def finite_vector(value: Any, n: int, owner: str, symbol: str, size: str, hint: str) -> np.ndarray:
+    """``value`` as a finite float64 vector of shape ``(n,)``, or a typed error naming the model
+    ``owner``, the argument ``symbol``, its ``size`` (e.g. ``"n_features"``) and a ``hint``."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidTypeError(
+            f"{owner}: {symbol} must be a numeric vector; could not convert it: {exc}"
+        ) from None
+    if arr.shape != (n,):
+        raise InvalidInputError(
+            f"{owner}: {symbol} must have shape ({size},) = ({n},), got {arr.shape}. {hint}"
+        )
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"{owner}: {symbol} contains NaN or inf.")
+    return arr
+
+
+#: The hint of a wrong-shaped input of the models whose inputs are feature vectors.
+ONE_EXAMPLE = "Pass one example (a row of the data matrix) at a time, or use the *_batch methods."
+
+
 class JointFeatureModel(abc.ABC):
     r"""A structured-output model: joint feature map, task loss and the argmax oracles.
 
@@ -251,20 +273,9 @@ class JointFeatureModel(abc.ABC):
             If its shape is wrong or it holds NaN or inf.
         """
         n = self._checked_n_joint_features()
-        try:
-            arr = np.asarray(w, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InvalidTypeError(
-                f"{self._name}: w must be a numeric vector; could not convert it: {exc}"
-            ) from None
-        if arr.shape != (n,):
-            raise InvalidInputError(
-                f"{self._name}: w must have shape (n_joint_features,) = ({n},), got "
-                f"{arr.shape}. Pass the flat weight vector of the structural SVM."
-            )
-        if not np.all(np.isfinite(arr)):
-            raise InvalidInputError(f"{self._name}: w contains NaN or inf.")
-        return arr
+        return finite_vector(
+            w, n, self._name, "w", "n_joint_features", "Pass the flat weight vector."
+        )
 
     # ------------------------------------------------------------------ derived quantities
     def score(self, x: Any, y: Any, w: np.ndarray) -> float:

@@ -10,7 +10,7 @@ import numpy as np
 
 from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
-from qpsvm.models.base import JointFeatureModel
+from qpsvm.models.base import ONE_EXAMPLE, JointFeatureModel, finite_vector
 
 __all__ = ["MulticlassModel"]
 
@@ -68,21 +68,7 @@ class MulticlassModel(JointFeatureModel):
         InvalidInputError
             If its shape is wrong or it holds NaN or inf.
         """
-        try:
-            arr = np.asarray(x, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InvalidTypeError(
-                f"{self._name}: x must be a numeric vector; could not convert it: {exc}"
-            ) from None
-        if arr.shape != (self.n_features,):
-            raise InvalidInputError(
-                f"{self._name}: x must have shape (n_features,) = ({self.n_features},), got "
-                f"{arr.shape}. Pass one example (a row of the data matrix) at a time, or use the "
-                "*_batch methods for a matrix."
-            )
-        if not np.all(np.isfinite(arr)):
-            raise InvalidInputError(f"{self._name}: x contains NaN or inf.")
-        return arr
+        return finite_vector(x, self.n_features, self._name, "x", "n_features", ONE_EXAMPLE)
 
     def check_output(self, y: Any, x: Any = None) -> int:
         """Return the class index ``y`` as an ``int`` in ``[0, n_classes)``.

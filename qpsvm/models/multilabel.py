@@ -11,7 +11,7 @@ import numpy as np
 
 from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
-from qpsvm.models.base import JointFeatureModel
+from qpsvm.models.base import ONE_EXAMPLE, JointFeatureModel, finite_vector
 from qpsvm.models.pairwise import MapResult, is_forest, map_inference
 
 __all__ = ["MAX_ENUMERATED_LABELS", "MultiLabelModel", "chow_liu_tree"]
@@ -207,20 +207,7 @@ class MultiLabelModel(JointFeatureModel):
     # ---------------------------------------------------------------------- validation
     def check_input(self, x: Any) -> np.ndarray:
         """Return ``x`` as a finite float64 vector of shape ``(n_features,)``."""
-        try:
-            arr = np.asarray(x, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InvalidTypeError(
-                f"{self._name}: x must be a numeric vector; could not convert it: {exc}"
-            ) from None
-        if arr.shape != (self.n_features,):
-            raise InvalidInputError(
-                f"{self._name}: x must have shape (n_features,) = ({self.n_features},), got "
-                f"{arr.shape}."
-            )
-        if not np.all(np.isfinite(arr)):
-            raise InvalidInputError(f"{self._name}: x contains NaN or inf.")
-        return arr
+        return finite_vector(x, self.n_features, self._name, "x", "n_features", ONE_EXAMPLE)
 
     def check_output(self, y: Any, x: Any = None) -> np.ndarray:
         """Return ``y`` as an int64 0/1 vector of shape ``(n_labels,)`` (booleans accepted)."""
