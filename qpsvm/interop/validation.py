@@ -8,7 +8,6 @@ a model whose problem qpsvm cannot state raises :class:`~qpsvm.UnsupportedProble
 
 from __future__ import annotations
 
-import inspect
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +17,7 @@ import scipy.sparse as sp
 
 from qpsvm._validation import check_data, check_sample_weight
 from qpsvm.conventions import C_from_svmrank
-from qpsvm.exceptions import InvalidInputError, InvalidTypeError, UnsupportedProblemError
+from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.interop.answer import ForeignAnswer, ProblemSpec
 from qpsvm.interop.files import read_model_file
 from qpsvm.interop.liblinear import from_liblinear
@@ -175,25 +174,6 @@ def _settle(spec: ProblemSpec, value: float | None, name: str, recorded: float |
     return float(value)
 
 
-def _pieces(cls: type, spec: ProblemSpec) -> dict[str, Any]:
-    """The loss and penalty keywords of ``spec`` for formulation class ``cls``."""
-    wanted: dict[str, Any] = {}
-    if spec.loss not in ("hinge", "epsilon_insensitive"):
-        wanted["loss"] = spec.loss
-    if spec.penalty != "l2":
-        wanted["penalty"] = spec.penalty
-        if spec.l1_ratio is not None:
-            wanted["l1_ratio"] = spec.l1_ratio
-    accepted = inspect.signature(cls).parameters
-    missing = [f"{k}={v!r}" for k, v in wanted.items() if k not in accepted]
-    if missing:
-        raise UnsupportedProblemError(
-            f"{cls.__name__} cannot state {', '.join(missing)}: this qpsvm certifies that model's "
-            "problem only once the piece is available."
-        )
-    return wanted
-
-
 def _with_bias(X: Any, spec: ProblemSpec) -> Any:
     """LIBLINEAR's bias: ``X`` with a last constant feature ``intercept_scaling``."""
     column = np.full((X.shape[0], 1), spec.intercept_scaling)
@@ -218,7 +198,9 @@ def _binary_linear(
 ) -> tuple[Any, dict[str, Any]]:
     from qpsvm.formulations import SoftMarginPrimal
 
-    kwargs = _pieces(SoftMarginPrimal, spec)
+    kwargs: dict[str, Any] = {"loss": spec.loss, "penalty": spec.penalty}
+    if spec.l1_ratio is not None:
+        kwargs["l1_ratio"] = spec.l1_ratio
     if spec.intercept == "regularized":
         X, w, b = _with_bias(X, spec), np.append(w, b / spec.intercept_scaling), 0.0
     free = spec.intercept == "free"

@@ -26,6 +26,7 @@ import importlib
 import shlex
 import subprocess
 import tempfile
+from abc import ABC, abstractmethod
 from collections.abc import Callable as CallableType
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,14 +149,14 @@ def _certify_arrays(f: Any, values: dict[str, Any]) -> Answer:
     return Answer(cert, w)
 
 
-class Solver:
+class Solver(ABC):
     """A solver the suite can score: :meth:`run` an instance, get an :class:`Answer`."""
 
     name: str = ""
 
-    def run(self, instance: Instance, f: Any) -> Answer:  # pragma: no cover - interface
+    @abstractmethod
+    def run(self, instance: Instance, f: Any) -> Answer:
         """Solve ``f`` (built from ``instance``) and certify the answer."""
-        raise NotImplementedError
 
 
 @dataclass
