@@ -1,0 +1,79 @@
+"""Every regime against its specialised solver: the grid of ratios qpsvm / anchor.
+
+Run from the repository root::
+
+    python benchmarks/bench_regimes.py                 # the quick grid
+    python benchmarks/bench_regimes.py --scale full    # the whole grid (tens of minutes)
+    python benchmarks/bench_regimes.py --family sparse --json regimes.json
+
+Each point is solved by qpsvm to a passing certificate (the point fails otherwise) and by the
+anchor at its defaults, in the same process; times are medians after one untimed warm call.
+The summary gives the geometric mean of the ratios and the worst point. The JSON output feeds
+the performance profile of notebook 08.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pkgutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from regimes._grid import SCALES, Timing, geometric_mean, time_point
+
+
+def families() -> list[str]:
+    """Names of the family modules in benchmarks/regimes/."""
+    import regimes
+
+    modules = pkgutil.iter_modules(regimes.__path__)
+    return sorted(m.name for m in modules if not m.name.startswith("_"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", choices=SCALES, default="quick")
+    parser.add_argument("--family", action="append", help="run only these families (repeatable)")
+    parser.add_argument("--json", type=Path, help="write the timings to this file")
+    args = parser.parse_args()
+
+    timings: list[Timing] = []
+    header = ("family", "point", "anchor", "qpsvm s", "anchor s", "ratio")
+    print("{:<11} {:<44} {:<10} {:>9} {:>9} {:>7}".format(*header))
+    for family in args.family or families():
+        module = importlib.import_module(f"regimes.{family}")
+        for point in module.points(args.scale):
+            t = time_point(point)
+            timings.append(t)
+            print(
+                f"{point.family:<11} {point.name:<44} {point.anchor:<10} "
+                f"{t.qpsvm:>9.3f} {t.anchor:>9.3f} {t.ratio:>7.2f}",
+                flush=True,
+            )
+    if not timings:
+        return
+    worst = max(timings, key=lambda t: t.ratio)
+    print(f"\ngeometric mean of ratios: {geometric_mean([t.ratio for t in timings]):.2f}")
+    where = f"{worst.point.family} {worst.point.name}"
+    print(f"worst point: {where} ({worst.ratio:.2f}x {worst.point.anchor})")
+    if args.json:
+        rows = [
+            {
+                "family": t.point.family,
+                "point": t.point.name,
+                "anchor": t.point.anchor,
+                "qpsvm_seconds": t.qpsvm,
+                "anchor_seconds": t.anchor,
+                "ratio": t.ratio,
+            }
+            for t in timings
+        ]
+        args.json.write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
