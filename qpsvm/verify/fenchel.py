@@ -49,6 +49,7 @@ pair: ``R(w) + R^*(v) - w.v`` (reported as ``stationarity``) and, per sample,
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -339,7 +340,9 @@ class _Dual:
         return c.clip(u)
 
 
-def certify_composed(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certificate:
+def certify_composed(
+    f: Any, cand: Candidate, tol: float = DEFAULT_TOL, hints: Sequence[np.ndarray] = ()
+) -> Certificate:
     """Certify a candidate ``(w, b)`` and/or multipliers ``u`` of a composed problem.
 
     Parameters
@@ -350,10 +353,15 @@ def certify_composed(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certi
         whose conjugate is differentiable); ``b=None`` takes the best intercept for ``w``.
     tol : float
         Relative tolerance of the test.
+    hints : sequence of ndarray, optional
+        More multipliers to try as dual points (made feasible first), e.g. those of the
+        problem's own solution: with them the gap bounds the suboptimality of a candidate of
+        any quality tightly, where the candidate's own multipliers (scaled into the penalty
+        conjugate's domain, which costs a gap linear in the candidate's error) do not.
     """
     tol = check_tol(tol)
     if not f.linear:
-        return _certify_kernel(f, cand, tol)
+        return _certify_kernel(f, cand, tol, hints)
     dual = _Dual(f)
     u_in = None if cand.alpha is None else f.check_alpha(cand.alpha)
     if cand.w is not None:
@@ -370,7 +378,9 @@ def certify_composed(f: Any, cand: Candidate, tol: float = DEFAULT_TOL) -> Certi
     if cand.xi is not None:
         primal_inf = f.slack_violation(z, cand.xi)
 
-    pool = [] if u_in is None else [dual.feasible(u_in)]
+    pool = [dual.feasible(f.check_alpha(h)) for h in hints]
+    if u_in is not None:
+        pool.append(dual.feasible(u_in))
     gradient = f.loss.gradient_dual(z, f.target, f.epsilon, f.loss_weights())
     pool.append(dual.feasible(gradient))
     pool.extend(dual.matched(gradient, z, f.intercept.augment(w, b)))
@@ -417,7 +427,9 @@ class _KernelView:
         return self._f.kernel_product(alpha)
 
 
-def _certify_kernel(f: Any, cand: Candidate, tol: float) -> Certificate:
+def _certify_kernel(
+    f: Any, cand: Candidate, tol: float, hints: Sequence[np.ndarray]
+) -> Certificate:
     """:func:`certify_composed` for a nonlinear kernel: multipliers ``u`` (and ``b``)."""
     if cand.alpha is None:
         raise InvalidInputError(
@@ -429,7 +441,8 @@ def _certify_kernel(f: Any, cand: Candidate, tol: float) -> Certificate:
     g, e = kernel_scores(view, u_in, ulps)
     b = f.kernel_intercept(u_in, g) if cand.b is None else f.check_b(cand.b)
     shadow = f.factor_problem()
-    search = certify_composed(shadow, Candidate(w=shadow.expansion(u_in), b=b, alpha=u_in), tol)
+    candidate = Candidate(w=shadow.expansion(u_in), b=b, alpha=u_in)
+    search = certify_composed(shadow, candidate, tol, hints)
     weights = f.loss_weights()
     z = f.sigma * (g + b)
     worst = np.maximum(
