@@ -93,7 +93,8 @@ class StructuralSVM(Formulation):
         :class:`~qpsvm.models.GraphModel`, or a user subclass). The certificate's true slacks
         come from its oracles, so they must be exact, or relaxed with proven upper bounds
         (``exact_inference = False`` and ``loss_augmented_bounds_batch``): then the certificate
-        encloses the optimum of the relaxed problem, and the exact one lies below it.
+        encloses the optimum of the relaxed problem, and the exact one lies below it
+        (:meth:`certified_problem` says when it encloses both).
     X, Y : sequence
         Inputs and outputs, one per example, in the forms ``model.check_input`` and
         ``model.check_output`` accept.
@@ -296,7 +297,9 @@ class StructuralSVM(Formulation):
         :math:`u_i - w\cdot\Psi(x_i, y_i)` of the model's
         :meth:`~qpsvm.models.JointFeatureModel.loss_augmented_bounds_batch`: slacks of the
         relaxed problem, whose feasible outputs include every labelling, so :math:`P(w)` bounds
-        both the relaxed and the exact optimum from above.
+        both the relaxed and the exact optimum from above. The outputs may then be fractional
+        (points of the relaxation, see :attr:`~qpsvm.models.JointFeatureModel.exact_inference`):
+        their rows are constraints of the relaxed problem.
 
         Returns
         -------
@@ -331,6 +334,28 @@ class StructuralSVM(Formulation):
         self.check_b(b)
         w = self.check_w(w)
         return 0.5 * fsum(w * w) + self.C * fsum(self.slacks(w))
+
+    def certified_problem(
+        self, planes: Sequence[CuttingPlane] | None, alpha: np.ndarray | None
+    ) -> str:
+        r"""Whose optimum a certificate with the dual point ``(planes, alpha)`` encloses.
+
+        ``"exact"``: the model's oracles are exact. ``"relaxed"``: they are relaxed (the primal
+        side bounds the relaxed slacks) and a fractional output has weight in the dual point
+        (or there is no dual point), so :math:`D(\alpha) \le P^*_{\text{relaxed}} \le P(w)`
+        only. ``"relaxed and exact"``: relaxed oracles, but the weighted outputs are all
+        outputs, so :math:`D(\alpha)` is also a dual value of the exact problem and
+        :math:`D \le P^*_{\text{exact}} \le P^*_{\text{relaxed}} \le P(w)`: both optima lie in
+        the enclosure (the relaxation is tight up to the gap).
+        """
+        if self.model.exact_inference:
+            return "exact"
+        if planes is None or alpha is None:
+            return "relaxed"
+        weighted = (p for p, a in zip(planes, np.asarray(alpha), strict=True) if a > 0)
+        if any(self.model.is_fractional(y) for p in weighted for y in p.outputs):
+            return "relaxed"
+        return "relaxed and exact"
 
     def predict(self, X: Any, solution: Any) -> list[Any]:
         r"""Predictions :math:`\arg\max_y w\cdot\Psi(x, y)` for new inputs (``solution.w``)."""
@@ -449,8 +474,10 @@ class StructuralSVM(Formulation):
         w = self.check_w(cand.w)
         xi = self.slacks(w)
         info = dict(fields.pop("info", {}) or {})
-        if isinstance(cand, StructuralCandidate) and cand.planes is not None:
-            info["constraints"] = cand.planes
+        planes = cand.planes if isinstance(cand, StructuralCandidate) else None
+        if planes is not None:
+            info["constraints"] = planes
+        info["certified_problem"] = self.certified_problem(planes, cand.alpha)
         fields.setdefault("solve_time", 0.0)
         fields.setdefault("n_iter", 0)
         return Solution(

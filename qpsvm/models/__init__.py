@@ -9,8 +9,10 @@ with any model.
 * :class:`MultiLabelModel` -- multi-label classification with independent labels, a tree of
   labels (e.g. :func:`chow_liu_tree`) or every pair of labels.
 * :class:`GraphModel` -- a pairwise CRF over a graph given with each example (with optional edge
-  features; :func:`grid_edges` for images): exact max-product on forests, the LP relaxation by
-  dual decomposition on graphs with cycles (:mod:`qpsvm.models.pairwise`).
+  features; :func:`grid_edges` for images): exact max-product on forests, the LP relaxation
+  over the local polytope on graphs with cycles (:mod:`qpsvm.models.pairwise`,
+  :mod:`qpsvm.models.local_polytope`), whose fractional maximisers are outputs of the relaxed
+  problem.
 * :class:`LatentModel`, :class:`LatentMulticlassModel` -- outputs ``(y, h)`` with a hidden
   ``h``, for :class:`qpsvm.LatentStructuralSVM`.
 """

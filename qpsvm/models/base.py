@@ -111,7 +111,12 @@ class JointFeatureModel(abc.ABC):
     #: Whether :meth:`loss_augmented_inference` always returns an exact maximiser. Models with a
     #: relaxed oracle (an LP relaxation on graphs with cycles) set it to ``False`` and override
     #: :meth:`loss_augmented_bounds_batch`; the structural SVM then takes the slacks from the
-    #: bounds and certifies the relaxed problem (Finley & Joachims, ICML 2008).
+    #: bounds and certifies the relaxed problem (Finley & Joachims, ICML 2008). Such a model's
+    #: loss-augmented oracles may return *fractional outputs*, points of the relaxation that
+    #: are not outputs (e.g. :class:`~qpsvm.models.local_polytope.Marginals`): then
+    #: :meth:`check_output`, :meth:`joint_feature` and :meth:`loss` accept them, with
+    #: :math:`\Psi` and :math:`\Delta(y, \cdot)` extended linearly (so each is a cutting plane
+    #: of the relaxed problem), and :meth:`is_fractional` tells them from outputs.
     exact_inference: bool = True
 
     @property
@@ -224,6 +229,11 @@ class JointFeatureModel(abc.ABC):
             if value > best_value:
                 best, best_value = candidate, value
         return best
+
+    def is_fractional(self, y: Any) -> bool:
+        """Whether ``y`` is a fractional output of a relaxed oracle (a point of the relaxation
+        that is no output; see :attr:`exact_inference`). The default: never."""
+        return False
 
     def enumerate_outputs(self, x: Any) -> Iterator[Any]:
         """Every output for ``x``, one at a time (optional; used by the exhaustive defaults).
@@ -588,9 +598,12 @@ class JointFeatureModel(abc.ABC):
 
         The default (exact oracles) returns the outputs of
         :meth:`loss_augmented_inference_batch` and their values, which are the maxima. A relaxed
-        oracle returns the best outputs it found and a proven bound on the maximum (e.g. a dual
-        decomposition's), so that :math:`u_i - w\cdot\Psi(x_i, y_i)` bounds the true slack
-        from above.
+        oracle returns its best points of the relaxation and proven bounds :math:`u_i` on the
+        maximum over the relaxation (e.g. a linear program's dual bound), so that
+        :math:`u_i - w\cdot\Psi(x_i, y_i)` bounds the slack of the relaxed problem, hence the
+        true one, from above. A point may be fractional (see :attr:`exact_inference`): its
+        linear :math:`\Psi` and :math:`\Delta` make a constraint of the relaxed problem, and
+        with such constraints the working set's dual reaches the relaxed optimum.
         """
         outputs = self.loss_augmented_inference_batch(X, Y, w)
         w = self.check_weights(w)

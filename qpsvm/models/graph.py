@@ -11,8 +11,9 @@ import numpy as np
 from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.models.base import JointFeatureModel
+from qpsvm.models.local_polytope import Marginals, maximise_relaxation
 from qpsvm.models.multilabel import _check_class_weight, _check_edges
-from qpsvm.models.pairwise import MapResult, map_inference
+from qpsvm.models.pairwise import map_inference
 
 __all__ = ["GraphModel", "grid_edges"]
 
@@ -74,10 +75,17 @@ class GraphModel(JointFeatureModel):
     :math:`\Delta(y, y') = \sum_v c_{y_v} [y_v \ne y'_v]` (``class_weight``, default all ones:
     the number of wrong nodes); loss-augmented inference raises the unary scores by
     :math:`c_{y_v}` on the wrong states. Inference (:mod:`qpsvm.models.pairwise`) is exact
-    max-product when the example's graph is a forest, and on a graph with cycles the
-    local-polytope LP relaxation by dual decomposition: a *relaxed* oracle whose upper bounds
-    (:meth:`loss_augmented_bounds_batch`) are the slacks the structural SVM's certificate uses
-    (Finley & Joachims, ICML 2008). Slack rescaling is not available.
+    max-product when the example's graph is a forest; on a graph with cycles prediction is the
+    best labelling dual decomposition finds, and loss-augmented inference is the *relaxed*
+    oracle over the local polytope (:func:`~qpsvm.models.local_polytope.maximise_relaxation`):
+    its outputs are labellings where the relaxation is tight and fractional outputs
+    (:class:`~qpsvm.models.local_polytope.Marginals`) where it is not, and its upper bounds
+    (:meth:`loss_augmented_bounds_batch`) are the slacks the structural SVM's certificate uses,
+    which then encloses the optimum of the relaxed problem (Finley & Joachims, ICML 2008).
+    :meth:`joint_feature` and :meth:`loss` accept marginals :math:`\mu` as outputs, extended
+    linearly: :math:`\Psi(x, \mu)` sums :math:`\mu_v(s) x_v` and
+    :math:`f_{ej}\mu_e(a, b)`, and :math:`\Delta(y, \mu) = \sum_v c_{y_v}(1 - \mu_v(y_v))`.
+    Slack rescaling is not available.
 
     Parameters
     ----------
@@ -186,10 +194,24 @@ class GraphModel(JointFeatureModel):
             raise InvalidInputError(f"{self._name}: edge_features contain NaN or inf.")
         return nodes, edges, feats
 
-    def check_output(self, y: Any, x: Any = None) -> np.ndarray:
-        """Return ``y`` as an int64 array of states in ``[0, n_states)``, one per node of ``x``."""
+    def check_output(self, y: Any, x: Any = None) -> np.ndarray | Marginals:
+        """Return ``y`` as an int64 array of states in ``[0, n_states)``, one per node of ``x``,
+        or, for a fractional output, as :class:`~qpsvm.models.local_polytope.Marginals` checked
+        exactly to lie in the local polytope of ``x``'s graph (node marginals only without
+        ``x``)."""
         if y is None:
             raise InvalidTypeError(f"{self._name}: an output is None.")
+        if isinstance(y, Marginals):
+            if x is None:
+                return y.check(None, self.n_states, self._name)
+            nodes, edges = self.check_input(x)[:2]
+            mu = y.check(edges, self.n_states, self._name)
+            if mu.nodes.shape[0] != nodes.shape[0]:
+                raise InvalidInputError(
+                    f"{self._name}: the marginals have {mu.nodes.shape[0]} nodes but x has "
+                    f"{nodes.shape[0]}."
+                )
+            return mu
         arr = np.asarray(y)
         if arr.dtype.kind not in "iu":
             raise InvalidTypeError(
@@ -226,58 +248,83 @@ class GraphModel(JointFeatureModel):
 
     def joint_feature(self, x: Any, y: Any) -> np.ndarray:
         r""":math:`\Psi(x, y)`: the unary block (row ``s`` sums the ``x_v`` with ``y_v = s``),
-        then per edge feature ``j`` the table entries weighted by :math:`f_{ej}`."""
+        then per edge feature ``j`` the table entries weighted by :math:`f_{ej}`; for marginals
+        the same sums weighted by :math:`\mu_v(s)` and :math:`\mu_e(a, b)`."""
         x = self.check_input(x)
         y = self.check_output(y, x)
-        onehot = np.zeros((y.shape[0], self.n_states))
-        onehot[np.arange(y.shape[0]), y] = 1.0
-        codes = self._index[y[x[1][:, 0]], y[x[1][:, 1]]]
-        pair = np.zeros((codes.shape[0], self.n_pairwise))
-        pair[np.arange(codes.shape[0]), codes] = 1.0
+        if isinstance(y, Marginals):
+            nodes = y.nodes
+            pair = np.zeros((y.edges.shape[0], self.n_pairwise))
+            np.add.at(pair.T, self._index.ravel(), y.edges.reshape(-1, self.n_states**2).T)
+        else:
+            nodes = np.zeros((y.shape[0], self.n_states))
+            nodes[np.arange(y.shape[0]), y] = 1.0
+            codes = self._index[y[x[1][:, 0]], y[x[1][:, 1]]]
+            pair = np.zeros((codes.shape[0], self.n_pairwise))
+            pair[np.arange(codes.shape[0]), codes] = 1.0
         pairwise = self._edge_features(x).T @ pair
-        return np.concatenate([(onehot.T @ x[0]).ravel(), pairwise.ravel()])
+        return np.concatenate([(nodes.T @ x[0]).ravel(), pairwise.ravel()])
 
     def loss(self, y_true: Any, y_pred: Any) -> float:
-        r"""Class-weighted Hamming loss :math:`\sum_v c_{y_v} [y_v \ne y'_v]`."""
+        r"""Class-weighted Hamming loss :math:`\sum_v c_{y_v} [y_v \ne y'_v]`; of marginals
+        :math:`\mu`, :math:`\sum_v c_{y_v} (1 - \mu_v(y_v))`."""
         a, b = self.check_output(y_true), self.check_output(y_pred)
-        if a.shape != b.shape:
+        if isinstance(a, Marginals):
+            raise InvalidTypeError(
+                f"{self._name}: the true output of a loss must be a labelling, not marginals."
+            )
+        n_pred = b.nodes.shape[0] if isinstance(b, Marginals) else b.shape[0]
+        if a.shape[0] != n_pred:
             raise InvalidInputError(
                 f"{self._name}: the Hamming loss compares outputs of equal length, got "
-                f"{a.shape[0]} and {b.shape[0]}."
+                f"{a.shape[0]} and {n_pred}."
             )
+        if isinstance(b, Marginals):
+            return b.hamming_loss(a, self.class_weight)
         return float(np.sum(self.class_weight[a] * (a != b)))
 
-    def _maximise(self, x: Any, w: Any, y: np.ndarray | None) -> MapResult:
+    def _augmented(self, x: Any, w: Any, y: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The potentials of ``x`` with the unary scores raised by :math:`c_{y_v}` on the wrong
+        states, and the edges."""
         unary, pairwise = self.potentials(x, w)
-        if y is not None:
-            bonus = np.repeat(self.class_weight[y][:, None], self.n_states, axis=1)
-            bonus[np.arange(y.shape[0]), y] = 0.0
-            unary = unary + bonus
-        return map_inference(unary, self.check_input(x)[1], pairwise)
+        bonus = np.repeat(self.class_weight[y][:, None], self.n_states, axis=1)
+        bonus[np.arange(y.shape[0]), y] = 0.0
+        return unary + bonus, self.check_input(x)[1], pairwise
 
     def inference(self, x: Any, w: np.ndarray) -> np.ndarray:
         r""":math:`\arg\max_y w\cdot\Psi(x, y)`: exact on forests, the best labelling found by
         dual decomposition otherwise."""
-        return self._maximise(x, w, None).labels
+        unary, pairwise = self.potentials(x, w)
+        return map_inference(unary, self.check_input(x)[1], pairwise).labels
 
-    def loss_augmented_inference(self, x: Any, y: Any, w: np.ndarray) -> np.ndarray:
-        r""":math:`\arg\max_{y'} \Delta(y, y') + w\cdot\Psi(x, y')` (exact on forests)."""
-        return self._maximise(x, w, self.check_output(y, x)).labels
+    def loss_augmented_inference(self, x: Any, y: Any, w: np.ndarray) -> np.ndarray | Marginals:
+        r""":math:`\arg\max_{y'} \Delta(y, y') + w\cdot\Psi(x, y')` over the local polytope:
+        exact on forests; on graphs with cycles a labelling where the relaxation is tight,
+        else marginals."""
+        return self.loss_augmented_bounds_batch([x], [y], w)[0][0]
 
     def loss_augmented_bounds_batch(
         self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray
-    ) -> tuple[list[np.ndarray], np.ndarray]:
-        r"""Loss-augmented outputs and upper bounds on
-        :math:`\max_{y'} \Delta(y_i, y') + w\cdot\Psi(x_i, y')` (dual decomposition's bound; the
-        maximum itself on forests)."""
+    ) -> tuple[list[np.ndarray | Marginals], np.ndarray]:
+        r"""Loss-augmented outputs (labellings or marginals) and upper bounds on
+        :math:`\max_{\mu \in \mathbb L} \Delta(y_i, \mu) + w\cdot\Psi(x_i, \mu)` (the maximum
+        itself on forests)."""
         self._check_pair_lengths(X, Y, "X", "Y")
         w = self.check_weights(w)
-        results = [self._maximise(x, w, self.check_output(y, x)) for x, y in zip(X, Y, strict=True)]
-        return [r.labels for r in results], np.array([r.bound for r in results], dtype=float)
+        results = [
+            maximise_relaxation(*self._augmented(x, w, self.check_output(y, x)))
+            for x, y in zip(X, Y, strict=True)
+        ]
+        return [r.output for r in results], np.array([r.bound for r in results], dtype=float)
+
+    def is_fractional(self, y: Any) -> bool:
+        """Whether ``y`` is :class:`~qpsvm.models.local_polytope.Marginals` (a fractional
+        output of the relaxed oracle)."""
+        return isinstance(y, Marginals)
 
     def loss_augmented_inference_batch(
         self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray
-    ) -> list[np.ndarray]:
+    ) -> list[np.ndarray | Marginals]:
         """:meth:`loss_augmented_inference` on every example."""
         return self.loss_augmented_bounds_batch(X, Y, w)[0]
 

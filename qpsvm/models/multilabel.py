@@ -12,7 +12,8 @@ import numpy as np
 from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.models.base import ONE_EXAMPLE, JointFeatureModel, finite_vector
-from qpsvm.models.pairwise import MapResult, is_forest, map_inference
+from qpsvm.models.local_polytope import Marginals, RelaxedMaximum, maximise_relaxation
+from qpsvm.models.pairwise import is_forest, map_inference
 
 __all__ = ["MAX_ENUMERATED_LABELS", "MultiLabelModel", "chow_liu_tree"]
 
@@ -134,11 +135,17 @@ class MultiLabelModel(JointFeatureModel):
     * an array of label pairs without a cycle (a tree or forest, e.g. :func:`chow_liu_tree`):
       max-product, exact (:mod:`qpsvm.models.pairwise`);
     * ``"full"`` (every pair): exact by a Gray-code search over all :math:`2^L` outputs up to
-      :data:`MAX_ENUMERATED_LABELS` labels; beyond, the local-polytope LP relaxation by dual
-      decomposition, a *relaxed* oracle: its outputs are the best labellings found and
+      :data:`MAX_ENUMERATED_LABELS` labels; beyond, a *relaxed* oracle over the local
+      polytope (:func:`~qpsvm.models.local_polytope.maximise_relaxation`): loss-augmented
+      inference returns labellings where the relaxation is tight and fractional outputs
+      (:class:`~qpsvm.models.local_polytope.Marginals`, node marginals ``(n_labels, 2)`` and
+      edge marginals ``(n_edges, 2, 2)``) where it is not, and
       :meth:`loss_augmented_bounds_batch` gives upper bounds on the maximum, which the
-      structural SVM's certificate uses as slacks (Finley & Joachims, ICML 2008). Any other
-      graph with a cycle is solved the same way.
+      structural SVM's certificate uses as slacks, so that it certifies the relaxed problem
+      (Finley & Joachims, ICML 2008); prediction is the best labelling dual decomposition
+      finds. Any other graph with a cycle is solved the same way. :meth:`joint_feature` and
+      :meth:`loss` extend linearly to marginals :math:`\mu`: :math:`y_l` becomes
+      :math:`\mu_l(1)` and the edge indicators :math:`\mu_e(a, b)`.
 
     Parameters
     ----------
@@ -209,10 +216,20 @@ class MultiLabelModel(JointFeatureModel):
         """Return ``x`` as a finite float64 vector of shape ``(n_features,)``."""
         return finite_vector(x, self.n_features, self._name, "x", "n_features", ONE_EXAMPLE)
 
-    def check_output(self, y: Any, x: Any = None) -> np.ndarray:
-        """Return ``y`` as an int64 0/1 vector of shape ``(n_labels,)`` (booleans accepted)."""
+    def check_output(self, y: Any, x: Any = None) -> np.ndarray | Marginals:
+        """Return ``y`` as an int64 0/1 vector of shape ``(n_labels,)`` (booleans accepted), or,
+        for a fractional output, as :class:`~qpsvm.models.local_polytope.Marginals` checked
+        exactly to lie in the local polytope of the label graph."""
         if y is None:
             raise InvalidTypeError(f"{self._name}: an output is None.")
+        if isinstance(y, Marginals):
+            mu = y.check(self.edges, 2, self._name)
+            if mu.nodes.shape[0] != self.n_labels:
+                raise InvalidInputError(
+                    f"{self._name}: the marginals have {mu.nodes.shape[0]} labels, not "
+                    f"{self.n_labels}."
+                )
+            return mu
         arr = np.asarray(y)
         if arr.dtype.kind not in "iub":
             raise InvalidTypeError(
@@ -235,16 +252,20 @@ class MultiLabelModel(JointFeatureModel):
         return w[:cut].reshape(self.n_labels, self.n_features), w[cut:].reshape(-1, 2, 2)
 
     def joint_feature(self, x: Any, y: Any) -> np.ndarray:
-        r""":math:`\Psi(x, y) = (y \otimes x, (e_{y_u} \otimes e_{y_v})_e)`, flattened."""
-        x = self.check_input(x)
-        y = self.check_output(y)
-        pair = np.zeros((self.edges.shape[0], 4))
-        pair[np.arange(self.edges.shape[0]), 2 * y[self.edges[:, 0]] + y[self.edges[:, 1]]] = 1.0
-        return np.concatenate([np.outer(y, x).ravel(), pair.ravel()])
+        r""":math:`\Psi(x, y) = (y \otimes x, (e_{y_u} \otimes e_{y_v})_e)`, flattened; for
+        marginals :math:`(\mu_\cdot(1) \otimes x, (\mu_e)_e)`."""
+        return self.batch_joint_feature([x], [y])
 
     def loss(self, y_true: Any, y_pred: Any) -> float:
-        r"""Class-weighted Hamming loss :math:`\sum_l c_{y_l} [y_l \ne y'_l]`."""
+        r"""Class-weighted Hamming loss :math:`\sum_l c_{y_l} [y_l \ne y'_l]`; of marginals
+        :math:`\mu`, :math:`\sum_l c_{y_l}(1 - \mu_l(y_l))`."""
         a, b = self.check_output(y_true), self.check_output(y_pred)
+        if isinstance(a, Marginals):
+            raise InvalidTypeError(
+                f"{self._name}: the true output of a loss must be a label vector, not marginals."
+            )
+        if isinstance(b, Marginals):
+            return b.hamming_loss(a, self.class_weight)
         return float(np.sum(self.class_weight[a] * (a != b)))
 
     def enumerate_outputs(self, x: Any) -> Iterator[np.ndarray]:
@@ -252,16 +273,20 @@ class MultiLabelModel(JointFeatureModel):
         for labels in itertools.product((0, 1), repeat=self.n_labels):
             yield np.array(labels, dtype=np.int64)
 
-    def _maximise(self, x: np.ndarray, unary_w: np.ndarray, pairwise: np.ndarray, bonus: Any):
-        """Maximise ``w . Psi(x, y) + sum_l bonus[l, y_l]``; a :class:`MapResult`."""
+    def _maximise(
+        self, x: np.ndarray, unary_w: np.ndarray, pairwise: np.ndarray, bonus: Any
+    ) -> RelaxedMaximum:
+        """Maximise ``w . Psi(x, y) + sum_l bonus[l, y_l]``: exactly (independent labels, a
+        tree, a full graph by enumeration), else over the local polytope when ``bonus`` is given
+        (loss-augmented inference) and by dual decomposition's best labelling when not
+        (prediction)."""
         unary = np.zeros((self.n_labels, 2))
         unary[:, 1] = unary_w @ x
         if bonus is not None:
             unary += bonus
         if self.graph == "independent":
             labels = np.argmax(unary, axis=1).astype(np.int64)
-            value = float(np.sum(np.max(unary, axis=1)))
-            return MapResult(labels, value, value, True)
+            return RelaxedMaximum(labels, float(np.sum(np.max(unary, axis=1))))
         if self.graph == "full" and self.n_labels <= MAX_ENUMERATED_LABELS:
             # P[a, b] = P00 + (P10 - P00) a + (P01 - P00) b + (P11 - P10 - P01 + P00) a b
             u, v = self.edges[:, 0], self.edges[:, 1]
@@ -273,9 +298,11 @@ class MultiLabelModel(JointFeatureModel):
             np.add.at(quadratic, (u, v), p11 - p10 - p01 + p00)
             labels = np.empty(self.n_labels, dtype=np.int64)
             best = _gray_code_max(linear, quadratic, labels)
-            value = float(best + np.sum(unary[:, 0]) + np.sum(p00))
-            return MapResult(labels, value, value, True)
-        return map_inference(unary, self.edges, pairwise)
+            return RelaxedMaximum(labels, float(best + np.sum(unary[:, 0]) + np.sum(p00)))
+        if bonus is None:
+            result = map_inference(unary, self.edges, pairwise)
+            return RelaxedMaximum(result.labels, result.bound)
+        return maximise_relaxation(unary, self.edges, pairwise)
 
     def _bonus(self, y: np.ndarray) -> np.ndarray:
         """Loss-augmentation of the unary scores: ``c_{y_l}`` on the wrong value of label l."""
@@ -286,19 +313,21 @@ class MultiLabelModel(JointFeatureModel):
     def inference(self, x: Any, w: np.ndarray) -> np.ndarray:
         r""":math:`\arg\max_y w\cdot\Psi(x, y)` (see the class docstring for the oracle)."""
         unary_w, pairwise = self._split(w)
-        return self._maximise(self.check_input(x), unary_w, pairwise, None).labels
+        return self._maximise(self.check_input(x), unary_w, pairwise, None).output
 
-    def loss_augmented_inference(self, x: Any, y: Any, w: np.ndarray) -> np.ndarray:
+    def loss_augmented_inference(self, x: Any, y: Any, w: np.ndarray) -> np.ndarray | Marginals:
         r""":math:`\arg\max_{y'} \Delta(y, y') + w\cdot\Psi(x, y')` (unary scores raised by the
-        class weight on each wrong value)."""
+        class weight on each wrong value; over the local polytope where the oracle is
+        relaxed)."""
         return self.loss_augmented_bounds_batch([x], [y], w)[0][0]
 
     def loss_augmented_bounds_batch(
         self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray
-    ) -> tuple[list[np.ndarray], np.ndarray]:
+    ) -> tuple[list[np.ndarray | Marginals], np.ndarray]:
         r"""Loss-augmented outputs and upper bounds on
-        :math:`\max_{y'} \Delta(y_i, y') + w\cdot\Psi(x_i, y')`, one per example (equal to the
-        outputs' values where the oracle is exact)."""
+        :math:`\max_{y'} \Delta(y_i, y') + w\cdot\Psi(x_i, y')` (over the local polytope where
+        the oracle is relaxed), one per example (equal to the outputs' values where the oracle
+        is exact)."""
         self._check_pair_lengths(X, Y, "X", "Y")
         unary_w, pairwise = self._split(w)
         outputs, bounds = [], np.empty(len(X))
@@ -306,13 +335,18 @@ class MultiLabelModel(JointFeatureModel):
             result = self._maximise(
                 self.check_input(x), unary_w, pairwise, self._bonus(self.check_output(y))
             )
-            outputs.append(result.labels)
+            outputs.append(result.output)
             bounds[i] = result.bound
         return outputs, bounds
 
+    def is_fractional(self, y: Any) -> bool:
+        """Whether ``y`` is :class:`~qpsvm.models.local_polytope.Marginals` (a fractional
+        output of the relaxed oracle)."""
+        return isinstance(y, Marginals)
+
     def loss_augmented_inference_batch(
         self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray
-    ) -> list[np.ndarray]:
+    ) -> list[np.ndarray | Marginals]:
         """:meth:`loss_augmented_inference` on every example."""
         return self.loss_augmented_bounds_batch(X, Y, w)[0]
 
@@ -324,11 +358,19 @@ class MultiLabelModel(JointFeatureModel):
         if reduce not in ("sum", "stack"):
             raise InvalidInputError(f"reduce must be 'sum' or 'stack', got {reduce!r}.")
         xs = np.array([self.check_input(x) for x in X]).reshape(len(X), self.n_features)
-        ys = np.array([self.check_output(y) for y in Y]).reshape(len(Y), self.n_labels)
+        checked = [self.check_output(y) for y in Y]
         n_edges = self.edges.shape[0]
-        pair = np.zeros((len(X), n_edges, 4))
-        codes = 2 * ys[:, self.edges[:, 0]] + ys[:, self.edges[:, 1]]
-        pair[np.arange(len(X))[:, None], np.arange(n_edges)[None, :], codes] = 1.0
+        ys = np.zeros((len(Y), self.n_labels))
+        pair = np.zeros((len(Y), n_edges, 4))
+        labelled = np.array([not isinstance(y, Marginals) for y in checked], dtype=bool)
+        if labelled.any():
+            labels = np.array([y for y in checked if not isinstance(y, Marginals)])
+            rows = np.flatnonzero(labelled)
+            ys[rows] = labels.reshape(-1, self.n_labels)
+            codes = 2 * labels[:, self.edges[:, 0]] + labels[:, self.edges[:, 1]]
+            pair[rows[:, None], np.arange(n_edges)[None, :], codes] = 1.0
+        for r in np.flatnonzero(~labelled):
+            ys[r], pair[r] = checked[r].nodes[:, 1], checked[r].edges.reshape(n_edges, 4)
         rows = np.concatenate(
             [(ys[:, :, None] * xs[:, None, :]).reshape(len(X), -1), pair.reshape(len(X), -1)],
             axis=1,

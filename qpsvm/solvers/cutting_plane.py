@@ -784,6 +784,9 @@ def solve_cutting_plane(
         certificate=cert,
         info={
             "constraints": [pool.planes[k] for k in ids],
+            "certified_problem": f.certified_problem(
+                [pool.planes[k] for k in ids], pool.alpha[ids]
+            ),
             "variant": variant,
             "working_set": int(ids.size),
             "support": int(np.count_nonzero(pool.alpha[ids])),
