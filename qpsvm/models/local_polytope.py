@@ -48,7 +48,7 @@ import scipy.optimize
 import scipy.sparse as sp
 
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError, SolverError
-from qpsvm.models.pairwise import map_inference
+from qpsvm.models.pairwise import DD_TOLERANCE, map_inference
 
 __all__ = [
     "GRID_BITS",
@@ -395,13 +395,15 @@ def maximise_relaxation(
     polytope.
 
     Dual decomposition first (:func:`~qpsvm.models.pairwise.map_inference`: exact max-product on
-    a forest, and fast where the forests agree on a labelling, which is then a maximiser of the
-    relaxation as well); otherwise the LP (:func:`maximise_local_polytope`), whose maximiser is
-    returned as a labelling when it is integral and as :class:`Marginals` when it is not, with
-    its dual bound (rounded up; at least the maximiser's score).
+    a forest, and fast where the forests agree on a labelling, which then maximises the
+    relaxation as well, or where its bound comes within
+    :data:`~qpsvm.models.pairwise.DD_TOLERANCE` of the best labelling's score, as ties often
+    leave it on tight problems); otherwise the LP (:func:`maximise_local_polytope`), whose
+    maximiser is returned as a labelling when it is integral and as :class:`Marginals` when it
+    is not, with its dual bound (rounded up; at least the maximiser's score).
     """
     result = map_inference(unary, edges, pairwise)
-    if result.exact:
+    if result.bound - result.value <= DD_TOLERANCE * max(1.0, abs(result.value)):
         return RelaxedMaximum(result.labels, result.bound)
     lp = maximise_local_polytope(unary, edges, pairwise)
     nodes = lp.marginals.nodes

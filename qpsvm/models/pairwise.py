@@ -46,6 +46,9 @@ __all__ = ["MapResult", "energy", "forest_partition", "is_forest", "map_inferenc
 DD_MAX_ITER = 2000
 #: Iterations without a better bound after which the Polyak step is halved.
 DD_PATIENCE = 10
+#: Dual decomposition stops when its bound is within this relative distance of the best
+#: labelling's score (ties can keep the forests from agreeing on a labelling that is optimal).
+DD_TOLERANCE = 1e-12
 
 
 @dataclass(frozen=True)
@@ -208,7 +211,7 @@ def _partition(n_nodes, edges):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, nogil=True)
 def _dual_decomposition(  # pragma: no cover - compiled
-    unary, edges, pairwise, orders, parents, pedges, max_iter, patience
+    unary, edges, pairwise, orders, parents, pedges, max_iter, patience, tolerance
 ):
     """Projected subgradient descent on :math:`B(\\lambda)` (see the module docstring).
 
@@ -262,7 +265,7 @@ def _dual_decomposition(  # pragma: no cover - compiled
         if norm == 0.0:
             agreed = True
             break
-        if best_bound - best_value <= 1e-12 * max(1.0, abs(best_value)):
+        if best_bound - best_value <= tolerance * max(1.0, abs(best_value)):
             break
         step = scale * (bound - best_value) / norm
         for t in range(n_forests):
@@ -360,7 +363,7 @@ def map_inference(
         return MapResult(labels, float(value), float(value), True)
     orders, parents, pedges = (np.stack([s[j] for s in structures]) for j in range(3))
     labels, value, bound, agreed = _dual_decomposition(
-        unary, edges, pairwise, orders, parents, pedges, int(max_iter), DD_PATIENCE
+        unary, edges, pairwise, orders, parents, pedges, int(max_iter), DD_PATIENCE, DD_TOLERANCE
     )
     value = float(value)
     # rounding can put a bound a few ulps below the value it provably exceeds in exact arithmetic
