@@ -142,3 +142,33 @@ def test_medium_binary_in_seconds():
     X, y = random_problem(11, n=2000, d=20, shift=0.3)
     f = qpsvm.SoftMarginPrimal(X, y, C=1.0)
     exact_binary_duality(f, f.solve(method="exact").info["exact"])
+
+
+@pytest.mark.parametrize("guess", ["none", "all"])
+def test_optimum_does_not_depend_on_the_guess(guess):
+    # duplicated points with opposite labels and a collinear feature: degenerate on the margin.
+    # From no float guess the exact solve frees rows round by round; from every row free it
+    # solves one complementarity problem; both must reach the same w* and P* exactly.
+    from qpsvm.exact.kkt import solve_grouped
+    from qpsvm.solvers.exact import binary_qp
+
+    X, y = random_problem(4, n=24, d=2)
+    X = np.c_[X, 2.0 * X[:, 0]]
+    X[1], y[1] = X[0], -y[0]
+    f = qpsvm.SoftMarginPrimal(X, y, C=10.0)
+    reference = f.solve(method="exact").info["exact"]
+    qp = binary_qp(f)
+    active = np.full(qp.n_rows, guess == "all")
+    opt = solve_grouped(qp, active, np.zeros(qp.n_groups, dtype=bool))
+    assert all(opt.w == reference.w) and opt.objective == reference.objective
+    exact_binary_duality(f, opt)
+
+
+def test_no_float_guess_for_an_inseparable_hard_margin():
+    # without a float solve to read sets from, infeasibility is found by Lemke's secondary ray
+    from qpsvm.exact.kkt import solve_grouped
+    from qpsvm.solvers.exact import binary_qp
+
+    qp = binary_qp(qpsvm.HardMargin([[0.0], [1.0], [2.0]], [1, -1, 1]))
+    with pytest.raises(qpsvm.exceptions.InfeasibleProblemError):
+        solve_grouped(qp, np.ones(3, dtype=bool), np.zeros(3, dtype=bool))

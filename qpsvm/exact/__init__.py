@@ -1,7 +1,8 @@
 """Exact rational optima of the linear SVMs: the oracle certificates are tested against.
 
 :func:`solve_grouped` solves the grouped-slack QP every linear formulation is an instance of
-(:mod:`qpsvm.exact.kkt`) in rational arithmetic (:mod:`qpsvm.exact.rational`);
+(:mod:`qpsvm.exact.kkt`) by Lemke's method in exact integer arithmetic
+(:mod:`qpsvm.exact.lemke`, :mod:`qpsvm.exact.rational`);
 ``f.solve(method="exact")`` (:mod:`qpsvm.solvers.exact`) builds it from a formulation.
 """
 

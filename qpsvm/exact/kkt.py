@@ -1,4 +1,4 @@
-r"""The exact optimum of an SVM with grouped slacks, by support sets and rational KKT equations.
+r"""The exact optimum of an SVM with grouped slacks: Lemke's method on the support sets.
 
 Every linear SVM of qpsvm is an instance of one quadratic program over rows ``a_k`` grouped by
 the slack they share:
@@ -18,13 +18,17 @@ have one row per group (``a_k = y_k x_k``, or a pair difference), Weston-Watkins
     D(\alpha) = \sum_k m_k \alpha_k - \tfrac12\Big\|\sum_k \alpha_k a_k\Big\|^2,\quad
     \alpha \ge 0,\ \sum_{k \in g} \alpha_k \le c_g,\ \sum_k y_k \alpha_k = 0 \text{ (with b)}.
 
-Given the active rows (tight constraints) and the saturated groups (``sum alpha = c_g``, where
-``xi_g`` may be positive), the KKT conditions are linear equations, solved here in rational
-arithmetic (:mod:`qpsvm.exact.rational`) in the space of the free multipliers: a saturated
-group with one active row fixes that multiplier at ``c_g``, so its size is the number of rows on
-the margin (``<= d + 1`` in general position), not ``n``. Every KKT condition is then checked
-exactly over all rows; indices that violate one are moved (a primal-dual active-set step) until
-all hold. The result is the exact optimum of the problem the float64 data state.
+Its KKT conditions are a linear complementarity problem with a positive semidefinite matrix
+(the multipliers ``alpha`` against the margins' excess ``mu_k = a_k.w + y_k b - m_k + xi_g``,
+the slacks ``xi_g`` against the caps' room, the intercept split in two signs against the
+balance), solved exactly by Lemke's method with the lexicographic rule
+(:mod:`qpsvm.exact.lemke`), which is finite on degenerate problems too (ties, duplicated
+points, more points on the margin than dimensions). A float solution only chooses the
+complementarity problem's size: rows it puts clearly off the margin are fixed at
+``alpha_k = 0``, rows alone in a group whose slack is clearly positive at ``alpha_k = c_g``;
+the rest are the unknowns. Every KKT condition is then checked exactly over all rows; fixed
+rows that violate one become unknowns and the problem is solved again, so the rounds are at most
+the number of rows, and the last one is the exact optimum of the problem the float64 data state.
 """
 
 from __future__ import annotations
@@ -35,16 +39,13 @@ from fractions import Fraction
 
 import numpy as np
 
-from qpsvm.exact.rational import ZERO, solve_rational, to_float
-from qpsvm.exceptions import SolverError
+from qpsvm.exact.lemke import LCPInfeasibleError, solve_lcp
+from qpsvm.exact.rational import ZERO, IntegerRows, to_float
+from qpsvm.exceptions import InfeasibleProblemError, SolverError
 
 __all__ = ["ExactOptimum", "GroupedQP", "solve_grouped"]
 
 logger = logging.getLogger("qpsvm")
-
-#: Rounds in which every violated condition moves its index at once; afterwards only the
-#: largest violation moves per round (which cannot cycle as easily).
-BULK_ROUNDS = 8
 
 
 @dataclass
@@ -53,8 +54,8 @@ class GroupedQP:
 
     Attributes
     ----------
-    A : ndarray of Fraction, shape (n_rows, dim)
-        Rows ``a_k``.
+    rows : IntegerRows
+        Rows ``a_k``, exact (integers over a common denominator).
     m : ndarray of Fraction, shape (n_rows,)
         Margins ``m_k``.
     group : ndarray of int, shape (n_rows,)
@@ -65,7 +66,7 @@ class GroupedQP:
         ``y_k`` (``+-1``) of each row when ``b`` is free, else ``None``.
     """
 
-    A: np.ndarray
+    rows: IntegerRows
     m: np.ndarray
     group: np.ndarray
     cap: list[Fraction | None]
@@ -73,7 +74,7 @@ class GroupedQP:
 
     @property
     def n_rows(self) -> int:
-        return int(self.A.shape[0])
+        return int(self.rows.shape[0])
 
     @property
     def n_groups(self) -> int:
@@ -85,7 +86,7 @@ class GroupedQP:
         (a float) when a hard constraint fails."""
         w = np.asarray([Fraction(v) for v in np.ravel(w)], dtype=object)
         b = Fraction(b)
-        margins = self.A.dot(w) + (self.label * b if self.label is not None else 0)
+        margins = self.rows.apply(w) + (self.label * b if self.label is not None else 0)
         short = self.m - margins
         xi = [ZERO] * self.n_groups
         for k, g in enumerate(self.group):
@@ -117,7 +118,7 @@ class ExactOptimum:
     objective : Fraction
         ``P* = D* = 1/2 ||w*||^2 + sum_g c_g xi_g``.
     iterations : int
-        Support-set rounds it took.
+        Lemke pivots it took, over all rounds.
     """
 
     w: np.ndarray
@@ -138,239 +139,184 @@ class ExactOptimum:
         return to_float(self.alpha)
 
 
-@dataclass
-class _Point:
-    """The solution of the KKT equations on one choice of sets."""
-
-    alpha: np.ndarray
-    w: np.ndarray
-    b: Fraction
-    xi: np.ndarray
-    margins: np.ndarray
-    moves: list[tuple[float, str, int]]
-
-
-class _Sets:
-    """Active rows and saturated groups, with the derived free / fixed rows."""
-
-    def __init__(self, qp: GroupedQP, active: np.ndarray, saturated: np.ndarray) -> None:
-        self.qp = qp
-        #: rows of groups with ``c_g = 0``: their multipliers are 0 and their slack costs nothing
-        self.dead = np.array([c is not None and c == 0 for c in qp.cap])[qp.group]
-        self.active = active & ~self.dead
-        self.saturated = saturated.copy()
-
-    def derived(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Fixed rows (alone and active in a saturated group: ``alpha = c_g``), free rows, and
-        the saturated groups with several active rows (their ``xi_g`` is an unknown)."""
-        qp = self.qp
-        counts = np.bincount(qp.group[self.active], minlength=qp.n_groups)
-        self.saturated &= counts > 0
-        lone = self.saturated & (counts == 1)
-        fixed = self.active & lone[qp.group]
-        free = self.active & ~fixed
-        multi = np.flatnonzero(self.saturated & (counts > 1))
-        return np.flatnonzero(fixed), np.flatnonzero(free), multi
-
-
 def _dot(a: np.ndarray, b: np.ndarray) -> Fraction:
     return sum((x * y for x, y in zip(a, b, strict=True)), ZERO)
 
 
-def _solve_sets(qp: GroupedQP, sets: _Sets) -> tuple[_Point, np.ndarray, np.ndarray]:
-    """The KKT equations on ``sets`` solved exactly (unknowns: ``b``, the ``xi_g`` of saturated
-    groups with several active rows, the free multipliers)."""
-    fixed, free, multi = sets.derived()
-    caps = np.array([qp.cap[g] for g in qp.group[fixed]], dtype=object)
-    alpha = np.array([ZERO] * qp.n_rows, dtype=object)
-    alpha[fixed] = caps
-    v0 = qp.A[fixed].T.dot(caps) if fixed.size else np.array([ZERO] * qp.A.shape[1], dtype=object)
-    intercept = qp.label is not None
-    n_b = 1 if intercept else 0
-    slot = {g: n_b + i for i, g in enumerate(multi)}
-    offset = n_b + multi.size
-    size = offset + free.size
-    AF = qp.A[free]
-    G = AF.dot(AF.T) if free.size else np.zeros((0, 0), dtype=object)
-    rhs_v = qp.m[free] - (AF.dot(v0) if free.size else np.zeros(0, dtype=object))
-    M: list[list[Fraction]] = []
-    r: list[Fraction] = []
-    for i, k in enumerate(free):
-        row = [ZERO] * size
-        if intercept:
-            row[0] = Fraction(int(qp.label[k]))
-        g = int(qp.group[k])
-        if g in slot:
-            row[slot[g]] = Fraction(1)
-        row[offset:] = list(G[i])
-        M.append(row)
-        r.append(rhs_v[i])
-    if intercept:
-        M.append([ZERO] * offset + [Fraction(int(qp.label[k])) for k in free])
-        r.append(-sum((Fraction(int(qp.label[k])) * qp.cap[qp.group[k]] for k in fixed), ZERO))
-    for g in multi:
-        M.append([ZERO] * offset + [Fraction(int(qp.group[k] == g)) for k in free])
-        r.append(qp.cap[g])
-    solution = solve_rational(M, r) if M else None
-    x = solution.x if solution is not None else np.array([], dtype=object)
-    alpha[free] = x[offset:]
-    w = v0 + (AF.T.dot(x[offset:]) if free.size else 0)
-    scores = qp.A.dot(w)
-    b, end = ZERO, None
-    if intercept:
-        if solution is not None and 0 in solution.pivots:
-            b = x[0]
-        else:
-            b, end = _free_intercept(qp, fixed, sets.dead, scores)
-    margins = scores + (qp.label * b if intercept else 0)
+@dataclass
+class _Round:
+    """One reduced problem: the free rows and the rows fixed at their group's cap."""
+
+    free: np.ndarray
+    capped: np.ndarray
+
+
+class _Reduced:
+    """The complementarity problem on the free rows, the others fixed (at 0 or at ``c_g``)."""
+
+    def __init__(self, qp: GroupedQP, rows: IntegerRows, sets: _Round, dead: np.ndarray) -> None:
+        self.qp, self.rows, self.sets, self.dead = qp, rows, sets, dead
+        free = np.flatnonzero(sets.free)
+        self.free = free
+        self.capped = np.flatnonzero(sets.capped)
+        groups = sorted({int(g) for g in qp.group[free] if qp.cap[g] is not None})
+        self.groups = groups
+        self.intercept = qp.label is not None
+
+    def alpha_fixed(self) -> np.ndarray:
+        alpha = np.array([ZERO] * self.qp.n_rows, dtype=object)
+        for k in self.capped:
+            alpha[k] = self.qp.cap[self.qp.group[k]]
+        return alpha
+
+    def lcp(self, alpha: np.ndarray) -> tuple[list[list[Fraction]], list[Fraction]]:
+        r"""``M`` and ``q`` over ``z = (alpha_F, xi_H, lambda_+, lambda_-)``:
+
+        .. math::
+
+            M = \begin{pmatrix} G_{FF} & E^\top & -y_F & y_F \\ -E & 0 & 0 & 0 \\
+            y_F^\top & 0 & 0 & 0 \\ -y_F^\top & 0 & 0 & 0 \end{pmatrix},\quad
+            q = \begin{pmatrix} A_F v - m_F \\ c_H \\ y \cdot \alpha_X \\
+            -y \cdot \alpha_X \end{pmatrix},
+
+        ``v = sum_{k fixed} alpha_k a_k``, ``E`` the rows' group incidence; ``b = lambda_- -
+        lambda_+``. ``M + M^T = diag(2 G_FF, 0)`` is positive semidefinite.
+        """
+        qp, free, groups = self.qp, self.free, self.groups
+        nf, nh = free.size, len(groups)
+        size = nf + nh + (2 if self.intercept else 0)
+        M = [[ZERO] * size for _ in range(size)]
+        v = self.rows.combine(self.capped, alpha[self.capped])
+        q = list(self.rows.apply(v, free) - qp.m[free])
+        G = self.rows.gram(free)
+        slot = {g: nf + j for j, g in enumerate(groups)}
+        for i, k in enumerate(free):
+            M[i][:nf] = list(G[i])
+            g = int(qp.group[k])
+            if g in slot:
+                M[i][slot[g]] = Fraction(1)
+                M[slot[g]][i] = Fraction(-1)
+        q += [qp.cap[g] for g in groups]
+        if self.intercept:
+            y = [Fraction(int(qp.label[k])) for k in free]
+            plus, minus = nf + nh, nf + nh + 1
+            balance = sum((int(qp.label[k]) * alpha[k] for k in self.capped), ZERO)
+            for i in range(nf):
+                M[i][plus], M[i][minus] = -y[i], y[i]
+                M[plus][i], M[minus][i] = y[i], -y[i]
+            q += [balance, -balance]
+        return M, q
+
+
+def _first_round(qp: GroupedQP, active: np.ndarray, saturated: np.ndarray, dead: np.ndarray):
+    """Free rows and capped rows read off guessed sets: an active row alone in a saturated group
+    is capped, every other active row free."""
+    active = active & ~dead
+    counts = np.bincount(qp.group[active], minlength=qp.n_groups)
+    lone = saturated & (counts == 1) & np.array([c is not None for c in qp.cap])
+    capped = active & lone[qp.group]
+    return _Round(free=active & ~capped, capped=capped)
+
+
+def _kkt_point(qp: GroupedQP, rows: IntegerRows, reduced: _Reduced, z: list[Fraction]):
+    """``alpha, w, b, xi`` and the margins from the reduced problem's solution ``z``."""
+    free, groups = reduced.free, reduced.groups
+    alpha = reduced.alpha_fixed()
+    nf, nh = free.size, len(groups)
+    alpha[free] = z[:nf]
+    b = z[nf + nh + 1] - z[nf + nh] if reduced.intercept else ZERO
+    support = np.flatnonzero(alpha != 0)
+    w = rows.combine(support, alpha[support])
+    margins = rows.apply(w) + (qp.label * b if reduced.intercept else 0)
     xi = np.array([ZERO] * qp.n_groups, dtype=object)
-    for g in multi:
-        xi[g] = x[slot[g]]
-    for k in fixed:
+    for j, g in enumerate(groups):
+        xi[g] = z[nf + j]
+    for k in reduced.capped:
         xi[qp.group[k]] = qp.m[k] - margins[k]
-    # equations no solution satisfies: a free row leaves the active set, a group its saturation,
-    # an unbalanced intercept makes the row at the end of its interval active
-    moves: list[tuple[float, str, int]] = []
-    for i in [] if solution is None else solution.inconsistent:
-        if i < free.size:
-            moves.append((np.inf, "drop", int(free[i])))
-        elif intercept and i == free.size:
-            if end is None:
-                raise SolverError("the exact KKT equations leave the intercept unbounded.")
-            moves.append((np.inf, "add", end))
-        else:
-            moves.append((np.inf, "unsaturate", int(multi[i - free.size - n_b])))
-    return _Point(alpha, w, b, xi, margins, moves), fixed, free
+    return alpha, w, b, xi, margins
 
 
-def _free_intercept(
-    qp: GroupedQP, fixed: np.ndarray, dead: np.ndarray, scores: np.ndarray
-) -> tuple[Fraction, int | None]:
-    """``b`` when no free multiplier determines it, and the row that bounds it there.
-
-    ``b`` stays inside the interval its constraints leave (rows of unsaturated groups need
-    ``y_k b >= m_k - a_k.w``, fixed rows ``<=``): at the end the objective's slope
-    ``-b sum_fixed y_k c_k`` points to, else at the midpoint.
-    """
-    is_fixed = np.zeros(qp.n_rows, dtype=bool)
-    is_fixed[fixed] = True
-    lo, hi, lo_row, hi_row = None, None, None, None
-    for k in np.flatnonzero(~dead):
-        y = int(qp.label[k])
-        bound = (qp.m[k] - scores[k]) * y
-        # y b >= m - s  <=>  b >= bound (y = 1) or b <= bound (y = -1); reversed for fixed rows
-        if (y == 1) != bool(is_fixed[k]):
-            if lo is None or bound > lo:
-                lo, lo_row = bound, int(k)
-        elif hi is None or bound < hi:
-            hi, hi_row = bound, int(k)
-    slope = -sum((int(qp.label[k]) * qp.cap[qp.group[k]] for k in fixed), ZERO)
-    if slope < 0 and hi is not None:
-        return hi, hi_row
-    if slope > 0 and lo is not None:
-        return lo, lo_row
-    if lo is not None and hi is not None:
-        return (lo + hi) / 2, None
-    return (lo if lo is not None else hi if hi is not None else ZERO), None
+def _violated(
+    qp: GroupedQP, sets: _Round, dead: np.ndarray, xi: np.ndarray, margins: np.ndarray
+) -> np.ndarray:
+    """Fixed rows whose KKT condition fails: a row at 0 below its margin ``m_k - xi_g``, a
+    capped row whose slack ``xi_g`` is negative."""
+    fixed_zero = ~sets.free & ~sets.capped & ~dead
+    below = np.array([margins[k] < qp.m[k] - xi[qp.group[k]] for k in range(qp.n_rows)])
+    negative = np.array([xi[qp.group[k]] < 0 for k in range(qp.n_rows)])
+    return (fixed_zero & below) | (sets.capped & negative)
 
 
-def _violations(
-    qp: GroupedQP, sets: _Sets, point: _Point, free: np.ndarray
-) -> list[tuple[float, str, int]]:
-    """Every KKT condition that fails at ``point``, as ``(size, kind, index)``."""
-    out = list(point.moves)
-    for k in free:
-        if point.alpha[k] < 0:
-            out.append((-float(point.alpha[k]), "drop", int(k)))
-    sums = np.array([ZERO] * qp.n_groups, dtype=object)
-    np.add.at(sums, qp.group, point.alpha)
-    for g in range(qp.n_groups):
-        cap = qp.cap[g]
-        if sets.saturated[g]:
-            if point.xi[g] < 0:
-                out.append((-float(point.xi[g]), "unsaturate", g))
-        elif cap is not None and sums[g] > cap:
-            out.append((float(sums[g] - cap), "saturate", g))
-    need = qp.m - point.xi[qp.group]
-    for k in np.flatnonzero(~sets.active & ~sets.dead):
-        if point.margins[k] < need[k]:
-            out.append((float(need[k] - point.margins[k]), "add", int(k)))
-    return out
-
-
-def _apply(sets: _Sets, moves: list[tuple[float, str, int]]) -> None:
-    for _, kind, index in moves:
-        if kind == "drop":
-            sets.active[index] = False
-        elif kind == "add":
-            sets.active[index] = True
-        elif kind == "saturate":
-            sets.saturated[index] = True
-        else:
-            sets.saturated[index] = False
-
-
-def solve_grouped(
-    qp: GroupedQP,
-    active: np.ndarray,
-    saturated: np.ndarray,
-    max_rounds: int | None = None,
-) -> ExactOptimum:
+def solve_grouped(qp: GroupedQP, active: np.ndarray, saturated: np.ndarray) -> ExactOptimum:
     """The exact optimum of ``qp``, starting from guessed sets (e.g. read off a float solution).
 
     Parameters
     ----------
     qp : GroupedQP
     active : ndarray of bool, shape (n_rows,)
-        Rows guessed tight.
+        Rows guessed tight (the unknowns of the first round).
     saturated : ndarray of bool, shape (n_groups,)
-        Groups guessed at their cap (``xi_g > 0`` possible).
-    max_rounds : int, optional
-        Most support-set rounds (default ``50 + 2 n_rows``).
+        Groups guessed at their cap (``xi_g > 0``): their lone active row is fixed at the cap.
 
     Raises
     ------
+    InfeasibleProblemError
+        When the problem has no feasible point (a hard constraint set that cannot hold).
     SolverError
-        When the sets do not settle within ``max_rounds``.
+        When the exact optimum fails its final duality check (a defect, never expected).
     """
-    sets = _Sets(qp, active, saturated)
-    limit = 50 + 2 * qp.n_rows if max_rounds is None else max_rounds
-    seen: set[bytes] = set()
-    rng = np.random.default_rng(0)
-    for rounds in range(1, limit + 1):
-        point, _, free = _solve_sets(qp, sets)
-        moves = _violations(qp, sets, point, free)
-        if not moves:
-            return _optimum(qp, point, sets.dead, rounds)
-        logger.debug("exact KKT round %d: %d violated conditions", rounds, len(moves))
-        state = sets.active.tobytes() + sets.saturated.tobytes()
-        if state in seen:
-            # a cycle: one violated condition, chosen at random, breaks it
-            moves = [moves[int(rng.integers(len(moves)))]]
-        elif rounds > BULK_ROUNDS:
-            moves = [max(moves)]
-        seen.add(state)
-        _apply(sets, moves)
-    raise SolverError(
-        f"the exact KKT solve did not settle its support sets in {limit} rounds; "
-        "start it from a more accurate float solution."
-    )
+    rows = qp.rows
+    dead = np.array([c is not None and c == 0 for c in qp.cap])[qp.group]
+    sets = _first_round(qp, np.asarray(active, dtype=bool), np.asarray(saturated), dead)
+    pivots = 0
+    for _ in range(qp.n_rows + 2):
+        reduced = _Reduced(qp, rows, sets, dead)
+        M, q = reduced.lcp(reduced.alpha_fixed())
+        try:
+            result = solve_lcp(M, q)
+        except LCPInfeasibleError as exc:
+            # the fixed multipliers leave no feasible dual point: free them all
+            if not (sets.capped.any() or (~sets.free & ~dead).any()):
+                raise InfeasibleProblemError(
+                    "the problem has no feasible point (its dual is unbounded)."
+                ) from exc
+            sets = _Round(free=~dead, capped=np.zeros_like(dead))
+            continue
+        pivots += result.pivots
+        alpha, w, b, xi, margins = _kkt_point(qp, rows, reduced, result.z)
+        bad = _violated(qp, sets, dead, xi, margins)
+        if not bad.any():
+            return _optimum(qp, alpha, w, b, xi, margins, dead, pivots)
+        logger.debug("exact KKT: %d fixed rows violate their condition", int(bad.sum()))
+        # a violated group gives up its capped row too: its cap is shared again
+        touched = np.zeros(qp.n_groups, dtype=bool)
+        touched[qp.group[bad]] = True
+        moved = sets.capped & touched[qp.group]
+        sets = _Round(free=sets.free | bad | moved, capped=sets.capped & ~moved)
+    raise SolverError("the exact KKT solve did not settle (a defect: rounds are bounded).")
 
 
-def _optimum(qp: GroupedQP, point: _Point, dead: np.ndarray, rounds: int) -> ExactOptimum:
+def _optimum(
+    qp: GroupedQP,
+    alpha: np.ndarray,
+    w: np.ndarray,
+    b: Fraction,
+    xi: np.ndarray,
+    margins: np.ndarray,
+    dead: np.ndarray,
+    pivots: int,
+) -> ExactOptimum:
     """The optimum with slacks of zero-cost groups filled in, and ``P = D`` checked exactly."""
-    xi = point.xi.copy()
-    shortfall = qp.m - point.margins
+    xi = xi.copy()
+    shortfall = qp.m - margins
     for k in np.flatnonzero(dead):
         g = qp.group[k]
         if shortfall[k] > xi[g]:
             xi[g] = shortfall[k]
-    norm2 = _dot(point.w, point.w)
+    norm2 = _dot(w, w)
     cost = sum((qp.cap[g] * xi[g] for g in range(qp.n_groups) if qp.cap[g] is not None), ZERO)
     primal = norm2 / 2 + cost
-    dual = _dot(qp.m, point.alpha) - norm2 / 2
+    dual = _dot(qp.m, alpha) - norm2 / 2
     if primal != dual:
         raise SolverError(f"exact KKT point with P - D = {float(primal - dual):.3e} != 0.")
-    return ExactOptimum(
-        w=point.w, b=point.b, alpha=point.alpha, xi=xi, objective=primal, iterations=rounds
-    )
+    return ExactOptimum(w=w, b=b, alpha=alpha, xi=xi, objective=primal, iterations=pivots)

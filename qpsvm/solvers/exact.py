@@ -2,33 +2,36 @@ r"""``method="exact"``: the exact rational optimum, the oracle certificates are 
 
 Each float64 number of the data is the rational it represents; the problem those rationals state
 has a unique optimal ``w*`` and value ``P*``, found here exactly: a float solve guesses the
-support sets, the KKT equations on them are solved in rational arithmetic and every KKT
-condition is verified exactly over all the data, indices being moved until they all hold
+support sets, the KKT conditions on them (a complementarity problem) are solved by Lemke's
+method in exact integer arithmetic, finite on degenerate data too, and every KKT condition is
+verified exactly over all the data, rows fixed wrongly being freed until they all hold
 (:func:`qpsvm.exact.kkt.solve_grouped`). The returned :class:`~qpsvm.Solution` holds the float
 views (each rational correctly rounded) and ``info["exact"]``, the
 :class:`~qpsvm.exact.ExactOptimum` with ``w*, b*, alpha*, P*`` as fractions.
 
 Covered: the binary formulations with the linear kernel (soft margin primal and dual, weighted
 slacks and margins, hard margin, with or without intercept), the ranking SVM, and both multiclass
-variants. Cost: a float solve, then ``O(n d)`` exact operations per round for the margins plus an
-exact solve of size (points on the margin): a binary problem with ``n = 2000, d = 20`` takes
-seconds.
+variants. Cost: a float solve, then ``O(n d)`` exact operations per round for the margins plus
+Lemke's pivots on the rows near the margin: a binary problem with ``n = 2000, d = 20`` takes
+about a second. python-flint (``pip install qpsvm[exact]``) runs the pivots in C.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from qpsvm.contract import BinaryProblem, MulticlassProblem, Problem, part
 from qpsvm.exact.kkt import ExactOptimum, GroupedQP, solve_grouped
-from qpsvm.exact.rational import to_float, to_rational
+from qpsvm.exact.rational import IntegerRows, to_rational
 from qpsvm.exceptions import InfeasibleProblemError, InvalidInputError, SolverError
 from qpsvm.solution import Candidate, Solution
-from qpsvm.solvers.backends import DEFAULT_ORDER, run_backend
+from qpsvm.solvers.backends import backend_order, run_backend
 
 __all__ = [
     "binary_qp",
@@ -40,12 +43,12 @@ __all__ = [
     "solve_exact_ranking",
 ]
 
-#: A constraint of the float solution counts as tight within one of these many units of
-#: ``max(1, m)``, tried in turn until the exact solve settles (shifted or badly scaled data put
-#: many constraints within 1e-7 of tight while few are).
-TIGHT = (1e-9, 1e-12, 1e-7, 1e-5, 1e-3)
-#: Support-set rounds allowed from each guess.
-ROUNDS = 40
+logger = logging.getLogger("qpsvm")
+
+#: A constraint of the float solution counts as tight within this many units of ``max(1, m)``:
+#: such rows are the unknowns of the exact solve, the others start fixed (the exact solve frees
+#: any whose condition fails, so this only sets its size and its number of rounds).
+TIGHT = 1e-7
 
 
 def _caps(C: float, weights: np.ndarray) -> list[Fraction | None]:
@@ -55,58 +58,66 @@ def _caps(C: float, weights: np.ndarray) -> list[Fraction | None]:
     return [c * Fraction(float(s)) for s in weights]
 
 
-def _solve_from(qp: GroupedQP, margins: np.ndarray, m: np.ndarray) -> ExactOptimum:
-    """The exact optimum, from sets read off a float solution's margins.
+def _solve_from(qp: GroupedQP, margins: np.ndarray | None, m: np.ndarray) -> ExactOptimum:
+    """The exact optimum, from sets read off a float solution's margins (``None``: no float
+    solution, every row an unknown).
 
     Slacks ``xi_g = max(0, max_k m_k - margin_k)``; a row is active when tight to ``xi`` within
-    ``tau``, a group saturated when its slack exceeds ``tau``, for each ``tau`` of
-    :data:`TIGHT` until the exact solve settles.
+    :data:`TIGHT`, a group saturated when its slack exceeds it.
     """
-    scale = max(1.0, float(np.max(np.abs(m), initial=0.0)))
+    if margins is None:
+        return solve_grouped(qp, np.ones(qp.n_rows, dtype=bool), np.zeros(qp.n_groups, bool))
+    tau = TIGHT * max(1.0, float(np.max(np.abs(m), initial=0.0)))
     shortfall = m - margins
     xi = np.zeros(qp.n_groups)
     np.maximum.at(xi, qp.group, shortfall)
     xi[np.array([c is None for c in qp.cap])] = 0.0
-    errors = []
-    for tau in TIGHT:
-        active = np.abs(shortfall - xi[qp.group]) <= tau * scale
-        try:
-            return solve_grouped(qp, active, xi > tau * scale, max_rounds=ROUNDS)
-        except SolverError as exc:
-            errors.append(f"tau={tau:.0e}: {exc}")
-    raise SolverError("the exact KKT solve failed from every guess: " + "; ".join(errors))
+    active = np.abs(shortfall - xi[qp.group]) <= tau
+    return solve_grouped(qp, active, xi > tau)
 
 
-def _start(f: Problem, solver: str | None, start: Any) -> Candidate:
-    """The float point the support sets are read off: ``start``, or the backend's raw answer
-    to the full problem (uncertified: it is only a guess, the exact solve verifies)."""
+def _start(f: Problem, solver: str | None, start: Any) -> Candidate | None:
+    """The float point the support sets are read off: ``start``, or the first backend's raw
+    answer to the full problem (uncertified: it is only a guess, the exact solve verifies);
+    ``None`` when every backend fails (the exact solve then starts from no guess)."""
     if start is not None:
         return start
     model = f.full_model
-    try:
-        run_backend(model.problem, solver or DEFAULT_ORDER[0], {})
-    except InfeasibleProblemError as exc:
-        raise (f.infeasible_error() or exc) from exc
-    return f.read_model(model)
+    for name in backend_order(solver):
+        try:
+            run_backend(model.problem, name, {})
+        except InfeasibleProblemError as exc:
+            raise (f.infeasible_error() or exc) from exc
+        except SolverError as exc:
+            logger.info("the exact solve's float guess failed with %s: %s", name, exc)
+            continue
+        return f.read_model(model)
+    return None
 
 
 def binary_qp(f: BinaryProblem) -> GroupedQP:
     """The exact grouped-slack QP of a binary formulation (linear kernel): rows ``y_i x_i``."""
     _check_linear(f)
-    return _binary_qp(f, to_rational(f.X) * to_rational(f.y)[:, None])
+    # y_i x_i is exact in float64 (a sign change)
+    return _binary_qp(f, IntegerRows.from_float(f.y[:, None] * _dense(f.X)))
 
 
 def ranking_qp(f: BinaryProblem) -> GroupedQP:
     """The exact grouped-slack QP of a ranking SVM: rows ``x_i - x_j``, exact."""
-    items = to_rational(f.items)
-    return _binary_qp(f, items[f.pairs[:, 0]] - items[f.pairs[:, 1]])
+    items = IntegerRows.from_float(f.items)
+    rows = items.num[f.pairs[:, 0]] - items.num[f.pairs[:, 1]]
+    return _binary_qp(f, IntegerRows(rows, items.den))
 
 
-def _binary_qp(f: BinaryProblem, rows: np.ndarray) -> GroupedQP:
+def _dense(X: Any) -> np.ndarray:
+    return X.toarray() if sp.issparse(X) else np.asarray(X, dtype=np.float64)
+
+
+def _binary_qp(f: BinaryProblem, rows: IntegerRows) -> GroupedQP:
     n = f.n_samples
     label = f.y.astype(int) if f.fit_intercept else None
     return GroupedQP(
-        A=rows,
+        rows=rows,
         m=to_rational(f.margin),
         group=np.arange(n),
         cap=_caps(f.C, f.sample_weight),
@@ -116,8 +127,10 @@ def _binary_qp(f: BinaryProblem, rows: np.ndarray) -> GroupedQP:
 
 def _solve_binary_like(f: BinaryProblem, qp: GroupedQP, solver: str | None, start: Any) -> Solution:
     sol = _start(f, solver, start)
-    w0 = np.asarray(sol.w, dtype=np.float64)
-    margins = to_float(qp.A) @ w0 + (f.y * float(sol.b) if f.fit_intercept else 0.0)
+    margins = None
+    if sol is not None:
+        w0 = np.asarray(sol.w, dtype=np.float64)
+        margins = qp.rows.to_float() @ w0 + (f.y * float(sol.b) if f.fit_intercept else 0.0)
     opt = _solve_from(qp, margins, f.margin)
     w = opt.w_float
     cand = f.make_feasible(Candidate(w=w, b=float(opt.b), alpha=opt.alpha_float))
@@ -144,7 +157,11 @@ def solve_exact(f: Problem, solver: str | None = None, start: Any = None) -> Sol
     """``method="exact"``: the exact rational optimum by the oracle the formulation names (its
     ``exact_oracle``: :func:`solve_exact_binary`, :func:`solve_exact_ranking`,
     :func:`solve_exact_multiclass`); see :func:`solve_exact_binary` for the parameters."""
-    return part(f, "exact_oracle", "exact")(f, solver, start)
+    oracle = part(f, "exact_oracle", "exact")
+    try:
+        return oracle(f, solver, start)
+    except InfeasibleProblemError as exc:
+        raise (f.infeasible_error() or exc) from exc
 
 
 def solve_exact_binary(f: BinaryProblem, solver: str | None = None, start: Any = None) -> Solution:
@@ -177,15 +194,20 @@ def multiclass_qp(f: MulticlassProblem) -> GroupedQP:
     """The exact grouped-slack QP of a multiclass SVM, in the space of ``vec(W)`` (rows
     ``(i, c)``, ``c != y_i``, in the order of ``f.rows, f.cols``)."""
     k, d = f.n_classes, f.n_features
-    X = to_rational(f.X)
-    A = np.array([[Fraction(0)] * (k * d) for _ in range(f.rows.size)], dtype=object)
+    X = IntegerRows.from_float(_dense(f.X))
+    A = np.zeros((f.rows.size, k * d), dtype=object)
     for r, (i, c) in enumerate(zip(f.rows, f.cols, strict=True)):
         yi = f.y[i]
-        A[r, yi * d : (yi + 1) * d] = X[i]
-        A[r, c * d : (c + 1) * d] = -X[i]
+        A[r, yi * d : (yi + 1) * d] = X.num[i]
+        A[r, c * d : (c + 1) * d] = -X.num[i]
     group = f.rows.copy() if f.crammer_singer else np.arange(f.rows.size)
     weights = f.sample_weight if f.crammer_singer else f.sample_weight[f.rows]
-    return GroupedQP(A=A, m=to_rational(np.ones(f.rows.size)), group=group, cap=_caps(f.C, weights))
+    return GroupedQP(
+        rows=IntegerRows(A, X.den),
+        m=to_rational(np.ones(f.rows.size)),
+        group=group,
+        cap=_caps(f.C, weights),
+    )
 
 
 def solve_exact_multiclass(
@@ -202,8 +224,7 @@ def solve_exact_multiclass(
     rows_i, cols_c = f.rows, f.cols
     qp = multiclass_qp(f)
     sol = _start(f, solver, start)
-    S = f.scores(f.check_w(sol.w))
-    margins = f.margins(S)[rows_i, cols_c]
+    margins = None if sol is None else f.margins(f.scores(f.check_w(sol.w)))[rows_i, cols_c]
     opt = _solve_from(qp, margins, np.ones(rows_i.size))
     alpha = np.zeros((n, k))
     alpha[rows_i, cols_c] = opt.alpha_float
