@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -232,3 +233,30 @@ def test_solver_multipliers_made_feasible_keep_their_support(solved):
     # far from feasible it is the projection
     rough = np.full(f.n_samples, 2.0 * f.C)
     np.testing.assert_allclose(feasible_near(f, rough), f.project_dual(rough))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    log_scale=st.sampled_from([-310.0, -160.0, 0.0, 150.0, 300.0]),
+    close=st.booleans(),
+)
+def test_distance_lower_bounds_the_exact_distance(seed, log_scale, close):
+    # the exact ||a - b||^2 of the float vectors, in rationals, is never below the bound's
+    # square; and the bound is tight to a few units of round-off where nothing underflows
+    # (np.linalg.norm is not: at 1e-160 its squares lose digits in the subnormals)
+    from decimal import Decimal, localcontext
+
+    from qpsvm.verify.rigorous import distance_lower
+
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=7) * 10.0**log_scale
+    b = a * (1 + 1e-12 * rng.normal(size=7)) if close else rng.normal(size=7) * 10.0**log_scale
+    bound = distance_lower(a, b)
+    exact = sum((Fraction(x) - Fraction(z)) ** 2 for x, z in zip(a, b, strict=True))
+    assert Fraction(bound) ** 2 <= exact
+    with localcontext() as ctx:
+        ctx.prec = 40
+        true = float((Decimal(exact.numerator) / Decimal(exact.denominator)).sqrt())
+    if log_scale > -300:
+        assert bound >= true * (1 - 1e-14)

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from qpsvm.verify.certificate import relative
+from qpsvm.verify.certificate import Certificate, relative
+from qpsvm.verify.rigorous import distance_lower, down, gamma, up
 
 __all__ = ["Comparison", "compare"]
 
@@ -28,6 +29,10 @@ class Comparison:
         ``suboptimality / max(1, |P*|)``.
     distance : float
         ``||w - w*||`` (for a kernel: the RKHS norm ``sqrt(d^T K d)`` with ``d = (a - a*) y``).
+    distance_lower : float
+        A lower bound on the exact ``distance``, rounding included
+        (:func:`~qpsvm.verify.rigorous.distance_lower`; for a kernel, of the quadratic form
+        over the Gram values as computed).
     intercept_distance : float
         ``|b - b*|`` (``0`` without an intercept). A candidate without ``b`` takes the best
         intercept for its ``w``, as its certificate does.
@@ -38,6 +43,11 @@ class Comparison:
         ``sqrt(2 certified_gap) >= distance`` (``P`` is 1-strongly convex in ``w``).
     reference_gap : float
         The reference's certified gap (how exact ``P*`` is).
+    certificate : Certificate or None
+        The candidate's certificate: its enclosure ``[lower, upper]`` contains ``P*`` and
+        ``upper >= P(candidate)``.
+    reference_certificate : Certificate or None
+        The reference's certificate.
     theory_bound : float or None
         For online solutions, the bound the theory gives for the run, next to the measured
         ``suboptimality``: the lectures' ``G^2 (1 + log T) / (lambda T)`` for Pegasos steps
@@ -52,7 +62,23 @@ class Comparison:
     certified_gap: float
     distance_bound: float
     reference_gap: float
+    distance_lower: float = 0.0
+    certificate: Certificate | None = None
+    reference_certificate: Certificate | None = None
     theory_bound: float | None = None
+
+    @property
+    def consistent(self) -> bool:
+        r"""Whether the two certificates agree with each other and with the distance, by what
+        they prove, without any allowance: both enclosures contain ``P*``, so they intersect;
+        and :math:`\|w - w_{ref}\| \le \|w - w^*\| + \|w_{ref} - w^*\|`, so the distance's
+        lower bound cannot exceed the sum of the two distance bounds (rounded up). For rigorous
+        certificates a ``False`` would expose a wrong certificate."""
+        cand, ref = self.certificate, self.reference_certificate
+        if cand is None or ref is None:
+            return True
+        reach = float(up(cand.distance_bound + ref.distance_bound))
+        return ref.lower <= cand.upper and cand.lower <= ref.upper and self.distance_lower <= reach
 
 
 def _reader(f: Any) -> Any:
@@ -79,13 +105,20 @@ def _intercept(f: Any, c: Any, w: np.ndarray | None) -> np.ndarray:
     return np.asarray(f.optimal_intercept(scores), dtype=np.float64)
 
 
-def _distance(f: Any, c: Any, r: Any, wc: np.ndarray | None, wr: np.ndarray | None) -> float:
+def _distance(
+    f: Any, c: Any, r: Any, wc: np.ndarray | None, wr: np.ndarray | None
+) -> tuple[float, float]:
+    """The distance and a lower bound on its exact value."""
     if wc is not None and wr is not None:
-        return float(np.linalg.norm(wc - wr))
+        return float(np.linalg.norm(wc - wr)), distance_lower(wc, wr)
     if c.alpha is not None and r.alpha is not None:
         d = (np.asarray(c.alpha) - np.asarray(r.alpha)) * f.y
-        return math.sqrt(max(0.0, float(d @ (f.gram() @ d))))
-    return math.nan
+        K = f.gram()
+        q = float(d @ (K @ d))
+        # the quadratic form's rounding (the differences, the products and two sums)
+        err = gamma(2 * d.size + 4) * float(np.abs(d) @ (np.abs(K) @ np.abs(d)))
+        return math.sqrt(max(0.0, q)), math.sqrt(max(0.0, float(down(q - up(err)))))
+    return math.nan, 0.0
 
 
 def compare(f: Any, candidate: Any, reference: Any) -> Comparison:
@@ -101,14 +134,18 @@ def compare(f: Any, candidate: Any, reference: Any) -> Comparison:
     wc, wr = _weights(f, c), _weights(f, r)
     db = _intercept(f, c, wc) - _intercept(f, r, wr)
     sub = cand.primal_objective - ref.primal_objective
+    distance, lower = _distance(f, c, r, wc, wr)
     info = getattr(candidate, "info", None) or {}
     return Comparison(
         suboptimality=sub,
         relative_suboptimality=relative(sub, ref.primal_objective),
-        distance=_distance(f, c, r, wc, wr),
+        distance=distance,
         intercept_distance=float(np.linalg.norm(np.ravel(db))),
         certified_gap=cand.gap,
         distance_bound=cand.distance_bound,
         reference_gap=ref.gap,
+        distance_lower=lower,
+        certificate=cand,
+        reference_certificate=ref,
         theory_bound=info.get("theory_bound"),
     )

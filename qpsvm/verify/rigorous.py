@@ -51,6 +51,7 @@ __all__ = [
     "binary_dual_lower",
     "binary_primal_upper",
     "binary_trivial_upper",
+    "distance_lower",
     "intercept_bound",
     "multiclass_dual_lower",
     "multiclass_primal_upper",
@@ -148,6 +149,26 @@ def row_norm_upper(X: Any) -> float:
     sq = X.multiply(X).sum(axis=1) if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
     sq = np.asarray(sq, dtype=np.float64).ravel()
     return _sqrt_up(float(up(np.max(sq, initial=0.0) * (1.0 + 2.0 * gamma(X.shape[1] + 2)))))
+
+
+def distance_lower(a: np.ndarray, b: np.ndarray) -> float:
+    r"""A lower bound on the exact :math:`\|a - b\|` of two float arrays.
+
+    Each difference and each square is rounded once, so the exact :math:`d_i^2` is at least the
+    computed square over :math:`(1 + u)^3`, less :data:`TINY` where it underflows (the
+    differences are first scaled by a power of two, exactly, so no square overflows); the sum
+    is bounded below by :func:`lower_sum` and every later operation rounded down (scaling back
+    too: it rounds in the subnormal range).
+    """
+    d = np.ravel(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))
+    top = float(np.max(np.abs(d), initial=0.0))
+    if top == 0.0 or not math.isfinite(top):
+        return 0.0 if top == 0.0 else float(np.finfo(np.float64).max)
+    scale = math.ldexp(1.0, math.frexp(top)[1])
+    d = d / scale
+    total = down(down(lower_sum(d * d) * (1.0 - 3.0 * U)) - d.size * TINY)
+    # the product with the scale may round (into the subnormals): round it down
+    return float(down(down(math.sqrt(total)) * scale)) if total > 0 else 0.0
 
 
 def intercept_bound(margin: np.ndarray, X: Any, upper: float) -> float:
