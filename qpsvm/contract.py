@@ -19,7 +19,8 @@ paths, estimators and the command line reach it only through this contract:
   pair, with a typed error naming the methods that are supported.
 * **The formulation names its own solver pieces**, as ``"module:function"`` class attributes
   loaded by :func:`part`: ``working_set`` (its sets for the working-set engine),
-  ``online_problem`` (its stochastic subgradient step), ``refinement`` (its exact support-set
+  ``online_problem`` (its stochastic subgradient step), ``coordinate_problem`` (its dual
+  coordinate descent data), ``refinement`` (its exact support-set
   refinement), ``exact_oracle`` (its rational oracle). No solver picks code by the
   formulation's class.
 
@@ -256,6 +257,12 @@ METHODS: dict[str, Method] = {
             "qpsvm.solvers.working_set:solve_working_set",
             "certified optimal backend kernels path solve",
             "QPs over a working set grown by full-data checks, certified",
+        ),
+        _method(
+            "dcd",
+            "qpsvm.solvers.coordinate:solve_dcd",
+            "certified optimal solve",
+            "dual coordinate descent over the rows' nonzeros (liblinear's), run until certified",
         ),
         _method(
             "cutting_plane",

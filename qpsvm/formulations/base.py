@@ -43,6 +43,9 @@ class Formulation(ABC):
     #: "module:function" ``f -> OnlineProblem``: this formulation's stochastic subgradient
     #: step (:mod:`qpsvm.solvers.subgradient`); ``""`` without one.
     online_problem: ClassVar[str] = ""
+    #: "module:function" ``f -> CoordinateProblem``: this formulation's dual coordinate
+    #: descent data (:mod:`qpsvm.solvers.coordinate`, ``method="dcd"``); ``""`` without one.
+    coordinate_problem: ClassVar[str] = ""
     #: "module:function" ``(f, cand) -> list[Candidate]``: exact refinements of an approximate
     #: optimum (:mod:`qpsvm.solvers.refine`); ``""`` without one.
     refinement: ClassVar[str] = ""

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
 from qpsvm._numerics import fsum_dot, tdot
 from qpsvm._validation import (
@@ -96,6 +97,8 @@ class BinaryFormulation(KernelRows, Formulation):
     #: linear kernel and for the others (whose full QP factors the n x n Gram matrix).
     working_set_min_samples: ClassVar[int] = 1000
     working_set_min_samples_kernel: ClassVar[int] = 200
+    #: "module:function" of the dual coordinate descent data (the linear hinge SVMs).
+    coordinate_problem: ClassVar[str] = "qpsvm.solvers.coordinate:binary_problem"
     #: Whether the class hands the combinations it does not solve itself (other losses,
     #: penalties, intercept modes) to :class:`ComposedClassifier`, which it then returns.
     routes_composed: ClassVar[bool] = False
@@ -143,8 +146,12 @@ class BinaryFormulation(KernelRows, Formulation):
         self._model: CvxModel | None = None
 
     def default_method(self) -> str:
-        """``"working_set"`` above :attr:`working_set_min_samples` samples (linear kernel) or
+        """``"dcd"`` for sparse data with the linear kernel (dual coordinate descent touches only
+        the nonzeros; measured in benchmarks/regimes/sparse.py), else ``"working_set"`` above
+        :attr:`working_set_min_samples` samples (linear kernel) or
         :attr:`working_set_min_samples_kernel` (other kernels), else ``"qp"``."""
+        if self.linear and sp.issparse(self.X) and "dcd" in self.methods:
+            return "dcd"
         large = self.working_set_min_samples if self.linear else self.working_set_min_samples_kernel
         return "working_set" if self.n_samples > large else "qp"
 
@@ -439,6 +446,7 @@ class SoftMarginPrimal(BinaryFormulation):
     """
 
     routes_composed: ClassVar[bool] = True
+    methods: ClassVar[tuple[str, ...]] = (*BinaryFormulation.methods, "dcd")
 
     def __init__(
         self,
@@ -497,6 +505,8 @@ class HardMargin(BinaryFormulation):
         "subgradient": "the hard margin has no finite lambda = 1/(C n), so it has no "
         "subgradient method (use SoftMarginPrimal with a large C)",
         "homotopy": "the hard margin has no C to vary",
+        "dcd": "dual coordinate descent needs the finite box 0 <= alpha_i <= C s_i (use "
+        "SoftMarginPrimal with a large C)",
     }
 
     def __init__(self, X: Any, y: Any, fit_intercept: bool = True, margin: Any = None) -> None:
@@ -566,6 +576,7 @@ class SoftMarginDual(BinaryFormulation):
 
     c_parametric: ClassVar[bool] = False
     routes_composed: ClassVar[bool] = True
+    methods: ClassVar[tuple[str, ...]] = (*BinaryFormulation.methods, "dcd")
 
     def __init__(
         self,

@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 import cvxpy as cp
 import numpy as np
+import scipy.sparse as sp
 from scipy.optimize import minimize_scalar
 
 from qpsvm._numerics import fsum_dot, tdot
@@ -112,8 +113,12 @@ class ComposedProblem(Formulation):
         "working set, SMO, the online methods and the rational oracle serve the hinge loss with "
         "the L2 penalty and a free or no intercept (SoftMarginPrimal, SoftMarginDual)"
         for name in ("working_set", "smo", "subgradient", "exact", "homotopy")
+    } | {
+        "dcd": "dual coordinate descent serves the linear classifiers with the L2 penalty and "
+        "a hinge or squared hinge loss"
     }
     certifier: ClassVar[str] = "qpsvm.verify.fenchel:certify_composed"
+    coordinate_problem: ClassVar[str] = "qpsvm.solvers.coordinate:composed_problem"
     regression: ClassVar[bool] = False
 
     def __init__(
@@ -541,6 +546,17 @@ class ComposedClassifier(ComposedProblem):
             weights=weights,
             kernel=make_kernel(kernel, X, gamma, degree, coef0),
         )
+
+        if self.linear and self.penalty.name == "l2":
+            # dual coordinate descent: the hinge losses' duals have a box and no kernel
+            self.methods = (*self.methods, "dcd")
+
+    def default_method(self) -> str:
+        """``"dcd"`` for sparse data where it applies (measured in
+        benchmarks/regimes/sparse.py), else ``"qp"``."""
+        if "dcd" in self.methods and sp.issparse(self.X):
+            return "dcd"
+        return super().default_method()
 
     def predict(self, X: Any, solution: Any) -> np.ndarray:
         """Predicted labels: ``classes_[1]`` where the decision is > 0."""

@@ -30,11 +30,12 @@ The dual point is built from the pieces: the candidate's own multipliers and the
 derivatives at its margins (``u_i = -L_i'(z_i)``, the optimal multipliers when ``w`` is
 optimal), each made feasible (clipped to the box; projected onto the coupling constraint;
 scaled into the penalty conjugate's domain, e.g. ``||v||_inf <= 1`` for the L1 penalty), then
-chosen on the loss's kinks by bounded least squares on stationarity, then
-improved by exact dual coordinate ascent where the penalty is L2: single coordinates without
-coupling (liblinear's dual coordinate descent), pairs that keep ``sum sigma_i u_i = 0`` with a
-free intercept (SMO). The bound's validity rests only on feasibility and the evaluation, never on
-how the point was found.
+chosen on the loss's kinks by bounded least squares on stationarity (dense data), then
+improved by exact dual coordinate ascent where the penalty is L2 (:mod:`qpsvm.verify.ascent`,
+liblinear's dual coordinate descent over the nonzeros of ``X``; with a free intercept, an outer
+search on ``b`` whose multipliers are balanced at the end). The points are tried cheapest first
+and the search stops once the gap is far below the tolerance. The bound's validity rests only
+on feasibility and the evaluation, never on how the point was found.
 
 With a nonlinear kernel (L2 penalty) the dual point is searched on the same problem over the
 features of a factor ``K = L L^T`` (:meth:`factor_problem`), and both objectives are evaluated
@@ -49,7 +50,7 @@ pair: ``R(w) + R^*(v) - w.v`` (reported as ``stationarity``) and, per sample,
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,15 +63,14 @@ from qpsvm._numerics import fsum, fsum_dot, tdot
 from qpsvm._validation import check_tol
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Candidate
+from qpsvm.verify.ascent import CoordinateData, ascend, balanced_ascent
 from qpsvm.verify.binary import kernel_scores, kernel_ulps
-from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, relative
+from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, best_dual_point
 
 __all__ = ["LossConjugate", "certify_composed", "project_coupled"]
 
 #: Sweeps of dual coordinate ascent (single coordinates) when improving a dual point.
 ASCENT_SWEEPS = 2000
-#: Pair steps of the coupled ascent, per sample.
-PAIR_STEPS_PER_SAMPLE = 200
 #: Largest dense copy (entries) of the data made for the ascent.
 MAX_DENSE = 50_000_000
 #: Thresholds on the distance to a loss's kink (relative to ``max(1, max |target|)``) for
@@ -184,58 +184,6 @@ def _coordinate_ascent(A, u, v, p, eps, d, lo, hi, sweeps, tol):  # pragma: no c
     return done
 
 
-@numba.njit(cache=True)
-def _pair_ascent(X, sigma, u, v, p, d, lo, hi, steps, tol):  # pragma: no cover - compiled
-    """SMO on ``D`` (L2 penalty, ``eps = 0``) keeping ``sum_i sigma_i u_i`` fixed: the maximal
-    violating pair, moved exactly; ``v = sum_k u_k sigma_k x_k``. Returns the steps done."""
-    n, m = X.shape
-    q = np.zeros(n)
-    g = np.zeros(n)
-    for k in range(n):
-        s = 0.0
-        for j in range(m):
-            q[k] += X[k, j] * X[k, j]
-            s += X[k, j] * v[j]
-        g[k] = p[k] - d[k] * u[k] - sigma[k] * s
-    diff = np.zeros(m)
-    for step in range(steps):
-        i, j = -1, -1
-        fi, fj = -np.inf, np.inf
-        for k in range(n):
-            f = sigma[k] * g[k]
-            up = u[k] < hi[k] if sigma[k] > 0 else u[k] > lo[k]
-            down = u[k] > lo[k] if sigma[k] > 0 else u[k] < hi[k]
-            if up and f > fi:
-                fi, i = f, k
-            if down and f < fj:
-                fj, j = f, k
-        if i < 0 or j < 0 or fi - fj <= tol:
-            return step
-        cross = 0.0
-        for t in range(m):
-            cross += X[i, t] * X[j, t]
-        curv = d[i] + d[j] + q[i] + q[j] - 2.0 * cross
-        t_step = (fi - fj) / curv if curv > 0.0 else np.inf
-        room_i = hi[i] - u[i] if sigma[i] > 0 else u[i] - lo[i]
-        room_j = u[j] - lo[j] if sigma[j] > 0 else hi[j] - u[j]
-        t_step = min(t_step, room_i, room_j)
-        if not (t_step > 0.0) or t_step == np.inf:
-            return step
-        u[i] += sigma[i] * t_step
-        u[j] -= sigma[j] * t_step
-        for t in range(m):
-            diff[t] = X[i, t] - X[j, t]
-            v[t] += t_step * diff[t]
-        for k in range(n):
-            s = 0.0
-            for t in range(m):
-                s += X[k, t] * diff[t]
-            g[k] -= t_step * sigma[k] * s
-        g[i] -= d[i] * sigma[i] * t_step
-        g[j] += d[j] * sigma[j] * t_step
-    return steps
-
-
 def _dense(X: Any) -> np.ndarray | None:
     if X.shape[0] * X.shape[1] > MAX_DENSE:
         return None
@@ -274,7 +222,7 @@ class _Dual:
             u = u * (t * (1.0 - 8.0 * np.finfo(float).eps))
         return u
 
-    def matched(self, u: np.ndarray, z: np.ndarray, w_aug: np.ndarray) -> list[np.ndarray]:
+    def matched(self, u: np.ndarray, z: np.ndarray, w_aug: np.ndarray) -> Iterator[np.ndarray]:
         """Points that keep ``u`` off the kinks and choose it on the kink set ``K`` (where
         ``z_i`` sits on a kink of its loss, so ``u_i`` is any point of an interval) by bounded
         least squares on stationarity, ``sum_i u_i sigma_i x_i = grad R(w)`` on the coordinates
@@ -283,7 +231,7 @@ class _Dual:
         g, known = f.penalty.gradient(w_aug)
         distance = f.loss.kink_distance(z, f.target, f.epsilon)
         scale = max(1.0, float(np.max(np.abs(f.target), initial=0.0)))
-        points, seen = [], set()
+        seen = set()
         for tau in KINK_TAUS:
             K = np.flatnonzero((distance <= tau * scale) & (c.lo < c.hi))
             if not 0 < K.size <= MAX_KINK_SET or K.tobytes() in seen:
@@ -307,31 +255,36 @@ class _Dual:
                 A, target, bounds=(lo, hi), tol=1e-13, method="bvls" if K.size <= 300 else "trf"
             )
             rest[K] = res.x
-            points.append(self.feasible(rest))
-        return points
+            yield self.feasible(rest)
 
     def value(self, u: np.ndarray) -> float:
         """``D(u)`` (``-inf`` outside the domain)."""
         return self.conj.value(u) - self.f.penalty.conjugate(self.v(u))
 
-    def ascend(self, u: np.ndarray, primal: float, tol: float) -> np.ndarray:
-        """``u`` improved by exact coordinate (or pair) ascent where the penalty is L2."""
+    def ascend(self, u: np.ndarray, b: float, primal: float, tol: float) -> np.ndarray:
+        """``u`` improved by exact coordinate (or pair) ascent where the penalty is L2.
+
+        Classification (multipliers ``u >= 0``, no ``eps``) runs the sparse dual coordinate
+        ascent of :mod:`qpsvm.verify.ascent`, whose cost follows the nonzeros of ``X``; with a
+        free intercept it searches the intercept from the candidate's ``b``
+        (:func:`~qpsvm.verify.ascent.balanced_ascent`). Regression runs the dense ascents here.
+        """
         if self.f.penalty.name != "l2" or primal - self.value(u) <= 0:
             return u
+        c = self.conj
+        stop = GOOD_ENOUGH * tol
+        if np.all(c.lo == 0.0) and not np.any(c.eps > 0):
+            data = CoordinateData(self.f.X, self.sigma, c.p, c.d, c.hi, self.scaling or 0.0)
+            if self.f.intercept.coupled:
+                return balanced_ascent(data, self.feasible, stop, u=u, b=b)[0]
+            return c.clip(ascend(data, u, stop).u)
         X = _dense(self.f.X)
         if X is None:
             return u
-        c = self.conj
         u = u.copy()
         stop = 1e-15 * max(1.0, abs(primal))
         if self.f.intercept.coupled:
-            if np.any(c.eps > 0):
-                return u
-            v = tdot(self.f.X, u * self.sigma)
-            _pair_ascent(
-                X, self.sigma, u, v, c.p, c.d, c.lo, c.hi, PAIR_STEPS_PER_SAMPLE * u.size, stop
-            )
-            return self.feasible(u)
+            return u
         A = X * self.sigma[:, None]
         if self.scaling is not None:
             A = np.hstack([A, self.scaling * self.sigma[:, None]])
@@ -378,19 +331,23 @@ def certify_composed(
     if cand.xi is not None:
         primal_inf = f.slack_violation(z, cand.xi)
 
-    pool = [dual.feasible(f.check_alpha(h)) for h in hints]
-    if u_in is not None:
-        pool.append(dual.feasible(u_in))
-    gradient = f.loss.gradient_dual(z, f.target, f.epsilon, f.loss_weights())
-    pool.append(dual.feasible(gradient))
-    pool.extend(dual.matched(gradient, z, f.intercept.augment(w, b)))
-    best, best_value = np.zeros(f.n_samples), 0.0
-    for point in pool:
-        value = dual.value(point)
-        if value > best_value:
-            best, best_value = point, value
-    if relative(primal - best_value, primal) > GOOD_ENOUGH * tol:
-        improved = dual.ascend(best, primal, tol)
+    def pool() -> Iterator[np.ndarray]:
+        # lazily, cheapest first: the search stops once the gap is far below tol
+        for h in hints:
+            yield dual.feasible(f.check_alpha(h))
+        if u_in is not None:
+            yield dual.feasible(u_in)
+        gradient = f.loss.gradient_dual(z, f.target, f.epsilon, f.loss_weights())
+        yield dual.feasible(gradient)
+        if not sp.issparse(f.X):
+            # dense least squares on the kink set; on sparse data the ascent below does it
+            yield from dual.matched(gradient, z, f.intercept.augment(w, b))
+
+    best, best_value, early = best_dual_point(
+        dual.value, pool(), np.zeros(f.n_samples), primal, tol
+    )
+    if not early:
+        improved = dual.ascend(best, b, primal, tol)
         value = dual.value(improved)
         if value > best_value:
             best, best_value = improved, value

@@ -1,0 +1,414 @@
+r"""Dual coordinate ascent over the rows' nonzeros (Hsieh et al. 2008; liblinear's ``-s 1/-s 3``).
+
+The L2-penalised linear SVMs with a hinge or squared hinge loss and no coupling constraint have
+the dual
+
+.. math::
+
+    \max_{lo \le u \le hi}\; D(u) = \sum_i \big(p_i u_i - \tfrac12 d_i u_i^2\big)
+    - \tfrac12 \|v\|^2,\qquad v = \sum_i u_i \sigma_i \tilde x_i,
+
+with ``tilde x_i = (x_i, B)`` when the intercept is a regularised feature of value ``B``
+(liblinear's bias, ``b = B v_{d+1}``) and ``tilde x_i = x_i`` otherwise; hinge: ``d_i = 0``,
+``0 <= u_i <= C s_i``; squared hinge: ``d_i = 1 / (2 C s_i)``, ``u_i >= 0``
+(:class:`~qpsvm.verify.fenchel.LossConjugate` gives ``p, d, lo, hi``). A free intercept ``b``
+held fixed shifts the linear term, ``p_i - sigma_i b``: the problem with ``b`` fixed, whose dual
+has no balance constraint.
+
+One coordinate at a time is maximised exactly, ``u_i <- clip(u_i - G_i / (||x_i||^2 + d_i))``
+with ``G_i = sigma_i v . tilde x_i - p_i + d_i u_i`` (the gradient of ``-D``), and ``v`` is
+updated in place: a step costs ``O(nnz(x_i))``, an epoch ``O(nnz(X))``, and no dense matrix is
+ever formed. Coordinates are visited in a fresh random order each epoch, and those at a bound
+whose gradient pushes them outward beyond the previous epoch's largest violation are shrunk
+(skipped) until the active ones converge, then all are checked again (liblinear's
+``solve_l2r_l1l2_svc``). The ascent stops when the projected gradients of the active set span
+at most ``tol`` after a full pass over every coordinate.
+
+Every point it returns is in the box, so its ``D`` is a valid lower bound for the problem
+without coupling; the verifier evaluates it rigorously, never trusting the ascent.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+from qpsvm._numerics import fsum, tdot
+
+logger = logging.getLogger("qpsvm")
+
+__all__ = ["Ascent", "CoordinateData", "ascend", "balanced_ascent", "coordinate_epochs"]
+
+
+@numba.njit(cache=True)
+def coordinate_epochs(
+    data, indices, indptr, sigma, p, d, hi, bias, qd, u, v, max_epochs, tol, seed
+):  # pragma: no cover - compiled
+    """Dual coordinate ascent with shrinking (see the module docstring) over the CSR arrays
+    ``(data, indices, indptr)``; ``v`` has one more entry than there are features (the
+    regularised intercept's coordinate, 0 when ``bias == 0``). Updates ``u`` and ``v`` in place
+    and returns the epochs run."""
+    n = sigma.shape[0]
+    last = v.shape[0] - 1
+    state = np.uint64(seed) * np.uint64(2654435761) + np.uint64(1)
+    index = np.empty(n, dtype=np.int64)
+    active = 0
+    for i in range(n):
+        if hi[i] > 0.0 and qd[i] + d[i] > 0.0:
+            index[active] = i
+            active += 1
+    total = active
+    pg_max_old = np.inf
+    pg_min_old = -np.inf
+    epochs = 0
+    while epochs < max_epochs:
+        epochs += 1
+        pg_max = -np.inf
+        pg_min = np.inf
+        for s in range(active):
+            # a 64-bit linear congruential generator (Knuth's MMIX constants): the order is
+            # reproducible from the seed and numpy's global random state is left alone
+            state = state * np.uint64(6364136223846793005) + np.uint64(1442695040888963407)
+            j = s + np.int64((state >> np.uint64(33)) % np.uint64(active - s))
+            index[s], index[j] = index[j], index[s]
+        s = 0
+        while s < active:
+            i = index[s]
+            si_ = sigma[i]
+            dot = v[last] * bias
+            for k in range(indptr[i], indptr[i + 1]):
+                dot += v[indices[k]] * data[k]
+            a = u[i]
+            G = si_ * dot - p[i] + d[i] * a
+            PG = 0.0
+            if a <= 0.0:
+                if G > pg_max_old:
+                    active -= 1
+                    index[s], index[active] = index[active], index[s]
+                    continue
+                if G < 0.0:
+                    PG = G
+            elif a >= hi[i]:
+                if G < pg_min_old:
+                    active -= 1
+                    index[s], index[active] = index[active], index[s]
+                    continue
+                if G > 0.0:
+                    PG = G
+            else:
+                PG = G
+            pg_max = max(pg_max, PG)
+            pg_min = min(pg_min, PG)
+            if PG != 0.0:
+                new = min(max(a - G / (qd[i] + d[i]), 0.0), hi[i])
+                delta = (new - a) * si_
+                if delta != 0.0:
+                    u[i] = new
+                    for k in range(indptr[i], indptr[i + 1]):
+                        v[indices[k]] += delta * data[k]
+                    v[last] += delta * bias
+            s += 1
+        if pg_max - pg_min <= tol:
+            if active == total:
+                break
+            active = total
+            pg_max_old = np.inf
+            pg_min_old = -np.inf
+            continue
+        pg_max_old = pg_max if pg_max > 0.0 else np.inf
+        pg_min_old = pg_min if pg_min < 0.0 else -np.inf
+    return epochs
+
+
+@dataclass
+class CoordinateData:
+    """One problem of the ascent: the rows (CSR), signs ``sigma``, the dual's ``p, d`` and upper
+    bounds ``hi`` (lower bounds 0), and the regularised intercept's feature value ``bias`` (0:
+    none). ``qd`` are the squared norms ``||tilde x_i||^2``."""
+
+    X: sp.csr_matrix
+    sigma: np.ndarray
+    p: np.ndarray
+    d: np.ndarray
+    hi: np.ndarray
+    bias: float = 0.0
+    qd: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        X = self.X if sp.issparse(self.X) else sp.csr_matrix(self.X)
+        X = sp.csr_matrix(X, dtype=np.float64)
+        X.sum_duplicates()
+        self.X = X
+        self.qd = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel() + self.bias**2
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+    def expansion(self, u: np.ndarray) -> np.ndarray:
+        """``v = sum_i u_i sigma_i tilde x_i`` in twice the working precision."""
+        su = u * self.sigma
+        return np.append(tdot(self.X, su), self.bias * fsum(su))
+
+    def intercept(self, v: np.ndarray, shift: float) -> float:
+        """The intercept ``b`` of ``v``: the fixed ``shift`` plus ``B v_{d+1}``."""
+        return shift + self.bias * float(v[-1])
+
+    def primal(self, v: np.ndarray, shift: float = 0.0) -> float:
+        """``P = 1/2 ||v||^2 + sum_i L_i(sigma_i (x_i . w + b))`` at ``w = v[:d]``, with each
+        loss ``L_i(z) = max_{0 <= u <= hi_i} u (p_i - z) - d_i u^2 / 2`` (floating point)."""
+        z = self.sigma * (np.asarray(self.X @ v[:-1]).ravel() + self.intercept(v, shift))
+        r = np.maximum(0.0, self.p - z)
+        squared = self.d > 0
+        loss = np.where(squared, r * r / (2.0 * np.where(squared, self.d, 1.0)), 0.0)
+        loss = np.where(squared, loss, np.where(r > 0.0, self.hi, 0.0) * r)
+        return 0.5 * float(v @ v) + math.fsum(loss)
+
+    def dual(self, u: np.ndarray, v: np.ndarray, shift: float = 0.0) -> float:
+        """``D(u) = sum_i ((p_i - sigma_i shift) u_i - d_i u_i^2 / 2) - 1/2 ||v||^2``."""
+        gain = math.fsum((self.p - self.sigma * shift) * u - 0.5 * self.d * u * u)
+        return gain - 0.5 * float(v @ v)
+
+    def run(
+        self, u: np.ndarray, v: np.ndarray, tol: float, max_epochs: int, shift: float, seed: int
+    ) -> int:
+        """Epochs of :func:`coordinate_epochs` on ``u, v`` in place, at the fixed intercept
+        ``shift``; returns the epochs run."""
+        X = self.X
+        p = self.p - self.sigma * shift if shift else self.p
+        return int(
+            coordinate_epochs(
+                X.data,
+                X.indices,
+                X.indptr,
+                self.sigma,
+                p,
+                self.d,
+                self.hi,
+                self.bias,
+                self.qd,
+                u,
+                v,
+                max_epochs,
+                tol,
+                seed,
+            )
+        )
+
+
+@dataclass
+class Ascent:
+    """A point of the ascent and what it cost: multipliers ``u``, their expansion ``v``
+    (recomputed in twice the working precision), floating-point ``P`` and ``D`` and the epochs
+    run."""
+
+    u: np.ndarray
+    v: np.ndarray
+    primal: float
+    dual: float
+    epochs: int
+
+
+#: Most values of the free intercept the outer search tries.
+MAX_SHIFTS = 100
+#: First step of the outer search on ``b`` (relative to ``max(1, max p_i)``) before it has a
+#: secant.
+FIRST_STEP = 0.5
+#: The outer search gives up when its best gap has not halved over this many values of ``b``.
+STALL = 8
+#: The projected-gradient tolerances of the ascent run one after the other, each warm started.
+TOLERANCES = tuple(10.0**-k for k in range(1, 15))
+
+
+def ascend(
+    data: CoordinateData,
+    u: np.ndarray,
+    target: float,
+    *,
+    shift: float = 0.0,
+    max_epochs: int = 100_000,
+    seed: int = 0,
+    start: float = TOLERANCES[0],
+    force: bool = False,
+) -> Ascent:
+    """Run the ascent from ``u`` (clipped into the box) at tightening tolerances until the gap
+    ``P(v) - D(u)`` of the problem with the intercept fixed at ``shift`` is at most ``target``,
+    the tolerances are exhausted, or ``max_epochs`` have run.
+
+    Parameters
+    ----------
+    data : CoordinateData
+    u : ndarray
+        Start (copied).
+    target : float
+        Relative gap ``(P - D) / max(1, |P|)`` to reach.
+    shift : float
+        The fixed free intercept (0 without one).
+    start : float
+        The first projected-gradient tolerance.
+    force : bool
+        Run at least the first tolerance even if the gap is met already (after a change of
+        ``shift``, to update the multipliers).
+    """
+    u = np.clip(np.asarray(u, dtype=np.float64), 0.0, data.hi)
+    v = data.expansion(u)
+    epochs = 0
+    primal = data.primal(v, shift)
+    dual = data.dual(u, v, shift)
+    for tol in TOLERANCES:
+        if tol > start:
+            continue
+        met = primal - dual <= target * max(1.0, abs(primal))
+        if (met and not force) or epochs >= max_epochs:
+            break
+        force = False
+        epochs += data.run(u, v, tol, max_epochs - epochs, shift, seed + epochs)
+        v = data.expansion(u)
+        primal = data.primal(v, shift)
+        dual = data.dual(u, v, shift)
+    return Ascent(u, v, primal, dual, epochs)
+
+
+def _gap(
+    data: CoordinateData, balance: Callable[[np.ndarray], np.ndarray], u: np.ndarray, primal: float
+) -> tuple[float, np.ndarray]:
+    """Relative gap of ``primal`` to ``D`` at the balanced point of ``u``, and that point."""
+    balanced = balance(u)
+    dual = data.dual(balanced, data.expansion(balanced))
+    return (primal - dual) / max(1.0, abs(primal)), balanced
+
+
+@dataclass
+class _Bracket:
+    """The outer search's knowledge of the root of the nonincreasing ``g``: the newest ``(b,
+    g(b), u(b))`` with ``g > 0`` (``lo``, the root lies right of it) and with ``g < 0``
+    (``hi``), and the side replaced last (for the Illinois rule)."""
+
+    lo: tuple[float, float, np.ndarray] | None = None
+    hi: tuple[float, float, np.ndarray] | None = None
+    last: str = ""
+    repeated: bool = False
+    previous: tuple[float, float, np.ndarray] | None = None
+
+    def add(self, b: float, g: float, u: np.ndarray) -> None:
+        side = "lo" if g > 0 else "hi"
+        self.repeated = side == self.last
+        self.last = side
+        if self.lo is not None and self.hi is not None:
+            self.previous = None
+        else:
+            self.previous = self.lo if side == "lo" else self.hi
+        setattr(self, side, (b, g, u))
+        # inexact inner solves can invert the bracket: keep the newest end only
+        if self.lo is not None and self.hi is not None and self.lo[0] >= self.hi[0]:
+            setattr(self, "hi" if side == "lo" else "lo", None)
+
+    def next(self, scale: float) -> float:
+        """Regula falsi with the Illinois rule (the kept end's ``g`` halved when one side was
+        replaced twice in a row) inside a bracket; otherwise a secant step towards the sign
+        change, expanded to at least the last step and at most 4 times it."""
+        if self.lo is not None and self.hi is not None:
+            (b_lo, g_lo, _), (b_hi, g_hi, _) = self.lo, self.hi
+            if self.repeated:
+                if self.last == "lo":
+                    g_hi *= 0.5
+                else:
+                    g_lo *= 0.5
+            return b_lo + g_lo / (g_lo - g_hi) * (b_hi - b_lo)
+        b, g, _ = self.lo if self.lo is not None else self.hi
+        direction = 1.0 if g > 0 else -1.0
+        if self.previous is None:
+            return b + direction * FIRST_STEP * scale
+        b0, g0, _ = self.previous
+        step = abs(b - b0)
+        secant = abs(g * (b - b0) / (g0 - g)) if g0 != g else math.inf
+        return b + direction * (min(max(secant, step), 4.0 * step) if step else FIRST_STEP * scale)
+
+    def mixed(self) -> tuple[np.ndarray, float] | None:
+        """The balanced convex combination ``t u_lo + (1 - t) u_hi`` of the ends' multipliers
+        and the same combination of their ``b`` (``None`` without a bracket). Where ``g`` jumps
+        over 0 (a kink of ``V``: many multipliers at a bound, ``n > d``) no ``u(b)`` is
+        balanced, but both ends are nearly optimal at the root as the bracket closes, and so is
+        their combination (the dual is concave)."""
+        if self.lo is None or self.hi is None:
+            return None
+        (b_lo, g_lo, u_lo), (b_hi, g_hi, u_hi) = self.lo, self.hi
+        t = g_hi / (g_hi - g_lo)
+        return t * u_lo + (1.0 - t) * u_hi, t * b_lo + (1.0 - t) * b_hi
+
+
+def balanced_ascent(
+    data: CoordinateData,
+    balance: Callable[[np.ndarray], np.ndarray],
+    target: float,
+    *,
+    u: np.ndarray | None = None,
+    b: float = 0.0,
+    max_epochs: int = 100_000,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """The ascent with a free intercept (``sum_i sigma_i u_i = 0``), from ``u`` (default 0)
+    and ``b``: the problem with ``b`` fixed is solved by :func:`ascend` for a sequence of
+    ``b`` converging to the root of ``g(b) = sum_i sigma_i u_i(b)`` (nonincreasing; ``V'(b) =
+    -g(b)`` for the optimal value ``V`` of the problem with ``b`` fixed) by the secant method,
+    bracketed and safeguarded by the Illinois rule, each inner problem warm started and solved
+    more tightly as the gap closes. ``balance`` maps multipliers to the balanced point whose
+    ``D`` is a lower bound (the certificate's own). Stops when the relative gap of
+    ``P(w(u), b)`` to that ``D`` is at most ``target``; returns the balanced point of smallest
+    gap, the expansion of its unbalanced multipliers, its ``b`` and the epochs run."""
+    u = np.zeros(data.sigma.shape[0]) if u is None else np.clip(u, 0.0, data.hi)
+    scale = max(1.0, float(np.max(data.p, initial=0.0)))
+    inner, start, epochs = 1e-3, TOLERANCES[0], 0
+    bracket = _Bracket()
+    best = None
+    history: list[float] = []
+    for _ in range(MAX_SHIFTS):
+        step = ascend(
+            data,
+            u,
+            inner,
+            shift=b,
+            max_epochs=max_epochs - epochs,
+            seed=seed + epochs,
+            start=start,
+            force=True,
+        )
+        u, epochs = step.u, epochs + step.epochs
+        gap, balanced = _gap(data, balance, u, step.primal)
+        if best is None or gap < best[0]:
+            best = (gap, balanced, step.v, b)
+        logger.debug("dcd: b=%.17g g=%.3e gap %.3e epochs %d", b, fsum(data.sigma * u), gap, epochs)
+        if gap <= target or epochs >= max_epochs:
+            break
+        g = fsum(data.sigma * u)
+        # the inner problems are solved more tightly as the gap closes (g is only as accurate
+        # as the multipliers), each started at the tolerance the last one reached
+        inner = min(inner, 0.01 * gap)
+        start = max(TOLERANCES[-1], min(start, 10.0 * gap))
+        if g == 0.0:
+            continue  # balanced: only the inner problem is left to tighten
+        bracket.add(b, g, u.copy())
+        mixed = bracket.mixed()
+        if mixed is not None:
+            v_mix = data.expansion(mixed[0])
+            gap_mix, balanced_mix = _gap(data, balance, mixed[0], data.primal(v_mix, mixed[1]))
+            logger.debug("dcd: the bracket's combination: gap %.3e", gap_mix)
+            if gap_mix < best[0]:
+                best = (gap_mix, balanced_mix, v_mix, mixed[1])
+            if gap_mix <= target:
+                break
+        following = bracket.next(scale)
+        if following == b and step.epochs == 0:
+            break  # b cannot move in floating point and the inner problem is solved
+        history.append(best[0])
+        if len(history) > STALL and history[-1] > 0.5 * history[-1 - STALL]:
+            break  # stalled (slow inner solves where g jumps): the caller finishes otherwise
+        b = following
+    _, balanced, v, b = best
+    return balanced, v, b, epochs
