@@ -39,7 +39,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from qpsvm._numerics import fsum, tdot
+from qpsvm._numerics import fsum, fsum_dot, tdot
 
 logger = logging.getLogger("qpsvm")
 
@@ -168,12 +168,12 @@ class CoordinateData:
         squared = self.d > 0
         loss = np.where(squared, r * r / (2.0 * np.where(squared, self.d, 1.0)), 0.0)
         loss = np.where(squared, loss, np.where(r > 0.0, self.hi, 0.0) * r)
-        return 0.5 * float(v @ v) + math.fsum(loss)
+        return 0.5 * fsum_dot(v, v) + fsum(loss)
 
     def dual(self, u: np.ndarray, v: np.ndarray, shift: float = 0.0) -> float:
         """``D(u) = sum_i ((p_i - sigma_i shift) u_i - d_i u_i^2 / 2) - 1/2 ||v||^2``."""
-        gain = math.fsum((self.p - self.sigma * shift) * u - 0.5 * self.d * u * u)
-        return gain - 0.5 * float(v @ v)
+        gain = fsum((self.p - self.sigma * shift) * u - 0.5 * self.d * u * u)
+        return gain - 0.5 * fsum_dot(v, v)
 
     def run(
         self, u: np.ndarray, v: np.ndarray, tol: float, max_epochs: int, shift: float, seed: int
@@ -223,7 +223,8 @@ FIRST_STEP = 0.5
 #: The outer search gives up when its best gap has not halved over this many values of ``b``.
 STALL = 8
 #: The projected-gradient tolerances of the ascent run one after the other, each warm started.
-TOLERANCES = tuple(10.0**-k for k in range(1, 15))
+#: Two decades apart: each restart costs a pass without shrinking.
+TOLERANCES = tuple(10.0**-k for k in range(1, 15, 2))
 
 
 def ascend(
@@ -269,10 +270,12 @@ def ascend(
             break
         force = False
         epochs += data.run(u, v, tol, max_epochs - epochs, shift, seed + epochs)
-        v = data.expansion(u)
+        # the updated v drifts from the expansion of u by a few ulps per epoch: enough to
+        # steer the ascent, and recomputed exactly for the point returned
         primal = data.primal(v, shift)
         dual = data.dual(u, v, shift)
-    return Ascent(u, v, primal, dual, epochs)
+    v = data.expansion(u)
+    return Ascent(u, v, data.primal(v, shift), data.dual(u, v, shift), epochs)
 
 
 def _gap(

@@ -312,7 +312,8 @@ def certify_binary(
     stationarity = 0.0
     if w is not None:
         point, v = expansions.get(id(alpha), (None, None))
-        stationarity = float(np.linalg.norm(w - (v if point is alpha else f.expansion(alpha))))
+        residual_w = w - (v if point is alpha else f.expansion(alpha))
+        stationarity = math.sqrt(fsum_dot(residual_w, residual_w))
     return Certificate(
         primal_objective=float(primal),
         dual_objective=float(dual),
