@@ -32,6 +32,7 @@ from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
 
 import qpsvm
+from qpsvm._rows import data_arrays, row_sq_norms
 from qpsvm.conventions import C_from_pegasos
 from qpsvm.solvers import _online_kernels as kernels
 
@@ -50,8 +51,8 @@ def kernel_epoch(f, seed=0):
     """One bare numba epoch (no history, no solution), as solve_subgradient runs it."""
     n = f.n_samples
     lam = 1.0 / (f.C * n)
-    M = kernels.data_arrays(f.X)
-    sqnorm = kernels.row_sq_norms(f.X)
+    M = data_arrays(f.X)
+    sqnorm = row_sq_norms(f.X)
     order = np.random.default_rng(seed).permutation(n)
     etas = 1.0 / (lam * np.arange(1, n + 1))
     v, avg, state = np.zeros(f.n_features), np.zeros(1), np.array([1.0, 0, 0, 0, 0])

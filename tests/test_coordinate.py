@@ -114,3 +114,21 @@ def test_dcd_is_certified_on_random_sparse_problems(seed, C, problem):
     other = f.solve(method="qp")
     assert sol.certificate.lower <= other.objective * (1 + 1e-9) + 1e-12
     assert other.certificate.lower <= sol.objective * (1 + 1e-9) + 1e-12
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_certificate_of_a_bare_sparse_w_is_tight_without_dense_algebra(fit_intercept):
+    # a liblinear answer at its loose default tolerance: the certificate finds its dual point
+    # by the sparse ascent, and the gap is the true suboptimality up to the ascent's accuracy
+    from sklearn.svm import LinearSVC
+
+    X, y = sparse_problem(5, n=300, d=1000, k=8)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=fit_intercept)
+    exact = f.solve()
+    est = LinearSVC(loss="hinge", fit_intercept=False, tol=1e-1, max_iter=5).fit(X, y)
+    cert = f.certify(w=est.coef_.ravel(), b=0.0)
+    suboptimality = cert.upper - exact.objective
+    assert suboptimality > 0
+    assert cert.lower <= exact.certificate.upper
+    assert cert.gap <= 1.01 * suboptimality + 1e-9 * exact.objective

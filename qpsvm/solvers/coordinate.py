@@ -55,11 +55,9 @@ class CoordinateProblem:
 def binary_problem(f: Any) -> CoordinateProblem:
     """The hinge-loss binary SVM (``SoftMarginPrimal``/``SoftMarginDual``, linear kernel):
     ``p = m``, ``d = 0``, ``hi = C s``; a free intercept when ``fit_intercept``."""
-    from qpsvm.verify.binary import feasible_near
+    from qpsvm.verify.binary import coordinate_data, feasible_near
 
-    n = f.n_samples
-    data = CoordinateData(f.X, f.y.astype(np.float64), f.margin, np.zeros(n), f.upper)
-    return CoordinateProblem(data, f.fit_intercept, lambda u: feasible_near(f, u))
+    return CoordinateProblem(coordinate_data(f), f.fit_intercept, lambda u: feasible_near(f, u))
 
 
 def composed_problem(f: Any) -> CoordinateProblem:

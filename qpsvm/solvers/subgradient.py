@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from qpsvm._rows import data_arrays, linear_data, row_sq_norms
 from qpsvm._validation import check_int, check_number, check_random_state
 from qpsvm.contract import BinaryProblem, MulticlassProblem, Problem, StructuralProblem, part
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
@@ -187,7 +188,7 @@ def binary_problem(f: BinaryProblem) -> OnlineProblem:
             f"{f.kernel.name!r} kernel has none. Use method='smo' or method='qp'."
         )
     y, s, m = f.y, f.sample_weight, f.margin
-    M, sqnorm = kernels.linear_data(f.X, f.n_features)
+    M, sqnorm = linear_data(f.X, f.n_features)
     radius = math.sqrt(f.C * float(s @ m))
     loss_bound = float(np.max(s * np.sqrt(sqnorm)))
     return OnlineProblem(
@@ -213,7 +214,7 @@ def multiclass_problem(f: MulticlassProblem) -> OnlineProblem:
     """
     k = f.n_classes
     radius = math.sqrt(f.C * float(np.sum(f.sample_weight)) * (1 if f.crammer_singer else k - 1))
-    sqnorm = kernels.row_sq_norms(f.X)
+    sqnorm = row_sq_norms(f.X)
     factor = math.sqrt(2.0) if f.crammer_singer else math.sqrt(k * (k - 1))
     return OnlineProblem(
         n=f.n_samples,
@@ -224,7 +225,7 @@ def multiclass_problem(f: MulticlassProblem) -> OnlineProblem:
         fit_intercept=False,
         epoch=partial(
             kernels.multiclass_epoch,
-            kernels.data_arrays(f.X),
+            data_arrays(f.X),
             f.y.astype(np.int64),
             f.sample_weight,
             sqnorm,

@@ -59,17 +59,17 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from qpsvm.contract import BinaryProblem, MulticlassProblem
-from qpsvm.solution import Candidate
-from qpsvm.solvers._online_kernels import (
-    _example_axpy,
-    _example_dot,
+from qpsvm._rows import (
     _row_axpy,
     _row_dot,
     data_arrays,
     linear_data,
     row_sq_norms,
 )
+from qpsvm.contract import BinaryProblem, MulticlassProblem
+from qpsvm.solution import Candidate
+from qpsvm.verify.ascent import UNSHRINK_EVERY as _UNSHRINK_EVERY
+from qpsvm.verify.ascent import coordinate_epochs
 
 __all__ = [
     "NEWTON_MAX_FEATURES",
@@ -81,8 +81,6 @@ __all__ = [
 
 logger = logging.getLogger("qpsvm")
 
-#: Dual coordinate descent puts every shrunk sample back this often (in epochs).
-_UNSHRINK_EVERY = 10
 #: Rows gathered at once when forming the Hessian of :func:`smoothed_newton`.
 _CHUNK = 8192
 #: Largest number of features for which :func:`smoothed_newton` forms its ``d x d`` Hessian.
@@ -132,76 +130,6 @@ def _shuffle(index, rng):  # pragma: no cover - compiled
         index[s], index[t] = index[t], index[s]
 
 
-@numba.njit(cache=True)
-def _dcd(M, y, m, U, sqnorm, bias, alpha, w, state, tol, max_epochs, rng):  # pragma: no cover
-    """Dual coordinate descent with shrinking; ``state = [w_B, epochs, violation]`` on return.
-
-    ``M`` is the data tuple of :func:`qpsvm.solvers._online_kernels.data_arrays` (rows of ``X``,
-    or pair differences); ``rng`` is the state of :func:`_next_random`. Stops when
-    ``max PG - min PG <= tol`` over every sample (liblinear's criterion).
-    """
-    n = y.shape[0]
-    index = np.arange(n)
-    active = n
-    pg_max_old = np.inf
-    pg_min_old = -np.inf
-    wb = state[0]
-    b2 = bias * bias
-    epoch = 0
-    violation = np.inf
-    while epoch < max_epochs:
-        epoch += 1
-        pg_max = -np.inf
-        pg_min = np.inf
-        _shuffle(index[:active], rng)
-        s = 0
-        while s < active:
-            i = index[s]
-            q = sqnorm[i] + b2
-            g = y[i] * (_example_dot(i, M, w) + bias * wb) - m[i]
-            pg = 0.0
-            if alpha[i] <= 0.0:
-                if g > pg_max_old:
-                    active -= 1
-                    index[s], index[active] = index[active], index[s]
-                    continue
-                if g < 0.0:
-                    pg = g
-            elif alpha[i] >= U[i]:
-                if g < pg_min_old:
-                    active -= 1
-                    index[s], index[active] = index[active], index[s]
-                    continue
-                if g > 0.0:
-                    pg = g
-            else:
-                pg = g
-            pg_max = max(pg_max, pg)
-            pg_min = min(pg_min, pg)
-            if abs(pg) > 1e-12 and q > 0.0:
-                old = alpha[i]
-                alpha[i] = min(max(old - g / q, 0.0), U[i])
-                delta = (alpha[i] - old) * y[i]
-                _example_axpy(i, M, delta, w)
-                wb += delta * bias
-            s += 1
-        violation = pg_max - pg_min
-        if violation <= tol and active == n:
-            break
-        if active < n and (violation <= tol or epoch % _UNSHRINK_EVERY == 0):
-            # liblinear unshrinks only once the active set has converged; on a singular active
-            # set that can take very long while a shrunk sample has become violated
-            active = n
-            pg_max_old = np.inf
-            pg_min_old = -np.inf
-            continue
-        pg_max_old = pg_max if pg_max > 0.0 else np.inf
-        pg_min_old = pg_min if pg_min < 0.0 else -np.inf
-    state[0] = wb
-    state[1] = epoch
-    state[2] = violation
-
-
 def _rng(seed: int) -> np.ndarray:
     return np.array([(int(seed) * 2654435761 + 88172645463325252) % 2**64 or 1], dtype=np.uint64)
 
@@ -248,20 +176,18 @@ def dual_coordinate_descent(
     if bias is None:
         bias = math.sqrt(float(np.mean(sqnorm))) if f.fit_intercept else 0.0
     upper = f.upper
+    y = f.y.astype(np.float64)
     a = np.zeros(f.n_samples) if alpha is None else np.clip(alpha, 0.0, upper)
-    w = f.expansion(a)
-    state = np.array([bias * float(f.y @ a), 0.0, 0.0])
-    _dcd(
-        M, f.y, f.margin, upper, sqnorm, float(bias), a, w, state, float(tol), int(max_epochs),
-        _rng(seed),
+    v = np.append(f.expansion(a), bias * float(y @ a))
+    epochs, violation = coordinate_epochs(
+        M, y, f.margin, np.zeros(f.n_samples), upper, float(bias), sqnorm + bias * bias, a, v,
+        int(max_epochs), float(tol), int(seed), _UNSHRINK_EVERY,
     )  # fmt: skip
     logger.debug(
-        "dual coordinate descent: %d epochs, projected-gradient spread %.3g",
-        int(state[1]),
-        state[2],
+        "dual coordinate descent: %d epochs, projected-gradient spread %.3g", epochs, violation
     )
-    cand = Candidate(w=w, b=bias * state[0], alpha=a)
-    return Start(cand, tol, "dual_coordinate_descent", int(state[1]))
+    cand = Candidate(w=v[:-1], b=bias * v[-1], alpha=a)
+    return Start(cand, tol, "dual_coordinate_descent", int(epochs))
 
 
 @numba.njit(cache=True)

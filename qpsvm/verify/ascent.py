@@ -34,39 +34,61 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numba
 import numpy as np
 import scipy.sparse as sp
 
 from qpsvm._numerics import fsum, fsum_dot, tdot
+from qpsvm._rows import _example_axpy, _example_dot, linear_data
 
 logger = logging.getLogger("qpsvm")
+
+#: Epochs a certificate's ascent may run to find its dual point (liblinear's own limit).
+CERTIFY_EPOCHS = 1000
+#: The ascent puts every shrunk coordinate back this often (in epochs).
+UNSHRINK_EVERY = 10
+#: Most values of the free intercept the outer search tries.
+MAX_SHIFTS = 100
+#: Largest first step of the outer search on ``b`` (relative to ``max(1, max p_i)``), before
+#: it has a secant.
+FIRST_STEP = 0.5
+#: The outer search gives up when its best gap has not halved over this many values of ``b``.
+STALL = 8
+#: The projected-gradient tolerances of the ascent run one after the other, each warm started.
+#: Two decades apart: each restart costs a pass without shrinking.
+TOLERANCES = tuple(10.0**-k for k in range(1, 15, 2))
 
 __all__ = ["Ascent", "CoordinateData", "ascend", "balanced_ascent", "coordinate_epochs"]
 
 
 @numba.njit(cache=True)
 def coordinate_epochs(
-    data, indices, indptr, sigma, p, d, hi, bias, qd, u, v, max_epochs, tol, seed
+    M, sigma, p, d, hi, bias, qd, u, v, max_epochs, tol, seed, unshrink_every
 ):  # pragma: no cover - compiled
-    """Dual coordinate ascent with shrinking (see the module docstring) over the CSR arrays
-    ``(data, indices, indptr)``; ``v`` has one more entry than there are features (the
-    regularised intercept's coordinate, 0 when ``bias == 0``). Updates ``u`` and ``v`` in place
-    and returns the epochs run."""
+    """Dual coordinate ascent with shrinking (see the module docstring) over the rows of ``M``
+    (:func:`qpsvm._rows.data_arrays`: dense, CSR, or a ranking SVM's pair differences); ``v``
+    has one more entry than there are features (the regularised intercept's coordinate, 0 when
+    ``bias == 0``). Shrunk coordinates are put back once the active ones converge and every
+    ``unshrink_every`` epochs (on a singular active set convergence can take long while a
+    shrunk coordinate has become violated). Updates ``u`` and ``v`` in place and returns the
+    epochs run and the last spread of projected gradients."""
     n = sigma.shape[0]
     last = v.shape[0] - 1
+    w = v[:last]  # a view: the rows' coordinates (dense rows are read over its length)
     state = np.uint64(seed) * np.uint64(2654435761) + np.uint64(1)
     index = np.empty(n, dtype=np.int64)
-    active = 0
+    total = 0
     for i in range(n):
         if hi[i] > 0.0 and qd[i] + d[i] > 0.0:
-            index[active] = i
-            active += 1
-    total = active
+            index[total] = i
+            total += 1
+    active = total
     pg_max_old = np.inf
     pg_min_old = -np.inf
     epochs = 0
+    violation = np.inf
     while epochs < max_epochs:
         epochs += 1
         pg_max = -np.inf
@@ -80,12 +102,8 @@ def coordinate_epochs(
         s = 0
         while s < active:
             i = index[s]
-            si_ = sigma[i]
-            dot = v[last] * bias
-            for k in range(indptr[i], indptr[i + 1]):
-                dot += v[indices[k]] * data[k]
             a = u[i]
-            G = si_ * dot - p[i] + d[i] * a
+            G = sigma[i] * (_example_dot(i, M, w) + v[last] * bias) - p[i] + d[i] * a
             PG = 0.0
             if a <= 0.0:
                 if G > pg_max_old:
@@ -107,23 +125,23 @@ def coordinate_epochs(
             pg_min = min(pg_min, PG)
             if PG != 0.0:
                 new = min(max(a - G / (qd[i] + d[i]), 0.0), hi[i])
-                delta = (new - a) * si_
+                delta = (new - a) * sigma[i]
                 if delta != 0.0:
                     u[i] = new
-                    for k in range(indptr[i], indptr[i + 1]):
-                        v[indices[k]] += delta * data[k]
+                    _example_axpy(i, M, delta, w)
                     v[last] += delta * bias
             s += 1
-        if pg_max - pg_min <= tol:
-            if active == total:
-                break
+        violation = pg_max - pg_min
+        if violation <= tol and active == total:
+            break
+        if active < total and (violation <= tol or epochs % unshrink_every == 0):
             active = total
             pg_max_old = np.inf
             pg_min_old = -np.inf
             continue
         pg_max_old = pg_max if pg_max > 0.0 else np.inf
         pg_min_old = pg_min if pg_min < 0.0 else -np.inf
-    return epochs
+    return epochs, violation
 
 
 @dataclass
@@ -132,20 +150,21 @@ class CoordinateData:
     bounds ``hi`` (lower bounds 0), and the regularised intercept's feature value ``bias`` (0:
     none). ``qd`` are the squared norms ``||tilde x_i||^2``."""
 
-    X: sp.csr_matrix
+    X: Any
     sigma: np.ndarray
     p: np.ndarray
     d: np.ndarray
     hi: np.ndarray
     bias: float = 0.0
     qd: np.ndarray = field(init=False, repr=False)
+    rows: tuple = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        X = self.X if sp.issparse(self.X) else sp.csr_matrix(self.X)
-        X = sp.csr_matrix(X, dtype=np.float64)
-        X.sum_duplicates()
-        self.X = X
-        self.qd = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel() + self.bias**2
+        if sp.issparse(self.X):
+            self.X = sp.csr_matrix(self.X, dtype=np.float64)
+            self.X.sum_duplicates()
+        self.rows, sqnorm = linear_data(self.X, self.X.shape[1])
+        self.qd = sqnorm + self.bias**2
 
     @property
     def n_features(self) -> int:
@@ -180,26 +199,12 @@ class CoordinateData:
     ) -> int:
         """Epochs of :func:`coordinate_epochs` on ``u, v`` in place, at the fixed intercept
         ``shift``; returns the epochs run."""
-        X = self.X
         p = self.p - self.sigma * shift if shift else self.p
-        return int(
-            coordinate_epochs(
-                X.data,
-                X.indices,
-                X.indptr,
-                self.sigma,
-                p,
-                self.d,
-                self.hi,
-                self.bias,
-                self.qd,
-                u,
-                v,
-                max_epochs,
-                tol,
-                seed,
-            )
-        )
+        epochs, _ = coordinate_epochs(
+            self.rows, self.sigma, p, self.d, self.hi, self.bias, self.qd, u, v, max_epochs,
+            tol, seed, UNSHRINK_EVERY,
+        )  # fmt: skip
+        return int(epochs)
 
 
 @dataclass
@@ -213,18 +218,6 @@ class Ascent:
     primal: float
     dual: float
     epochs: int
-
-
-#: Most values of the free intercept the outer search tries.
-MAX_SHIFTS = 100
-#: First step of the outer search on ``b`` (relative to ``max(1, max p_i)``) before it has a
-#: secant.
-FIRST_STEP = 0.5
-#: The outer search gives up when its best gap has not halved over this many values of ``b``.
-STALL = 8
-#: The projected-gradient tolerances of the ascent run one after the other, each warm started.
-#: Two decades apart: each restart costs a pass without shrinking.
-TOLERANCES = tuple(10.0**-k for k in range(1, 15, 2))
 
 
 def ascend(
@@ -312,10 +305,11 @@ class _Bracket:
         if self.lo is not None and self.hi is not None and self.lo[0] >= self.hi[0]:
             setattr(self, "hi" if side == "lo" else "lo", None)
 
-    def next(self, scale: float) -> float:
+    def next(self, first: float) -> float:
         """Regula falsi with the Illinois rule (the kept end's ``g`` halved when one side was
         replaced twice in a row) inside a bracket; otherwise a secant step towards the sign
-        change, expanded to at least the last step and at most 4 times it."""
+        change, expanded to at least the last step and at most 16 times it (``first`` the
+        first step)."""
         if self.lo is not None and self.hi is not None:
             (b_lo, g_lo, _), (b_hi, g_hi, _) = self.lo, self.hi
             if self.repeated:
@@ -327,11 +321,11 @@ class _Bracket:
         b, g, _ = self.lo if self.lo is not None else self.hi
         direction = 1.0 if g > 0 else -1.0
         if self.previous is None:
-            return b + direction * FIRST_STEP * scale
+            return b + direction * first
         b0, g0, _ = self.previous
         step = abs(b - b0)
         secant = abs(g * (b - b0) / (g0 - g)) if g0 != g else math.inf
-        return b + direction * (min(max(secant, step), 4.0 * step) if step else FIRST_STEP * scale)
+        return b + direction * (min(max(secant, step), 16.0 * step) if step else first)
 
     def mixed(self) -> tuple[np.ndarray, float] | None:
         """The balanced convex combination ``t u_lo + (1 - t) u_hi`` of the ends' multipliers
@@ -392,7 +386,7 @@ def balanced_ascent(
         g = fsum(data.sigma * u)
         # the inner problems are solved more tightly as the gap closes (g is only as accurate
         # as the multipliers), each started at the tolerance the last one reached
-        inner = min(inner, 0.01 * gap)
+        inner = max(0.1 * target, min(inner, 0.01 * gap))
         start = max(TOLERANCES[-1], min(start, 10.0 * gap))
         if g == 0.0:
             continue  # balanced: only the inner problem is left to tighten
@@ -406,7 +400,13 @@ def balanced_ascent(
                 best = (gap_mix, balanced_mix, v_mix, mixed[1])
             if gap_mix <= target:
                 break
-        following = bracket.next(scale)
+        # the first step: g changes by -1/(||x_i||^2 + d_i) per unit of b through each free
+        # multiplier moved alone (w fixed), which overestimates |g'| and so underestimates the
+        # step; the secant steps expand it
+        free = (u > 0.0) & (u < data.hi)
+        slope = fsum(1.0 / (data.qd[free] + data.d[free]))
+        first = min(abs(g) / slope, FIRST_STEP * scale) if slope > 0 else FIRST_STEP * scale
+        following = bracket.next(first)
         if following == b and step.epochs == 0:
             break  # b cannot move in floating point and the inner problem is solved
         history.append(best[0])

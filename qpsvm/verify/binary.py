@@ -20,6 +20,7 @@ value, so a gap below round-off is never reported.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterator, Sequence
@@ -34,11 +35,14 @@ from qpsvm._validation import check_tol
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.kkt import kkt_on_sets, support_sets
 from qpsvm.solution import Candidate
-from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, best_dual_point
+from qpsvm.verify.ascent import CERTIFY_EPOCHS, CoordinateData, ascend, balanced_ascent
+from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, best_dual_point
 from qpsvm.verify.rigorous import binary_dual_lower, binary_primal_upper, binary_trivial_upper
 
 __all__ = [
+    "ascent_points",
     "certify_binary",
+    "coordinate_data",
     "dual_points",
     "improve_dual",
     "kernel_scores",
@@ -163,6 +167,29 @@ def dual_points(f: Any, residual: np.ndarray, w: np.ndarray | None) -> Iterator[
         yield f.project_dual(alpha)
 
 
+def coordinate_data(f: Any) -> CoordinateData:
+    """The dual of a linear hinge SVM ``f`` for :mod:`qpsvm.verify.ascent`: ``p = m``, ``d = 0``,
+    ``hi = C s``."""
+    return CoordinateData(f.X, f.y.astype(np.float64), f.margin, np.zeros(f.n_samples), f.upper)
+
+
+def ascent_points(
+    f: Any, alpha: np.ndarray | None, residual: np.ndarray, b: float, tol: float
+) -> Iterator[np.ndarray]:
+    """A dual point by coordinate ascent over the nonzeros (:mod:`qpsvm.verify.ascent`), from
+    the candidate's ``alpha`` or, for a bare ``w``, from its margins (``C s_i`` where violated,
+    0 elsewhere); with a free intercept from the candidate's ``b``, balanced at the end. Its
+    cost is that of a solve by dual coordinate descent, whatever the size of the margin set."""
+    start = np.where(residual < 0, f.upper, 0.0) if alpha is None else alpha
+    data = coordinate_data(f)
+    stop = GOOD_ENOUGH * tol
+    if f.fit_intercept:
+        balance = functools.partial(feasible_near, f)
+        yield balanced_ascent(data, balance, stop, u=start, b=b, max_epochs=CERTIFY_EPOCHS)[0]
+    else:
+        yield ascend(data, start, stop, max_epochs=CERTIFY_EPOCHS).u
+
+
 def improve_dual(
     f: Any, alpha: np.ndarray, value: float, rounds: int = 5
 ) -> tuple[np.ndarray, float]:
@@ -270,11 +297,14 @@ def certify_binary(
                 raise InvalidInputError(f"xi must have shape ({f.n_samples},); got {xi.shape}.")
             primal_inf = max(0.0, float(np.max(-residual - xi)), float(np.max(-xi)))
 
+    # on sparse data the dual point is found by coordinate ascent over the nonzeros, never by
+    # dense least squares or KKT solves on the margin set (which may hold most samples)
+    ascent = w is not None and sp.issparse(f.X) and not hard
     # alpha = 0 is always feasible (D(0) = 0 <= P*); the search stops at a gap far below tol
     pool = itertools.chain(
         [] if alpha_in is None else [feasible_near(f, alpha_in)],
         [feasible_near(f, f.check_alpha(h)) for h in hints],
-        dual_points(f, residual, w),
+        ascent_points(f, alpha_in, residual, b, tol) if ascent else dual_points(f, residual, w),
     )
     # the expansions computed for D, kept with their points for the stationarity residual
     expansions: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
@@ -285,7 +315,7 @@ def certify_binary(
         return value
 
     alpha, dual, early = best_dual_point(dual_objective, pool, np.zeros(f.n_samples), primal, tol)
-    if not early:
+    if not early and not ascent:
         alpha, dual = improve_dual(f, alpha, dual)
     if f.linear:
         primal, worst = binary_primal_upper(f, w, b, pairs)

@@ -63,7 +63,7 @@ from qpsvm._numerics import fsum, fsum_dot, tdot
 from qpsvm._validation import check_tol
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Candidate
-from qpsvm.verify.ascent import CoordinateData, ascend, balanced_ascent
+from qpsvm.verify.ascent import CERTIFY_EPOCHS, CoordinateData, ascend, balanced_ascent
 from qpsvm.verify.binary import kernel_scores, kernel_ulps
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, best_dual_point
 
@@ -276,8 +276,10 @@ class _Dual:
         if np.all(c.lo == 0.0) and not np.any(c.eps > 0):
             data = CoordinateData(self.f.X, self.sigma, c.p, c.d, c.hi, self.scaling or 0.0)
             if self.f.intercept.coupled:
-                return balanced_ascent(data, self.feasible, stop, u=u, b=b)[0]
-            return c.clip(ascend(data, u, stop).u)
+                return balanced_ascent(
+                    data, self.feasible, stop, u=u, b=b, max_epochs=CERTIFY_EPOCHS
+                )[0]
+            return c.clip(ascend(data, u, stop, max_epochs=CERTIFY_EPOCHS).u)
         X = _dense(self.f.X)
         if X is None:
             return u
