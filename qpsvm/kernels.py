@@ -79,7 +79,7 @@ class Kernel:
             K += _sq_norms(B)[None, :]
             np.maximum(K, 0.0, out=K)
             K *= -self.gamma
-            return np.exp(K, out=K)
+            return _exp_in_place(K)
         if self.name == "poly":
             return (self.gamma * _dense(A @ B.T) + self.coef0) ** self.degree
         if self.name == "callable":
@@ -91,6 +91,20 @@ class Kernel:
                 )
             return K
         raise InvalidInputError("a precomputed kernel has no function; pass Gram matrices.")
+
+
+def _exp_in_place(K: np.ndarray) -> np.ndarray:
+    """``exp(K)`` of a nonpositive array, in place, by the compiled exponential whose error is
+    proven (:func:`exp_nonpositive`; the rbf certificate relies on it), in chunks of
+    :data:`_BLOCK` squared entries."""
+    K = np.ascontiguousarray(K)
+    flat = K.reshape(-1)
+    chunk = _BLOCK * _BLOCK
+    bits = np.empty(min(chunk, flat.size), dtype=np.int64)
+    for start in range(0, flat.size, chunk):
+        part = flat[start : start + chunk]
+        exp_nonpositive(part, bits[: part.size])
+    return K
 
 
 # ------------------------------------------------------------------ compiled kernel rows

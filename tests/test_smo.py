@@ -7,10 +7,14 @@ import logging
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.svm import SVC
 
 import qpsvm
-from qpsvm.solvers.smo import smo_intercept
+from qpsvm.solution import Candidate
+from qpsvm.solvers.smo import _polish, _polish_pays, gradient_gap, smo_intercept
+from qpsvm.solvers.warm_start import Start
 from tests.conftest import random_problem
 
 TOL = 1e-3
@@ -306,3 +310,94 @@ def test_working_set_never_forms_the_gram_matrix():
     first[:] = 0.0
     np.testing.assert_array_equal(f.kernel_cache().matvec(v), f.scores(alpha=sol.alpha))
     assert np.any(f.kernel_cache().matvec(v) != 0.0)
+
+
+# ------------------------------------------------------------------ run to a duality gap
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    kernel=st.sampled_from(["rbf", "poly", "linear"]),
+    C=st.sampled_from([0.1, 1.0, 30.0]),
+    intercept=st.booleans(),
+)
+def test_gradient_gap_is_the_duality_gap(seed, kernel, C, intercept):
+    # identity of the math: with G = Q alpha - m, P(alpha, b*) - D(alpha) = alpha.G + C s.xi,
+    # at any dual-feasible alpha (read off the gradient, no kernel row)
+    X, y = random_problem(seed, n=30, d=3)
+    f = qpsvm.SoftMarginDual(X, y, C=C, kernel=kernel, gamma=0.3, fit_intercept=intercept)
+    rng = np.random.default_rng(seed)
+    alpha = f.project_dual(rng.uniform(-0.5 * C, 1.5 * C, f.n_samples))
+    K = X @ X.T if kernel == "linear" else f.gram()
+    G = f.y * (K @ (alpha * f.y)) - f.margin
+    primal, gap = gradient_gap(f, alpha, G)
+    scale = max(1.0, abs(primal))
+    assert abs(primal - f.objective_alpha(alpha)) <= 1e-11 * scale
+    assert abs(gap - (f.objective_alpha(alpha) - f.dual_objective(alpha))) <= 1e-11 * scale
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "poly", "linear"])
+@pytest.mark.parametrize("shrinking", [True, False])
+@pytest.mark.parametrize("intercept", [True, False])
+def test_smo_run_to_a_gap_is_certified_exact(cancer_dual, kernel, shrinking, intercept):
+    # warm restarts continue from SMO's own state (the gradient and its part from the bounded
+    # multipliers, which shrinking rebuilds from): the gap is reached and certified at 1e-9,
+    # and the objective is the full QP's optimum within both certified gaps
+    X, y = cancer_dual
+    f = qpsvm.SoftMarginDual(
+        X, y, C=0.5, kernel=kernel, gamma=0.05, degree=2, fit_intercept=intercept
+    )
+    sol = f.solve(method="smo", gap=1e-12, shrinking=shrinking)
+    assert sol.status == "gap" and sol.certificate.passed
+    exact = f.solve(method="qp")
+    assert abs(sol.objective - exact.objective) <= sol.certificate.gap + exact.certificate.gap
+
+
+def test_kernel_working_set_returns_the_certified_smo_start(cancer):
+    # above 200 samples a kernel dual is solved by SMO run to a gap far below the tolerance:
+    # its point is certified as it is, no restricted QP is solved
+    X, y = cancer
+    f = qpsvm.SoftMarginDual(X, y, C=2.0, kernel="rbf", gamma=0.1)
+    sol = f.solve()
+    assert sol.method == "working_set" and sol.solver == "smo" and sol.info["rounds"] == 0
+    assert sol.certificate.passed and sol.certificate.rigorous
+    exact = f.solve(method="qp")
+    assert abs(sol.objective - exact.objective) <= sol.certificate.gap + exact.certificate.gap
+
+
+def test_a_start_that_fails_its_certificate_falls_back_to_the_restricted_qp(cancer_dual):
+    # a start claimed exact but only at SMO's 1e-2: the certificate refuses it and the
+    # declarative restricted QP (the fallback) finds the certified optimum
+    X, y = cancer_dual
+    f = qpsvm.SoftMarginDual(X, y, C=2.0, kernel="rbf", gamma=0.1)
+    rough = f.solve(method="smo", tol=1e-2, certify=False)
+    start = Start(Candidate(w=None, b=rough.b, alpha=rough.alpha), 1e-2, "smo", 0, exact=True)
+    sol = f.solve(method="working_set", start=start)
+    assert sol.info["rounds"] >= 1 and sol.certificate.passed
+    exact = f.solve(method="qp")
+    assert abs(sol.objective - exact.objective) <= sol.certificate.gap + exact.certificate.gap
+
+
+def test_kkt_polish_on_the_free_set_gives_the_optimum(cancer_dual):
+    # the poly kernel converges slowly; the KKT equations on SMO's free set (sets identified
+    # at 1e-4) give a point whose gap, from a gradient computed from the data, is round-off
+    X, y = cancer_dual
+    f = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="poly", gamma=0.1, degree=3)
+    sol = f.solve(method="smo", tol=1e-5, certify=False)
+    alpha = sol.alpha.copy()
+    G = f.y * f.scores(alpha=alpha) - f.margin
+    primal, before = gradient_gap(f, alpha, G)
+    assert before > 1e-9 * primal
+    assert _polish(f, alpha, G, 1e-12 * primal)
+    cert = f.certify(alpha=alpha)
+    assert cert.passed and cert.relative_gap <= 1e-11
+    # the gradient it returns is the data's
+    np.testing.assert_allclose(G, f.y * f.scores(alpha=alpha) - f.margin, atol=1e-12)
+
+
+def test_kkt_polish_pays_only_for_small_free_sets():
+    # |F|^3 / 3 against half of STEP_OPS per step and sample: no free variable, no solve
+    upper = np.ones(100)
+    assert not _polish_pays(np.zeros(100), upper, 10**6)
+    alpha = np.where(np.arange(100) < 50, 0.5, 0.0)
+    assert _polish_pays(alpha, upper, 10**3)  # 50^3/3 = 41667 <= 0.5 * 10 * 1e3 * 100
+    assert not _polish_pays(alpha, upper, 10)

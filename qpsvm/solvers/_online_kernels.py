@@ -419,6 +419,7 @@ def smo_loop(
     diag,
     alpha,
     G,
+    G_bar,
     tol,
     max_iter,
     second_order,
@@ -426,7 +427,9 @@ def smo_loop(
     shrinking,
 ):  # pragma: no cover - compiled
     """SMO on ``min 1/2 a^T Q a - m.a`` over ``0 <= a <= U`` (and ``y.a`` fixed with an
-    intercept), ``Q_ij = y_i y_j K_ij``; ``G`` holds the gradient ``Q a - m`` and is updated.
+    intercept), ``Q_ij = y_i y_j K_ij``; ``G`` holds the gradient ``Q a - m`` and ``G_bar``
+    the part ``sum_{j: a_j = U_j} U_j Q_j`` of it (zero at ``a = 0``); both are updated, so a
+    later call continues from them (warm).
 
     With an intercept, the working pair is libsvm's (Fan, Chen and Lin 2005): ``i`` maximises
     ``-y_t G_t`` over ``I_up``, ``j`` minimises it over ``I_low`` (``second_order=False``) or
@@ -437,8 +440,9 @@ def smo_loop(
     Gram matrix, or a :class:`~qpsvm.kernels.KernelCache`'s LRU slots, computed on a miss; row
     ``i`` survives the miss on ``j``: it is the most recently used).
 
-    With ``shrinking``, every ``min(n, 1000)`` steps the variables that :func:`_shrink` finds
-    stuck at a bound leave the selection and the gradient update, as in libsvm; the first time
+    With ``shrinking``, every ``min(n, 1000)`` steps (and at the first step of a warm call)
+    the variables that :func:`_shrink` finds stuck at a bound leave the selection and the
+    gradient update, as in libsvm; the first time
     the violation falls below ``10 tol``, and whenever the active variables meet ``tol``, the
     full gradient is rebuilt (:func:`_unshrink`) and every variable is checked again: the loop
     stops only when all of them meet ``tol``.
@@ -448,10 +452,10 @@ def smo_loop(
     n = y.shape[0]
     act = np.arange(n)
     scratch = np.empty(n, dtype=np.int64)
-    G_bar = np.zeros(n)
     n_act = n
     period = min(n, 1000)
-    counter = period
+    # a warm call (from a point near the optimum) shrinks at once: most variables are settled
+    counter = 1 if np.any(alpha > 0.0) else period
     unshrunk = False
     it = 0
     violation = np.inf

@@ -102,12 +102,17 @@ class Start:
         Which method produced it.
     iterations : int
         Its Newton steps or epochs.
+    exact : bool
+        Whether the start claims to be optimal far below any tolerance (SMO run to a duality
+        gap of :data:`~qpsvm.solvers.working_set.START_GAP`): the working set first certifies
+        it and returns it when it passes, solving no QP.
     """
 
     candidate: Candidate
     band: float
     method: str
     iterations: int
+    exact: bool = False
 
 
 @numba.njit(cache=True)

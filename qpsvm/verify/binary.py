@@ -37,7 +37,15 @@ from qpsvm.kkt import kkt_on_sets, support_sets
 from qpsvm.solution import Candidate
 from qpsvm.verify.ascent import CERTIFY_EPOCHS, CoordinateData, ascend, balanced_ascent
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, best_dual_point
-from qpsvm.verify.rigorous import binary_dual_lower, binary_primal_upper, binary_trivial_upper
+from qpsvm.verify.rigorous import (
+    binary_dual_lower,
+    binary_primal_upper,
+    binary_trivial_upper,
+    kernel_dual_lower,
+    kernel_primal_upper,
+    rbf_score_error,
+    rbf_value_error,
+)
 
 __all__ = [
     "ascent_points",
@@ -67,26 +75,27 @@ ROW_BLOCK_BYTES = 2**25
 def kernel_ulps(f: Any) -> float:
     """Units of round-off ``c`` in one computed kernel value, ``|K^_ij - K_ij| <= c eps |K_ij|``.
 
-    RBF, ``exp(-gamma (||a||^2 + ||b||^2 - 2 a.b))``: the expanded squared distance is exact to
-    ``4 eps max ||x||^2``, times ``gamma`` in the exponent, plus the exponential and a product.
-    Poly, ``(gamma a.b + c0)^p``: the inner product over ``d`` features, the affine map and the
-    power give ``p (d + 2)`` (without cancellation in ``gamma a.b + c0``). A precomputed Gram
-    matrix is the data (0); a callable :data:`KERNEL_ULPS`.
+    RBF, ``exp(-gamma (||a||^2 + ||b||^2 - 2 a.b))``: a proven bound,
+    :func:`~qpsvm.verify.rigorous.rbf_value_error` in units of ``eps``. Poly,
+    ``(gamma a.b + c0)^p``: the inner product over ``d`` features, the affine map and the power
+    give ``p (d + 2)`` (without cancellation in ``gamma a.b + c0``). A precomputed Gram matrix
+    is the data (0); a callable :data:`KERNEL_ULPS`.
     """
     name = f.kernel.name
     if name == "precomputed":
         return 0.0
     if name == "rbf":
-        X = f.X
-        sq = X.multiply(X).sum(axis=1) if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
-        return 2.0 + 4.0 * f.kernel.gamma * float(np.max(sq))
+        return rbf_value_error(f.kernel.gamma, f.X) / np.finfo(float).eps
     if name == "poly":
         return float(f.kernel.degree * (f.n_features + 2))
     return KERNEL_ULPS
 
 
-def kernel_scores(f: Any, alpha: np.ndarray, ulps: float) -> tuple[np.ndarray, np.ndarray]:
-    r"""Kernel scores ``g = K (alpha y)`` and a bound ``e`` on their error, from the data.
+def kernel_scores(
+    f: Any, alphas: Sequence[np.ndarray], ulps: float
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    r"""Kernel scores ``g = K (alpha y)`` and a bound ``e`` on their error, from the data, for
+    each of ``alphas`` (poly and callable kernels: in one pass over the rows of their support).
 
     .. math::
 
@@ -95,34 +104,44 @@ def kernel_scores(f: Any, alpha: np.ndarray, ulps: float) -> tuple[np.ndarray, n
 
     where ``c`` bounds the rounding of one kernel value (:func:`kernel_ulps`) and ``s`` that of
     the sum over the ``m`` nonzero ``alpha_j``. RBF values lie in ``(0, 1]``, so their sums
-    cancel little: ``g`` is the formulation's own product and ``s = sqrt(m)``, the
-    probabilistic bound of a sum (Higham and Mary 2019), with ``|K| |alpha| = K |alpha|`` one more
-    product. Other kernels can be huge: ``g`` is summed over the rows of the support (``K`` is
-    symmetric) in twice the working precision (:func:`qpsvm._numerics.tdot2`), in blocks of
-    :data:`ROW_BLOCK_BYTES`, and ``s = m^2 eps`` (the Dot2 bound of Ogita, Rump and Oishi 2005).
+    cancel little: ``g`` is the formulation's own product (the one SMO's last check computed),
+    with ``|K| |alpha| = K |alpha|`` one more product, and the bound is proven
+    (:func:`~qpsvm.verify.rigorous.rbf_score_error`: ``s`` is ``gamma_m``, the bound of a sum in
+    any order, plus the values' underflow). Other kernels can be huge: ``g`` is summed over the
+    rows of the support (``K`` is symmetric) in twice the working precision
+    (:func:`qpsvm._numerics.tdot2`), in blocks of :data:`ROW_BLOCK_BYTES`, and ``s = m^2 eps``
+    (the Dot2 bound of Ogita, Rump and Oishi 2005).
     ``e`` is negligible for kernel values of order 1 and decisive when they are huge and the
     scores small: on raw features ``~ N(100, 1)`` the poly kernel ``(0.1 x.x' + 1)^3`` is
     ``~ 1e10``, each value is rounded by ``~ 1e-6`` and the optimum of the rounded Gram matrix
     moves in the 6th digit.
     """
     eps = np.finfo(float).eps
-    a = np.abs(alpha)
-    m = int(np.count_nonzero(a))
+    a = [np.abs(alpha) for alpha in alphas]
+    m = [int(np.count_nonzero(ak)) for ak in a]
     if f.kernel.name == "rbf":
-        g = f.scores(alpha=alpha)
-        return g, (ulps + math.sqrt(m)) * eps * f.scores(alpha=a * f.y) + eps * np.abs(g)
-    support = np.flatnonzero(a)
-    v = alpha * f.y
-    total = (np.zeros(f.n_samples), np.zeros(f.n_samples))
-    magnitude = np.zeros(f.n_samples)
+        out = []
+        for alpha, ak in zip(alphas, a, strict=True):
+            g = f.scores(alpha=alpha)
+            e = rbf_score_error(ulps * eps, alpha, f.scores(alpha=ak * f.y), g)
+            out.append((g, e + eps * np.abs(g)))
+        return out
+    support = np.flatnonzero(np.any(a, axis=0))
+    v = [alpha * f.y for alpha in alphas]
+    totals = [(np.zeros(f.n_samples), np.zeros(f.n_samples)) for _ in alphas]
+    magnitudes = [np.zeros(f.n_samples) for _ in alphas]
     step = max(1, ROW_BLOCK_BYTES // (8 * f.n_samples))
-    for start in range(0, m, step):
+    for start in range(0, support.size, step):
         idx = support[start : start + step]
         rows = f.gram_rows(idx)
-        total = tdot2(rows, v[idx], total)
-        magnitude += np.abs(rows).T @ a[idx]
-    g = total[0] + total[1]
-    return g, (ulps + m * m * eps) * eps * magnitude + eps * np.abs(g)
+        for k in range(len(alphas)):
+            totals[k] = tdot2(rows, v[k][idx], totals[k])
+            magnitudes[k] += np.abs(rows).T @ a[k][idx]
+    out = []
+    for (hi, lo), mag, mk in zip(totals, magnitudes, m, strict=True):
+        g = hi + lo
+        out.append((g, (ulps + mk * mk * eps) * eps * mag + eps * np.abs(g)))
+    return out
 
 
 def dual_points(f: Any, residual: np.ndarray, w: np.ndarray | None) -> Iterator[np.ndarray]:
@@ -278,7 +297,9 @@ def certify_binary(
             )
         w = None
         ulps = kernel_ulps(f)
-        scores, e = kernel_scores(f, alpha_in, ulps)
+        # the candidate and its nearest feasible point (the first dual point tried)
+        first = feasible_near(f, alpha_in)
+        (scores, e), (g_first, e_first) = kernel_scores(f, [alpha_in, first], ulps)
         norm2 = fsum_dot(alpha_in * f.y, scores)
     b = f.optimal_intercept(scores) if cand.b is None else f.check_b(cand.b)
     margins = f.y * (scores + b)
@@ -301,8 +322,10 @@ def certify_binary(
     # dense least squares or KKT solves on the margin set (which may hold most samples)
     ascent = w is not None and sp.issparse(f.X) and not hard
     # alpha = 0 is always feasible (D(0) = 0 <= P*); the search stops at a gap far below tol
+    if f.linear:
+        first = None if alpha_in is None else feasible_near(f, alpha_in)
     pool = itertools.chain(
-        [] if alpha_in is None else [feasible_near(f, alpha_in)],
+        [] if first is None else [first],
         [feasible_near(f, f.check_alpha(h)) for h in hints],
         ascent_points(f, alpha_in, residual, b, tol) if ascent else dual_points(f, residual, w),
     )
@@ -310,6 +333,8 @@ def certify_binary(
     expansions: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
 
     def dual_objective(point: np.ndarray) -> float:
+        if point is first and not f.linear:
+            return fsum_dot(f.margin, point) - 0.5 * fsum_dot(point * f.y, g_first)
         value, v = f.dual_parts(point)
         expansions[id(point)] = (point, v)
         return value
@@ -327,12 +352,17 @@ def certify_binary(
         # bounds through the scores' error e (kernel_scores), which no dual point can remove:
         # ||w||^2 = (alpha y) . g is off by up to sum_i |alpha_i| e_i, and a slack by e_i
         # wherever it could be nonzero (kernels have a finite C); D is recomputed likewise
-        near = residual < e
-        primal += 0.5 * fsum_dot(np.abs(alpha_in), e)
-        primal += f.C * fsum_dot(f.sample_weight[near], e[near])
-        g, e_dual = kernel_scores(f, alpha, ulps)
-        dual = fsum_dot(f.margin, alpha) - 0.5 * fsum_dot(alpha * f.y, g)
-        dual -= 0.5 * fsum_dot(np.abs(alpha), e_dual)
+        g, e_dual = (g_first, e_first) if alpha is first else kernel_scores(f, [alpha], ulps)[0]
+        if f.kernel.name == "rbf":
+            # every rounding bounded (rbf_value_error): a rigorous enclosure
+            primal = kernel_primal_upper(f, alpha_in, b, scores, e)
+            dual, alpha = kernel_dual_lower(f, alpha, g, e_dual, primal)
+        else:
+            near = residual < e
+            primal += 0.5 * fsum_dot(np.abs(alpha_in), e)
+            primal += f.C * fsum_dot(f.sample_weight[near], e[near])
+            dual = fsum_dot(f.margin, alpha) - 0.5 * fsum_dot(alpha * f.y, g)
+            dual -= 0.5 * fsum_dot(np.abs(alpha), e_dual)
         if dual < 0.0:
             alpha, dual = np.zeros(f.n_samples), 0.0
 
@@ -354,5 +384,5 @@ def certify_binary(
         tol=tol,
         formulation=type(f).__name__,
         alpha=alpha,
-        rigorous=f.linear,
+        rigorous=f.linear or f.kernel.name == "rbf",
     )

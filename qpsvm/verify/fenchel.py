@@ -397,7 +397,7 @@ def _certify_kernel(
     u_in = f.check_alpha(cand.alpha)
     view = _KernelView(f)
     ulps = kernel_ulps(view)
-    g, e = kernel_scores(view, u_in, ulps)
+    g, e = kernel_scores(view, [u_in], ulps)[0]
     b = f.kernel_intercept(u_in, g) if cand.b is None else f.check_b(cand.b)
     shadow = f.factor_problem()
     candidate = Candidate(w=shadow.expansion(u_in), b=b, alpha=u_in)
@@ -413,7 +413,7 @@ def _certify_kernel(
     if f.intercept.regularized:
         primal += f.penalty.value(np.array([b / f.intercept.scaling]))
     u = search.alpha
-    g_dual, e_dual = kernel_scores(view, u, ulps)
+    g_dual, e_dual = kernel_scores(view, [u], ulps)[0]
     if f.intercept.regularized:
         extra = f.penalty.conjugate(np.array([f.intercept.scaling * fsum_dot(f.sigma, u)]))
     dual = f.loss_conjugate().value(u)

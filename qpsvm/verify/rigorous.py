@@ -52,9 +52,14 @@ __all__ = [
     "binary_primal_upper",
     "binary_trivial_upper",
     "distance_lower",
+    "dot_upper",
     "intercept_bound",
+    "kernel_dual_lower",
+    "kernel_primal_upper",
     "multiclass_dual_lower",
     "multiclass_primal_upper",
+    "rbf_score_error",
+    "rbf_value_error",
     "scale_to_feasible",
 ]
 
@@ -171,11 +176,16 @@ def distance_lower(a: np.ndarray, b: np.ndarray) -> float:
     return float(down(down(math.sqrt(total)) * scale)) if total > 0 else 0.0
 
 
-def intercept_bound(margin: np.ndarray, X: Any, upper: float) -> float:
-    r"""``B >= |b*|`` for some optimal intercept: ``max_i m_i + sqrt(2 U) max_i ||x_i||``."""
+def intercept_bound(
+    margin: np.ndarray, X: Any, upper: float, feature_norm: float | None = None
+) -> float:
+    r"""``B >= |b*|`` for some optimal intercept: ``max_i m_i + sqrt(2 U) max_i ||phi(x_i)||``
+    (``feature_norm``: a bound on ``max_i ||phi(x_i)||``, default the rows' norm,
+    :func:`row_norm_upper`)."""
     if not math.isfinite(upper):
         return math.inf
-    return float(up(np.max(margin) + up(_sqrt_up(2.0 * upper) * row_norm_upper(X))))
+    norm = row_norm_upper(X) if feature_norm is None else feature_norm
+    return float(up(np.max(margin) + up(_sqrt_up(2.0 * upper) * norm)))
 
 
 def _capped(C: float, weight: np.ndarray) -> np.ndarray:
@@ -361,3 +371,114 @@ def multiclass_dual_lower(f: Any, alpha: np.ndarray) -> tuple[float, np.ndarray]
     a = multiclass_feasible(f, alpha)
     norm2 = sum(norm2_upper(*w) for w in multiclass_expansion(f, a))
     return float(down(lower_sum(a) - float(up(0.5 * up(norm2))))), a
+
+
+# ----------------------------------------------------------------------------- rbf kernels
+#: ``|r| <= ln(2) / 2`` (plus the rounding of ``x / ln 2``) after the exponential's reduction.
+_REDUCED = 0.3466
+
+
+def rbf_value_error(gamma_: float, X: Any) -> float:
+    r"""``rho`` with :math:`|\hat K_{ij} - K_{ij}| \le \rho K_{ij} + 2^{-1073}` for every rbf
+    value qpsvm computes, :math:`K_{ij} = e^{-\gamma \|x_i - x_j\|^2}` (the compiled rows,
+    :func:`qpsvm.kernels.kernel_row`, and :meth:`qpsvm.kernels.Kernel.__call__`).
+
+    Both compute ``d = ||x_i||^2 + ||x_j||^2 - 2 x_i.x_j`` (each norm and the product a sum of
+    ``p`` terms in any order, with or without fused multiply-adds: error at most
+    :math:`\gamma_p` of its absolute terms; two more roundings), clipped at 0, so
+    :math:`|\hat d - d| \le \gamma_{p+3} (\|x_i\| + \|x_j\|)^2 \le 4 \gamma_{p+3} R^2` with ``R``
+    the largest row norm; then ``x = fl(-gamma d)``: :math:`|\hat x - x| \le \gamma \cdot 4
+    \gamma_{p+3} R^2 + u |\hat x|`, with :math:`|\hat x| \le 4\gamma R^2 (1 + \gamma_{p+3})`
+    (or 746, where the exponential returns 0). The exponential
+    (:func:`qpsvm.kernels.exp_nonpositive`) reduces ``x = k ln2 + r`` with ``k ln2_hi`` exact
+    and :math:`|r| \le 0.3466`, ``r`` wrong by at most ``2u``; evaluates Taylor's polynomial
+    of degree 13 by Horner's rule (coefficients rounded: Higham's bound
+    :math:`\gamma_{28} \sum_i |c_i| |r|^i \le \gamma_{28} e^{|r|}` against
+    :math:`e^r \ge e^{-|r|}`, truncation below ``1e-17``); scales by ``2^k`` exactly (down to
+    subnormal results: the absolute ``2^{-1073}``). So
+    :math:`\hat K = K e^{\delta} (1 + \eta)` with :math:`|\delta| \le |\hat x - x| + 2u`,
+    :math:`|\eta| \le \gamma_{28} e^{2 \cdot 0.3466} + u`, and
+    :math:`\rho = (1 + |\eta|) e^{|\delta|} - 1`.
+    """
+    p = X.shape[1] if not sp.issparse(X) else int(np.max(np.diff(sp.csr_matrix(X).indptr)))
+    R2 = float(up(row_norm_upper(X) ** 2))
+    g_p = gamma(p + 3)
+    dist = float(up(4.0 * g_p * R2 * (1.0 + 4.0 * U)))
+    arg = min(746.0, float(up(4.0 * gamma_ * R2 * (1.0 + g_p) * (1.0 + 4.0 * U))))
+    delta = float(up(gamma_ * dist * (1.0 + 2.0 * U) + U * arg + 2.0 * U))
+    eta = float(up(gamma(28) * math.exp(2.0 * _REDUCED) * (1.0 + 4.0 * U) + U))
+    return float(up((1.0 + eta) * math.expm1(delta) + eta) * (1.0 + 4.0 * U))
+
+
+def rbf_score_error(
+    rho: float, alpha: np.ndarray, magnitude: np.ndarray, scores: np.ndarray
+) -> np.ndarray:
+    r"""``e`` with :math:`|\hat g_i - g_i| \le e_i` for scores ``g = K (alpha y)`` summed in
+    floating point, in any order, over the ``m`` nonzero ``alpha_j`` from rbf values within
+    ``rho`` (:func:`rbf_value_error`), with ``magnitude`` the computed ``K |alpha|``:
+
+    .. math::
+
+        e_i = u |\hat g_i| + \frac{\gamma_m + \rho / (1 - \rho)}{1 - \gamma_m} \hat M_i
+        + 2^{-1073} \|\alpha\|_1
+
+    (a sum of ``m`` products is within :math:`\gamma_m` of its absolute terms, Higham 3.1;
+    ``K |alpha|``, a sum of nonnegative terms, within :math:`\gamma_m` of itself; each exact
+    value is at most :math:`\rho \hat K / (1 - \rho)` from the rounded one)."""
+    m = int(np.count_nonzero(alpha))
+    g_m = gamma(m + 1)
+    factor = float(up((g_m + rho / (1.0 - rho)) / (1.0 - g_m) * (1.0 + 4.0 * U)))
+    tail = float(up(upper_sum(np.abs(alpha)) * 2.0**-1073))
+    return up((U * np.abs(scores) + magnitude * factor) * (1.0 + 4.0 * U) + tail)
+
+
+def dot_upper(a: np.ndarray, b: np.ndarray) -> float:
+    """An upper bound on the exact ``a . b`` of floats (signs mixed): the rounded products,
+    each within ``u`` of itself, summed by Sum2 (:func:`qpsvm._numerics.fsum`)."""
+    p = np.multiply(a, b)
+    total = fsum(p)
+    err = 2.0 * (U + gamma(p.size) ** 2) * upper_sum(np.abs(p)) + U * abs(total) + p.size * TINY
+    return float(up(total + float(up(err))))
+
+
+def kernel_primal_upper(
+    f: Any, alpha: np.ndarray, b: float, scores: np.ndarray, err: np.ndarray
+) -> float:
+    r"""An upper bound on the exact :math:`P = \tfrac12 (\alpha y)^T K (\alpha y) + C \sum_i s_i
+    \max(0, m_i - y_i(g_i + b))` with :math:`g = K(\alpha y)`, from scores within ``err``:
+    :math:`(\alpha y)^T K (\alpha y) \le (\alpha y)\cdot\hat g + \sum_i |\alpha_i| e_i`, each
+    shortfall enclosed (:func:`shortfall`)."""
+    norm2 = float(up(dot_upper(alpha * f.y, scores) + upper_sum(np.abs(alpha) * err)))
+    norm2 = max(norm2, 0.0)
+    r, e = shortfall(f.margin, f.y, (scores, np.zeros_like(scores), err), b)
+    slack = np.maximum(0.0, up(r + e))
+    return _primal_from_shortfall(norm2, f.C, f.sample_weight, slack)
+
+
+def kernel_dual_lower(
+    f: Any, alpha: np.ndarray, scores: np.ndarray, err: np.ndarray, upper: float
+) -> tuple[float, np.ndarray]:
+    r"""A lower bound on ``P*`` from ``alpha`` with rbf scores ``g = K (alpha y)`` within ``err``:
+    ``alpha`` is clipped into the exact box (:func:`binary_feasible`; a clipped entry moves
+    each score by at most its change, since :math:`0 < K \le 1`), and
+
+    .. math::
+
+        D = \sum_i m_i \alpha_i - \tfrac12 (\alpha y)^T K (\alpha y)
+          - B \Big|\sum_i \alpha_i y_i\Big|,
+
+    with ``B`` for rbf features :math:`\|\phi(x)\| = 1` (:func:`intercept_bound`, ``upper`` a
+    rigorous upper bound on ``P*``)."""
+    a = binary_feasible(f, alpha)
+    moved = upper_sum(np.abs(a - alpha)) if np.any(a != alpha) else 0.0
+    err = err + moved
+    gain = lower_sum(f.margin * a)
+    quad = float(up(dot_upper(a * f.y, scores) + upper_sum(a * err)))
+    value = float(down(gain - float(up(0.5 * max(quad, 0.0)))))
+    if f.fit_intercept:
+        balance = fsum(a * f.y)
+        off = float(up(abs(balance) * (1.0 + 2.0 * U) + 8.0 * gamma(a.size) ** 2 * fsum(a)))
+        if off > 0.0:
+            bound = intercept_bound(f.margin, f.X, upper, feature_norm=1.0)
+            value = float(down(value - float(up(bound * off)))) if bound < math.inf else -math.inf
+    return value, a
