@@ -521,12 +521,14 @@ def _add_planes(f: StructuralSVM, pool: _Pool, rnd: _Round, variant: str) -> int
 
 def _sequential_pass(
     f: StructuralSVM, pool: _Pool, order: np.ndarray, steps: int = BLOCK_STEPS
-) -> None:
+) -> int:
     """Algorithm 1 on one example at a time: fresh oracle at the current ``w``, new plane if
     any, and pairwise steps on that example's block (``steps=0``: instead, one block
-    Frank-Wolfe step towards the oracle's output, :func:`_frank_wolfe_step`)."""
+    Frank-Wolfe step towards the oracle's output, :func:`_frank_wolfe_step`). Returns the
+    number of new planes."""
     g = np.empty(1)
     old = np.empty(1)
+    added = 0
     for i in order.tolist():
         y = f.oracle(pool.w, examples=[i])[0]
         block = pool.blocks[i]
@@ -535,7 +537,9 @@ def _sequential_pass(
             if c[0] > 0 or rows.nnz:  # not the ground truth's plane 0
                 rows.sort_indices()
                 indices, values = _row(rows, 0)
-                pool.add(i, output_key(y), indices, values, c[0], CuttingPlane.single(i, y))
+                added += pool.add(
+                    i, output_key(y), indices, values, c[0], CuttingPlane.single(i, y)
+                )
         if not block.ids:
             continue
         ids = np.asarray(block.ids, dtype=np.int64)
@@ -549,6 +553,7 @@ def _sequential_pass(
             _frank_wolfe_step(
                 ids, block.gram, *pool.arrays, pool.spare, i, pool.w, pool.C, vertex, g, old
             )
+    return added
 
 
 def _sweeps(
