@@ -261,16 +261,23 @@ def exact_optimum_reference(model, X, Y, C, k):
     return problem.value
 
 
-@pytest.mark.parametrize("method", ["cutting_plane", "frank_wolfe"])
+LEARNERS = {
+    "n-slack": {"method": "cutting_plane"},
+    "1-slack": {"method": "cutting_plane", "variant": "one_slack"},
+    "frank-wolfe": {"method": "frank_wolfe"},
+}
+
+
+@pytest.mark.parametrize("learner", list(LEARNERS))
 @pytest.mark.parametrize("C", [1.0, 10.0])
-def test_relaxed_optimum_is_certified_with_fractional_planes(method, C):
+def test_relaxed_optimum_is_certified_with_fractional_planes(learner, C):
     """On frustrated cycles the relaxation is not tight: the certificate encloses the relaxed
     optimum (fractional outputs carry weight in the dual point), which equals the relaxed
     problem solved directly and lies above the exact optimum."""
     X, Y = frustrated_triangles()
     model = GraphModel(2, 3)
     f = qpsvm.StructuralSVM(model, X, Y, C=C)
-    sol = f.solve(method=method)
+    sol = f.solve(**LEARNERS[learner])
     cert = sol.certificate
     assert sol.status == "optimal" and cert.passed and cert.relative_gap <= 1e-9
     assert sol.info["certified_problem"] == "relaxed"
