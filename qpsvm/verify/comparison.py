@@ -77,8 +77,12 @@ class Comparison:
         cand, ref = self.certificate, self.reference_certificate
         if cand is None or ref is None:
             return True
-        reach = float(up(cand.distance_bound + ref.distance_bound))
-        return ref.lower <= cand.upper and cand.lower <= ref.upper and self.distance_lower <= reach
+        enclosed = ref.lower <= cand.upper and cand.lower <= ref.upper
+        if cand.distance_bound is None or ref.distance_bound is None:
+            return enclosed  # not strongly convex: no distance bound (L1)
+        return enclosed and self.distance_lower <= float(
+            up(cand.distance_bound + ref.distance_bound)
+        )
 
 
 def _reader(f: Any) -> Any:

@@ -66,6 +66,11 @@ from qpsvm.solution import Candidate
 from qpsvm.verify.ascent import CERTIFY_EPOCHS, CoordinateData, ascend, balanced_ascent
 from qpsvm.verify.binary import kernel_scores, kernel_ulps
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, best_dual_point
+from qpsvm.verify.rigorous_composed import (
+    RIGOROUS_PENALTIES,
+    composed_dual_lower,
+    composed_primal_upper,
+)
 
 __all__ = ["LossConjugate", "certify_composed", "project_coupled"]
 
@@ -354,6 +359,10 @@ def certify_composed(
         if value > best_value:
             best, best_value = improved, value
 
+    rigorous = f.penalty.name in RIGOROUS_PENALTIES
+    if rigorous:
+        primal = composed_primal_upper(f, w, b)
+        best_value, best = composed_dual_lower(f, best, primal)
     v = dual.v(best)
     w_aug = f.intercept.augment(w, b)
     young_penalty = f.penalty.value(w_aug) + f.penalty.conjugate(v) - fsum_dot(w_aug, v)
@@ -369,6 +378,7 @@ def certify_composed(
         formulation=f.describe(),
         alpha=best,
         strong_convexity=f.penalty.strong_convexity,
+        rigorous=rigorous,
     )
 
 

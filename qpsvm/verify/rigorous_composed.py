@@ -1,0 +1,169 @@
+r"""Rigorous enclosures for the composed problems (linear kernel, L2 or L1 penalty).
+
+The problem of :mod:`qpsvm.verify.fenchel`, ``P(w, b) = R(w[, b/B]) + sum_i W_i ell(z_i)`` with
+``W_i = C c_i`` and ``z_i = sigma_i (x_i . w + b)``, read as the exact problem its float64 data
+state. As for the binary problems (:mod:`qpsvm.verify.rigorous`, whose tools this module uses):
+
+- ``upper`` bounds the candidate's exact ``P(w, b)``: the margins are enclosed by error-free
+  dot products, each loss is evaluated at the end of its margin's interval where it is largest
+  (the losses are monotone in the excess), the products and sums rounded upward;
+- ``lower`` bounds the exact dual value ``D(u) = sum_i phi_i(u_i) - R^*(v)`` of an exactly
+  feasible ``u``: the box ``[lo_i, hi_i]`` uses caps at most the exact ``W_i``; the squared
+  losses' term ``u^2 / (4 W_i)`` is bounded above with ``W_i`` bounded below; ``v = sum_i u_i
+  sigma_i x_i`` (and ``B sum_i sigma_i u_i`` for a regularised intercept) is enclosed, and
+  ``R^*(v)`` bounded above (L2: ``||v||^2 / 2``; L1: ``0`` once ``||v||_inf <= 1`` is proven,
+  the point being scaled down until it is).
+
+A free intercept's coupling ``sum_i sigma_i u_i = 0`` holds only to round-off; its residual is
+bounded through an optimal intercept, as for the binary problems:
+:math:`P^* \ge D(u) - |b^*|\,|\sum_i \sigma_i u_i|` (fixing ``b = b*`` keeps the optimum and
+removes the coupling), with :math:`|b^*| \le \max_i |t_i| + \varepsilon + \|w^*\| \max_i
+\|x_i\|` for targets ``t`` (margins or regression targets): some optimal ``b*`` puts a loss at
+a kink, or has positive losses on both sides, either way within that range of
+``-x_i . w*``; and :math:`\|w^*\| \le \sqrt{2U}` (L2) or :math:`\le U` (L1) for any upper bound
+``U`` on ``P*``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from qpsvm._numerics import fsum
+from qpsvm.verify.rigorous import (
+    TINY,
+    U,
+    _capped,
+    down,
+    enclosed_product,
+    gamma,
+    norm2_upper,
+    row_norm_upper,
+    shortfall,
+    up,
+    upper_sum,
+)
+
+__all__ = ["RIGOROUS_PENALTIES", "composed_dual_lower", "composed_primal_upper"]
+
+#: Penalties whose enclosures are rigorous here.
+RIGOROUS_PENALTIES = frozenset({"l2", "l1"})
+
+
+def _excess_upper(f: Any, w: np.ndarray, b: float) -> np.ndarray:
+    """Upper bounds on each exact excess ``max(0, m - z)`` or ``max(0, |z - y| - eps)``."""
+    r, e = shortfall(f.target, f.sigma, enclosed_product(f.X.T, w), b)
+    if not f.loss.regression:
+        return np.maximum(0.0, up(r + e))
+    return np.maximum(0.0, up(up(np.abs(r) + e) - f.epsilon))
+
+
+def _coordinate_upper(f: Any, b: float) -> float:
+    """An upper bound on ``|b / B|``, the regularised intercept's coordinate (0 otherwise)."""
+    if not f.intercept.regularized:
+        return 0.0
+    return float(up(abs(b) / f.intercept.scaling))
+
+
+def composed_primal_upper(f: Any, w: np.ndarray, b: float) -> float:
+    """An upper bound on the exact ``P(w, b)`` of a composed problem (linear kernel)."""
+    excess = _excess_upper(f, w, b)
+    terms = up(excess * excess) if f.loss.squared else excess
+    cost = float(up(f.C * upper_sum(f.sample_weight * terms) * (1.0 + 2.0 * U)))
+    extra = _coordinate_upper(f, b)
+    if f.penalty.name == "l2":
+        penalty = float(up(0.5 * float(up(upper_sum(w * w) + up(extra * extra)))))
+    else:
+        penalty = float(up(upper_sum(np.abs(w)) + extra))
+    return float(up(penalty + cost))
+
+
+def _signed_lower(t: np.ndarray) -> float:
+    """A lower bound on the exact sum of the exact values each ``t_i`` rounds once."""
+    err = float(up(2.0 * U * upper_sum(np.abs(t)))) + t.size * TINY
+    return float(down(down(fsum(t)) - err))
+
+
+def _box(f: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The multipliers' box with caps at most the exact ``W_i`` (zero weights: ``u = 0``)."""
+    cap = _capped(f.C, f.sample_weight)
+    if f.loss.squared:
+        hi = np.where(cap > 0, np.inf, 0.0)
+    else:
+        hi = cap
+    return (-hi if f.loss.regression else np.zeros_like(hi)), hi
+
+
+def _loss_part_lower(f: Any, u: np.ndarray) -> float:
+    """A lower bound on ``sum_i phi_i(u_i)`` (``u`` in the box)."""
+    terms = [f.target * u]
+    if f.loss.regression:
+        terms.append(-f.epsilon * np.abs(u))
+    value = _signed_lower(np.concatenate(terms))
+    if f.loss.squared:
+        weight = _capped(f.C, f.sample_weight)  # at most W_i: u^2 / (4 W) bounded above
+        live = u != 0.0
+        quad = up(up(u[live] * u[live]) / (4.0 * weight[live]))
+        value = float(down(value - upper_sum(quad)))
+    return value
+
+
+def _v(f: Any, u: np.ndarray) -> tuple[tuple, float]:
+    """``v = sum_i u_i sigma_i x_i`` enclosed, and an upper bound on ``|B sum_i sigma_i u_i|``
+    (the regularised intercept's coordinate; 0 otherwise)."""
+    su = u * f.sigma  # exact: sigma is +-1
+    enclosure = enclosed_product(f.X, su)
+    if not f.intercept.regularized:
+        return enclosure, 0.0
+    total = abs(fsum(su)) * (1.0 + 2.0 * U) + 4.0 * gamma(su.size) ** 2 * upper_sum(np.abs(su))
+    return enclosure, float(up(f.intercept.scaling * float(up(total)) * (1.0 + 2.0 * U)))
+
+
+def _inf_norm_upper(enclosure: tuple, extra: float) -> float:
+    hi, lo, err = enclosure
+    top = float(np.max(up(np.abs(hi + lo) * (1.0 + 2.0 * U) + err), initial=0.0))
+    return max(top, extra)
+
+
+def composed_dual_lower(f: Any, u: np.ndarray, upper: float) -> tuple[float, np.ndarray]:
+    r"""A lower bound on ``P*`` from multipliers ``u`` (moved into the exact domain), and that
+    point; ``upper`` is a rigorous upper bound on ``P*`` (for the coupling's residual)."""
+    lo, hi = _box(f)
+    u = np.clip(np.asarray(u, dtype=np.float64), lo, hi)
+    enclosure, extra = _v(f, u)
+    if f.penalty.name == "l1":
+        for _ in range(8):
+            top = _inf_norm_upper(enclosure, extra)
+            if top <= 1.0:
+                break
+            u = u * float(down(down(1.0 / top) * (1.0 - 4.0 * U)))
+            enclosure, extra = _v(f, u)
+        else:
+            return -math.inf, u
+        conjugate = 0.0
+    else:
+        conjugate = float(up(0.5 * float(up(norm2_upper(*enclosure) + up(extra * extra)))))
+    value = float(down(_loss_part_lower(f, u) - conjugate))
+    if f.intercept.coupled:
+        su = u * f.sigma
+        residual = float(
+            up(abs(fsum(su)) * (1.0 + 2.0 * U) + 4.0 * gamma(su.size) ** 2 * upper_sum(np.abs(su)))
+        )
+        if residual > 0.0:
+            bound = _intercept_bound(f, upper)
+            value = (
+                float(down(value - float(up(bound * residual)))) if bound < math.inf else -math.inf
+            )
+    return value, u
+
+
+def _intercept_bound(f: Any, upper: float) -> float:
+    """``|b*| <= max_i |t_i| + eps + ||w*|| max_i ||x_i||`` (module docstring)."""
+    if not math.isfinite(upper):
+        return math.inf
+    norm = float(up(math.sqrt(2.0 * upper))) if f.penalty.name == "l2" else upper
+    reach = float(up(norm * row_norm_upper(f.X)))
+    epsilon = f.epsilon if f.loss.regression else 0.0
+    return float(up(up(float(np.max(np.abs(f.target), initial=0.0)) + epsilon) + reach))
