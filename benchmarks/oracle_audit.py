@@ -10,7 +10,8 @@ script counts:
 - false accepts: ``passed`` while the candidate's exact relative suboptimality exceeds ``tol``;
 - distance violations: ``||w - w*|| > distance_bound`` (exact);
 - crashes: raw (non-qpsvm) exceptions from ``certify``;
-- the ratio ``gap / (P(w) - P*)`` (exact) for candidates well above round-off.
+- the ratio ``gap / (P(w) - P*)`` (exact) for candidates well above round-off;
+- skips: draws the oracle itself failed on (a typed error), and its slowest solve.
 
 Run from the repository root: ``python benchmarks/oracle_audit.py [--problems N]``.
 """
@@ -68,12 +69,23 @@ def audit(n_problems: int) -> dict:
         for name, f in problems(seed).items():
             s = stats.setdefault(
                 name,
-                {"certs": 0, "crash": 0, "miss": 0, "false": 0, "dist": 0, "ratios": [], "skip": 0},
+                {
+                    "certs": 0,
+                    "crash": 0,
+                    "miss": 0,
+                    "false": 0,
+                    "dist": 0,
+                    "ratios": [],
+                    "skip": 0,
+                    "oracle": [],
+                },
             )
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
+                    tic = time.perf_counter()
                     exact = f.solve(method="exact")
+                    s["oracle"].append(time.perf_counter() - tic)
             except qpsvm.exceptions.QPSVMError:
                 s["skip"] += 1
                 continue
@@ -150,7 +162,7 @@ def main() -> None:
     stats = audit(args.problems)
     print(
         f"{'family':<16}{'certs':>7}{'skip':>6}{'crash':>6}{'miss':>6}{'false':>7}{'dist':>6}"
-        f"{'ratio med':>11}{'ratio max':>11}{'>2x':>6}"
+        f"{'ratio med':>11}{'ratio max':>11}{'>2x':>6}{'oracle max s':>14}"
     )
     for name, s in stats.items():
         r = np.array(s["ratios"])
@@ -159,7 +171,7 @@ def main() -> None:
         over = int(np.sum(r > 2.0)) if r.size else 0
         print(
             f"{name:<16}{s['certs']:>7}{s['skip']:>6}{s['crash']:>6}{s['miss']:>6}{s['false']:>7}"
-            f"{s['dist']:>6}{med:>11}{mx:>11}{over:>6}"
+            f"{s['dist']:>6}{med:>11}{mx:>11}{over:>6}{max(s['oracle'], default=0.0):>14.2f}"
         )
     print(f"{time.perf_counter() - start:.1f} s")
 

@@ -131,3 +131,21 @@ def test_known_solution(backend):
     # min 1/2 z^2 - z over z >= 0: z = 1, w = 0; two pivots (the artificial in, then z)
     result = solve_lcp([[1]], [-1])
     assert result.z == [1] and result.pivots == 2
+
+
+def test_a_guessed_basis_needs_one_solve(backend):
+    # the support of a solution, given as the start, is accepted after one linear solve
+    # (pivots 0); a wrong guess (every variable) falls back to Lemke's pivots
+    solved = 0
+    for seed in range(40):
+        M, q = psd_lcp(seed, 6, 6, 4)
+        try:
+            result = solve_lcp(M, q)
+        except LCPInfeasibleError:
+            continue
+        support = [j for j, v in enumerate(result.z) if v > 0]
+        guessed = solve_lcp(M, q, [list(range(6)), support])
+        assert complementary(M, q, guessed.z)
+        if guessed.pivots == 0:
+            solved += 1
+    assert solved >= 20

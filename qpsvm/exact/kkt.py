@@ -23,12 +23,14 @@ Its KKT conditions are a linear complementarity problem with a positive semidefi
 the slacks ``xi_g`` against the caps' room, the intercept split in two signs against the
 balance), solved exactly by Lemke's method with the lexicographic rule
 (:mod:`qpsvm.exact.lemke`), which is finite on degenerate problems too (ties, duplicated
-points, more points on the margin than dimensions). A float solution only chooses the
-complementarity problem's size: rows it puts clearly off the margin are fixed at
+points, more points on the margin than dimensions). A float solution sizes the
+complementarity problem and guesses its basis: rows it puts clearly off the margin are fixed at
 ``alpha_k = 0``, rows alone in a group whose slack is clearly positive at ``alpha_k = c_g``;
-the rest are the unknowns. Every KKT condition is then checked exactly over all rows; fixed
-rows that violate one become unknowns and the problem is solved again, so the rounds are at most
-the number of rows, and the last one is the exact optimum of the problem the float64 data state.
+the rest are the unknowns, and their guessed basis (every unknown multiplier positive) is tried
+first, one exact linear solve, before Lemke's pivots. Every KKT condition is then checked
+exactly over all rows; fixed rows that violate one become unknowns and the problem is solved
+again, so the rounds are at most the number of rows, and the last one is the exact optimum of
+the problem the float64 data state.
 """
 
 from __future__ import annotations
@@ -169,6 +171,15 @@ class _Reduced:
             alpha[k] = self.qp.cap[self.qp.group[k]]
         return alpha
 
+    def starts(self, saturated: np.ndarray) -> list[list[int]]:
+        """Guessed bases of :meth:`lcp`: every free multiplier positive, the slack of each
+        group guessed saturated, and the intercept of either sign."""
+        nf, nh = self.free.size, len(self.groups)
+        base = list(range(nf)) + [nf + j for j, g in enumerate(self.groups) if saturated[g]]
+        if not self.intercept:
+            return [base]
+        return [[*base, nf + nh + 1], [*base, nf + nh]]
+
     def lcp(self, alpha: np.ndarray) -> tuple[list[list[Fraction]], list[Fraction]]:
         r"""``M`` and ``q`` over ``z = (alpha_F, xi_H, lambda_+, lambda_-)``:
 
@@ -267,13 +278,14 @@ def solve_grouped(qp: GroupedQP, active: np.ndarray, saturated: np.ndarray) -> E
     """
     rows = qp.rows
     dead = np.array([c is not None and c == 0 for c in qp.cap])[qp.group]
-    sets = _first_round(qp, np.asarray(active, dtype=bool), np.asarray(saturated), dead)
+    saturated = np.asarray(saturated, dtype=bool)
+    sets = _first_round(qp, np.asarray(active, dtype=bool), saturated, dead)
     pivots = 0
     for _ in range(qp.n_rows + 2):
         reduced = _Reduced(qp, rows, sets, dead)
         M, q = reduced.lcp(reduced.alpha_fixed())
         try:
-            result = solve_lcp(M, q)
+            result = solve_lcp(M, q, reduced.starts(saturated))
         except LCPInfeasibleError as exc:
             # the fixed multipliers leave no feasible dual point: free them all
             if not (sets.capped.any() or (~sets.free & ~dead).any()):

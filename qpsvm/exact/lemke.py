@@ -160,7 +160,60 @@ def _lexmin(tab, candidates: list[int], col: list[int], rhs: int, n: int, sign: 
     return best
 
 
-def solve_lcp(M: Sequence[Sequence[Fraction]], q: Sequence[Fraction]) -> LemkeResult:
+def _solve_square(rows: list[list[Fraction]], rhs: list[Fraction]) -> list[Fraction] | None:
+    """The solution of a square rational system (``None`` when singular): flint's solver, or
+    fraction-free Gauss-Jordan elimination on the integer tableau."""
+    k = len(rhs)
+    if flint is not None:
+        try:
+            A = flint.fmpq_mat([[flint.fmpq(v.numerator, v.denominator) for v in r] for r in rows])
+            b = flint.fmpq_mat(k, 1, [flint.fmpq(v.numerator, v.denominator) for v in rhs])
+            x = A.solve(b)
+        except ZeroDivisionError:
+            return None
+        return [Fraction(int(x[i, 0].p), int(x[i, 0].q)) for i in range(k)]
+    table = []
+    for row, value in zip(rows, rhs, strict=True):
+        scale = math.lcm(1, *(v.denominator for v in [*row, value]))
+        table.append([int(v * scale) for v in [*row, value]])
+    tab = _NumpyTableau(table)
+    det, used, where = 1, set(), []
+    for c in range(k):
+        r = next((i for i in range(k) if i not in used and tab.entry(i, c) != 0), None)
+        if r is None:
+            return None
+        det = tab.pivot(r, c, det)
+        used.add(r)
+        where.append(r)
+    return [Fraction(tab.entry(where[c], k), det) for c in range(k)]
+
+
+def _crash(
+    M: Sequence[Sequence[Fraction]], q: Sequence[Fraction], basis: Sequence[int]
+) -> list[Fraction] | None:
+    """The complementary point of ``basis`` (``z_B`` solves ``(q + M z)_B = 0``, ``z_N = 0``)
+    when it solves the LCP, else ``None``: one linear solve instead of Lemke's pivots when a
+    float solution guessed the basis."""
+    n = len(q)
+    B = sorted(set(basis))
+    zB = _solve_square([[Fraction(M[i][j]) for j in B] for i in B], [-Fraction(q[i]) for i in B])
+    if zB is None or any(v < 0 for v in zB):
+        return None
+    z = [Fraction(0)] * n
+    for j, v in zip(B, zB, strict=True):
+        z[j] = v
+    inside = set(B)
+    for i in range(n):
+        if i not in inside and Fraction(q[i]) + sum(M[i][j] * z[j] for j in B) < 0:
+            return None
+    return z
+
+
+def solve_lcp(
+    M: Sequence[Sequence[Fraction]],
+    q: Sequence[Fraction],
+    starts: Sequence[Sequence[int]] = (),
+) -> LemkeResult:
     r"""Solve :math:`\mathrm{LCP}(q, M)` exactly by Lemke's method with the lexicographic rule.
 
     Parameters
@@ -169,6 +222,9 @@ def solve_lcp(M: Sequence[Sequence[Fraction]], q: Sequence[Fraction]) -> LemkeRe
         The matrix; Lemke's method is complete for copositive-plus ``M`` (e.g. positive
         semidefinite, not necessarily symmetric).
     q : sequence of Fraction (or int), shape (n,)
+    starts : sequence of sequences of int, optional
+        Guessed bases (the indices of ``z`` that are positive), tried first in turn: the first
+        whose complementary point solves the LCP is returned after one linear solve (pivots 0).
 
     Returns
     -------
@@ -182,6 +238,10 @@ def solve_lcp(M: Sequence[Sequence[Fraction]], q: Sequence[Fraction]) -> LemkeRe
     n = len(q)
     if all(Fraction(v) >= 0 for v in q):
         return LemkeResult([Fraction(0)] * n, 0)
+    for basis in starts:
+        z = _crash(M, q, basis)
+        if z is not None:
+            return LemkeResult(z, 0)
     rows, s = _integer_rows(M, q)
     tab = _tableau(rows)
     artificial, rhs = 2 * n, 2 * n + 1
