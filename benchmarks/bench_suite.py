@@ -46,6 +46,7 @@ def solvers() -> list[suite.Solver]:
     out.append(suite.parse_solver("sklearn:SVC"))
     out.append(suite.parse_solver("sklearn:SVC(tol=1e-8)"))
     out.append(suite.parse_solver("sklearn:LinearSVC(loss='hinge', dual=True, max_iter=100000)"))
+    out.append(suite.parse_solver("sklearn:LinearSVC()"))
     if importlib.util.find_spec("liblinear"):
         out.append(suite.Liblinear("-s 3"))
         out.append(suite.Liblinear("-s 3 -B 1"))

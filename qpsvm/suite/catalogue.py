@@ -116,12 +116,22 @@ def recipes(tier: str) -> list[dict[str, Any]]:
     }
     for variant in ("crammer_singer", "weston_watkins"):
         out += [_recipe(variant, data, 1.0) for data in (wine, iris3, clouds)]
-        # the C grid's ends on wine: on the 4-class clouds the exact oracle's support-set
-        # search takes minutes for Crammer-Singer at C = 1e-3 and 1e3
-        out += [_recipe(variant, wine, C) for C in (grid[0], grid[-1])]
+        out += [_recipe(variant, data, C) for data in (wine, clouds) for C in (grid[0], grid[-1])]
     if tier != "small":
         digits = {"source": "digits", "rows": n, "seed": 0}
         out += [_recipe(variant, digits, 1.0) for variant in ("crammer_singer", "weston_watkins")]
+    # the composed problems other tools solve (LinearSVC's default, LIBLINEAR's -B, the L1
+    # penalty) and regression, on the C grid's middle and ends
+    for family in (
+        "squared_hinge",
+        "regularized_intercept",
+        "squared_hinge_regularized",
+        "l1_squared_hinge",
+    ):
+        out += [_recipe(family, cancer, C) for C in (grid[0], 1.0, grid[-1])]
+    out.append(_recipe("squared_hinge_regularized", noisy, 1.0))
+    diabetes = {"source": "diabetes", "rows": n, "features": min(d, 10), "seed": 0}
+    out += [_recipe("svr", diabetes, C, epsilon=0.125) for C in (grid[0], 1.0, grid[-1])]
     chains = {"source": "chains", "rows": size["seqs"], "features": d, "classes": 3, "seed": 10}
     out += [_recipe("chain", chains, C) for C in (0.1, 1.0)]
     return out

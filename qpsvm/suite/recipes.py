@@ -10,8 +10,9 @@ when it does). Badly scaled data multiply columns by powers of two, which is exa
 
 Data sources (``data["source"]``):
 
-``breast_cancer``, ``iris``, ``wine``, ``digits``
-    scikit-learn's bundled sets; ``rows`` samples drawn without replacement with ``seed``,
+``breast_cancer``, ``iris``, ``wine``, ``digits``, ``diabetes``
+    scikit-learn's bundled sets (``diabetes``: a regression target, standardised); ``rows``
+    samples drawn without replacement with ``seed``,
     the first ``features`` columns (all by default); ``classes`` keeps and orders labels
     (two for the binary families).
 ``blobs``
@@ -57,6 +58,24 @@ FAMILIES: dict[str, str] = {
     "crammer_singer": "MulticlassSVM(variant='crammer_singer')",
     "weston_watkins": "MulticlassSVM(variant='weston_watkins')",
     "chain": "StructuralSVM over a ChainModel (margin rescaling)",
+    "squared_hinge": "SoftMarginPrimal(loss='squared_hinge'), free intercept",
+    "regularized_intercept": "SoftMarginPrimal(intercept='regularized'): LIBLINEAR -s 3 -B 1",
+    "squared_hinge_regularized": (
+        "SoftMarginPrimal(loss='squared_hinge', intercept='regularized'): LinearSVC()"
+    ),
+    "l1_squared_hinge": (
+        "SoftMarginPrimal(penalty='l1', loss='squared_hinge', intercept='regularized'): "
+        "LinearSVC(penalty='l1', dual=False)"
+    ),
+    "svr": "SupportVectorRegression(epsilon), free intercept",
+}
+
+#: composed families: (loss, penalty, intercept) of SoftMarginPrimal
+_COMPOSED = {
+    "squared_hinge": ("squared_hinge", "l2", "free"),
+    "regularized_intercept": ("hinge", "l2", "regularized"),
+    "squared_hinge_regularized": ("squared_hinge", "l2", "regularized"),
+    "l1_squared_hinge": ("squared_hinge", "l1", "regularized"),
 }
 
 _SKLEARN = {
@@ -64,7 +83,11 @@ _SKLEARN = {
     "iris": "load_iris",
     "wine": "load_wine",
     "digits": "load_digits",
+    "diabetes": "load_diabetes",
 }
+
+#: sources whose ``y`` is a regression target (standardised onto the grid like the features)
+_REGRESSION = ("diabetes",)
 
 
 _GENERATED = ("blobs", "duplicates", "ranking", "chains")
@@ -166,6 +189,8 @@ def make_data(data: dict[str, Any]) -> dict[str, Any]:
         raise InvalidInputError(
             f"unknown data source {source!r}; use one of {[*_SKLEARN, *_GENERATED]}."
         )
+    if source in _REGRESSION:
+        y = _standardize(np.asarray(y, dtype=np.float64)[:, None]).ravel()
     return {"X": _prepare(X, data.get("scale", "standard")), "y": np.asarray(y), **extra}
 
 
@@ -210,6 +235,11 @@ def build(recipe: dict[str, Any], arrays: dict[str, Any] | None = None) -> Any:
             fit_intercept=family != "binary_no_intercept",
             sample_weight=_sample_weight(recipe, len(y)),
         )
+    if family in _COMPOSED:
+        loss, penalty, intercept = _COMPOSED[family]
+        return qpsvm.SoftMarginPrimal(X, y, C=C, loss=loss, penalty=penalty, intercept=intercept)
+    if family == "svr":
+        return qpsvm.SupportVectorRegression(X, y, C=C, epsilon=recipe.get("epsilon", 0.0))
     if family == "hard_margin":
         return qpsvm.HardMargin(X, y)
     if family.startswith("kernel_"):

@@ -92,6 +92,8 @@ class Answer:
 #: Attributes that state a problem besides its arrays (those present on a formulation count).
 _SETTINGS = ("C", "fit_intercept", "variant", "loss", "penalty", "intercept", "epsilon")
 _ARRAYS = ("X", "y", "sample_weight", "margin", "pairs", "items")
+#: Kinds whose problem with mirrored labels ``-y`` is the same, with ``(w, b) -> (-w, -b)``.
+_MIRRORED = ("binary", "ComposedClassifier")
 
 
 def _kind(f: Any) -> str:
@@ -102,6 +104,19 @@ def _kind(f: Any) -> str:
     if isinstance(f, BinaryFormulation) and not isinstance(f, RankingSVM):
         return "binary"
     return type(f).__name__
+
+
+def _setting(f: Any, key: str) -> Any:
+    """A setting comparably: a composed problem's pieces by what they state (the loss and
+    penalty by name, with the elastic net's ratio; the intercept by mode and scaling)."""
+    value = getattr(f, key, None)
+    if key == "intercept" and value is not None and not isinstance(value, str):
+        return (value.mode, value.scaling if value.regularized else None)
+    if key == "penalty" and value is not None and not isinstance(value, str):
+        return (value.name, getattr(value, "l1_ratio", None))
+    if key == "loss" and value is not None and not isinstance(value, str):
+        return value.name
+    return value
 
 
 def _kernel_key(f: Any) -> tuple:
@@ -116,27 +131,46 @@ def same_problem(f: Any, g: Any) -> bool:
     """Whether two formulations state the same problem: the same kind (the binary primal and
     dual are one), settings (``C``, intercept, variant, loss, penalty...), kernel and data
     (``X``, labels up to a mirror of the two binary classes, weights, margins), entry for
-    entry."""
-    if _kind(f) != _kind(g) or _kernel_key(f) != _kernel_key(g):
+    entry. A regularised intercept with scaling ``B`` is the problem without intercept on the
+    data with a constant column ``B`` appended (how LIBLINEAR's ``-B`` states it)."""
+    (kind, fs, fa), (other, gs, ga) = _canonical(f), _canonical(g)
+    if kind != other or fs != gs or _kernel_key(f) != _kernel_key(g):
         return False
-    for key in _SETTINGS:
-        if getattr(f, key, None) != getattr(g, key, None):
-            return False
     for key in _ARRAYS:
-        a, b = getattr(f, key, None), getattr(g, key, None)
-        if key == "X" and _kind(f) == "RankingSVM":
+        a, b = fa.get(key), ga.get(key)
+        if key == "X" and kind == "RankingSVM":
             continue  # the pair differences follow from items and pairs
         if (a is None) != (b is None):
             return False
         if a is not None:
-            a = a.toarray() if sp.issparse(a) else np.asarray(a)
-            b = b.toarray() if sp.issparse(b) else np.asarray(b)
             # binary labels may be mirrored (LIBLINEAR's positive class is the first label
             # seen): the problem with -y is the same, with (w, b) -> (-w, -b)
-            mirrored = key == "y" and _kind(f) == "binary" and np.array_equal(a, -b)
+            mirrored = key == "y" and kind in _MIRRORED and np.array_equal(a, -b)
             if a.shape != b.shape or not (np.array_equal(a, b) or mirrored):
                 return False
     return True
+
+
+def _canonical(f: Any) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """The kind, settings and arrays of ``f``: a regularised intercept folded into the data,
+    and a composed hinge / L2 problem read as the binary one it is."""
+    kind = _kind(f)
+    settings = {key: _setting(f, key) for key in _SETTINGS}
+    arrays = {}
+    for key in _ARRAYS:
+        value = getattr(f, key, None)
+        if value is not None:
+            arrays[key] = value.toarray() if sp.issparse(value) else np.asarray(value)
+    if settings["intercept"] is not None and settings["intercept"][0] == "regularized":
+        scaling = settings["intercept"][1]
+        arrays["X"] = np.hstack([arrays["X"], np.full((arrays["X"].shape[0], 1), scaling)])
+        settings["intercept"] = ("none", None)
+        settings["fit_intercept"] = False
+    if kind == "ComposedClassifier" and settings["loss"] == "hinge":
+        if settings["penalty"] == ("l2", None):
+            kind = "binary"
+            settings.update(loss=None, penalty=None, intercept=None, epsilon=None)
+    return kind, settings, arrays
 
 
 def _certify_arrays(f: Any, values: dict[str, Any]) -> Answer:
