@@ -72,6 +72,26 @@ def test_stored_optimum_recertifies(name: str) -> None:
     _recertify(inst)
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "binary/breast_cancer/rows=300/features=12/seed=0/C=1000",
+        "crammer_singer/blobs/rows=300/features=12/classes=4/separation=2.0/seed=9/C=1",
+        "squared_hinge_regularized/breast_cancer/rows=300/features=12/seed=0/C=1",
+    ],
+)
+def test_medium_sample_recertifies(name: str) -> None:
+    (inst,) = [i for i in qpsvm.suite.load("medium") if i.name == name]
+    assert data_hash(make_data(inst.recipe["data"])) == inst.data_sha256
+    _recertify(inst)
+
+
+def test_medium_tier_covers_every_family() -> None:
+    instances = qpsvm.suite.load("medium")
+    assert {inst.family for inst in instances} == set(FAMILIES)
+    assert all(inst.optimum.rigorous for inst in instances if inst.family in EXACT_FAMILIES)
+
+
 @pytest.mark.slow
 def test_every_small_instance_recertifies() -> None:
     for inst in qpsvm.suite.load("small"):
@@ -228,15 +248,16 @@ def test_tools_are_scored_on_the_problem_they_solved() -> None:
 
 def test_regularized_intercept_tools_are_scored() -> None:
     """LIBLINEAR -B 1 and LinearSVC() state the composed problems with a regularised intercept
-    (the data with a constant column appended): scored on those families, certified at 1e-6,
-    and still a different problem on the free-intercept binary family."""
+    (the data with a constant column appended): scored on those families (LIBLINEAR's -s 3
+    stops near 2e-6 relative here, its iteration cap; LinearSVC reaches 1e-6), and still a
+    different problem on the free-intercept binary family."""
     from sklearn.svm import LinearSVC
 
     (reg,) = [
         i for i in qpsvm.suite.load("small", family="regularized_intercept") if i.recipe["C"] == 1
     ]
     lib = qpsvm.suite.score(qpsvm.suite.Liblinear("-s 3 -B 1 -e 1e-10"), [reg])
-    assert lib[0].failure is None and lib[0].success["1e-06"], lib[0].message
+    assert lib[0].failure is None and lib[0].success["0.001"], lib[0].message
     (sq,) = [
         i
         for i in qpsvm.suite.load("small", family="squared_hinge_regularized")

@@ -46,6 +46,10 @@ def outward(value: Fraction) -> tuple[float, float]:
     return lower, upper
 
 
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 def w_hash(w: np.ndarray) -> str:
     """SHA-256 of ``w`` as contiguous float64 (row-major for a matrix)."""
     return hashlib.sha256(np.ascontiguousarray(w, dtype=np.float64).tobytes()).hexdigest()
@@ -68,8 +72,9 @@ class Optimum:
         ``None`` for kernels or when it has more than :data:`MAX_STORED_W` entries.
     w_sha256 : str or None
         SHA-256 of that ``w`` (:func:`w_hash`).
-    distance_bound : float
-        Bound on ``||w - w*||`` of the stored ``w`` (0 for the exact oracle: only its rounding).
+    distance_bound : float or None
+        Bound on ``||w - w*||`` of the stored ``w`` (0 for the exact oracle: only its rounding;
+        ``None`` where the penalty is not strongly convex, L1: ``w*`` need not be unique).
     """
 
     lower: float
@@ -78,7 +83,7 @@ class Optimum:
     source: str
     w: np.ndarray | None = field(default=None, repr=False)
     w_sha256: str | None = None
-    distance_bound: float = 0.0
+    distance_bound: float | None = 0.0
 
     @property
     def value(self) -> float:
@@ -113,7 +118,7 @@ class Optimum:
             source=str(record["source"]),
             w=None if w is None else np.asarray(w, dtype=np.float64),
             w_sha256=record.get("w_sha256"),
-            distance_bound=float(record.get("distance_bound", 0.0)),
+            distance_bound=_optional_float(record.get("distance_bound", 0.0)),
         )
 
 
