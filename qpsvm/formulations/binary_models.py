@@ -16,7 +16,7 @@ from qpsvm.kernels import gram_factor
 if TYPE_CHECKING:
     from qpsvm.formulations.binary import BinaryFormulation, SoftMarginDual
 
-__all__ = ["dual_model", "primal_model", "signed_rows"]
+__all__ = ["dual_model", "primal_model", "rows_primal_model", "signed_rows"]
 
 
 def signed_rows(f: BinaryFormulation, idx: np.ndarray | None) -> tuple[Any, np.ndarray]:
@@ -34,38 +34,68 @@ def primal_model(
     :meth:`~qpsvm.HardMargin.build` for its named parts); ``slack=False`` is the hard margin."""
     idx = None if subset is None else np.asarray(subset, dtype=np.intp)
     Z, y = signed_rows(f, idx)
-    m = f.margin if idx is None else f.margin[idx]
-    w = cp.Variable(f.n_features, name="w")
+    folded = None
+    if slack and at_bound is not None and len(at_bound):
+        # points fixed beyond the margin: alpha_i = C s_i, a linear term in (w, b)
+        fixed = np.zeros(f.n_samples)
+        fixed[np.asarray(at_bound, dtype=np.intp)] = f.sample_weight[at_bound]
+        folded = (f.expansion(fixed), float(fixed @ f.y))
+    return rows_primal_model(
+        Z,
+        y,
+        f.margin if idx is None else f.margin[idx],
+        (f.sample_weight if idx is None else f.sample_weight[idx]) if slack else None,
+        f.C,
+        f.fit_intercept,
+        folded,
+        idx,
+    )
+
+
+def rows_primal_model(
+    Z: Any,
+    y: np.ndarray,
+    m: np.ndarray,
+    s: np.ndarray | None,
+    C: float,
+    fit_intercept: bool,
+    folded: tuple[np.ndarray, float] | None = None,
+    index: np.ndarray | None = None,
+) -> CvxModel:
+    r"""The primal over the rows ``Z = y_i x_i`` (margins ``m``, slack weights ``s``; ``s=None``
+    is the hard margin), with the samples fixed at their bound folded in.
+
+    ``folded = (v, t)`` with ``v = sum_E s_i y_i x_i`` and ``t = sum_E s_i y_i`` over the fixed
+    samples ``E`` adds ``-C (v . w + t b)``: their term ``C sum_E s_i (m_i - y_i (w.x_i + b))``
+    up to a constant. ``index`` (the rows' indices in the full data) is kept on the model.
+    """
+    w = cp.Variable(Z.shape[1], name="w")
     variables: dict[str, cp.Variable] = {"w": w}
     signed = Z @ w
     b = None
-    if f.fit_intercept:
+    if fit_intercept:
         b = cp.Variable(name="b")
         variables["b"] = b
         signed = signed + y * b
     objective = 0.5 * cp.sum_squares(w)
     parameters: dict[str, cp.Parameter] = {}
     constraints: dict[str, cp.Constraint] = {}
-    if slack:
-        C = cp.Parameter(nonneg=True, value=f.C, name="C")
-        parameters["C"] = C
+    if s is not None:
+        Cp = cp.Parameter(nonneg=True, value=C, name="C")
+        parameters["C"] = Cp
         xi = cp.Variable(Z.shape[0], name="xi")
         variables["xi"] = xi
-        s = f.sample_weight if idx is None else f.sample_weight[idx]
         constraints["margin"] = signed >= m - xi
         constraints["slack"] = xi >= 0
-        objective = objective + C * (s @ xi)
-        if at_bound is not None and len(at_bound):
-            # points fixed beyond the margin: alpha_i = C s_i, a linear term in (w, b)
-            fixed = np.zeros(f.n_samples)
-            fixed[np.asarray(at_bound, dtype=np.intp)] = f.sample_weight[at_bound]
-            objective = objective - C * (f.expansion(fixed) @ w)
+        objective = objective + Cp * (s @ xi)
+        if folded is not None:
+            objective = objective - Cp * (folded[0] @ w)
             if b is not None:
-                objective = objective - C * float(fixed @ f.y) * b
+                objective = objective - Cp * folded[1] * b
     else:
         constraints["margin"] = signed >= m
     problem = cp.Problem(cp.Minimize(objective), list(constraints.values()))
-    return CvxModel(problem, variables, constraints, parameters, idx)
+    return CvxModel(problem, variables, constraints, parameters, index)
 
 
 def dual_model(f: SoftMarginDual, subset: Any = None, fixed: Any = None) -> CvxModel:

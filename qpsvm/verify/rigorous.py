@@ -39,6 +39,8 @@ same way).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
 import numpy as np
@@ -48,19 +50,31 @@ from qpsvm._numerics import fsum, tdot2, two_product
 
 __all__ = [
     "TINY",
+    "DualSums",
     "binary_dual_lower",
+    "binary_dual_sums",
+    "binary_feasible",
     "binary_primal_upper",
     "binary_trivial_upper",
+    "combine_dual_sums",
     "distance_lower",
     "dot_upper",
+    "dual_lower_value",
+    "enclosed_product",
     "intercept_bound",
+    "intercept_bound_from",
     "kernel_dual_lower",
     "kernel_primal_upper",
     "multiclass_dual_lower",
     "multiclass_primal_upper",
+    "primal_upper",
     "rbf_score_error",
     "rbf_value_error",
+    "row_norm_upper",
     "scale_to_feasible",
+    "shortfall",
+    "slack_cost",
+    "upper_sum",
 ]
 
 U = 2.0**-53
@@ -125,6 +139,12 @@ def dd_sub(a: tuple, b: tuple) -> tuple:
     return s, lo, err
 
 
+def dd_add(a: tuple, b: tuple) -> tuple:
+    """``(a_hi + a_lo) + (b_hi + b_lo)`` as ``hi + lo`` with its error bound (:func:`dd_sub`):
+    how enclosures of the sums over row blocks are added up."""
+    return dd_sub(a, (-b[0], -b[1], b[2]))
+
+
 def shortfall(m: np.ndarray, y: np.ndarray, margin: tuple, b: float = 0.0) -> tuple:
     r"""``r = m - y (hi + lo + b)``, the amount by which each margin falls short, as a float
     ``r`` and a bound ``e`` with :math:`|r_{exact} - r| \le e`."""
@@ -182,10 +202,16 @@ def intercept_bound(
     r"""``B >= |b*|`` for some optimal intercept: ``max_i m_i + sqrt(2 U) max_i ||phi(x_i)||``
     (``feature_norm``: a bound on ``max_i ||phi(x_i)||``, default the rows' norm,
     :func:`row_norm_upper`)."""
+    norm = row_norm_upper(X) if feature_norm is None else feature_norm
+    return intercept_bound_from(float(np.max(margin)), norm, upper)
+
+
+def intercept_bound_from(max_margin: float, max_row_norm: float, upper: float) -> float:
+    r""":func:`intercept_bound` from ``max_i m_i`` and an upper bound on ``max_i ||x_i||``
+    (maxima over row blocks combine by ``max``)."""
     if not math.isfinite(upper):
         return math.inf
-    norm = row_norm_upper(X) if feature_norm is None else feature_norm
-    return float(up(np.max(margin) + up(_sqrt_up(2.0 * upper) * norm)))
+    return float(up(max_margin + up(_sqrt_up(2.0 * upper) * max_row_norm)))
 
 
 def _capped(C: float, weight: np.ndarray) -> np.ndarray:
@@ -195,12 +221,29 @@ def _capped(C: float, weight: np.ndarray) -> np.ndarray:
     return np.where(err >= 0.0, cap, np.maximum(0.0, down(cap)))
 
 
-def _primal_from_shortfall(norm2: float, C: float, weight: np.ndarray, slack: np.ndarray) -> float:
+def primal_upper(norm2: float, C: float, cost: float, worst: float = -math.inf) -> float:
+    r"""An upper bound on ``1/2 ||w||^2 + C sum_i s_i xi_i`` from upper bounds ``norm2`` on
+    ``||w||^2`` and ``cost`` on the sum of the rounded products ``fl(s_i xi_i)`` (their rounding
+    and the product by ``C`` are covered by :math:`1 + 2u`); for the hard margin
+    (``C = inf``) ``1/2 ||w||^2`` when the largest shortfall ``worst`` is proven ``<= 0``, else
+    ``inf``."""
     half = float(up(0.5 * norm2))
     if not math.isfinite(C):
-        return half
-    cost = float(up(C * upper_sum(weight * slack) * (1.0 + 2.0 * U)))
-    return float(up(half + cost))
+        return half if worst <= 0.0 else math.inf
+    return float(up(half + float(up(C * cost * (1.0 + 2.0 * U)))))
+
+
+def slack_cost(r: np.ndarray, e: np.ndarray, weight: np.ndarray) -> tuple[float, float]:
+    r"""From shortfalls ``r`` within ``e`` of the exact ones (:func:`shortfall`): an upper bound
+    on the sum of the rounded products ``fl(s_i max(0, r_i^{exact}))`` and on the largest exact
+    shortfall. Over row blocks the first combines by :func:`upper_sum`, the second by ``max``."""
+    short = up(r + e)
+    worst = float(np.max(short, initial=-np.inf))
+    return upper_sum(weight * np.maximum(0.0, short)), worst
+
+
+def _primal_from_shortfall(norm2: float, C: float, weight: np.ndarray, slack: np.ndarray) -> float:
+    return primal_upper(norm2, C, upper_sum(weight * slack))
 
 
 def binary_margins(f: Any, w: np.ndarray, pairs: Any = None) -> tuple:
@@ -222,12 +265,8 @@ def binary_primal_upper(f: Any, w: np.ndarray, b: float, pairs: Any = None) -> t
     to hold (shortfall bound ``<= 0``).
     """
     r, e = shortfall(f.margin, f.y, binary_margins(f, w, pairs), b)
-    worst = float(np.max(up(r + e), initial=-np.inf))
-    norm2 = upper_sum(w * w)
-    if not math.isfinite(f.C):
-        return (float(up(0.5 * norm2)) if worst <= 0.0 else math.inf), worst
-    slack = np.maximum(0.0, up(r + e))
-    return _primal_from_shortfall(norm2, f.C, f.sample_weight, slack), worst
+    cost, worst = slack_cost(r, e, f.sample_weight)
+    return primal_upper(upper_sum(w * w), f.C, cost, worst), worst
 
 
 def scale_to_feasible(
@@ -281,6 +320,59 @@ def binary_feasible(f: Any, alpha: np.ndarray) -> np.ndarray:
     return a
 
 
+@dataclass
+class DualSums:
+    r"""The sums over the samples (or a row block of them) that the dual bound is made of, at an
+    exactly feasible ``alpha``.
+
+    Attributes
+    ----------
+    gain : float
+        A lower bound on :math:`\sum_i m_i \alpha_i`.
+    expansion : tuple
+        :math:`\sum_i \alpha_i y_i x_i` enclosed (``hi, lo, err``, :func:`enclosed_product`).
+    balance : tuple
+        :math:`\sum_i \alpha_i y_i` enclosed likewise (arrays of shape ``(1,)``).
+    """
+
+    gain: float
+    expansion: tuple
+    balance: tuple
+
+
+def binary_dual_sums(f: Any, a: np.ndarray, pairs: Any = None) -> DualSums:
+    """:class:`DualSums` of an exactly feasible ``a`` over the samples of ``f`` (a problem or a
+    row block with ``X``, ``y``, ``margin``)."""
+    return DualSums(
+        gain=lower_sum(f.margin * a),  # margins and multipliers are nonnegative
+        expansion=binary_expansion(f, a * f.y, pairs),
+        balance=enclosed_product(a[:, None], f.y),
+    )
+
+
+def combine_dual_sums(parts: list[DualSums]) -> DualSums:
+    """The :class:`DualSums` of all samples from those of disjoint row blocks."""
+    return DualSums(
+        gain=lower_sum(np.array([p.gain for p in parts])),
+        expansion=reduce(dd_add, [p.expansion for p in parts]),
+        balance=reduce(dd_add, [p.balance for p in parts]),
+    )
+
+
+def dual_lower_value(sums: DualSums, bound: float | None) -> float:
+    r"""The lower bound on ``P*`` of :func:`binary_dual_lower` from its :class:`DualSums`:
+    ``gain - 1/2 ||expansion||^2 - B |balance|``, the balance term only with a free intercept
+    (``bound = B`` of :func:`intercept_bound`; ``None`` without an intercept)."""
+    norm2 = norm2_upper(*sums.expansion)
+    value = float(down(sums.gain - float(up(0.5 * norm2))))
+    if bound is not None:
+        hi, lo, err = sums.balance
+        off = float(up(abs(float(hi[0] + lo[0])) * (1.0 + 2.0 * U) + float(err[0])))
+        if off > 0.0:
+            value = float(down(value - float(up(bound * off)))) if bound < math.inf else -math.inf
+    return value
+
+
 def binary_dual_lower(
     f: Any, alpha: np.ndarray, upper: float, pairs: Any = None
 ) -> tuple[float, np.ndarray]:
@@ -295,16 +387,8 @@ def binary_dual_lower(
     ``upper``, a rigorous upper bound on ``P*``).
     """
     a = binary_feasible(f, alpha)
-    gain = lower_sum(f.margin * a)  # margins and multipliers are nonnegative
-    norm2 = norm2_upper(*binary_expansion(f, a * f.y, pairs))
-    value = float(down(gain - float(up(0.5 * norm2))))
-    if f.fit_intercept:
-        balance = fsum(a * f.y)
-        off = float(up(abs(balance) * (1.0 + 2.0 * U) + 8.0 * gamma(a.size) ** 2 * fsum(a)))
-        if off > 0.0:
-            bound = intercept_bound(f.margin, f.X, upper)
-            value = float(down(value - float(up(bound * off)))) if bound < math.inf else -math.inf
-    return value, a
+    bound = intercept_bound(f.margin, f.X, upper) if f.fit_intercept else None
+    return dual_lower_value(binary_dual_sums(f, a, pairs), bound), a
 
 
 # ----------------------------------------------------------------------------- multiclass
