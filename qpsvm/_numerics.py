@@ -106,6 +106,26 @@ def _dense_tdot2(X, v, s, c):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
+def _dense_tdot2_by_column(XT, v, s, c):  # pragma: no cover - compiled
+    """:func:`_dense_tdot2` on ``X = XT.T`` one output entry at a time (``XT`` C-contiguous:
+    ``X`` is a transposed row-major matrix, e.g. the scores ``x_i . w`` of every row): the same
+    operations in the same order, with the accumulators in registers."""
+    for j in range(XT.shape[0]):
+        sj, cj = s[j], c[j]
+        for i in range(XT.shape[1]):
+            if v[i] != 0.0:
+                p = XT[j, i] * v[i]
+                ah, al = _split(XT[j, i])
+                vh, vl = _split(v[i])
+                e = ((ah * vh - p) + ah * vl + al * vh) + al * vl
+                u = sj + p
+                z = u - sj
+                cj += ((sj - (u - z)) + (p - z)) + e
+                sj = u
+        s[j], c[j] = sj, cj
+
+
+@numba.njit(cache=True)
 def _csr_tdot2(data, indices, indptr, v, s, c):  # pragma: no cover - compiled
     for i in range(indptr.shape[0] - 1):
         if v[i] != 0.0:
@@ -143,6 +163,8 @@ def tdot2(
     if sp.issparse(X):
         X = sp.csr_matrix(X)
         _csr_tdot2(X.data, X.indices, X.indptr, v, s, c)
+    elif isinstance(X, np.ndarray) and X.T.flags.c_contiguous and X.shape[1] > X.shape[0]:
+        _dense_tdot2_by_column(X.T, v, s, c)
     elif isinstance(X, np.ndarray):
         _dense_tdot2(X, v, s, c)
     else:

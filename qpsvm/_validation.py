@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Hashable
 from numbers import Integral, Real
 from typing import Any
@@ -263,3 +264,10 @@ def check_intercept(b: Any, fitted: bool, setting: str, remedy: str) -> float:
             f"pass b=0 or {remedy}."
         )
     return value
+
+
+def is_dask(value: Any) -> bool:
+    """Whether ``value`` is a Dask collection (array, dataframe, series), without importing
+    Dask: if it was never imported, nothing can be one."""
+    dask = sys.modules.get("dask")
+    return dask is not None and bool(dask.is_dask_collection(value))

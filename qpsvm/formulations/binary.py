@@ -40,6 +40,7 @@ from qpsvm._validation import (
     check_sample_weight,
     check_vector,
     check_weight_vector,
+    is_dask,
 )
 from qpsvm.contract import method_names
 from qpsvm.exceptions import InvalidInputError, NotSeparableError
@@ -102,8 +103,17 @@ class BinaryFormulation(KernelRows, Formulation):
     #: Whether the class hands the combinations it does not solve itself (other losses,
     #: penalties, intercept modes) to :class:`ComposedClassifier`, which it then returns.
     routes_composed: ClassVar[bool] = False
+    #: Whether the class returns :class:`~qpsvm.dask.formulation.DaskSoftMarginPrimal` for Dask
+    #: data (``X`` or ``y`` a Dask collection).
+    routes_dask: ClassVar[bool] = False
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls.__dict__.get("routes_dask") and any(
+            is_dask(v) for v in (*args[:2], kwargs.get("X"), kwargs.get("y"))
+        ):
+            from qpsvm.dask.formulation import DaskSoftMarginPrimal
+
+            return DaskSoftMarginPrimal(*args, **kwargs)
         if cls.__dict__.get("routes_composed") and (args or kwargs):
             composed = _composed(cls.__init__, args, kwargs)
             if composed is not None:
@@ -447,6 +457,7 @@ class SoftMarginPrimal(BinaryFormulation):
 
     routes_composed: ClassVar[bool] = True
     methods: ClassVar[tuple[str, ...]] = (*BinaryFormulation.methods, "dcd")
+    routes_dask: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -1,0 +1,141 @@
+"""Exact SVMs on Dask data: the working set over row blocks (qpsvm.dask), on a LocalCluster
+the tests start themselves, against the in-memory solver on data small enough for both."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import qpsvm  # noqa: E402
+from qpsvm.dask.formulation import DaskSoftMarginPrimal  # noqa: E402
+from qpsvm.exceptions import InvalidInputError  # noqa: E402
+from qpsvm.solution import Candidate  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    """Two worker processes on this machine: every pass goes through pickling and the
+    distributed scheduler, as on a cluster."""
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        yield c
+
+
+def problem(seed: int, n: int = 3000, d: int = 4, noise: float = 1.0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.where(X @ rng.normal(size=d) + noise * rng.normal(size=n) > 0.2, "pos", "neg")
+    return X, y
+
+
+def chunked(v: np.ndarray, rows: int):
+    return da.from_array(v, chunks=(rows, *v.shape[1:]))
+
+
+@pytest.mark.parametrize(
+    ("seed", "fit_intercept", "weighted", "dtype"),
+    [(0, True, False, np.float64), (1, False, True, np.float64), (2, True, True, np.float32)],
+)
+def test_same_certified_optimum_as_in_memory(client, seed, fit_intercept, weighted, dtype):
+    X, y = problem(seed)
+    X = X.astype(dtype)
+    rng = np.random.default_rng(seed + 100)
+    s = rng.uniform(0.5, 2.0, len(y)) if weighted else None
+    m = rng.uniform(0.5, 1.5, len(y)) if weighted else None
+    f = qpsvm.SoftMarginPrimal(
+        chunked(X, 700),
+        chunked(y, 700),
+        C=0.3,
+        fit_intercept=fit_intercept,
+        sample_weight=None if s is None else chunked(s, 700),
+        margin=None if m is None else chunked(m, 700),
+    )
+    assert isinstance(f, DaskSoftMarginPrimal)
+    sol = f.solve(sample_rows=500)
+    cert = sol.certificate
+    assert cert.passed and cert.rigorous
+    ref = qpsvm.SoftMarginPrimal(
+        X.astype(np.float64), y, C=0.3, fit_intercept=fit_intercept, sample_weight=s, margin=m
+    ).solve()
+    # both enclose the one optimum P* of the problem the float data state
+    assert cert.dual_objective <= ref.certificate.primal_objective
+    assert ref.certificate.dual_objective <= cert.primal_objective
+    # the optimum w* is unique: both within their distance bounds of it
+    bound = cert.distance_bound + ref.certificate.distance_bound
+    assert np.linalg.norm(sol.w - ref.w) <= bound
+    # n-sized results stay Dask arrays; computed, they are the slacks and a feasible alpha
+    assert isinstance(sol.alpha, da.Array) and isinstance(sol.xi, da.Array)
+    xi = sol.xi.compute()
+    signed = np.where(y == "pos", 1.0, -1.0)
+    margin = np.ones(len(y)) if m is None else m
+    np.testing.assert_array_equal(
+        xi, np.maximum(0.0, margin - signed * (X.astype(np.float64) @ sol.w + sol.b))
+    )
+    alpha = sol.alpha.compute()
+    upper = 0.3 * (np.ones(len(y)) if s is None else s)
+    assert np.all(alpha >= 0) and np.all(alpha <= upper)
+    # passes: every kind logged, and each reads every block of X and y once
+    info = sol.info
+    assert info["passes"] == len(info["pass_kinds"]) == len(info["pass_seconds"])
+    assert info["pass_kinds"][-1] == "round" and "sort" in info["pass_kinds"]
+    vectors = [v for v in (s, m) if v is not None]
+    assert info["bytes_per_pass"] == X.nbytes + y.nbytes + sum(v.nbytes for v in vectors)
+
+
+def test_certify_again_and_bare_points(client):
+    X, y = problem(3)
+    f = qpsvm.SoftMarginPrimal(chunked(X, 1000), chunked(y, 1000), C=1.0)
+    sol = f.solve(sample_rows=500)
+    again = f.certify(sol)
+    assert again.passed
+    assert again.primal_objective == sol.certificate.primal_objective
+    # the objective of a pass is the plain objective of the solution
+    assert f.objective(sol.w, sol.b) == pytest.approx(sol.objective, rel=1e-12)
+    # a point off the optimum: a valid enclosure (D <= P* <= P), not a pass
+    off = f.certify(Candidate(w=sol.w * 1.1, b=sol.b))
+    assert off.dual_objective <= sol.certificate.primal_objective
+    assert off.primal_objective >= sol.certificate.dual_objective
+    assert not off.passed
+
+
+def test_dataframe_input_and_labels(client):
+    dd = pytest.importorskip("dask.dataframe")
+    import pandas as pd
+
+    X, y = problem(4, n=2000)
+    frame = dd.from_pandas(pd.DataFrame(X), npartitions=3)
+    labels = dd.from_pandas(pd.Series(y), npartitions=3)
+    f = qpsvm.SoftMarginPrimal(frame, labels, C=1.0)
+    sol = f.solve(sample_rows=300)
+    ref = qpsvm.SoftMarginPrimal(X, y, C=1.0).solve()
+    assert np.linalg.norm(sol.w - ref.w) <= (
+        sol.certificate.distance_bound + ref.certificate.distance_bound
+    )
+    np.testing.assert_array_equal(
+        f.predict(da.from_array(X), sol).compute(), qpsvm.SoftMarginPrimal(X, y).predict(X, ref)
+    )
+
+
+def test_bad_input_is_refused():
+    X, y = problem(5, n=400)
+    with pytest.raises(InvalidInputError, match="hinge loss with the L2 penalty"):
+        qpsvm.SoftMarginPrimal(chunked(X, 100), chunked(y, 100), loss="squared_hinge")
+    with pytest.raises(InvalidInputError, match="entries for"):
+        qpsvm.SoftMarginPrimal(chunked(X, 100), chunked(y[:-1], 100))
+    third = y.copy()
+    third[-1] = "other"
+    with pytest.raises(InvalidInputError, match="label"):
+        qpsvm.SoftMarginPrimal(chunked(X, 100), chunked(third, 100)).solve(sample_rows=50)
+    bad = X.copy()
+    bad[123, 1] = np.nan
+    with pytest.raises(InvalidInputError, match="row 123"):
+        qpsvm.SoftMarginPrimal(chunked(bad, 100), chunked(y, 100)).solve(sample_rows=50)
+    with pytest.raises(InvalidInputError, match="method"):
+        qpsvm.SoftMarginPrimal(chunked(X, 100), chunked(y, 100)).solve(method="qp")
