@@ -270,7 +270,7 @@ def newton_parts(
     z = -block.residual(w, b)
     u = block.y * (block.X @ dw + db)
     s = block.sample_weight
-    values = np.array([[float(np.sum(s * _huber(z - t * u, mu))) for mu in mus] for t in steps])
+    values = np.array([float(np.sum(s * _huber(z - t * u, mus[0]))) for t in steps])
     return LineParts(
         parts=[_smoothed(block, z - steps[0] * u, mu) for mu in mus],
         values=values,
@@ -292,12 +292,18 @@ class SortParts:
     folded_b: float
 
 
-def sort_parts(block: RowBlock, sort: Sort, band: float) -> SortParts:
-    """The rows with ``|r_i(w_0, b_0)| <= band`` and the fixed rows' folded term."""
+def sort_parts(block: RowBlock, sort: Sort, band: float, least: int) -> SortParts:
+    """The rows with ``|r_i(w_0, b_0)| <= max(band, tau)``, ``tau`` the ``least``-th smallest
+    ``|r_i|`` of the block (so the working set starts with at least ``least`` of its rows), and
+    the folded term of the other rows with ``r_i < 0``. Every row left out has
+    ``|r_i| > band > 0``, so its status is the same in every pass."""
     r0 = block.residual(sort.w, sort.b)
-    near = np.abs(r0) <= band
+    dist = np.abs(r0)
+    if 0 < least < block.n_samples:
+        band = max(band, float(np.partition(dist, least - 1)[least - 1]))
+    near = dist <= band if least < block.n_samples else np.ones(block.n_samples, dtype=bool)
     folded, folded_b = _folded(block, ~near & (r0 < 0.0))
-    return SortParts(Rows.take(block, np.flatnonzero(near), np.abs(r0)), folded, folded_b)
+    return SortParts(Rows.take(block, np.flatnonzero(near), dist), folded, folded_b)
 
 
 # ---------------------------------------------------------------------------- rounds

@@ -8,6 +8,7 @@ small records back to the client, which combines them. The scheduler is Dask's c
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -64,6 +65,10 @@ class PassLog:
 
     def __len__(self) -> int:
         return len(self.kinds)
+
+
+def _sort_block(block: Any, least: int, sort: Sort, band: float) -> SortParts:
+    return sort_parts(block, sort, band, least)
 
 
 @dataclass
@@ -196,9 +201,15 @@ class DaskData:
             max_row_norm=max(p.max_row_norm for p in per_block),
         )
 
-    def sort(self, sort: Sort, band: float) -> SortParts:
-        """The rows within ``band`` of the sort point and the fixed rows' folded term."""
-        parts = self.run("sort", sort_parts, None, sort, band)
+    def sort(self, sort: Sort, band: float, least: int) -> SortParts:
+        """The rows within ``band`` of the sort point, at least about ``least`` of them (shared
+        among the blocks by their sizes), and the fixed rows' folded term."""
+
+        def share(k: int) -> tuple[int]:
+            rows = int(self.offsets[k + 1] - self.offsets[k])
+            return (math.ceil(least * rows / max(1, self.n_samples)),)
+
+        parts = self.run("sort", _sort_block, share, sort, band)
         return SortParts(
             Rows.concat([p.work for p in parts]),
             np.sum([p.folded for p in parts], axis=0),

@@ -12,8 +12,9 @@ restricted QP is small. Here each of those passes is one read of every row block
    :data:`START_WIDTHS`: one pass per step gives ``F_mu``, its gradient and its
    ``(d+1) x (d+1)`` curvature (and those of the next width, so a width that is reached costs
    no extra pass); a step that does not decrease ``F_mu`` is halved (another pass).
-3. *Sort.* One pass collects the rows within ``width * mu`` of their margin (the working set
-   ``W``) and the folded term ``sum_E s_i y_i x_i`` of the rows fixed at their bound.
+3. *Sort.* One pass collects the rows within ``width * mu`` of their margin, at least the
+   :data:`MIN_WORK` nearest (the working set ``W``), and the folded term
+   ``sum_E s_i y_i x_i`` of the rows fixed at their bound.
 4. *Rounds.* The restricted QP over ``W`` (the formulation's own model,
    :func:`~qpsvm.formulations.binary_models.rows_primal_model`) is solved on the client; one
    pass checks every row's status and, in the same read, sums the certificate. Violated rows
@@ -46,6 +47,7 @@ from qpsvm.solution import History, Solution
 from qpsvm.solvers.backends import backend_order, solve_model
 from qpsvm.solvers.warm_start import smoothed_newton
 from qpsvm.solvers.working_set import MIN_ADD, STATUS_TOL, WIDTH
+from qpsvm.verify.binary import rebalance
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
 from qpsvm.verify.rigorous import (
     combine_dual_sums,
@@ -56,6 +58,9 @@ from qpsvm.verify.rigorous import (
 )
 
 __all__ = [
+    "COARSE_STEPS",
+    "FINAL_STEPS",
+    "MIN_WORK",
     "SAMPLE_ROWS",
     "START_PASSES",
     "START_WIDTHS",
@@ -69,11 +74,18 @@ logger = logging.getLogger("qpsvm")
 #: Rows of the in-memory sample the start begins from.
 SAMPLE_ROWS = 100_000
 #: Smoothing widths of the start on all rows, relative to ``max(1, max m_i)``.
-START_WIDTHS = (1e-2, 1e-3, 1e-4)
+START_WIDTHS = (1e-1, 1e-2, 1e-3)
+#: Newton steps at each width before the last (they only need to bring the iterate near), and
+#: at the last: the working set (at least :data:`MIN_WORK` rows) absorbs what is left.
+COARSE_STEPS = 2
+FINAL_STEPS = 3
 #: Step lengths every pass of the start evaluates along its Newton direction (0: stay).
-STEPS = (1.0, 0.5, 0.25, 0.1, 0.03, 0.0)
+STEPS = (1.0, 0.5, 0.25, 0.1, 0.03, 0.01, 0.003, 0.0)
 #: Passes the start may make at most.
-START_PASSES = 8
+START_PASSES = 10
+#: Rows the working set starts with at least (the nearest their margin): one restricted QP of
+#: this size costs a few seconds on the client, a round less costs a pass over all rows.
+MIN_WORK = 30_000
 #: Times the sort band may be widened to make the working set balance the fixed rows.
 SORT_TRIES = 6
 
@@ -155,7 +167,8 @@ def newton_start(data: DaskData, w: np.ndarray, b: float, scale: float, max_pass
     (a line search in one read, with the next step's gradient and curvature at the full step)
     and keeps the longest with sufficient decrease (Armijo; a shorter one costs a pass for the
     data at the new point); a width is reached when that step moved every margin by at most
-    ``mu``, the test of the in-memory start.
+    ``mu``, the test of the in-memory start, or after :data:`COARSE_STEPS` steps
+    (:data:`FINAL_STEPS` at the last width).
     """
     mus = tuple(wd * scale for wd in START_WIDTHS)
     d, C = data.n_features, data.C
@@ -163,7 +176,7 @@ def newton_start(data: DaskData, w: np.ndarray, b: float, scale: float, max_pass
     zero = np.zeros(d)
     first = data.newton(w, b, zero, 0.0, (0.0,), mus)
     here: dict[int, NewtonParts] | None = dict(enumerate(first.parts))  # at (w, b), by width
-    level, passes = 0, 1
+    level, passes, taken = 0, 1, 0
     while passes < max_passes:
         if here is None:  # the last step was shortened: the data at the new point
             here = dict(enumerate(data.newton(w, b, zero, 0.0, (0.0,), mus[level:]).parts))
@@ -184,7 +197,7 @@ def newton_start(data: DaskData, w: np.ndarray, b: float, scale: float, max_pass
         value = 0.5 * float(w @ w) + C * cur.value
         slope = float(g[:k] @ step)
         trial = [
-            0.5 * float((w + t * dw) @ (w + t * dw)) + C * float(line.values[i, 0])
+            0.5 * float((w + t * dw) @ (w + t * dw)) + C * float(line.values[i])
             for i, t in enumerate(STEPS)
         ]
         i = next(
@@ -201,10 +214,12 @@ def newton_start(data: DaskData, w: np.ndarray, b: float, scale: float, max_pass
             t * line.max_move,
             trial[i],
         )
-        if t * line.max_move <= mu:
-            if level == len(mus) - 1:
+        taken += 1
+        last = level == len(mus) - 1
+        if t * line.max_move <= mu or taken >= (FINAL_STEPS if last else COARSE_STEPS):
+            if last:
                 break
-            level += 1
+            level, taken = level + 1, 0
     return Start(w, b, mus[level], first.max_margin)
 
 
@@ -244,13 +259,27 @@ class WorkingRows:
         return len(found)
 
 
+def balanced_alpha(alpha: np.ndarray, ws: WorkingRows, data: DaskData) -> np.ndarray:
+    """The restricted QP's multipliers clipped into their box and, with an intercept, shifted
+    on their free coordinates so that ``sum_W alpha_i y_i + C sum_E s_i y_i = 0`` holds to
+    round-off (:func:`~qpsvm.verify.binary.rebalance`): the certificate's balance term costs
+    ``B |sum_i alpha_i y_i|`` with ``B`` in the thousands on large data."""
+    u = data.C * ws.rows.sample_weight
+    a = np.clip(alpha, 0.0, u)
+    if not data.fit_intercept:
+        return a
+    excess = fsum(np.append(a * ws.rows.y, data.C * ws.folded_b))
+    out = rebalance(a, u, ws.rows.y, excess)
+    return a if out is None else out
+
+
 def sort_working_set(data: DaskData, start: Start, width: float) -> tuple[Sort, WorkingRows, float]:
     """The sort pass at the start, widened (times 4) until the working set can balance the
     fixed rows; returns the sort, the working set and the band used."""
     sort = Sort(start.w, start.b)
     band = width * start.band
     for _ in range(SORT_TRIES):
-        parts = data.sort(sort, band)
+        parts = data.sort(sort, band, MIN_WORK)
         ws = WorkingRows(parts.work, parts.folded, parts.folded_b)
         if ws.balanced(data.C, data.fit_intercept):
             return sort, ws, band
@@ -333,7 +362,7 @@ def solve_dask_working_set(
         Rows within ``width`` times the start's smoothing width of their margin start in ``W``.
     sample_rows : int, default=100000
         Rows of the in-memory sample the start begins from.
-    start_passes : int, default=8
+    start_passes : int, default=10
         Passes of the Newton start over all rows at most.
     **options
         Backend settings.
@@ -376,7 +405,11 @@ def solve_dask_working_set(
         backend_time += result.solve_time
         w = np.asarray(model.variables["w"].value, dtype=np.float64)
         b = float(model.variables["b"].value) if data.fit_intercept else 0.0
-        alpha_work = np.asarray(model.constraints["margin"].dual_value, dtype=np.float64).ravel()
+        alpha_work = balanced_alpha(
+            np.asarray(model.constraints["margin"].dual_value, dtype=np.float64).ravel(),
+            ws,
+            data,
+        )
         parts = data.check(sort, rows.index, alpha_work, w, b, eps, max(MIN_ADD, len(rows)))
         objective = 0.5 * float(w @ w) + data.C * fsum(np.array([p.slack_sum for p in parts]))
         history.append((rnd, objective, time.perf_counter() - began))

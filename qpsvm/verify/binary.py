@@ -55,6 +55,7 @@ __all__ = [
     "improve_dual",
     "kernel_scores",
     "kernel_ulps",
+    "rebalance",
 ]
 
 #: Thresholds on ``|y_i f(x_i) - m_i| / max(1, max m)`` for "on the margin".
@@ -237,31 +238,41 @@ def improve_dual(
     return alpha, value
 
 
+def rebalance(a: np.ndarray, upper: np.ndarray, y: np.ndarray, excess: float) -> np.ndarray | None:
+    """``a`` in the box ``[0, upper]`` with ``excess`` taken off ``sum_i a_i y_i`` by shifting
+    free coordinates alone, ``a_F - nu y_F`` with ``nu = excess / |F|``, when that stays inside
+    the box; ``None`` when it does not.
+
+    ``F`` is every free coordinate, else those with room for twice the even share (a multiplier
+    of a sample that just reached its margin can be free by a hair).
+    """
+    free = (a > 0) & (a < upper)
+    if not np.any(free):
+        return None
+    room = np.minimum(a, upper - a)
+    for F in (free, free & (room > 2.0 * abs(excess) / np.count_nonzero(free))):
+        if np.any(F):
+            shifted = a[F] - (excess / np.count_nonzero(F)) * y[F]
+            if np.all(shifted > 0) and np.all(shifted < upper[F]):
+                out = a.copy()
+                out[F] = shifted
+                return out
+    return None
+
+
 def feasible_near(f: Any, alpha: np.ndarray) -> np.ndarray:
     """``alpha`` made dual feasible, keeping its support where it can.
 
-    Clipped to the box; with an intercept, the balance ``y . a = 0`` is restored by shifting
-    free coordinates alone, ``a_F - nu y_F`` with ``nu = y . a / |F|``, when that stays inside
-    the box (a solver's multipliers are off balance by round-off, and the Euclidean projection
-    would spread that round-off over every zero multiplier, which costs a kernel row each).
-    ``F`` is every free coordinate, else those with room for twice the even share (a multiplier
-    of a sample that just reached its margin can be free by a hair); otherwise the projection
-    (:meth:`project_dual`).
+    Clipped to the box; with an intercept, the balance ``y . a = 0`` is restored by
+    :func:`rebalance` (a solver's multipliers are off balance by round-off, and the Euclidean
+    projection would spread that round-off over every zero multiplier, which costs a kernel row
+    each), otherwise by the projection (:meth:`project_dual`).
     """
     a = np.clip(alpha, 0.0, f.upper)
     if not f.fit_intercept:
         return a
-    free = (a > 0) & (a < f.upper)
-    if np.any(free):
-        excess = fsum_dot(f.y, a)
-        room = np.minimum(a, f.upper - a)
-        for F in (free, free & (room > 2.0 * abs(excess) / np.count_nonzero(free))):
-            if np.any(F):
-                shifted = a[F] - (excess / np.count_nonzero(F)) * f.y[F]
-                if np.all(shifted > 0) and np.all(shifted < f.upper[F]):
-                    a[F] = shifted
-                    return a
-    return f.project_dual(alpha)
+    out = rebalance(a, f.upper, f.y, fsum_dot(f.y, a))
+    return out if out is not None else f.project_dual(alpha)
 
 
 def certify_binary(
