@@ -244,16 +244,14 @@ def _smoothed(block: RowBlock, z: np.ndarray, mu: float) -> NewtonParts:
 @dataclass
 class LineParts:
     """One block's share of a Newton pass along a direction: :class:`NewtonParts` at the first
-    step length (by width), the sums ``sum_i s_i h_mu(z_i)`` at every step length (rows) and
-    width (columns), the largest move ``max_i |u_i|`` of a margin along the direction, and (read
-    by the first pass) the block's size, largest margin and a bound on its largest row norm."""
+    step length (by width), the sums ``sum_i s_i h_mu(z_i)`` at every step length for the first
+    width, the largest move ``max_i |u_i|`` of a margin along the direction and the largest
+    margin."""
 
     parts: list[NewtonParts]
     values: np.ndarray
     max_move: float
-    n: int
     max_margin: float
-    max_row_norm: float
 
 
 def newton_parts(
@@ -275,9 +273,7 @@ def newton_parts(
         parts=[_smoothed(block, z - steps[0] * u, mu) for mu in mus],
         values=values,
         max_move=float(np.max(np.abs(u), initial=0.0)),
-        n=block.n_samples,
         max_margin=float(np.max(block.margin, initial=0.0)),
-        max_row_norm=row_norm_upper(block.X),
     )
 
 

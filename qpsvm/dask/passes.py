@@ -196,9 +196,7 @@ class DaskData:
             parts=[total(j) for j in range(len(mus))],
             values=np.sum([p.values for p in per_block], axis=0),
             max_move=max(p.max_move for p in per_block),
-            n=int(sum(p.n for p in per_block)),
             max_margin=max(p.max_margin for p in per_block),
-            max_row_norm=max(p.max_row_norm for p in per_block),
         )
 
     def sort(self, sort: Sort, band: float, least: int) -> SortParts:
