@@ -22,12 +22,14 @@ Usage::
     python benchmarks/bench_dask.py --n 1e6 [--d 20] [--dir /tmp/qpsvm-dask] [--workers 2]
     python benchmarks/bench_dask.py --n 1e6,3e6,1e7 --sgd-epochs 0      # a scaling curve
 
-The store is deleted at the end unless ``--keep``.
+The store is deleted at the end unless ``--keep``; ``--write-only --keep`` writes it and
+``--reuse`` reads a kept one.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import resource
 import shutil
@@ -69,11 +71,15 @@ def peak_client_mib() -> float:
 
 
 def run(n: int, args: argparse.Namespace) -> dict:
-    path = Path(args.dir) / f"n{n}"
+    path = Path(args.dir) / f"n{n}_d{args.d}_seed{args.seed}"
     path.mkdir(parents=True, exist_ok=True)
+    if args.write_only:
+        write_store(path, n, args.d, args.seed)
+        return {"n": n}
     began = time.perf_counter()
-    write_store(path, n, args.d, args.seed)
-    print(f"\nn = {n:.0e}, d = {args.d}: store written in {time.perf_counter() - began:.1f}s")
+    if not (args.reuse and (path / "y.zarr").exists()):
+        write_store(path, n, args.d, args.seed)
+    print(f"\nn = {n:.0e}, d = {args.d}: store ready in {time.perf_counter() - began:.1f}s")
     X = da.from_zarr(str(path / "X.zarr"))
     y = da.from_zarr(str(path / "y.zarr"))
     began = time.perf_counter()
@@ -152,7 +158,11 @@ def main() -> None:
     parser.add_argument("--memory-max-n", type=float, default=2e6)
     parser.add_argument("--sgd-epochs", type=int, default=5)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--reuse", action="store_true", help="read a store kept by --keep")
+    parser.add_argument("--write-only", action="store_true", help="write the stores and stop")
     args = parser.parse_args()
+    logging.basicConfig(format="%(asctime)s %(message)s")
+    logging.getLogger("qpsvm").setLevel(logging.INFO)
     sizes = [int(float(v)) for v in args.n.split(",")]
     with (
         LocalCluster(
@@ -161,7 +171,7 @@ def main() -> None:
         Client(cluster),
     ):
         rows = [run(n, args) for n in sizes]
-    if len(rows) > 1:
+    if len(rows) > 1 and not args.write_only:
         logn = np.log([r["n"] for r in rows])
         slope = np.polyfit(logn, np.log([r["time"] for r in rows]), 1)[0]
         print("\nscaling curve (n, seconds, passes, seconds per pass, read pass):")

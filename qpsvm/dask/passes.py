@@ -8,6 +8,7 @@ small records back to the client, which combines them. The scheduler is Dask's c
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -35,6 +36,8 @@ from qpsvm.dask.blocks import (
 from qpsvm.exceptions import InvalidInputError
 
 __all__ = ["DaskData", "PassLog", "as_dask_array"]
+
+logger = logging.getLogger("qpsvm")
 
 
 def as_dask_array(v: Any, name: str, ndim: int) -> da.Array:
@@ -157,6 +160,7 @@ class DaskData:
         out = list(dask.compute(*tasks))
         self.log.kinds.append(kind)
         self.log.seconds.append(time.perf_counter() - began)
+        logger.info("dask pass %d (%s): %.1fs", len(self.log), kind, self.log.seconds[-1])
         return out
 
     def split(self, index: np.ndarray, values: np.ndarray) -> Callable[[int], tuple]:
