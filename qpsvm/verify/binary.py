@@ -104,14 +104,11 @@ def kernel_scores(
         + \varepsilon |\hat g_i|,
 
     where ``c`` bounds the rounding of one kernel value (:func:`kernel_ulps`) and ``s`` that of
-    the sum over the ``m`` nonzero ``alpha_j``. RBF values lie in ``(0, 1]``, so their sums
-    cancel little: ``g`` is the formulation's own product (the one SMO's last check computed),
-    with ``|K| |alpha| = K |alpha|`` one more product, and the bound is proven
-    (:func:`~qpsvm.verify.rigorous.rbf_score_error`: ``s`` is ``gamma_m``, the bound of a sum in
-    any order, plus the values' underflow). Other kernels can be huge: ``g`` is summed over the
-    rows of the support (``K`` is symmetric) in twice the working precision
-    (:func:`qpsvm._numerics.tdot2`), in blocks of :data:`ROW_BLOCK_BYTES`, and ``s = m^2 eps``
-    (the Dot2 bound of Ogita, Rump and Oishi 2005).
+    the sum over the ``m`` nonzero ``alpha_j``: ``g`` is summed over the rows of the support
+    (``K`` is symmetric) in twice the working precision (:func:`qpsvm._numerics.tdot2`), in
+    blocks of :data:`ROW_BLOCK_BYTES`, so ``s = m^2 eps`` (the Dot2 bound of Ogita, Rump and
+    Oishi 2005); ``|K| |alpha|`` is summed in the same pass. For rbf the bound is proven
+    (:func:`~qpsvm.verify.rigorous.rbf_score_error`, with the values' underflow).
     ``e`` is negligible for kernel values of order 1 and decisive when they are huge and the
     scores small: on raw features ``~ N(100, 1)`` the poly kernel ``(0.1 x.x' + 1)^3`` is
     ``~ 1e10``, each value is rounded by ``~ 1e-6`` and the optimum of the rounded Gram matrix
@@ -120,13 +117,6 @@ def kernel_scores(
     eps = np.finfo(float).eps
     a = [np.abs(alpha) for alpha in alphas]
     m = [int(np.count_nonzero(ak)) for ak in a]
-    if f.kernel.name == "rbf":
-        out = []
-        for alpha, ak in zip(alphas, a, strict=True):
-            g = f.scores(alpha=alpha)
-            e = rbf_score_error(ulps * eps, alpha, f.scores(alpha=ak * f.y), g)
-            out.append((g, e + eps * np.abs(g)))
-        return out
     support = np.flatnonzero(np.any(a, axis=0))
     v = [alpha * f.y for alpha in alphas]
     totals = [(np.zeros(f.n_samples), np.zeros(f.n_samples)) for _ in alphas]
@@ -139,9 +129,13 @@ def kernel_scores(
             totals[k] = tdot2(rows, v[k][idx], totals[k])
             magnitudes[k] += np.abs(rows).T @ a[k][idx]
     out = []
-    for (hi, lo), mag, mk in zip(totals, magnitudes, m, strict=True):
+    for (hi, lo), mag, mk, alpha in zip(totals, magnitudes, m, alphas, strict=True):
         g = hi + lo
-        out.append((g, (ulps + mk * mk * eps) * eps * mag + eps * np.abs(g)))
+        if f.kernel.name == "rbf":
+            e = rbf_score_error(ulps * eps, alpha, mag, g)
+        else:
+            e = (ulps + mk * mk * eps) * eps * mag
+        out.append((g, e + eps * np.abs(g)))
     return out
 
 
