@@ -132,3 +132,13 @@ def test_certificate_of_a_bare_sparse_w_is_tight_without_dense_algebra(fit_inter
     assert suboptimality > 0
     assert cert.lower <= exact.certificate.upper
     assert cert.gap <= 1.01 * suboptimality + 1e-9 * exact.objective
+
+
+def test_default_method_follows_the_measured_crossovers():
+    X, y = sparse_problem(6, n=2000, d=20, k=3)
+    # hinge with many more samples than features: the working set (most multipliers at a bound)
+    assert qpsvm.SoftMarginPrimal(X, y).default_method() == "working_set"
+    # the squared hinge's dual is strongly concave: coordinate descent at every shape
+    assert qpsvm.SoftMarginPrimal(X, y, loss="squared_hinge").default_method() == "dcd"
+    # dense data keep the working set and the full QP
+    assert qpsvm.SoftMarginPrimal(X.toarray()[:50], y[:50]).default_method() == "qp"

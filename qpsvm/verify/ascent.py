@@ -170,10 +170,13 @@ class CoordinateData:
     def n_features(self) -> int:
         return self.X.shape[1]
 
-    def expansion(self, u: np.ndarray) -> np.ndarray:
-        """``v = sum_i u_i sigma_i tilde x_i`` in twice the working precision."""
+    def expansion(self, u: np.ndarray, exact: bool = True) -> np.ndarray:
+        """``v = sum_i u_i sigma_i tilde x_i``: in twice the working precision, or (``exact=False``,
+        for the estimates that steer the ascent) a plain product."""
         su = u * self.sigma
-        return np.append(tdot(self.X, su), self.bias * fsum(su))
+        if exact:
+            return np.append(tdot(self.X, su), self.bias * fsum(su))
+        return np.append(np.asarray(self.X.T @ su).ravel(), self.bias * float(np.sum(su)))
 
     def intercept(self, v: np.ndarray, shift: float) -> float:
         """The intercept ``b`` of ``v``: the fixed ``shift`` plus ``B v_{d+1}``."""
@@ -230,6 +233,7 @@ def ascend(
     seed: int = 0,
     start: float = TOLERANCES[0],
     force: bool = False,
+    exact: bool = True,
 ) -> Ascent:
     """Run the ascent from ``u`` (clipped into the box) at tightening tolerances until the gap
     ``P(v) - D(u)`` of the problem with the intercept fixed at ``shift`` is at most ``target``,
@@ -249,6 +253,9 @@ def ascend(
     force : bool
         Run at least the first tolerance even if the gap is met already (after a change of
         ``shift``, to update the multipliers).
+    exact : bool
+        Recompute the returned expansion in twice the working precision (a plain product
+        otherwise).
     """
     u = np.clip(np.asarray(u, dtype=np.float64), 0.0, data.hi)
     v = data.expansion(u)
@@ -267,7 +274,7 @@ def ascend(
         # steer the ascent, and recomputed exactly for the point returned
         primal = data.primal(v, shift)
         dual = data.dual(u, v, shift)
-    v = data.expansion(u)
+    v = data.expansion(u, exact)
     return Ascent(u, v, data.primal(v, shift), data.dual(u, v, shift), epochs)
 
 
@@ -276,7 +283,7 @@ def _gap(
 ) -> tuple[float, np.ndarray]:
     """Relative gap of ``primal`` to ``D`` at the balanced point of ``u``, and that point."""
     balanced = balance(u)
-    dual = data.dual(balanced, data.expansion(balanced))
+    dual = data.dual(balanced, data.expansion(balanced, exact=False))
     return (primal - dual) / max(1.0, abs(primal)), balanced
 
 
@@ -375,36 +382,38 @@ def balanced_ascent(
             seed=seed + epochs,
             start=start,
             force=True,
+            exact=False,
         )
         u, epochs = step.u, epochs + step.epochs
         gap, balanced = _gap(data, balance, u, step.primal)
         if best is None or gap < best[0]:
-            best = (gap, balanced, step.v, b)
+            best = (gap, balanced, u.copy(), b)
         logger.debug("dcd: b=%.17g g=%.3e gap %.3e epochs %d", b, fsum(data.sigma * u), gap, epochs)
         if gap <= target or epochs >= max_epochs:
             break
         g = fsum(data.sigma * u)
         # the inner problems are solved more tightly as the gap closes (g is only as accurate
         # as the multipliers), each started at the tolerance the last one reached
-        inner = max(0.1 * target, min(inner, 0.01 * gap))
+        inner = max(0.1 * target, min(inner, 0.3 * gap))
         start = max(TOLERANCES[-1], min(start, 10.0 * gap))
         if g == 0.0:
             continue  # balanced: only the inner problem is left to tighten
         bracket.add(b, g, u.copy())
         mixed = bracket.mixed()
         if mixed is not None:
-            v_mix = data.expansion(mixed[0])
+            v_mix = data.expansion(mixed[0], exact=False)
             gap_mix, balanced_mix = _gap(data, balance, mixed[0], data.primal(v_mix, mixed[1]))
             logger.debug("dcd: the bracket's combination: gap %.3e", gap_mix)
             if gap_mix < best[0]:
-                best = (gap_mix, balanced_mix, v_mix, mixed[1])
+                best = (gap_mix, balanced_mix, mixed[0], mixed[1])
             if gap_mix <= target:
                 break
         # the first step: g changes by -1/(||x_i||^2 + d_i) per unit of b through each free
         # multiplier moved alone (w fixed), which overestimates |g'| and so underestimates the
         # step; the secant steps expand it
-        free = (u > 0.0) & (u < data.hi)
-        slope = fsum(1.0 / (data.qd[free] + data.d[free]))
+        curvature = data.qd + data.d
+        free = (u > 0.0) & (u < data.hi) & (curvature > 0.0)  # a zero row never moves
+        slope = fsum(1.0 / curvature[free])
         first = min(abs(g) / slope, FIRST_STEP * scale) if slope > 0 else FIRST_STEP * scale
         following = bracket.next(first)
         if following == b and step.epochs == 0:
@@ -413,5 +422,5 @@ def balanced_ascent(
         if len(history) > STALL and history[-1] > 0.5 * history[-1 - STALL]:
             break  # stalled (slow inner solves where g jumps): the caller finishes otherwise
         b = following
-    _, balanced, v, b = best
-    return balanced, v, b, epochs
+    _, balanced, source, b = best
+    return balanced, data.expansion(source), b, epochs
