@@ -65,13 +65,15 @@ def test_linearsvc_hinge_regularized_bias_is_certified(blobs):
 
 def test_liblinear_object_and_file_agree_and_take_the_first_label_as_positive(blobs, tmp_path):
     X, y = blobs
-    model = liblinear.train(y, X, "-s 3 -c 0.5 -e 1e-10 -B 1 -q")
+    model = liblinear.train(y, X, "-s 3 -c 0.05 -e 1e-10 -B 1 -q")
     path = tmp_path / "model.txt"
     liblinear.save_model(str(path), model)
     assert detect_format(path.read_text()) == "liblinear"
-    # the official LIBLINEAR stops near 1e-5 relative here (its iteration cap): certified at 1e-4
-    from_object = validate(model, X, y, tol=1e-4, exact=True)
-    from_file = validate(str(path), X, y, C=0.5, tol=1e-4)
+    # at C = 0.05 LIBLINEAR converges (gap ~1e-13) whatever the state of the C library's rand(),
+    # which orders its coordinates and which earlier tests advance; at C = 0.5 it stops at its
+    # iteration cap, 2e-6 to 6e-5 relative depending on that state
+    from_object = validate(model, X, y, exact=True)
+    from_file = validate(str(path), X, y, C=0.05)
     assert from_object.spec.conversions[-1].startswith("labels: LIBLINEAR predicts its first")
     assert from_object.passed and from_file.passed, (from_object, from_file)
     _sound(from_object)
@@ -79,7 +81,7 @@ def test_liblinear_object_and_file_agree_and_take_the_first_label_as_positive(bl
     assert a.primal_objective == b.primal_objective  # %.17g in the file: the same numbers
     with pytest.raises(InvalidInputError, match="does not record its C"):
         validate(str(path), X, y)
-    with pytest.raises(InvalidInputError, match=r"records C=0\.5"):
+    with pytest.raises(InvalidInputError, match=r"records C=0\.05"):
         validate(model, X, y, C=2.0)
 
 
