@@ -271,6 +271,13 @@ METHODS: dict[str, Method] = {
             "cutting planes from loss-augmented inference, stopped on a certified gap",
         ),
         _method(
+            "one_slack",
+            "qpsvm.solvers.one_slack:solve_one_slack",
+            "certified optimal solve",
+            "1-slack cutting planes from the sorting oracle over query pairs (never formed), "
+            "finished on the exact KKT sets, certified",
+        ),
+        _method(
             "frank_wolfe",
             "qpsvm.solvers.frank_wolfe:solve_frank_wolfe",
             "certified optimal solve",

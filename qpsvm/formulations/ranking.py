@@ -46,6 +46,7 @@ from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.binary import BinaryFormulation
 from qpsvm.formulations.model import CvxModel
 from qpsvm.kernels import Kernel
+from qpsvm.verify.ranking_sweep import QueryLayout, layout
 
 __all__ = ["PairDifferences", "RankingSVM", "check_pairs", "make_pairs"]
 
@@ -118,6 +119,17 @@ def check_pairs(pairs: Any, n_items: int) -> np.ndarray:
     return arr.astype(np.intp, copy=True)
 
 
+def _group_codes(groups: Any, n: int) -> np.ndarray:
+    """Integer codes ``0 .. Q - 1`` of the query identifiers (all 0 for ``groups=None``)."""
+    if groups is None:
+        return np.zeros(n, dtype=np.intp)
+    g = _check_label_vector(groups, n, "groups")
+    try:
+        return np.unique(g, return_inverse=True)[1].ravel().astype(np.intp)
+    except TypeError as exc:
+        raise InvalidTypeError(f"groups must be mutually comparable: {exc}") from None
+
+
 def make_pairs(y: Any, groups: Any = None) -> np.ndarray:
     """Every pair ``(i, j)`` inside a query group with ``y_i > y_j`` (relevance labels).
 
@@ -144,14 +156,7 @@ def make_pairs(y: Any, groups: Any = None) -> np.ndarray:
     """
     rel = check_vector(y, np.size(y), "y (relevance labels)")
     n = rel.shape[0]
-    if groups is None:
-        codes = np.zeros(n, dtype=np.intp)
-    else:
-        g = _check_label_vector(groups, n, "groups")
-        try:
-            codes = np.unique(g, return_inverse=True)[1].ravel()
-        except TypeError as exc:
-            raise InvalidTypeError(f"groups must be mutually comparable: {exc}") from None
+    codes = _group_codes(groups, n)
     order = np.lexsort((rel, codes))
     ys, gs = rel[order], codes[order]
     position = np.arange(n)
@@ -305,7 +310,10 @@ class RankingSVM(BinaryFormulation):
     """
 
     # the binary methods but SMO, whose kernel rows would be pair differences' Gram rows
-    methods: ClassVar[tuple[str, ...]] = tuple(m for m in BinaryFormulation.methods if m != "smo")
+    methods: ClassVar[tuple[str, ...]] = (
+        *(m for m in BinaryFormulation.methods if m != "smo"),
+        "one_slack",
+    )
     exact_oracle: ClassVar[str] = "qpsvm.solvers.exact:solve_exact_ranking"
     certifier: ClassVar[str] = "qpsvm.verify.ranking:certify_ranking"
 
@@ -320,20 +328,31 @@ class RankingSVM(BinaryFormulation):
     ) -> None:
         items = check_data(X)
         n_items = items.shape[0]
+        self._pairs: np.ndarray | None = None
+        self._labels: tuple[np.ndarray, Any] | None = None
+        self.query_layout: QueryLayout | None = None
         if pairs is not None:
             if y is not None or groups is not None:
                 raise InvalidInputError(
                     "give the preferences either as pairs=... or as relevance labels y=... "
                     "(with groups=...), not both."
                 )
-            self.pairs = check_pairs(pairs, n_items)
+            self._pairs = check_pairs(pairs, n_items)
+            n = int(self._pairs.shape[0])
         elif y is not None:
             if np.size(y) != n_items:
                 raise InvalidInputError(
                     f"y has {np.size(y)} relevance labels but X has {n_items} items; they must "
                     "match."
                 )
-            self.pairs = make_pairs(y, groups)
+            rel = check_vector(y, n_items, "y (relevance labels)")
+            lay = layout(rel, _group_codes(groups, n_items))
+            if lay.n_pairs == 0:
+                make_pairs(rel, groups)  # raises the error that says why there is no pair
+            self._labels = (rel, groups)
+            n = lay.n_pairs
+            if pair_weight is None:
+                self.query_layout = lay
         else:
             raise InvalidInputError(
                 "no preferences given"
@@ -342,8 +361,7 @@ class RankingSVM(BinaryFormulation):
                 "groups=... ."
             )
         self.items = items
-        self.X = PairDifferences(items, self.pairs)
-        n = self.n_pairs
+        self._n_pairs = n
         weight_shape = (
             np.shape(np.asarray(pair_weight, dtype=object)) if pair_weight is not None else ()
         )
@@ -352,19 +370,62 @@ class RankingSVM(BinaryFormulation):
                 f"pair_weight has {weight_shape[0]} entries but there are {n} pairs (in the "
                 "order of f.pairs; for pairs built from y and groups, of make_pairs(y, groups))."
             )
-        self.y = np.ones(n)
         self.classes_ = np.array([-1.0, 1.0])
         self.C = check_positive(C, "C")
         self.fit_intercept = False
-        self.sample_weight = check_sample_weight(pair_weight, n, "pair_weight")
-        self.margin = np.ones(n)
+        self._pair_weight = (
+            None if pair_weight is None else check_sample_weight(pair_weight, n, "pair_weight")
+        )
+        self._differences: PairDifferences | None = None
         self.kernel = Kernel("linear")
         self._model = None
 
     @property
+    def pairs(self) -> np.ndarray:
+        """The preference pairs ``(preferred, other)``: formed on first use for pairs given by
+        relevance labels (:func:`make_pairs`)."""
+        if self._pairs is None:
+            assert self._labels is not None
+            self._pairs = make_pairs(*self._labels)
+        return self._pairs
+
+    @property
+    def X(self) -> PairDifferences:
+        """The pair-difference operator ``Z`` (rows ``x_i - x_j``), built on first use."""
+        if self._differences is None:
+            self._differences = PairDifferences(self.items, self.pairs)
+        return self._differences
+
+    @property
+    def y(self) -> np.ndarray:
+        """All ``+1``: each difference is a positive example of the binary SVM."""
+        return np.ones(self._n_pairs)
+
+    @property
+    def margin(self) -> np.ndarray:
+        """Unit margins, one per pair."""
+        return np.ones(self._n_pairs)
+
+    @property
+    def sample_weight(self) -> np.ndarray:
+        """The pair weights ``s_p`` (ones unless ``pair_weight`` was given)."""
+        return np.ones(self._n_pairs) if self._pair_weight is None else self._pair_weight
+
+    @property
+    def n_samples(self) -> int:
+        """Number of pairs (the samples of the equivalent binary SVM), counted without forming
+        them."""
+        return self._n_pairs
+
+    @property
+    def n_features(self) -> int:
+        """Number of item features."""
+        return int(self.items.shape[1])
+
+    @property
     def n_pairs(self) -> int:
         """Number of preference pairs (the samples of the equivalent binary SVM)."""
-        return int(self.pairs.shape[0])
+        return self._n_pairs
 
     @property
     def n_items(self) -> int:

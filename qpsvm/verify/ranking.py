@@ -16,20 +16,63 @@ multiplier :math:`\alpha_p` is the CVXPY dual value of the pair's ``margin`` con
 The formulation's data matrix is the pair-difference operator, so the binary certifier applies
 unchanged: products with it never form the differences, and the dual point built from a bare
 ``w`` forms only the rows of the pairs on the margin.
+
+Pairs from relevance labels (every ``y_i > y_j`` inside a query, unit pair weights) are never
+formed: :func:`certify_grouped` sums over them by sorting (:mod:`qpsvm.verify.ranking_sweep`).
+Its dual point is read off the margins ``r_p = s_i - s_j`` of the candidate's item scores ``s``
+at a threshold ``tau``: :math:`\alpha_p = C` on the pairs short of the margin (``r_p < 1 - tau``,
+aggregated per item into ``a_B = cnt - cnt'`` and their number ``n_B``), :math:`\alpha_p = 0`
+beyond it, and on the few pairs ``M`` within ``tau`` of it the exact maximiser of the dual with
+the others fixed (a box-constrained QP in ``|M|`` variables, :func:`window_dual`). Then
+
+.. math::
+
+    D(\alpha) = C n_B + \sum_{p \in M} \alpha_p - \tfrac12 \big\|X^T (C a_B + D_M^T
+    \alpha_M)\big\|^2,
+
+and the primal's hinge sum :math:`\sum_p \max(0, 1 - s_i + s_j)` is bounded from above by the
+same sweep on enclosures of the scores: both ends of the certificate are rigorous
+(:mod:`qpsvm.verify.rigorous`) at ``O(n log n)`` cost.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numba
 import numpy as np
+import scipy.sparse as sp
 
+from qpsvm._numerics import fsum, fsum_dot
+from qpsvm._validation import check_tol
 from qpsvm.solution import Candidate
 from qpsvm.verify.binary import certify_binary
-from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
+from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, relative
+from qpsvm.verify.ranking_sweep import QueryLayout, pair_sums, pair_window
+from qpsvm.verify.rigorous import (
+    TINY,
+    U,
+    _abs_product,
+    down,
+    enclosed_product,
+    gamma,
+    lower_sum,
+    norm2_upper,
+    up,
+    upper_sum,
+)
 
-__all__ = ["certify_ranking"]
+__all__ = ["WindowDual", "certify_grouped", "certify_ranking", "window_dual"]
+
+#: Thresholds ``tau`` on ``|r_p - 1|`` for "on the margin", tightest first.
+WINDOW_TAUS = (1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
+#: Rounds of the active-set method on a window's sets.
+ACTIVE_SET_ROUNDS = 50
+#: Most pairs listed in a window (a larger window is skipped).
+MAX_WINDOW = 20_000
 
 
 def certify_ranking(
@@ -47,4 +90,248 @@ def certify_ranking(
     hints : sequence of ndarray, optional
         More dual points to try (see :func:`~qpsvm.verify.binary.certify_binary`).
     """
+    lay = getattr(f, "query_layout", None)
+    if lay is not None and cand.alpha is None and not hints:
+        return certify_grouped(f, f.check_w(cand.w), tol)
     return certify_binary(f, cand, tol, pairs=(f.items, f.pairs), hints=hints)
+
+
+@dataclass(frozen=True)
+class WindowDual:
+    r"""A dual point of the ranking SVM read off item scores at a window ``tau``.
+
+    Attributes
+    ----------
+    n_bound : int
+        ``n_B``, pairs at ``alpha_p = C`` (margin below ``1 - tau``).
+    bound_coef : ndarray of int64
+        ``a_B = cnt - cnt'``: ``sum_{p in B} (x_i - x_j) = X^T a_B``.
+    window : ndarray of shape (k, 2)
+        The pairs ``M`` within ``tau`` of the margin, rows ``(i, j)``.
+    alpha : ndarray of shape (k,)
+        Their multipliers in ``[0, C]``: the exact maximiser of the dual with the others fixed.
+    w : ndarray
+        The primal point of the dual point, ``X^T (C a_B + D_M^T alpha_M)`` (rounded).
+    """
+
+    n_bound: int
+    bound_coef: np.ndarray
+    window: np.ndarray
+    alpha: np.ndarray
+    w: np.ndarray
+
+
+def _matvec_T(X: Any, v: np.ndarray) -> np.ndarray:
+    return np.asarray(X.T @ v).ravel()
+
+
+def _rows(X: Any, idx: np.ndarray) -> np.ndarray:
+    R = X[idx]
+    return R.toarray() if sp.issparse(R) else R
+
+
+@numba.njit(cache=True)
+def _coordinate_ascent(Z, w, alpha, cap, tol, max_sweeps):  # pragma: no cover - compiled
+    """Exact coordinate steps on ``sum alpha - 1/2 ||w||^2`` with ``w = v0 + Z^T alpha`` over
+    ``[0, cap]^k``, ``w`` and ``alpha`` updated in place (Hsieh et al., ICML 2008), until no
+    projected gradient ``1 - z_p . w`` exceeds ``tol``; returns the sweeps taken."""
+    k, d = Z.shape
+    diag = np.empty(k)
+    for p in range(k):
+        diag[p] = Z[p] @ Z[p]
+    for sweep in range(max_sweeps):
+        worst = 0.0
+        for p in range(k):
+            if diag[p] <= 0.0:
+                continue
+            g = 1.0 - Z[p] @ w
+            if (alpha[p] <= 0.0 and g < 0.0) or (alpha[p] >= cap and g > 0.0):
+                continue
+            worst = max(worst, abs(g))
+            new = min(cap, max(0.0, alpha[p] + g / diag[p]))
+            step = new - alpha[p]
+            if step != 0.0:
+                alpha[p] = new
+                for t in range(d):
+                    w[t] += step * Z[p, t]
+        if worst <= tol:
+            return sweep + 1
+    return max_sweeps
+
+
+def _active_set(
+    Z: np.ndarray, v0: np.ndarray, alpha: np.ndarray, cap: float
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """From ``alpha``'s sets, the KKT point of the window's box QP by an active-set method:
+    the free multipliers solve ``z_p . w = 1`` (least squares; at most ``rank Z`` of them
+    generically), those leaving the box are fixed at their bound, the fixed ones whose
+    gradient ``1 - z_p . w`` points into the box are freed, until no sign is wrong (``None``
+    if that does not happen in :data:`ACTIVE_SET_ROUNDS` rounds)."""
+    alpha = alpha.copy()
+    free = (alpha > 0.0) & (alpha < cap)
+    slack = 1e-12 * max(1.0, float(np.max(np.abs(v0), initial=0.0)))
+    for _ in range(ACTIVE_SET_ROUNDS):
+        upper = ~free & (alpha >= cap)
+        fixed = v0 + cap * Z[upper].sum(axis=0)
+        ZF = Z[free]
+        exact = np.linalg.lstsq(ZF @ ZF.T, 1.0 - ZF @ fixed, rcond=None)[0]
+        if np.any(exact < 0.0) or np.any(exact > cap):
+            idx = np.flatnonzero(free)
+            alpha[idx] = np.clip(exact, 0.0, cap)
+            free[idx[(exact <= 0.0) | (exact >= cap)]] = False
+            continue
+        alpha[free] = exact
+        w = fixed + ZF.T @ exact
+        g = 1.0 - Z @ w
+        wrong = ~free & (((alpha <= 0.0) & (g > slack)) | ((alpha >= cap) & (g < -slack)))
+        if not np.any(wrong):
+            return alpha, w
+        free |= wrong
+    return None
+
+
+def _window_qp(Z: np.ndarray, v0: np.ndarray, cap: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""The maximiser of :math:`\sum_p \alpha_p - \tfrac12 \|v_0 + Z^T\alpha\|^2` over
+    ``[0, cap]^k`` and its ``w``: coordinate ascent in ``O(k d)`` a sweep identifies the sets,
+    the active-set method (:func:`_active_set`) solves them exactly."""
+    alpha = np.zeros(Z.shape[0])
+    w = v0.copy()
+    _coordinate_ascent(Z, w, alpha, cap, 1e-9, 300)
+    exact = _active_set(Z, v0, alpha, cap)
+    return (alpha, w) if exact is None else exact
+
+
+def window_dual(
+    X: Any,
+    C: float,
+    lay: QueryLayout,
+    scores: np.ndarray,
+    tau: float,
+    extra: np.ndarray | None = None,
+) -> WindowDual | None:
+    r"""The dual point of the pairs' sides at scores ``s`` and window ``tau`` (module docstring).
+
+    The three sets are cut by per-item thresholds on the other item's score, ``s_j > fl(s_i -
+    (1 - tau))`` (``B``), ``fl(s_i - (1 + tau)) < s_j <= fl(s_i - (1 - tau))`` (``M``), so they
+    partition the pairs exactly. The pairs ``extra`` (rows ``(i, j)`` of pairs of the problem,
+    e.g. earlier windows) join ``M`` wherever they lie. ``None`` when ``M`` has more than
+    :data:`MAX_WINDOW` pairs.
+    """
+    inner = scores - (1.0 - tau)
+    cnt, cnt_other, _, _ = pair_sums(lay, inner, scores)
+    window = pair_window(lay, scores - (1.0 + tau), inner, scores, MAX_WINDOW)
+    if window is None:
+        return None
+    n_bound = int(cnt.sum())
+    coef_bound = cnt - cnt_other
+    if extra is not None and extra.size:
+        window = np.unique(np.vstack([window, extra]), axis=0)
+        if window.shape[0] > MAX_WINDOW:
+            return None
+        moved = extra[scores[extra[:, 1]] > inner[extra[:, 0]]]  # B's pairs that join M
+        np.subtract.at(coef_bound, moved[:, 0], 1)
+        np.add.at(coef_bound, moved[:, 1], 1)
+        n_bound -= moved.shape[0]
+    v0 = C * _matvec_T(X, coef_bound.astype(np.float64))
+    alpha = np.zeros(window.shape[0])
+    w = v0
+    if window.shape[0]:
+        Z = np.ascontiguousarray(_rows(X, window[:, 0]) - _rows(X, window[:, 1]))
+        alpha, w = _window_qp(Z, v0, C)
+    return WindowDual(n_bound, coef_bound, window, alpha, w)
+
+
+def grouped_dual_value(X: Any, C: float, point: WindowDual) -> float:
+    """``D(alpha)`` at ``point`` in floating point (no bound on its rounding)."""
+    return C * point.n_bound + float(point.alpha.sum()) - 0.5 * float(point.w @ point.w)
+
+
+def grouped_primal_upper(X: Any, C: float, lay: QueryLayout, w: np.ndarray) -> float:
+    r"""An upper bound on the exact :math:`\tfrac12\|w\|^2 + C \sum_p \max(0, 1 - s_i +
+    s_j)` over the pairs of ``lay``, by one sweep on enclosures of the item scores: with
+    ``t_i >= 1 - s_i`` and ``h_j >= s_j`` (rounded outward), every hinge is at most
+    ``max(0, t_i + h_j)``, summed per preferred item as ``cnt_i t_i + sum_j h_j`` (at most
+    ``max_query + max_levels + 2`` roundings each, bounded by the sums of magnitudes)."""
+    hi, lo, err = enclosed_product(X.T, w)
+    t = hi + lo
+    low = down(down(t) - err)
+    high = up(up(t) + err)
+    pref = up(1.0 - low)
+    cnt, _, total, magnitude = pair_sums(lay, -pref, high)
+    cntf = cnt.astype(np.float64)
+    terms = cntf * pref + total
+    size = fsum(cntf * np.abs(pref) + magnitude) * (1.0 + gamma(cntf.size + 2))
+    rounding = gamma(lay.max_query + lay.max_levels + 4) * size + cntf.size * TINY
+    s = fsum(terms)
+    hinge = float(up(max(0.0, s) + up(2.0 * U * abs(s) + rounding)))
+    half = float(up(0.5 * upper_sum(w * w)))
+    return float(up(half + float(up(C * hinge * (1.0 + 2.0 * U)))))
+
+
+def grouped_dual_lower(X: Any, C: float, point: WindowDual) -> tuple[float, np.ndarray]:
+    r"""A lower bound on ``D(alpha)`` at ``point`` (exactly feasible: ``alpha = C`` on ``B``,
+    ``alpha_M`` in ``[0, C]``), with the expansion ``X^T coef`` enclosed: ``coef = C a_B +
+    D_M^T alpha_M`` rounded, its rounding bounded and carried through ``|X|^T``. Returns the
+    bound and the rounded expansion."""
+    coef = C * point.bound_coef.astype(np.float64)
+    size = np.abs(coef)
+    alpha = point.alpha
+    k = 0
+    if alpha.size:
+        i, j = point.window[:, 0], point.window[:, 1]
+        np.add.at(coef, i, alpha)
+        np.add.at(coef, j, -alpha)
+        np.add.at(size, i, alpha)
+        np.add.at(size, j, alpha)
+        k = int(np.max(np.bincount(point.window.ravel())))
+    coef_err = up(gamma(k + 3) * size)
+    hi, lo, err = enclosed_product(X, coef)
+    err = err + 2.0 * _abs_product(X, coef_err) + X.shape[0] * TINY
+    norm2 = norm2_upper(hi, lo, err)
+    gain = float(down(float(down(C * float(point.n_bound))) + lower_sum(alpha)))
+    return float(down(gain - float(up(0.5 * norm2)))), hi + lo
+
+
+def certify_grouped(f: Any, w: np.ndarray, tol: float = DEFAULT_TOL) -> Certificate:
+    """Certify ``w`` for a ranking SVM whose pairs come from relevance labels (unit pair
+    weights), without forming the pairs (module docstring).
+
+    Parameters
+    ----------
+    f : RankingSVM
+        With ``f.query_layout`` set.
+    w : ndarray of shape (n_features,)
+    tol : float
+        Relative tolerance of the test.
+    """
+    tol = check_tol(tol)
+    X, C, lay = f.items, f.C, f.query_layout
+    primal = grouped_primal_upper(X, C, lay, w)
+    scores = np.asarray(X @ w).ravel()
+    dual, best, expansion = 0.0, None, np.zeros_like(w)
+    for tau in WINDOW_TAUS:
+        point = window_dual(X, C, lay, scores, tau)
+        if point is None:
+            break
+        value, v = grouped_dual_lower(X, C, point)
+        if value > dual:
+            dual, best, expansion = value, point, v
+        if relative(primal - dual, primal) <= GOOD_ENOUGH * tol:
+            break
+    comp = 0.0
+    if best is not None and best.alpha.size:
+        i, j = best.window[:, 0], best.window[:, 1]
+        r = scores[i] - scores[j]
+        xi = np.maximum(0.0, 1.0 - r)
+        comp = float(np.max(np.maximum(np.abs(best.alpha * (r - 1.0 + xi)), (C - best.alpha) * xi)))
+    return Certificate(
+        primal_objective=primal,
+        dual_objective=dual if math.isfinite(dual) else 0.0,
+        primal_infeasibility=0.0,
+        dual_infeasibility=0.0,
+        complementarity=comp,
+        stationarity=float(np.sqrt(fsum_dot(w - expansion, w - expansion))),
+        tol=tol,
+        formulation=type(f).__name__,
+        rigorous=True,
+    )

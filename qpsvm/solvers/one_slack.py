@@ -1,0 +1,232 @@
+r"""The ranking SVM from relevance labels by 1-slack cutting planes, finished exactly.
+
+The ranking SVM over every pair ``(i, j)`` of a query with ``y_i > y_j`` has as many slacks as
+pairs (``O(q^2)`` per query). Its 1-slack form (Joachims, "Training linear SVMs in linear
+time", KDD 2006, Theorem 1) has the same optimum ``w*``:
+
+.. math::
+
+    \min_{w, \xi}\ \tfrac12\|w\|^2 + C m \xi
+    \quad\text{s.t.}\quad w \cdot g_c \ge b_c - \xi \quad \forall c \in \{0, 1\}^m,\qquad
+    g_c = \tfrac1m \sum_p c_p (x_i - x_j),\ b_c = \tfrac1m \sum_p c_p,
+
+with ``m`` pairs. The most violated constraint at ``w`` selects the pairs with margin below 1,
+and its ``g_c = X^T (cnt - cnt') / m`` and ``b_c`` come from one sort per query
+(:mod:`qpsvm.verify.ranking_sweep`): pairs are never formed. The QP over the planes found so
+far is solved on the simplex of ``lambda / (C m)`` (with the zero plane for ``sum lambda < C
+m``) by pairwise coordinate ascent from the previous point; its dual value is a lower bound and
+the hinge sum at ``w`` an upper bound on the optimum.
+
+The cutting plane stops at a loose gap; the exact optimum is then reached on the pairs' sides:
+pairs short of the margin by more than a window ``tau`` are fixed at ``alpha_p = C``, those
+beyond it at 0, and the dual over the few pairs inside the window is solved exactly
+(:func:`qpsvm.verify.ranking.window_dual`); its primal point re-reads the sides, until they
+repeat. A fixed point satisfies the KKT conditions of every pair. The certificate
+(:func:`qpsvm.verify.ranking.certify_grouped`) then proves the gap from the data; if it fails,
+the cutting plane resumes with a tighter gap.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numba
+import numpy as np
+
+from qpsvm._validation import check_int, check_tol
+from qpsvm.contract import METHODS, BinaryProblem, check_method, load
+from qpsvm.exceptions import InvalidInputError
+from qpsvm.solution import Candidate, Solution
+from qpsvm.verify.certificate import DEFAULT_TOL, relative
+from qpsvm.verify.ranking import grouped_dual_value, window_dual
+from qpsvm.verify.ranking_sweep import pair_sums
+
+__all__ = ["solve_one_slack"]
+
+logger = logging.getLogger("qpsvm")
+
+#: The cutting plane's first target relative gap, divided by 10 after each failed finish.
+START_GAP = 1e-3
+#: The windows ``tau`` of the finish: pairs within it of the margin are solved exactly.
+FINISH_TAUS = (1e-2, 1e-1)
+#: The cutting plane's last target: below it the pairs are formed and the working set
+#: finishes (the window of a tighter gap did not close: many pairs near the margin).
+LAST_GAP = 1e-6
+#: Default limit on cutting-plane iterations.
+MAX_ITER = 1000
+
+
+@numba.njit(cache=True)
+def _simplex_qp(Q, c, mu, tol, max_steps):  # pragma: no cover - compiled
+    """``max c.mu - 1/2 mu^T Q mu`` over the simplex, by pairwise steps from ``mu`` (in place):
+    the coordinate of largest gradient gains from the support coordinate of smallest."""
+    k = c.shape[0]
+    grad = c - Q @ mu
+    for _ in range(max_steps):
+        i = 0
+        j = -1
+        for t in range(k):
+            if grad[t] > grad[i]:
+                i = t
+            if mu[t] > 0.0 and (j < 0 or grad[t] < grad[j]):
+                j = t
+        if j < 0 or grad[i] - grad[j] <= tol:
+            break
+        curvature = Q[i, i] + Q[j, j] - 2.0 * Q[i, j]
+        step = mu[j]
+        if curvature > 0.0:
+            step = min(step, (grad[i] - grad[j]) / curvature)
+        mu[i] += step
+        mu[j] -= step
+        for t in range(k):
+            grad[t] -= step * (Q[t, i] - Q[t, j])
+
+
+class _Planes:
+    """The 1-slack working set: planes ``(g_c, b_c)`` with their Gram matrix, the zero plane
+    first."""
+
+    def __init__(self, d: int, scale: float) -> None:
+        self.scale = scale  # C m: lambda = scale * mu
+        self.G = np.zeros((1, d))
+        self.b = np.zeros(1)
+        self.mu = np.ones(1)
+
+    def add(self, g: np.ndarray, b: float) -> None:
+        self.G = np.vstack([self.G, g])
+        self.b = np.append(self.b, b)
+        self.mu = np.append(self.mu, 0.0)
+
+    def solve(self) -> tuple[np.ndarray, float]:
+        """The QP's maximiser ``w`` and its dual value (a lower bound on the optimum)."""
+        s = self.scale
+        Q = (s * s) * (self.G @ self.G.T)
+        c = s * self.b
+        tol = 1e-13 * max(1.0, float(np.max(np.abs(c))), float(np.max(np.abs(Q))))
+        _simplex_qp(Q, c, self.mu, tol, 200 * self.b.size + 1000)
+        w = s * (self.mu @ self.G)
+        return w, float(c @ self.mu) - 0.5 * float(w @ w)
+
+
+def hinge_sum(f: BinaryProblem, scores: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """``sum_p max(0, 1 - s_i + s_j)`` in floating point, with the per-item counts
+    ``cnt, cnt'`` of the pairs short of the margin (one sweep)."""
+    scores = np.asarray(scores).ravel()
+    cnt, cnt_other, total, _ = pair_sums(f.query_layout, scores - 1.0, scores)
+    return float(cnt.sum()) - float(cnt @ scores) + float(total.sum()), cnt, cnt_other
+
+
+def _finish(f: BinaryProblem, w: np.ndarray, tol: float) -> tuple[np.ndarray | None, int]:
+    """The pairs within ``tau`` of the margin at ``w`` solved exactly with every other pair
+    fixed on its side at ``w``, for the windows :data:`FINISH_TAUS` in turn, until the float
+    gap of a window's point closes below ``tol / 10``; returns that point (``None`` if none
+    did, or the window outgrew :data:`~qpsvm.verify.ranking.MAX_WINDOW`) and the windows
+    tried. The sides are never re-read from a window's point: that step flips thousands of
+    pairs back and forth."""
+    X, C = f.items, f.C
+    scores = np.asarray(X @ w).ravel()
+    for tried, tau in enumerate(FINISH_TAUS, start=1):
+        point = window_dual(X, C, f.query_layout, scores, tau)
+        if point is None:
+            return None, tried
+        primal = 0.5 * float(point.w @ point.w) + C * hinge_sum(f, X @ point.w)[0]
+        if relative(primal - grouped_dual_value(X, C, point), primal) <= 0.1 * tol:
+            return point.w, tried
+    return None, len(FINISH_TAUS)
+
+
+def solve_one_slack(
+    f: BinaryProblem, solver: Any = None, tol: float = DEFAULT_TOL, max_iter: int = MAX_ITER
+) -> Solution:
+    """Solve a ranking SVM given by relevance labels exactly (module docstring).
+
+    Parameters
+    ----------
+    f : RankingSVM
+        Built from relevance labels ``y`` (and ``groups``) with unit pair weights.
+    solver : None
+        Not used (no CVXPY backend).
+    tol : float, default=1e-9
+        Relative gap the certificate must prove.
+    max_iter : int, default=1000
+        Limit on cutting-plane iterations; past it (or below the gap :data:`LAST_GAP`) the
+        pairs are formed and the working set solves them, with a logged warning.
+
+    Returns
+    -------
+    Solution
+        ``w``, ``b = 0``; ``xi`` and ``alpha`` are ``None`` (one per pair: the pairs are never
+        formed; ``f.slacks(sol.w)`` forms them). ``info`` holds the cutting-plane iterations,
+        the finish rounds and the planes.
+
+    Raises
+    ------
+    InvalidInputError
+        ``f`` has explicit pairs or pair weights.
+    UncertifiedSolutionError
+        From the working set, if it cannot certify either.
+    """
+    check_method(f, "one_slack")
+    tol = check_tol(tol)
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    lay = getattr(f, "query_layout", None)
+    if lay is None:
+        raise InvalidInputError(
+            "method='one_slack' sorts the pairs of relevance labels: build the RankingSVM with "
+            "y=... (and groups=...) and no pair_weight, or use method='working_set' for "
+            "explicit or weighted pairs."
+        )
+    X, C, m = f.items, f.C, lay.n_pairs
+    planes = _Planes(f.n_features, C * m)
+    w = np.zeros(f.n_features)
+    certify = load(f.certifier)
+    target = START_GAP
+    it = finish_rounds = 0
+    cert = None
+    best, best_primal = w, np.inf
+    while True:
+        while it < max_iter:
+            hinge, cnt, cnt_other = hinge_sum(f, np.asarray(X @ w).ravel())
+            count = int(cnt.sum())
+            primal = 0.5 * float(w @ w) + C * hinge
+            if primal < best_primal:  # the planes' points do not descend monotonically
+                best, best_primal = w, primal
+            dual = float(planes.scale * (planes.b @ planes.mu)) - 0.5 * float(w @ w)
+            if relative(best_primal - dual, best_primal) <= target:
+                break
+            coef = (cnt - cnt_other).astype(np.float64)
+            planes.add(np.asarray(X.T @ coef).ravel() / m, count / m)
+            w, _ = planes.solve()
+            it += 1
+        exact, rounds = _finish(f, best, tol)
+        finish_rounds += rounds
+        if exact is not None:
+            cert = certify(f, Candidate(w=exact, b=0.0), tol)
+            if cert.passed:
+                break
+        if it >= max_iter or target <= LAST_GAP:
+            logger.warning(
+                "one_slack: no certified finish after %d cutting-plane iterations (gap %.1e); "
+                "solving on the formed pairs by the working set",
+                it,
+                target,
+            )
+            solution = load(METHODS["working_set"].run)(f, tol=tol)
+            solution.info["one_slack_iterations"] = it
+            return solution
+        logger.info("one_slack: finish at gap %.1e not certified; tightening", target)
+        target /= 10.0
+    return Solution(
+        w=exact,
+        b=0.0,
+        xi=None,
+        alpha=None,
+        objective=float(cert.primal_objective),
+        status="optimal",
+        solver="one_slack",
+        solve_time=0.0,
+        n_iter=it,
+        certificate=cert,
+        info={"finish_rounds": finish_rounds, "planes": int(planes.b.size - 1)},
+    )

@@ -1,0 +1,226 @@
+r"""Sums over the preference pairs of relevance labels, by sorting: never pair by pair.
+
+The pairs of a ranking problem given by relevance labels ``y`` and query groups are every
+``(i, j)`` of one query with ``y_i > y_j`` (:func:`qpsvm.formulations.ranking.make_pairs`):
+``O(q^2)`` per query of ``q`` items. Every quantity the solver and the certificate need is a sum
+over the pairs on one side of a threshold,
+
+.. math::
+
+    A = \{(i, j) : b_j > a_i\},\qquad
+    \mathrm{cnt}_i = |\{j : (i, j) \in A\}|,\quad
+    \mathrm{sum}_i = \sum_{j : (i, j) \in A} b_j,\quad
+    \mathrm{cnt}'_j = |\{i : (i, j) \in A\}|,
+
+for per-item keys ``a`` (the preferred item's) and ``b`` (the other's). With scores ``s``,
+``a_i = s_i - 1`` and ``b_j = s_j`` select the pairs whose margin ``s_i - s_j`` falls short of
+1: their count, the hinge sum :math:`\sum_A (1 - s_i + s_j) = \sum_i \mathrm{cnt}_i (1 - s_i)
++ \mathrm{sum}_i` and the aggregated difference vector :math:`\sum_A (x_i - x_j) = X^T
+(\mathrm{cnt} - \mathrm{cnt}')` (Joachims, "Training linear SVMs in linear time", KDD 2006,
+Algorithm 3). Per query the items are sorted once by ``a`` and once by ``b``; each relevance
+level ``l`` is then swept with two pointers (the pairs ``y_i > l = y_j``): ``O(q log q + L q)``
+for ``L`` levels.
+
+A window of pairs (``lo_i < b_j <= hi_i``: those near the margin) is listed explicitly by the
+same sweep with a binary search; only these few pairs are ever formed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+__all__ = ["QueryLayout", "layout", "pair_sums", "pair_window"]
+
+
+@dataclass(frozen=True)
+class QueryLayout:
+    """Items grouped by query, with dense relevance levels.
+
+    Attributes
+    ----------
+    order : ndarray of intp
+        Item indices, sorted by query (stable).
+    starts : ndarray of intp
+        ``order[starts[q]:starts[q + 1]]`` are the items of query ``q``.
+    level : ndarray of intp
+        Dense rank of each item's relevance (``0`` the least relevant value of all).
+    n_pairs : int
+        Number of pairs ``(i, j)`` with ``y_i > y_j`` inside a query.
+    max_query : int
+        Items in the largest query.
+    max_levels : int
+        Most relevance levels of one query.
+    """
+
+    order: np.ndarray
+    starts: np.ndarray
+    level: np.ndarray
+    n_pairs: int
+    max_query: int
+    max_levels: int
+
+
+@numba.njit(cache=True)
+def _count_pairs(order, starts, level, n_levels):  # pragma: no cover - compiled
+    """Pairs and most levels per query: ``sum_l |{y > l}| |{y = l}|``."""
+    total = 0
+    most = 0
+    counts = np.zeros(n_levels, dtype=np.int64)
+    for q in range(starts.shape[0] - 1):
+        for k in range(starts[q], starts[q + 1]):
+            counts[level[order[k]]] += 1
+        above = 0
+        present = 0
+        for lvl in range(n_levels - 1, -1, -1):
+            c = counts[lvl]
+            if c:
+                present += 1
+                total += above * c
+                above += c
+                counts[lvl] = 0
+        most = max(most, present)
+    return total, most
+
+
+def layout(relevance: np.ndarray, codes: np.ndarray) -> QueryLayout:
+    """The :class:`QueryLayout` of relevance labels and integer query codes (``0 .. Q - 1``)."""
+    level = np.unique(relevance, return_inverse=True)[1].ravel().astype(np.intp)
+    order = np.argsort(codes, kind="stable").astype(np.intp)
+    sizes = np.bincount(codes, minlength=int(codes.max()) + 1 if codes.size else 0)
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+    n_levels = int(level.max()) + 1 if level.size else 0
+    n_pairs, most = _count_pairs(order, starts, level, n_levels)
+    return QueryLayout(order, starts, level, int(n_pairs), int(sizes.max()), int(most))
+
+
+@numba.njit(cache=True)
+def _sums(order, starts, level, a, b, cnt, cnt_other, total, magnitude):  # pragma: no cover
+    """The sweep of :func:`pair_sums` (outputs accumulated in place)."""
+    for q in range(starts.shape[0] - 1):
+        s, e = starts[q], starts[q + 1]
+        n = e - s
+        if n < 2:
+            continue
+        items = order[s:e]
+        by_a = items[np.argsort(a[items], kind="mergesort")]
+        by_b = items[np.argsort(b[items], kind="mergesort")]
+        lv = level[items]
+        lo_level, hi_level = lv.min(), lv.max()
+        A = np.empty(n, dtype=np.intp)
+        B = np.empty(n, dtype=np.intp)
+        suffix = np.empty(n + 1)
+        suffix_abs = np.empty(n + 1)
+        for lvl in range(lo_level, hi_level):
+            nA = 0
+            for k in range(n):
+                if level[by_a[k]] > lvl:
+                    A[nA] = by_a[k]
+                    nA += 1
+            nB = 0
+            for k in range(n):
+                if level[by_b[k]] == lvl:
+                    B[nB] = by_b[k]
+                    nB += 1
+            if nA == 0 or nB == 0:
+                continue
+            suffix[nB] = 0.0
+            suffix_abs[nB] = 0.0
+            for k in range(nB - 1, -1, -1):
+                suffix[k] = suffix[k + 1] + b[B[k]]
+                suffix_abs[k] = suffix_abs[k + 1] + abs(b[B[k]])
+            k = 0
+            for t in range(nA):
+                i = A[t]
+                while k < nB and b[B[k]] <= a[i]:
+                    k += 1
+                cnt[i] += nB - k
+                total[i] += suffix[k]
+                magnitude[i] += suffix_abs[k]
+            t = 0
+            for k in range(nB):
+                j = B[k]
+                while t < nA and a[A[t]] < b[j]:
+                    t += 1
+                cnt_other[j] += t
+
+
+def pair_sums(
+    lay: QueryLayout, a: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""Per-item sums over the pairs ``A = {(i, j): y_i > y_j, b_j > a_i}`` (module docstring).
+
+    Parameters
+    ----------
+    lay : QueryLayout
+    a, b : ndarray of shape (n_items,)
+        Keys of the preferred and of the other item of a pair.
+
+    Returns
+    -------
+    cnt : ndarray of int64
+        ``cnt_i``, pairs of ``A`` with ``i`` preferred.
+    cnt_other : ndarray of int64
+        ``cnt'_j``, pairs of ``A`` with ``j`` the other item.
+    total : ndarray of float64
+        ``sum_i = sum_{(i, j) in A} b_j``, summed in floating point (at most
+        ``max_query + max_levels`` additions per item).
+    magnitude : ndarray of float64
+        The same sums of ``|b_j|`` (for bounds on the rounding of ``total``).
+    """
+    n = a.shape[0]
+    cnt = np.zeros(n, dtype=np.int64)
+    cnt_other = np.zeros(n, dtype=np.int64)
+    total = np.zeros(n)
+    magnitude = np.zeros(n)
+    _sums(lay.order, lay.starts, lay.level, a, b, cnt, cnt_other, total, magnitude)
+    return cnt, cnt_other, total, magnitude
+
+
+@numba.njit(cache=True)
+def _window(order, starts, level, lo, hi, b, limit, out):  # pragma: no cover - compiled
+    """Pairs with ``lo_i < b_j <= hi_i``, written to ``out`` up to ``limit``; returns the count."""
+    found = 0
+    for q in range(starts.shape[0] - 1):
+        s, e = starts[q], starts[q + 1]
+        n = e - s
+        if n < 2:
+            continue
+        items = order[s:e]
+        by_b = items[np.argsort(b[items], kind="mergesort")]
+        lv = level[items]
+        keys = np.empty(n)
+        B = np.empty(n, dtype=np.intp)
+        for lvl in range(lv.min(), lv.max()):
+            nB = 0
+            for k in range(n):
+                if level[by_b[k]] == lvl:
+                    B[nB] = by_b[k]
+                    keys[nB] = b[by_b[k]]
+                    nB += 1
+            if nB == 0:
+                continue
+            for k in range(n):
+                i = items[k]
+                if level[i] <= lvl:
+                    continue
+                first = np.searchsorted(keys[:nB], lo[i], side="right")
+                last = np.searchsorted(keys[:nB], hi[i], side="right")
+                for t in range(first, last):
+                    if found < limit:
+                        out[found, 0] = i
+                        out[found, 1] = B[t]
+                    found += 1
+    return found
+
+
+def pair_window(
+    lay: QueryLayout, lo: np.ndarray, hi: np.ndarray, b: np.ndarray, limit: int
+) -> np.ndarray | None:
+    """The pairs ``(i, j)``, ``y_i > y_j``, with ``lo_i < b_j <= hi_i``, as rows ``(i, j)``;
+    ``None`` when there are more than ``limit``."""
+    out = np.empty((limit, 2), dtype=np.intp)
+    found = _window(lay.order, lay.starts, lay.level, lo, hi, b, limit, out)
+    return out[:found] if found <= limit else None

@@ -1,0 +1,158 @@
+"""The ranking SVM from relevance labels without forming its pairs: the sorting sweeps, the
+grouped certificate and the 1-slack cutting plane (method="one_slack")."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import qpsvm
+from qpsvm.conventions import C_from_dlib_rank
+from qpsvm.formulations.ranking import _group_codes, make_pairs
+from qpsvm.solution import Candidate
+from qpsvm.verify.ranking import certify_grouped, window_dual
+from qpsvm.verify.ranking_sweep import layout, pair_sums, pair_window
+
+
+def ranking_problem(seed, n_queries=6, per_query=8, d=4, levels=2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_queries * per_query, d))
+    utility = X @ rng.normal(size=d) + 0.7 * rng.normal(size=len(X))
+    cuts = np.quantile(utility, np.linspace(0, 1, levels + 1)[1:-1])
+    return X, np.digitize(utility, cuts), np.repeat(np.arange(n_queries), per_query)
+
+
+@settings(deadline=None)  # the first example compiles the sweeps
+@given(
+    seed=st.integers(0, 2**16),
+    levels=st.integers(1, 5),
+    queries=st.integers(1, 6),
+    rounded=st.booleans(),
+)
+def test_sweeps_match_the_pairs_one_by_one(seed, levels, queries, rounded):
+    # the sums by sorting equal the sums over make_pairs' pairs, ties in the keys included
+    rng = np.random.default_rng(seed)
+    n = 40
+    y = rng.integers(0, levels, n)
+    groups = rng.integers(0, queries, n)
+    a = rng.normal(size=n)
+    b = rng.normal(size=n)
+    if rounded:  # many ties between and within the keys
+        a, b = np.round(a, 1), np.round(b, 1)
+    lay = layout(y.astype(float), _group_codes(groups, n))
+    if lay.n_pairs == 0:
+        return
+    P = make_pairs(y, groups)
+    assert lay.n_pairs == len(P)
+    cnt, cnt_other, total, magnitude = pair_sums(lay, a, b)
+    on = b[P[:, 1]] > a[P[:, 0]]
+    assert np.array_equal(cnt, np.bincount(P[on, 0], minlength=n))
+    assert np.array_equal(cnt_other, np.bincount(P[on, 1], minlength=n))
+    np.testing.assert_allclose(total, np.bincount(P[on, 0], b[P[on, 1]], minlength=n), atol=1e-12)
+    np.testing.assert_allclose(
+        magnitude, np.bincount(P[on, 0], np.abs(b[P[on, 1]]), minlength=n), atol=1e-12
+    )
+    lo, hi = a - 0.5, a + 0.3
+    window = pair_window(lay, lo, hi, b, 10_000)
+    inside = (b[P[:, 1]] > lo[P[:, 0]]) & (b[P[:, 1]] <= hi[P[:, 0]])
+    assert sorted(map(tuple, window)) == sorted(map(tuple, P[inside]))
+    assert pair_window(lay, lo, hi, b, 0) is None or not inside.any()
+
+
+@pytest.mark.parametrize("levels", [2, 3])
+@pytest.mark.parametrize("C", [1e-3, 0.1, 10.0])
+def test_one_slack_reaches_the_optimum_of_the_pairs(levels, C):
+    # the same optimum as the working set on the formed pairs (P* unique, w* unique)
+    X, y, groups = ranking_problem(levels + 10 * int(C * 1000), levels=levels)
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=C)
+    sol = f.solve(method="one_slack")
+    assert f._pairs is None  # never formed
+    assert sol.status == "optimal" and sol.certificate.passed and sol.certificate.rigorous
+    reference = qpsvm.RankingSVM(X, y=y, groups=groups, C=C).solve(method="working_set")
+    assert sol.objective == pytest.approx(reference.objective, rel=2e-9)
+    bound = reference.certificate.distance_bound + sol.certificate.distance_bound
+    assert np.linalg.norm(sol.w - reference.w) <= bound + 1e-12
+    # the rigorous ends enclose the exact objective of w, computed over the formed pairs
+    assert sol.certificate.dual_objective <= f.objective(sol.w) <= sol.certificate.primal_objective
+
+
+def test_grouped_certificate_bounds_the_true_suboptimality():
+    X, y, groups = ranking_problem(3, levels=3)
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.5)
+    optimum = f.solve(method="one_slack").objective
+    rng = np.random.default_rng(0)
+    for eps in (1e-6, 1e-3, 1e-1):
+        w = f.solve(method="one_slack").w + eps * rng.normal(size=X.shape[1])
+        cert = certify_grouped(f, w)
+        # upper bound on P(w) from the sweep >= P(w) over the pairs; lower bound <= P*
+        assert cert.primal_objective >= f.objective(w) >= optimum
+        assert cert.dual_objective <= optimum
+        assert cert.gap >= f.objective(w) - optimum
+        assert not cert.passed
+        binary = f.certify(Candidate(w=w, b=0.0, alpha=np.zeros(f.n_pairs)))
+        assert cert.primal_objective == pytest.approx(binary.primal_objective, rel=1e-12)
+
+
+def test_window_dual_is_dual_feasible_and_matches_its_w():
+    # alpha = C on B, alpha_M in [0, C], 0 elsewhere; its w is X^T (C a_B + D_M^T alpha_M)
+    X, y, groups = ranking_problem(5, levels=3)
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.3)
+    w = np.random.default_rng(1).normal(size=X.shape[1])
+    s = X @ w
+    point = window_dual(f.items, f.C, f.query_layout, s, 0.2)
+    assert np.all(point.alpha >= 0) and np.all(point.alpha <= f.C)
+    alpha = np.zeros(f.n_pairs)
+    index = {tuple(p): k for k, p in enumerate(f.pairs)}
+    bound = s[f.pairs[:, 1]] > (s - (1 - 0.2))[f.pairs[:, 0]]  # the sweep's own comparison
+    assert np.count_nonzero(bound) == point.n_bound
+    alpha[bound] = f.C
+    for p, a in zip(point.window, point.alpha, strict=True):
+        assert not bound[index[tuple(p)]]
+        alpha[index[tuple(p)]] = a
+    np.testing.assert_allclose(point.w, f.expansion(alpha), atol=1e-10)
+    assert f.dual_objective(alpha) == pytest.approx(
+        f.C * point.n_bound + point.alpha.sum() - 0.5 * point.w @ point.w, rel=1e-12
+    )
+
+
+def test_one_slack_needs_relevance_labels():
+    X, y, groups = ranking_problem(0)
+    pairs = make_pairs(y, groups)
+    with pytest.raises(qpsvm.InvalidInputError, match="relevance labels"):
+        qpsvm.RankingSVM(X, pairs=pairs).solve(method="one_slack")
+    weighted = qpsvm.RankingSVM(X, y=y, groups=groups, pair_weight=np.ones(len(pairs)))
+    with pytest.raises(qpsvm.InvalidInputError, match="pair_weight"):
+        weighted.solve(method="one_slack")
+
+
+def test_pairs_from_labels_are_formed_on_demand():
+    X, y, groups = ranking_problem(2, levels=3)
+    f = qpsvm.RankingSVM(X, y=y, groups=groups)
+    assert f._pairs is None and f.n_pairs == len(make_pairs(y, groups))
+    assert np.array_equal(f.pairs, make_pairs(y, groups))
+    assert f.X.shape == (f.n_pairs, X.shape[1])
+
+
+def test_dlib_answer_is_bounded_by_the_certified_optimum():
+    # dlib's svm_rank_trainer minimises 1/2 ||w||^2 + c mean(pairwise hinge): its answer is
+    # feasible, so its objective is at least the certified lower bound, and close to it
+    dlib = pytest.importorskip("dlib")
+    X, y, groups = ranking_problem(7, n_queries=10, per_query=10, d=5)
+    data = dlib.ranking_pairs()
+    for q in np.unique(groups):
+        pair = dlib.ranking_pair()
+        for i in np.flatnonzero(groups == q):
+            (pair.relevant if y[i] else pair.nonrelevant).append(dlib.vector(X[i].tolist()))
+        data.append(pair)
+    trainer = dlib.svm_rank_trainer()
+    trainer.c = 10.0
+    trainer.epsilon = 1e-6
+    df = trainer.train(data)
+    w_dlib = np.array([df.weights[i] for i in range(X.shape[1])])
+    n_pairs = qpsvm.RankingSVM(X, y=y, groups=groups).n_pairs
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=C_from_dlib_rank(10.0, n_pairs))
+    sol = f.solve(method="one_slack")
+    assert sol.certificate.dual_objective <= f.objective(w_dlib)
+    assert f.objective(w_dlib) == pytest.approx(sol.objective, rel=1e-4)
