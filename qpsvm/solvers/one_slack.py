@@ -53,8 +53,10 @@ FINISH_TAUS = (1e-2, 1e-1)
 #: The cutting plane's last target: below it the pairs are formed and the working set
 #: finishes (the window of a tighter gap did not close: many pairs near the margin).
 LAST_GAP = 1e-6
+#: Cutting-plane iterations between finishes tried before the target gap is reached.
+FINISH_EVERY = 50
 #: Default limit on cutting-plane iterations.
-MAX_ITER = 1000
+MAX_ITER = 300
 
 
 @numba.njit(cache=True)
@@ -149,7 +151,7 @@ def solve_one_slack(
         Not used (no CVXPY backend).
     tol : float, default=1e-9
         Relative gap the certificate must prove.
-    max_iter : int, default=1000
+    max_iter : int, default=300
         Limit on cutting-plane iterations; past it (or below the gap :data:`LAST_GAP`) the
         pairs are formed and the working set solves them, with a logged warning.
 
@@ -185,6 +187,7 @@ def solve_one_slack(
     it = finish_rounds = 0
     cert = None
     best, best_primal = w, np.inf
+    tried = -1
     while True:
         while it < max_iter:
             hinge, cnt, cnt_other = hinge_sum(f, np.asarray(X @ w).ravel())
@@ -195,10 +198,13 @@ def solve_one_slack(
             dual = float(planes.scale * (planes.b @ planes.mu)) - 0.5 * float(w @ w)
             if relative(best_primal - dual, best_primal) <= target:
                 break
+            if it and it % FINISH_EVERY == 0 and it != tried:  # slow progress: try anyway
+                break
             coef = (cnt - cnt_other).astype(np.float64)
             planes.add(np.asarray(X.T @ coef).ravel() / m, count / m)
             w, _ = planes.solve()
             it += 1
+        tried = it
         exact, rounds = _finish(f, best, tol)
         finish_rounds += rounds
         if exact is not None:
@@ -215,8 +221,9 @@ def solve_one_slack(
             solution = load(METHODS["working_set"].run)(f, tol=tol)
             solution.info["one_slack_iterations"] = it
             return solution
-        logger.info("one_slack: finish at gap %.1e not certified; tightening", target)
-        target /= 10.0
+        if relative(best_primal - dual, best_primal) <= target:
+            logger.info("one_slack: finish at gap %.1e not certified; tightening", target)
+            target /= 10.0
     return Solution(
         w=exact,
         b=0.0,
