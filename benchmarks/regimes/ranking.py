@@ -61,7 +61,7 @@ def points(scale: str) -> list[Point]:
 
                 def ours(X=X, y=y, groups=groups, C=C):
                     f = qpsvm.RankingSVM(X, y=y, groups=groups, C=C)
-                    return f.solve().certificate
+                    return f.solve(method="one_slack").certificate
 
                 kind = "graded" if graded else "binary"
                 out.append(

@@ -92,6 +92,8 @@ def certify_ranking(
     """
     lay = getattr(f, "query_layout", None)
     if lay is not None and cand.alpha is None and not hints:
+        if cand.b is not None:
+            f.check_b(cand.b)
         return certify_grouped(f, f.check_w(cand.w), tol)
     return certify_binary(f, cand, tol, pairs=(f.items, f.pairs), hints=hints)
 
