@@ -30,13 +30,17 @@ def ranking_data(n_queries: int, per_query: int, d: int, graded: bool, seed: int
 
 
 def dlib_pairs(X: np.ndarray, relevant: np.ndarray, groups: np.ndarray):
-    """dlib's ``ranking_pairs``: per query, the relevant and the nonrelevant items."""
+    """dlib's ``ranking_pairs``: per query, the relevant and the nonrelevant items. A query
+    with one side empty has no pairs (dlib refuses it as "Invalid inputs"): it is left out,
+    which leaves the problem unchanged."""
     import dlib
 
     data = dlib.ranking_pairs()
     for q in np.unique(groups):
         pair = dlib.ranking_pair()
         rows = np.flatnonzero(groups == q)
+        if np.all(relevant[rows]) or not np.any(relevant[rows]):
+            continue
         for i in rows:
             (pair.relevant if relevant[i] else pair.nonrelevant).append(dlib.vector(X[i].tolist()))
         data.append(pair)
