@@ -51,7 +51,8 @@ def _gray_code_max(linear, quadratic, out):  # pragma: no cover - compiled
             score -= field[j]
         if score > best:
             best = score
-            out[:] = y
+            for m in range(n):
+                out[m] = y[m]
     return best
 
 

@@ -128,7 +128,9 @@ def _tree_map(unary, edges, pairwise, order, parent, pedge, out, belief, arg):  
     """Max-product on a forest given by :func:`_forest_structure`; writes the maximiser to
     ``out`` and returns the maximum. Ties go to the smallest state."""
     n_nodes, k = unary.shape
-    belief[:, :] = unary
+    for v in range(n_nodes):
+        for state in range(k):
+            belief[v, state] = unary[v, state]
     for idx in range(n_nodes - 1, -1, -1):
         v = order[idx]
         u = parent[v]
@@ -199,7 +201,9 @@ def _partition(n_nodes, edges):  # pragma: no cover - compiled
                 break
         if not placed:
             grown = np.empty((n_forests + 1, n_nodes), dtype=np.int64)
-            grown[:n_forests] = roots
+            for t in range(n_forests):
+                for s in range(n_nodes):
+                    grown[t, s] = roots[t, s]
             for s in range(n_nodes):
                 grown[n_forests, s] = s
             grown[n_forests, u] = v
@@ -243,7 +247,8 @@ def _dual_decomposition(  # pragma: no cover - compiled
             value = _energy(unary, edges, pairwise, sub[t])
             if value > best_value:
                 best_value = value
-                best_labels[:] = sub[t]
+                for v in range(best_labels.shape[0]):
+                    best_labels[v] = sub[t, v]
         if bound < best_bound:
             best_bound = bound
             stale = 0

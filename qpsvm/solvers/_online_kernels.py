@@ -373,7 +373,8 @@ def _shrink(y, U, alpha, G, act, n_act, intercept, scratch):  # pragma: no cover
         else:
             act[kept] = t
             kept += 1
-    act[kept:n_act] = scratch[:dropped]
+    for k in range(dropped):
+        act[kept + k] = scratch[k]
     return kept
 
 
