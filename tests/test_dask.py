@@ -11,6 +11,7 @@ distributed = pytest.importorskip("distributed")
 
 import qpsvm  # noqa: E402
 from qpsvm.dask.formulation import DaskSoftMarginPrimal  # noqa: E402
+from qpsvm.dask.multiclass import DaskMulticlassSVM  # noqa: E402
 from qpsvm.exceptions import InvalidInputError  # noqa: E402
 from qpsvm.solution import Candidate  # noqa: E402
 
@@ -40,10 +41,18 @@ def chunked(v: np.ndarray, rows: int):
 
 
 @pytest.mark.parametrize(
-    ("seed", "fit_intercept", "weighted", "dtype"),
-    [(0, True, False, np.float64), (1, False, True, np.float64), (2, True, True, np.float32)],
+    ("seed", "fit_intercept", "weighted", "dtype", "min_work"),
+    [
+        (0, True, False, np.float64, 30_000),
+        (1, False, True, np.float64, 30_000),
+        (2, True, True, np.float32, 30_000),
+        # a working set smaller than the data: rows fixed at their bound or dropped, rounds
+        (6, True, True, np.float64, 60),
+    ],
 )
-def test_same_certified_optimum_as_in_memory(client, seed, fit_intercept, weighted, dtype):
+def test_same_certified_optimum_as_in_memory(
+    client, seed, fit_intercept, weighted, dtype, min_work
+):
     X, y = problem(seed)
     X = X.astype(dtype)
     rng = np.random.default_rng(seed + 100)
@@ -58,7 +67,8 @@ def test_same_certified_optimum_as_in_memory(client, seed, fit_intercept, weight
         margin=None if m is None else chunked(m, 700),
     )
     assert isinstance(f, DaskSoftMarginPrimal)
-    sol = f.solve(sample_rows=500)
+    sol = f.solve(sample_rows=500, min_work=min_work)
+    assert sol.info["working"] <= len(y)
     cert = sol.certificate
     assert cert.passed and cert.rigorous
     ref = qpsvm.SoftMarginPrimal(
@@ -139,3 +149,92 @@ def test_bad_input_is_refused():
         qpsvm.SoftMarginPrimal(chunked(bad, 100), chunked(y, 100)).solve(sample_rows=50)
     with pytest.raises(InvalidInputError, match="method"):
         qpsvm.SoftMarginPrimal(chunked(X, 100), chunked(y, 100)).solve(method="qp")
+
+
+# ---------------------------------------------------------------------------- multiclass
+def classes_problem(seed: int, n: int = 3000, d: int = 5, k: int = 4):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.argmax(X @ rng.normal(size=(k, d)).T * 1.5 + rng.normal(size=(n, k)), axis=1)
+    return X, np.array(["ant", "bee", "cat", "dog", "eel"])[y]
+
+
+@pytest.mark.parametrize(
+    ("seed", "variant", "weighted", "dtype", "min_work"),
+    [
+        (0, "crammer_singer", False, np.float64, 30_000),
+        (1, "crammer_singer", True, np.float32, 60),
+        (2, "weston_watkins", False, np.float64, 60),
+        (3, "weston_watkins", True, np.float64, 30_000),
+    ],
+)
+def test_multiclass_same_certified_optimum_as_in_memory(
+    client, seed, variant, weighted, dtype, min_work
+):
+    X, y = classes_problem(seed)
+    X = X.astype(dtype)
+    s = np.random.default_rng(seed + 100).uniform(0.5, 2.0, len(y)) if weighted else None
+    f = qpsvm.MulticlassSVM(
+        chunked(X, 700),
+        chunked(y, 700),
+        C=0.3,
+        variant=variant,
+        sample_weight=None if s is None else chunked(s, 700),
+    )
+    assert isinstance(f, DaskMulticlassSVM)
+    sol = f.solve(sample_rows=500, min_work=min_work)
+    cert = sol.certificate
+    assert cert.passed and cert.rigorous
+    ref_f = qpsvm.MulticlassSVM(X.astype(np.float64), y, C=0.3, variant=variant, sample_weight=s)
+    ref = ref_f.solve()
+    # both enclose the one optimum P* of the problem the float data state, W* is unique
+    assert cert.dual_objective <= ref.certificate.primal_objective
+    assert ref.certificate.dual_objective <= cert.primal_objective
+    bound = cert.distance_bound + ref.certificate.distance_bound
+    assert np.linalg.norm(sol.w - ref.w) <= bound
+    np.testing.assert_array_equal(f.classes_, ref_f.classes_)
+    # n-sized results stay Dask arrays; computed, the slacks of W and a feasible alpha
+    assert isinstance(sol.alpha, da.Array) and isinstance(sol.xi, da.Array)
+    np.testing.assert_allclose(sol.xi.compute(), ref_f.slacks(sol.w), rtol=0, atol=1e-12)
+    alpha = sol.alpha.compute()
+    assert alpha.shape == (len(y), 4)
+    assert ref_f.dual_infeasibility(alpha) == 0.0
+    # the in-memory certificate of the Dask answer passes too
+    assert ref_f.certify(sol.w).passed
+    info = sol.info
+    assert info["pass_kinds"][:2] == ["labels", "sort"] and info["pass_kinds"][-1] == "round"
+    assert info["passes"] == 2 + info["rounds"]
+    if min_work < len(y):
+        assert info["working"] < len(y) and info["rounds"] > 1
+
+
+def test_multiclass_certify_again_objective_and_predict(client):
+    X, y = classes_problem(4, n=2000)
+    f = qpsvm.MulticlassSVM(chunked(X, 500), chunked(y, 500), C=1.0)
+    sol = f.solve(sample_rows=400, min_work=90)
+    again = f.certify(sol)
+    assert again.passed and again.primal_objective == sol.certificate.primal_objective
+    ref = qpsvm.MulticlassSVM(X, y, C=1.0)
+    assert f.objective(sol.w) == pytest.approx(ref.objective(sol.w), rel=1e-12)
+    # a point off the optimum: a valid enclosure (D <= P* <= P), not a pass
+    off = f.certify(Candidate(w=sol.w * 1.1))
+    assert off.dual_objective <= sol.certificate.primal_objective
+    assert off.primal_objective >= sol.certificate.dual_objective
+    assert not off.passed
+    np.testing.assert_array_equal(f.predict(chunked(X, 500), sol).compute(), ref.predict(X, sol.w))
+
+
+def test_multiclass_bad_input_is_refused():
+    X, y = classes_problem(5, n=400)
+    with pytest.raises(InvalidInputError, match="fit_intercept"):
+        qpsvm.MulticlassSVM(chunked(X, 100), chunked(y, 100), fit_intercept=True)
+    with pytest.raises(InvalidInputError, match="variant"):
+        qpsvm.MulticlassSVM(chunked(X, 100), chunked(y, 100), variant="one_vs_rest")
+    with pytest.raises(InvalidInputError, match="one class"):
+        qpsvm.MulticlassSVM(chunked(X, 100), chunked(np.full(400, "a"), 100)).solve()
+    bad = X.copy()
+    bad[123, 1] = np.inf
+    with pytest.raises(InvalidInputError, match="row 123"):
+        qpsvm.MulticlassSVM(chunked(bad, 100), chunked(y, 100)).solve(sample_rows=50)
+    with pytest.raises(InvalidInputError, match="method"):
+        qpsvm.MulticlassSVM(chunked(X, 100), chunked(y, 100)).solve(method="qp")

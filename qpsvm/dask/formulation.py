@@ -18,14 +18,16 @@ import numpy as np
 
 from qpsvm._numerics import fsum
 from qpsvm._validation import check_int, check_number, check_positive, check_tol
+from qpsvm.dask.binary import BinaryFamily, binary_sample
 from qpsvm.dask.blocks import Sort
 from qpsvm.dask.passes import DaskData, as_dask_array
 from qpsvm.dask.working_set import (
+    MIN_WORK,
     SAMPLE_ROWS,
     START_PASSES,
     certify_blocks,
-    read_sample,
     solve_dask_working_set,
+    stored_working_set,
 )
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Solution
@@ -111,7 +113,7 @@ class DaskSoftMarginPrimal:
     def classes_(self) -> np.ndarray:
         """The two label values (read from a sample on first use)."""
         if not self.data.classes.size:
-            read_sample(self.data, 1)
+            binary_sample(self.data, 1)
         return self.data.classes
 
     def solve(
@@ -124,6 +126,7 @@ class DaskSoftMarginPrimal:
         width: float = WIDTH,
         sample_rows: int = SAMPLE_ROWS,
         start_passes: int = START_PASSES,
+        min_work: int = MIN_WORK,
         **options: Any,
     ) -> Solution:
         """The exact, certified optimum by the working set over row blocks.
@@ -134,7 +137,7 @@ class DaskSoftMarginPrimal:
             The only method for Dask data.
         solver : str, optional
             CVXPY solver of the restricted QPs (default Clarabel, then OSQP).
-        tol, max_rounds, width, sample_rows, start_passes, **options
+        tol, max_rounds, width, sample_rows, start_passes, min_work, **options
             See :func:`~qpsvm.dask.working_set.solve_dask_working_set`.
 
         Returns
@@ -150,12 +153,14 @@ class DaskSoftMarginPrimal:
         self.data.log.seconds.clear()
         return solve_dask_working_set(
             self.data,
+            BinaryFamily(),
             solver,
             tol=check_tol(tol),
             max_rounds=check_int(max_rounds, "max_rounds"),
             width=float(check_number(width, "width")),
             sample_rows=check_int(sample_rows, "sample_rows"),
             start_passes=check_int(start_passes, "start_passes"),
+            min_work=check_int(min_work, "min_work"),
             **options,
         )
 
@@ -171,10 +176,8 @@ class DaskSoftMarginPrimal:
         if w.shape != (self.n_features,) or not np.all(np.isfinite(w)):
             raise InvalidInputError(f"w must be a finite vector of length {self.n_features}.")
         b = float(candidate.b) if self.fit_intercept else 0.0
-        info = getattr(candidate, "info", None) or {}
-        sort = info.get("sort", Sort(w, b))
-        index = info.get("working_index", np.zeros(0, dtype=np.int64))
-        alpha = info.get("working_alpha", np.zeros(0))
+        sort, index, alpha = stored_working_set(candidate, ())
+        sort = Sort(w, b) if sort is None else sort
         self.classes_  # noqa: B018 - the labels, before any block is read
         parts = self.data.check(sort, index, alpha, w, b, STATUS_TOL, MIN_ADD)
         return certify_blocks(self.data, parts, w, sort, index, alpha, tol)

@@ -33,9 +33,16 @@ from qpsvm.dask.blocks import (
     round_parts,
     sort_parts,
 )
+from qpsvm.dask.class_blocks import (
+    class_alpha,
+    class_round_parts,
+    class_slack,
+    class_sort_parts,
+    make_class_block,
+)
 from qpsvm.exceptions import InvalidInputError
 
-__all__ = ["DaskData", "PassLog", "as_dask_array"]
+__all__ = ["DaskClassData", "DaskData", "PassLog", "as_dask_array"]
 
 logger = logging.getLogger("qpsvm")
 
@@ -70,10 +77,6 @@ class PassLog:
         return len(self.kinds)
 
 
-def _sort_block(block: Any, least: int, sort: Sort, band: float) -> SortParts:
-    return sort_parts(block, sort, band, least)
-
-
 @dataclass
 class DaskData:
     """Rows of a binary problem as Dask arrays chunked along the rows only.
@@ -91,6 +94,13 @@ class DaskData:
     fit_intercept: bool
     classes: np.ndarray = field(default_factory=lambda: np.zeros(0))
     log: PassLog = field(default_factory=PassLog)
+
+    #: What a block computes in each pass (:mod:`qpsvm.dask.blocks`).
+    make_block = staticmethod(make_block)
+    sort_parts = staticmethod(sort_parts)
+    round_parts = staticmethod(round_parts)
+    block_alpha = staticmethod(block_alpha)
+    block_slack = staticmethod(block_slack)
 
     def __post_init__(self) -> None:
         self.X = self.X.rechunk({1: -1})
@@ -141,11 +151,25 @@ class DaskData:
 
     def blocks(self) -> list[Any]:
         """Every row block as a delayed, checked :class:`~qpsvm.dask.blocks.RowBlock`."""
-        checked = dask.delayed(make_block, pure=True)
+        checked = dask.delayed(self.make_block, pure=True)
         return [
-            checked(X, y, s, m, int(self.offsets[k]), self.classes, self.C, self.fit_intercept)
+            checked(X, y, s, m, int(self.offsets[k]), *self.block_settings())
             for k, (X, y, s, m) in enumerate(self.raw_blocks(list(range(self.n_blocks))))
         ]
+
+    def block_settings(self) -> tuple:
+        """What :attr:`make_block` takes after the raw block and its offset."""
+        return (self.classes, self.C, self.fit_intercept)
+
+    @property
+    def alpha_shape(self) -> tuple[int, ...]:
+        """The shape of a row's multipliers after the row axis."""
+        return ()
+
+    @property
+    def slack_shape(self) -> tuple[int, ...]:
+        """The shape of a row's slacks after the row axis."""
+        return ()
 
     def run(
         self, kind: str, fn: Callable, per_block: Callable[[int], tuple] | None = None, *shared: Any
@@ -162,6 +186,14 @@ class DaskData:
         self.log.seconds.append(time.perf_counter() - began)
         logger.info("dask pass %d (%s): %.1fs", len(self.log), kind, self.log.seconds[-1])
         return out
+
+    def labels(self) -> np.ndarray:
+        """The sorted label values of ``y`` (a pass that reads ``y`` only)."""
+        began = time.perf_counter()
+        classes = np.asarray(da.unique(self.y).compute())
+        self.log.kinds.append("labels")
+        self.log.seconds.append(time.perf_counter() - began)
+        return classes
 
     def split(self, index: np.ndarray, values: np.ndarray) -> Callable[[int], tuple]:
         """Per block ``k``: its positions of the sorted global ``index`` and their ``values``."""
@@ -211,7 +243,12 @@ class DaskData:
             rows = int(self.offsets[k + 1] - self.offsets[k])
             return (math.ceil(least * rows / max(1, self.n_samples)),)
 
-        parts = self.run("sort", _sort_block, share, sort, band)
+        sort_fn = self.sort_parts  # the closure must not carry the collections
+
+        def parts_of(block: Any, least: int, sort: Sort, band: float) -> SortParts:
+            return sort_fn(block, sort, band, least)
+
+        parts = self.run("sort", parts_of, share, sort, band)
         return SortParts(
             Rows.concat([p.work for p in parts]),
             np.sum([p.folded for p in parts], axis=0),
@@ -229,18 +266,25 @@ class DaskData:
         cap: int,
     ) -> list[RoundParts]:
         """Every block's check of the candidate (:func:`~qpsvm.dask.blocks.round_parts`)."""
-        return self.run("round", round_parts, self.split(work, alpha_work), sort, w, b, eps, cap)
+        return self.run(
+            "round", self.round_parts, self.split(work, alpha_work), sort, w, b, eps, cap
+        )
 
     # ------------------------------------------------------------------ n-sized results
     def lazy(
-        self, fn: Callable, *shared: Any, per_block: Callable[[int], tuple] | None = None
+        self,
+        fn: Callable,
+        *shared: Any,
+        per_block: Callable[[int], tuple] | None = None,
+        tail: tuple[int, ...] = (),
     ) -> da.Array:
-        """A Dask array (one entry per row, never computed here) of ``fn(block, ...)``."""
+        """A Dask array (one entry of shape ``tail`` per row, never computed here) of
+        ``fn(block, ...)``."""
         call = dask.delayed(fn, pure=True)
         pieces = [
             da.from_delayed(
                 call(block, *(per_block(k) if per_block else ()), *shared),
-                shape=(int(self.offsets[k + 1] - self.offsets[k]),),
+                shape=(int(self.offsets[k + 1] - self.offsets[k]), *tail),
                 dtype=np.float64,
             )
             for k, block in enumerate(self.blocks())
@@ -250,11 +294,51 @@ class DaskData:
     def alpha(self, sort: Sort, work: np.ndarray, alpha_work: np.ndarray) -> da.Array:
         """The multipliers of every row (:func:`~qpsvm.dask.blocks.block_alpha`), lazily."""
 
+        block_alpha = self.block_alpha
+
         def values(block: Any, pos: np.ndarray, a: np.ndarray) -> np.ndarray:
             return block_alpha(block, sort, pos, a)[0]
 
-        return self.lazy(values, per_block=self.split(work, alpha_work))
+        return self.lazy(values, per_block=self.split(work, alpha_work), tail=self.alpha_shape)
 
     def slack(self, w: np.ndarray, b: float) -> da.Array:
         """The slacks of every row at ``(w, b)``, lazily."""
-        return self.lazy(block_slack, w, b)
+        block_slack = self.block_slack
+
+        def values(block: Any, w: np.ndarray, b: float) -> np.ndarray:
+            return block_slack(block, w, b)
+
+        return self.lazy(values, w, b, tail=self.slack_shape)
+
+
+@dataclass
+class DaskClassData(DaskData):
+    """Rows of a multiclass problem as Dask arrays (:class:`DaskData` without margins or
+    intercept); ``classes`` are all the label values, ``crammer_singer`` the variant. The
+    passes run the functions of :mod:`qpsvm.dask.class_blocks`."""
+
+    crammer_singer: bool = True
+
+    make_block = staticmethod(make_class_block)
+    sort_parts = staticmethod(class_sort_parts)
+    round_parts = staticmethod(class_round_parts)
+    block_alpha = staticmethod(class_alpha)
+
+    @staticmethod
+    def block_slack(block: Any, w: np.ndarray, b: float) -> np.ndarray:
+        return class_slack(block, w)
+
+    def block_settings(self) -> tuple:
+        return (self.classes, self.C, self.crammer_singer)
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.classes.size)
+
+    @property
+    def alpha_shape(self) -> tuple[int, ...]:
+        return (self.n_classes,)
+
+    @property
+    def slack_shape(self) -> tuple[int, ...]:
+        return () if self.crammer_singer else (self.n_classes,)

@@ -32,6 +32,7 @@ user appends.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, ClassVar
 
 import cvxpy as cp
@@ -44,6 +45,7 @@ from qpsvm._validation import (
     check_multiclass_labels,
     check_positive,
     check_sample_weight,
+    is_dask,
 )
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.base import Formulation
@@ -51,7 +53,7 @@ from qpsvm.formulations.model import CvxModel
 from qpsvm.solution import Candidate, Solution
 from qpsvm.verify.projection import project_capped_simplex
 
-__all__ = ["VARIANTS", "MulticlassSVM"]
+__all__ = ["VARIANTS", "MulticlassSVM", "rows_multiclass_model"]
 
 #: The two multiclass formulations.
 VARIANTS = ("crammer_singer", "weston_watkins")
@@ -108,6 +110,13 @@ class MulticlassSVM(Formulation):
     #: classes, d = 50: at n = 2000 the full Crammer-Singer QP took 35 s, the working set 3 s).
     working_set_min_samples: ClassVar[int] = 500
     certifier: ClassVar[str] = "qpsvm.verify.multiclass:certify_multiclass"
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if any(is_dask(v) for v in (*args[:2], kwargs.get("X"), kwargs.get("y"))):
+            from qpsvm.dask.multiclass import DaskMulticlassSVM
+
+            return DaskMulticlassSVM(*args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -347,36 +356,19 @@ class MulticlassSVM(Formulation):
             raise InvalidInputError(f"subset indices must be in [0, {n_con}).")
         rows, cols = self.rows[idx], self.cols[idx]
         used, local = np.unique(rows, return_inverse=True)
-        k, m = self.n_classes, idx.size
-        W = cp.Variable((k, self.n_features), name="w")
-        C = cp.Parameter(nonneg=True, value=self.C, name="C")
-        S = self.X[used] @ W.T
-        # vec in column-major order: entry (r, c) of S is at r + c * len(used)
-        sel = sp.csr_matrix(
-            (
-                np.concatenate([np.ones(m), -np.ones(m)]),
-                (
-                    np.concatenate([np.arange(m), np.arange(m)]),
-                    np.concatenate([local + self.y[rows] * used.size, local + cols * used.size]),
-                ),
-            ),
-            shape=(m, used.size * k),
-        )
-        margin = sel @ cp.vec(S, order="F")
-        if self.crammer_singer:
-            xi = cp.Variable(used.size, name="xi")
-            spread = sp.csr_matrix((np.ones(m), (np.arange(m), local)), shape=(m, used.size))
-            constraints = {"margin": margin >= 1 - spread @ xi, "slack": xi >= 0}
-            objective = 0.5 * cp.sum_squares(W) + C * (self.sample_weight[used] @ xi)
-        else:
-            xi = cp.Variable(m, name="xi")
-            constraints = {"margin": margin >= 1 - xi, "slack": xi >= 0}
-            objective = 0.5 * cp.sum_squares(W) + C * (self.sample_weight[rows] @ xi)
+        folded = None
         if at_bound is not None and len(at_bound):
-            objective = objective - C * cp.sum(cp.multiply(self._bound_term(at_bound, used), W))
-        problem = cp.Problem(cp.Minimize(objective), list(constraints.values()))
-        return CvxModel(
-            problem, {"w": W, "xi": xi}, constraints, {"C": C}, None if subset is None else idx
+            folded = self._bound_term(at_bound, used)
+        return rows_multiclass_model(
+            self.X[used],
+            self.y[used],
+            self.sample_weight[used],
+            (local, cols),
+            self.n_classes,
+            self.C,
+            self.crammer_singer,
+            folded,
+            None if subset is None else idx,
         )
 
     def _bound_term(self, at_bound: Any, used: np.ndarray) -> np.ndarray:
@@ -432,3 +424,69 @@ class MulticlassSVM(Formulation):
             certificate=certificate,
             **fields,
         )
+
+
+# introspection (inspect.signature, help) shows __init__'s parameters, not __new__'s
+MulticlassSVM.__signature__ = inspect.signature(
+    MulticlassSVM.__init__
+).replace(  # type: ignore[attr-defined]
+    parameters=list(inspect.signature(MulticlassSVM.__init__).parameters.values())[1:],
+    return_annotation=inspect.Signature.empty,
+)
+
+
+def rows_multiclass_model(
+    X: Any,
+    y: np.ndarray,
+    s: np.ndarray,
+    constraints: tuple[np.ndarray, np.ndarray] | None,
+    n_classes: int,
+    C: float,
+    crammer_singer: bool,
+    folded: np.ndarray | None = None,
+    index: np.ndarray | None = None,
+) -> CvxModel:
+    r"""The multiclass primal over the examples ``X`` (class indices ``y``, slack weights ``s``)
+    and their constraints ``(local, cols)``: ``m_{ic} >= 1 - xi`` for example ``local[j]``
+    and class ``cols[j]`` (``None``: every ``c != y_i`` of every example, in row-major order).
+
+    ``folded = G = sum_E s_i x_i (e_{y_i} - e_c)^T`` (shape ``(k, d)``) over the constraints
+    ``E`` fixed at their bound ``alpha_ic = C s_i`` adds ``-C <G, W>``: their term
+    ``C sum_E s_i (1 - (w_{y_i} - w_c).x_i)`` up to a constant (see
+    :meth:`MulticlassSVM.build` for the named parts). ``index`` is kept on the model.
+    """
+    n, k = X.shape[0], n_classes
+    if constraints is None:
+        mask = np.ones((n, k), dtype=bool)
+        mask[np.arange(n), y] = False
+        constraints = np.nonzero(mask)
+    local, cols = constraints
+    m = local.size
+    W = cp.Variable((k, X.shape[1]), name="w")
+    Cp = cp.Parameter(nonneg=True, value=C, name="C")
+    S = X @ W.T
+    # vec in column-major order: entry (r, c) of S is at r + c * n
+    sel = sp.csr_matrix(
+        (
+            np.concatenate([np.ones(m), -np.ones(m)]),
+            (
+                np.concatenate([np.arange(m), np.arange(m)]),
+                np.concatenate([local + y[local] * n, local + cols * n]),
+            ),
+        ),
+        shape=(m, n * k),
+    )
+    margin = sel @ cp.vec(S, order="F")
+    if crammer_singer:
+        xi = cp.Variable(n, name="xi")
+        spread = sp.csr_matrix((np.ones(m), (np.arange(m), local)), shape=(m, n))
+        cons = {"margin": margin >= 1 - spread @ xi, "slack": xi >= 0}
+        objective = 0.5 * cp.sum_squares(W) + Cp * (s @ xi)
+    else:
+        xi = cp.Variable(m, name="xi")
+        cons = {"margin": margin >= 1 - xi, "slack": xi >= 0}
+        objective = 0.5 * cp.sum_squares(W) + Cp * (s[local] @ xi)
+    if folded is not None:
+        objective = objective - Cp * cp.sum(cp.multiply(folded, W))
+    problem = cp.Problem(cp.Minimize(objective), list(cons.values()))
+    return CvxModel(problem, {"w": W, "xi": xi}, cons, {"C": Cp}, index)

@@ -67,7 +67,10 @@ __all__ = [
     "kernel_dual_lower",
     "kernel_primal_upper",
     "multiclass_dual_lower",
+    "multiclass_dual_sums",
+    "multiclass_feasible",
     "multiclass_primal_upper",
+    "multiclass_slack_upper",
     "primal_upper",
     "rbf_score_error",
     "rbf_value_error",
@@ -412,20 +415,27 @@ def multiclass_scores(f: Any, W: np.ndarray) -> list[tuple]:
     return [enclosed_product(XT, W[c]) for c in range(f.n_classes)]
 
 
+def multiclass_slack_upper(f: Any, W: np.ndarray) -> np.ndarray:
+    r"""Upper bounds on the exact slacks of ``W``: ``xi_i = max_c max(0, 1 - (w_{y_i} -
+    w_c).x_i)`` (Crammer-Singer) or their sum over ``c`` (Weston-Watkins), one per example (of
+    the problem or a row block with ``X``, ``y``, ``n_classes``, ``crammer_singer``)."""
+    S = multiclass_scores(f, W)
+    n = f.X.shape[0]
+    rows = np.arange(n)
+    own = tuple(np.stack([s[t] for s in S], axis=1)[rows, f.y] for t in range(3))
+    worst = np.zeros((n, f.n_classes))
+    for c in range(f.n_classes):
+        r, e = shortfall(np.ones(n), np.ones(n), dd_sub(own, S[c]))
+        worst[:, c] = np.where(f.y == c, 0.0, np.maximum(0.0, up(r + e)))
+    return worst.max(axis=1) if f.crammer_singer else np.array([upper_sum(r) for r in worst])
+
+
 def multiclass_primal_upper(f: Any, W: np.ndarray) -> float:
     r"""An upper bound on the exact ``P(W) = 1/2 ||W||_F^2 + C sum_i s_i xi_i`` with
     ``xi_i = max_c max(0, 1 - (w_{y_i} - w_c).x_i)`` (Crammer-Singer) or the sum over ``c``
-    (Weston-Watkins)."""
-    S = multiclass_scores(f, W)
-    rows = np.arange(f.n_samples)
-    own = tuple(np.stack([s[t] for s in S], axis=1)[rows, f.y] for t in range(3))
-    worst = np.zeros((f.n_samples, f.n_classes))
-    for c in range(f.n_classes):
-        r, e = shortfall(np.ones(f.n_samples), np.ones(f.n_samples), dd_sub(own, S[c]))
-        worst[:, c] = np.where(f.y == c, 0.0, np.maximum(0.0, up(r + e)))
-    slack = worst.max(axis=1) if f.crammer_singer else np.array([upper_sum(r) for r in worst])
-    norm2 = upper_sum(W * W)
-    return _primal_from_shortfall(norm2, f.C, f.sample_weight, slack)
+    (Weston-Watkins), from :func:`multiclass_slack_upper`."""
+    slack = multiclass_slack_upper(f, W)
+    return _primal_from_shortfall(upper_sum(W * W), f.C, f.sample_weight, slack)
 
 
 def multiclass_feasible(f: Any, alpha: np.ndarray) -> np.ndarray:
@@ -463,12 +473,21 @@ def multiclass_expansion(f: Any, a: np.ndarray) -> list[tuple]:
     return out
 
 
+def multiclass_dual_sums(f: Any, a: np.ndarray) -> DualSums:
+    r""":class:`DualSums` of an exactly feasible ``a`` (:func:`multiclass_feasible`) over the
+    examples of ``f`` (a problem or a row block): ``gain`` bounds :math:`\sum_{ic} \alpha_{ic}`
+    from below, ``expansion`` encloses ``A^T X`` as a ``(k, d)`` array; no balance (zero)."""
+    hi, lo, err = (np.stack(parts) for parts in zip(*multiclass_expansion(f, a), strict=True))
+    zero = np.zeros(1)
+    return DualSums(gain=lower_sum(a), expansion=(hi, lo, err), balance=(zero, zero, zero))
+
+
 def multiclass_dual_lower(f: Any, alpha: np.ndarray) -> tuple[float, np.ndarray]:
     r"""A lower bound on ``P*``: ``D(alpha) = sum alpha - 1/2 ||A^T X||_F^2`` at ``alpha`` made
-    exactly feasible (:func:`multiclass_feasible`), and that point."""
+    exactly feasible (:func:`multiclass_feasible`), and that point
+    (:func:`dual_lower_value` of :func:`multiclass_dual_sums`)."""
     a = multiclass_feasible(f, alpha)
-    norm2 = sum(norm2_upper(*w) for w in multiclass_expansion(f, a))
-    return float(down(lower_sum(a) - float(up(0.5 * up(norm2))))), a
+    return dual_lower_value(multiclass_dual_sums(f, a), None), a
 
 
 # ----------------------------------------------------------------------------- rbf kernels

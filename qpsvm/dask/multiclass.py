@@ -1,0 +1,310 @@
+r"""Multiclass SVMs on Dask collections: what ``MulticlassSVM`` returns for Dask data.
+
+.. math::
+
+    \min_W\ \tfrac12 \|W\|_F^2 + C \sum_i s_i \max_{c \ne y_i} \max(0, 1 - (w_{y_i} - w_c)
+    \cdot x_i) \quad \text{(Crammer-Singer; Weston-Watkins sums over } c\text{)},
+
+over rows that stay where Dask keeps them. It is solved by the working set over row blocks
+(:mod:`qpsvm.dask.working_set`) with the steps of :class:`MulticlassFamily`: the labels are
+read once (one pass over ``y``), the start is the in-memory dual coordinate descent
+(:func:`~qpsvm.solvers.warm_start.multiclass_dual`) on a strided sample at ``C n / n_sample``,
+the sort pass collects the examples nearest a change of status
+(:mod:`qpsvm.dask.class_blocks`), and each round solves the restricted QP over those examples
+(all their constraints; :func:`~qpsvm.formulations.multiclass.rows_multiclass_model`) with the
+fixed constraints folded in, then checks every example and sums the certificate in one pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from qpsvm._numerics import fsum
+from qpsvm._validation import check_int, check_number, check_positive, check_tol
+from qpsvm.dask.blocks import Rows, Sort
+from qpsvm.dask.class_blocks import ClassBlock, class_statuses, folded_classes
+from qpsvm.dask.passes import DaskClassData, as_dask_array
+from qpsvm.dask.working_set import (
+    MIN_WORK,
+    SAMPLE_ROWS,
+    Begin,
+    WorkingRows,
+    certify_blocks,
+    read_sample,
+    solve_dask_working_set,
+    stored_working_set,
+)
+from qpsvm.exceptions import InvalidInputError
+from qpsvm.formulations.model import CvxModel
+from qpsvm.formulations.multiclass import VARIANTS, MulticlassSVM, rows_multiclass_model
+from qpsvm.solution import Solution
+from qpsvm.solvers.warm_start import multiclass_dual
+from qpsvm.solvers.working_set import MIN_ADD, STATUS_TOL, WIDTH
+from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
+
+__all__ = ["DaskMulticlassSVM", "MulticlassFamily"]
+
+
+def ensure_classes(data: DaskClassData) -> np.ndarray:
+    """The label values of ``y``, read by one pass over ``y`` on first use.
+
+    Raises
+    ------
+    InvalidInputError
+        ``y`` holds fewer than two labels.
+    """
+    if not data.classes.size:
+        classes = data.labels()
+        if classes.size < 2:
+            raise InvalidInputError(
+                f"y has only one class ({classes.tolist()}); a classifier needs at least two."
+            )
+        data.classes = classes
+    return data.classes
+
+
+def sample_start(data: DaskClassData, rows: int) -> tuple[np.ndarray, float]:
+    """``W`` of the dual coordinate descent start on a strided sample at ``C n / n_sample``
+    (rows of the classes the sample lacks are 0) and its band; ``W = 0`` with a unit band when
+    the sample holds fewer than two classes."""
+    classes = ensure_classes(data)
+    X, y, s, _ = read_sample(data, rows)
+    W = np.zeros((classes.size, data.n_features))
+    if np.unique(y).size < 2:
+        return W, 1.0
+    f = MulticlassSVM(
+        np.asarray(X, dtype=np.float64),
+        y,
+        C=data.C * data.n_samples / y.size,
+        variant="crammer_singer" if data.crammer_singer else "weston_watkins",
+        sample_weight=s,
+    )
+    start = multiclass_dual(f)
+    W[np.searchsorted(classes, f.classes_)] = start.candidate.w
+    return W, start.band
+
+
+class MulticlassFamily:
+    """The multiclass SVMs' steps of the working set over row blocks (see the module)."""
+
+    def __init__(self, variant: str) -> None:
+        self.formulation = f"MulticlassSVM({variant})"
+
+    def begin(
+        self,
+        data: DaskClassData,
+        width: float,
+        sample_rows: int,
+        start_passes: int,
+        min_work: int,
+    ) -> Begin:
+        """Labels, sample start and sort: at least ``min_work / (k - 1)`` examples (about
+        ``min_work`` constraints) start in ``W``."""
+        W, band = sample_start(data, sample_rows)
+        passes = len(data.log)
+        sort = Sort(W, 0.0)
+        band = width * band
+        parts = data.sort(sort, band, max(1, min_work // (data.n_classes - 1)))
+        return Begin(sort, WorkingRows(parts.work, parts.folded, 0.0), band, STATUS_TOL, passes)
+
+    def model(self, data: DaskClassData, ws: WorkingRows) -> CvxModel:
+        rows = ws.rows
+        return rows_multiclass_model(
+            rows.X,
+            rows.y.astype(np.intp),
+            rows.sample_weight,
+            None,
+            data.n_classes,
+            data.C,
+            data.crammer_singer,
+            ws.folded,
+        )
+
+    def read(
+        self, data: DaskClassData, model: CvxModel, ws: WorkingRows
+    ) -> tuple[Sort, np.ndarray]:
+        """The restricted optimum ``W`` and the multipliers of ``W``'s constraints, shape
+        ``(|W|, k)`` (0 at ``y_i``)."""
+        W = np.asarray(model.variables["w"].value, dtype=np.float64)
+        n, k = len(ws.rows), data.n_classes
+        mask = np.ones((n, k), dtype=bool)
+        mask[np.arange(n), ws.rows.y.astype(np.intp)] = False
+        alpha = np.zeros((n, k))
+        alpha[mask] = np.asarray(model.constraints["margin"].dual_value, dtype=np.float64)
+        return Sort(W, 0.0), alpha
+
+    def leaving(
+        self, data: DaskClassData, found: Rows, point: Sort, sort: Sort
+    ) -> tuple[np.ndarray, float]:
+        """The folded term of the found examples' constraints fixed at the sort point."""
+        y = found.y.astype(np.intp)
+        block = ClassBlock(
+            found.X, y, found.sample_weight, data.C, data.crammer_singer, data.n_classes, 0
+        )
+        fixed = class_statuses(block, sort, np.zeros(0, dtype=np.intp))[1]
+        return folded_classes(found.X, y, found.sample_weight, fixed), 0.0
+
+
+class DaskMulticlassSVM:
+    r"""Multiclass SVM (Crammer-Singer or Weston-Watkins) over Dask collections.
+
+    ``qpsvm.MulticlassSVM(X, y, ...)`` returns this class when ``X`` or ``y`` is a Dask array,
+    dataframe or series.
+
+    Parameters
+    ----------
+    X : dask array or dataframe of shape (n_samples, n_features)
+        Chunked along the rows (float32 blocks are certified in float64, exactly).
+    y : dask array or series of shape (n_samples,)
+        At least two label values; ``classes_`` (sorted, read by one pass over ``y``) index
+        the rows of ``W``.
+    C : float, default=1.0
+    variant : {"crammer_singer", "weston_watkins"}, default="crammer_singer"
+    sample_weight : dask array of shape (n_samples,), optional
+    fit_intercept : bool, default=False
+        Only ``False``, as in memory.
+
+    Notes
+    -----
+    Every pass reads each row block once; the client holds ``W``, the working set's rows and
+    one record per block. See :doc:`/dask`.
+    """
+
+    def __init__(
+        self,
+        X: Any,
+        y: Any,
+        C: float = 1.0,
+        variant: str = "crammer_singer",
+        sample_weight: Any = None,
+        fit_intercept: bool = False,
+    ) -> None:
+        if variant not in VARIANTS:
+            raise InvalidInputError(f"unknown variant {variant!r}; choose one of {VARIANTS}.")
+        if fit_intercept:
+            raise InvalidInputError(
+                "MulticlassSVM supports fit_intercept=False only (see MulticlassSVM); append "
+                "a constant column for a regularised intercept."
+            )
+        self.variant = variant
+        self.C = check_positive(C, "C")
+        self.data = DaskClassData(
+            as_dask_array(X, "X", 2),
+            as_dask_array(y, "y", 1),
+            None if sample_weight is None else as_dask_array(sample_weight, "sample_weight", 1),
+            None,
+            self.C,
+            False,
+            crammer_singer=variant == "crammer_singer",
+        )
+
+    @property
+    def n_samples(self) -> int:
+        return self.data.n_samples
+
+    @property
+    def n_features(self) -> int:
+        return self.data.n_features
+
+    @property
+    def classes_(self) -> np.ndarray:
+        """The label values (read by one pass over ``y`` on first use)."""
+        return ensure_classes(self.data)
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.classes_.size)
+
+    def solve(
+        self,
+        method: str | None = None,
+        solver: str | None = None,
+        *,
+        tol: float = DEFAULT_TOL,
+        max_rounds: int = 50,
+        width: float = WIDTH,
+        sample_rows: int = SAMPLE_ROWS,
+        min_work: int = MIN_WORK,
+        **options: Any,
+    ) -> Solution:
+        """The exact, certified optimum by the working set over row blocks.
+
+        Parameters
+        ----------
+        method : {"working_set", None}
+            The only method for Dask data.
+        solver : str, optional
+            CVXPY solver of the restricted QPs (default Clarabel, then OSQP).
+        tol, max_rounds, width, sample_rows, min_work, **options
+            See :func:`~qpsvm.dask.working_set.solve_dask_working_set`.
+
+        Returns
+        -------
+        Solution
+            ``w`` (``W``, shape ``(k, d)``) in memory; ``alpha`` (``(n, k)``), ``xi``
+            (``(n,)`` or ``(n, k)``) and ``certificate.alpha`` Dask arrays.
+        """
+        if method not in (None, "working_set"):
+            raise InvalidInputError(
+                f"method={method!r} is not available with Dask data; use 'working_set'."
+            )
+        self.data.log.kinds.clear()
+        self.data.log.seconds.clear()
+        return solve_dask_working_set(
+            self.data,
+            MulticlassFamily(self.variant),
+            solver,
+            tol=check_tol(tol),
+            max_rounds=check_int(max_rounds, "max_rounds"),
+            width=float(check_number(width, "width")),
+            sample_rows=check_int(sample_rows, "sample_rows"),
+            min_work=check_int(min_work, "min_work"),
+            **options,
+        )
+
+    def _check_w(self, w: Any) -> np.ndarray:
+        W = np.asarray(w, dtype=np.float64)
+        shape = (self.n_classes, self.n_features)
+        if W.shape != shape or not np.all(np.isfinite(W)):
+            raise InvalidInputError(f"w must be a finite array of shape {shape}.")
+        return W
+
+    def certify(self, candidate: Any, tol: float = DEFAULT_TOL) -> Certificate:
+        """Certify a solution of :meth:`solve` again from the data (one pass), or a bare ``W``
+        (any object with ``w``): then the multipliers of its own statuses (``C s_i`` on each
+        example's most violated class, or on every violated class), a valid but loose bound
+        away from the optimum."""
+        tol = check_tol(tol)
+        W = self._check_w(candidate.w)
+        sort, index, alpha = stored_working_set(candidate, (self.n_classes,))
+        sort = Sort(W, 0.0) if sort is None else sort
+        parts = self.data.check(sort, index, alpha, W, 0.0, STATUS_TOL, MIN_ADD)
+        return certify_blocks(
+            self.data, parts, W, sort, index, alpha, tol, f"MulticlassSVM({self.variant})"
+        )
+
+    def objective(self, w: Any, b: float = 0.0) -> float:
+        """``P(W) = 1/2 ||W||_F^2 + C sum_i s_i loss_i(W)`` (one pass)."""
+        W = self._check_w(w)
+        xi = self.data.slack(W, 0.0)
+        loss = xi if xi.ndim == 1 else xi.sum(axis=1)
+        s = self.data.sample_weight
+        weighted = loss if s is None else loss * s
+        total = weighted.map_blocks(lambda v: np.array([fsum(v)]), chunks=(1,)).compute()
+        return 0.5 * float(np.sum(W * W)) + self.C * fsum(total)
+
+    def decision_function(self, X: Any, solution: Any) -> Any:
+        """Class scores ``X W^T`` of new rows (a Dask array for Dask input)."""
+        return X @ np.asarray(solution.w).T
+
+    def predict(self, X: Any, solution: Any) -> Any:
+        """Predicted labels: ``classes_[argmax_c w_c . x]`` (smallest index on ties)."""
+        import dask.array as da
+
+        classes = self.classes_
+        best = self.decision_function(X, solution).argmax(axis=1)
+        if isinstance(best, da.Array):
+            return best.map_blocks(lambda i: classes[i], dtype=classes.dtype)
+        return classes[best]
