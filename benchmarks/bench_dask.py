@@ -9,7 +9,10 @@ prints
   a store that fits the page cache is read from memory);
 * qpsvm's Dask solve (``SoftMarginPrimal(X, y, C).solve()``, certified at 1e-9): total time,
   passes (sample start, Newton, sort, rounds), seconds per pass and their ratio to the read pass,
-  the certified relative gap and the client's peak resident memory (``ru_maxrss``);
+  the certified relative gap and the client's peak resident memory (``ru_maxrss``); with
+  ``--family crammer_singer`` or ``weston_watkins``, ``MulticlassSVM(X, y, C, variant).solve()``
+  on ``--classes`` classes (labels ``argmax_c x.w*_c + noise``; passes: labels, sort, rounds)
+  instead, without the SGD comparison;
 * the in-memory solve of the same problem (``X.compute()`` in float64, up to
   ``--memory-max-n`` rows): time ratio Dask / in memory and ``|P_dask - P_mem| / P``;
 * dask-ml's SGD (``Incremental(SGDClassifier(loss="hinge", alpha=1/(C n)))``, one
@@ -21,6 +24,7 @@ Usage::
 
     python benchmarks/bench_dask.py --n 1e6 [--d 20] [--dir /tmp/qpsvm-dask] [--workers 2]
     python benchmarks/bench_dask.py --n 1e6,3e6,1e7 --sgd-epochs 0      # a scaling curve
+    python benchmarks/bench_dask.py --n 2e5 --family crammer_singer --classes 5
 
 The store is deleted at the end unless ``--keep``; ``--write-only --keep`` writes it and
 ``--reuse`` reads a kept one.
@@ -45,15 +49,22 @@ import qpsvm
 BLOCK_ROWS = 250_000
 
 
-def write_store(path: Path, n: int, d: int, seed: int) -> None:
-    """Features ``N(0, 1)`` (float32) and labels ``[x.w* + 0.5 N(0, 1) > 0]`` (int8), written
-    block by block by the workers."""
+def write_store(path: Path, n: int, d: int, seed: int, classes: int = 2) -> None:
+    """Features ``N(0, 1)`` (float32) and labels ``[x.w* + 0.5 N(0, 1) > 0]`` (int8), or with
+    more than two ``classes`` ``argmax_c x.w*_c + 0.5 N(0, 1)``, written block by block by the
+    workers."""
     rows = min(BLOCK_ROWS, n)
     rng = da.random.default_rng(seed)
     X = rng.normal(size=(n, d), chunks=(rows, d)).astype(np.float32)
-    w_true = np.random.default_rng(seed).normal(size=d)
-    noise = rng.normal(size=n, chunks=rows)
-    y = ((X @ w_true + 0.5 * w_true.std() * math.sqrt(d) * noise) > 0).astype(np.int8)
+    if classes > 2:
+        W_true = np.random.default_rng(seed).normal(size=(classes, d))
+        noise = rng.normal(size=(n, classes), chunks=(rows, classes))
+        scores = X @ W_true.T + 0.5 * W_true.std() * math.sqrt(d) * noise
+        y = scores.argmax(axis=1).astype(np.int8)
+    else:
+        w_true = np.random.default_rng(seed).normal(size=d)
+        noise = rng.normal(size=n, chunks=rows)
+        y = ((X @ w_true + 0.5 * w_true.std() * math.sqrt(d) * noise) > 0).astype(np.int8)
     da.to_zarr(X, str(path / "X.zarr"), overwrite=True)
     da.to_zarr(y, str(path / "y.zarr"), overwrite=True)
 
@@ -71,14 +82,17 @@ def peak_client_mib() -> float:
 
 
 def run(n: int, args: argparse.Namespace) -> dict:
-    path = Path(args.dir) / f"n{n}_d{args.d}_seed{args.seed}"
+    multiclass = args.family != "binary"
+    classes = args.classes if multiclass else 2
+    tag = f"_k{classes}" if multiclass else ""
+    path = Path(args.dir) / f"n{n}_d{args.d}_seed{args.seed}{tag}"
     path.mkdir(parents=True, exist_ok=True)
     if args.write_only:
-        write_store(path, n, args.d, args.seed)
+        write_store(path, n, args.d, args.seed, classes)
         return {"n": n}
     began = time.perf_counter()
     if not (args.reuse and (path / "y.zarr").exists()):
-        write_store(path, n, args.d, args.seed)
+        write_store(path, n, args.d, args.seed, classes)
     print(f"\nn = {n:.0e}, d = {args.d}: store ready in {time.perf_counter() - began:.1f}s")
     X = da.from_zarr(str(path / "X.zarr"))
     y = da.from_zarr(str(path / "y.zarr"))
@@ -88,7 +102,12 @@ def run(n: int, args: argparse.Namespace) -> dict:
     speed = X.nbytes / read / 2**20
     print(f"  read pass: {X.nbytes / 2**30:.2f} GiB in {read:.1f}s ({speed:.0f} MiB/s)")
 
-    f = qpsvm.SoftMarginPrimal(X, y, C=args.C)
+    def formulation(X, y):
+        if multiclass:
+            return qpsvm.MulticlassSVM(X, y, C=args.C, variant=args.family)
+        return qpsvm.SoftMarginPrimal(X, y, C=args.C)
+
+    f = formulation(X, y)
     began = time.perf_counter()
     sol = f.solve()
     total = time.perf_counter() - began
@@ -104,7 +123,7 @@ def run(n: int, args: argparse.Namespace) -> dict:
     if n <= args.memory_max_n:
         Xm, ym = X.compute().astype(np.float64), y.compute()
         began = time.perf_counter()
-        ref = qpsvm.SoftMarginPrimal(Xm, ym, C=args.C).solve()
+        ref = formulation(Xm, ym).solve()
         mem = time.perf_counter() - began
         out["memory_time"] = mem
         print(
@@ -112,7 +131,7 @@ def run(n: int, args: argparse.Namespace) -> dict:
             f"|P_dask - P_mem| / P = {abs(sol.objective - ref.objective) / ref.objective:.1e}"
         )
         del Xm, ym
-    if args.sgd_epochs:
+    if args.sgd_epochs and not multiclass:
         sgd(f, X, y, sol, n, args)
     if not args.keep:
         shutil.rmtree(path)
@@ -152,6 +171,10 @@ def main() -> None:
     parser.add_argument("--n", default="1e6", help="rows, comma-separated for a curve")
     parser.add_argument("--d", type=int, default=20)
     parser.add_argument("--C", type=float, default=1.0)
+    parser.add_argument(
+        "--family", choices=("binary", "crammer_singer", "weston_watkins"), default="binary"
+    )
+    parser.add_argument("--classes", type=int, default=5, help="classes of a multiclass family")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dir", default="/tmp/qpsvm-dask")
     parser.add_argument("--workers", type=int, default=2)
