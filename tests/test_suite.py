@@ -9,7 +9,7 @@ import pytest
 
 import qpsvm
 import qpsvm.suite
-from qpsvm.suite.generate import EXACT_FAMILIES, certified_optimum
+from qpsvm.suite.generate import EXACT_FAMILIES, certified_optimum, merge
 from qpsvm.suite.instances import outward, w_hash
 from qpsvm.suite.recipes import FAMILIES, data_hash, make_data
 
@@ -90,6 +90,24 @@ def test_medium_tier_covers_every_family() -> None:
     instances = qpsvm.suite.load("medium")
     assert {inst.family for inst in instances} == set(FAMILIES)
     assert all(inst.optimum.rigorous for inst in instances if inst.family in EXACT_FAMILIES)
+
+
+@pytest.mark.parametrize("tier", ["small", "medium"])
+def test_rbf_optima_are_rigorous(tier: str) -> None:
+    # the rbf certificate proves its kernel values' rounding (verify/rigorous.py)
+    instances = qpsvm.suite.load(tier, family="kernel_rbf")
+    assert instances and all(inst.optimum.rigorous for inst in instances)
+
+
+def test_merge_replaces_the_named_records_in_place() -> None:
+    stored = [
+        {"tier": "small", "name": "a", "v": 0},
+        {"tier": "medium", "name": "a", "v": 1},
+        {"tier": "small", "name": "b", "v": 2},
+    ]
+    fresh = [{"tier": "small", "name": "a", "v": 3}, {"tier": "small", "name": "c", "v": 4}]
+    assert [r["v"] for r in merge(stored, fresh, None)] == [3, 2, 4, 1]
+    assert [r["v"] for r in merge(stored, fresh, ["small"])] == [3, 4, 1]
 
 
 @pytest.mark.slow

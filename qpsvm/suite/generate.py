@@ -1,8 +1,11 @@
-"""Generate the stored collection: ``python -m qpsvm.suite.generate [--tier T ...] [--out FILE]``.
+"""Generate the stored collection:
+``python -m qpsvm.suite.generate [--tier T ...] [--family F ...] [--out FILE]``.
 
 Every recipe of :mod:`qpsvm.suite.catalogue` is built, its data hashed and its optimum certified
 (:func:`certified_optimum`); the tiers named are (re)computed and merged into the versioned JSON
-file, the others kept as stored.
+file, the others kept as stored. ``--family`` recomputes only the instances of the families
+named (e.g. ``kernel_rbf`` once its certificate became rigorous) and keeps the tiers' other
+stored records.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import argparse
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,7 +24,7 @@ import numpy as np
 from qpsvm.exceptions import UncertifiedSolutionError
 from qpsvm.suite.catalogue import TIERS, recipes
 from qpsvm.suite.instances import MAX_STORED_W, VERSION, Instance, Optimum, outward, w_hash
-from qpsvm.suite.recipes import build, data_hash, make_data
+from qpsvm.suite.recipes import FAMILIES, build, data_hash, make_data
 
 __all__ = ["certified_optimum", "generate", "main"]
 
@@ -73,10 +76,12 @@ def certified_optimum(f: Any, family: str) -> Optimum:
     )
 
 
-def generate(tier: str) -> list[Instance]:
-    """Build and certify every recipe of ``tier``."""
+def generate(tier: str, families: Collection[str] | None = None) -> list[Instance]:
+    """Build and certify every recipe of ``tier`` (only those of ``families`` when given)."""
     out = []
     for recipe in recipes(tier):
+        if families is not None and recipe["family"] not in families:
+            continue
         start = time.perf_counter()
         arrays = make_data(recipe["data"])
         f = build(recipe, arrays)
@@ -94,6 +99,20 @@ def generate(tier: str) -> list[Instance]:
     return out
 
 
+def merge(
+    stored: list[dict[str, Any]], fresh: list[dict[str, Any]], replace_tiers: Sequence[str] | None
+) -> list[dict[str, Any]]:
+    """The stored records with ``fresh`` ones in: every stored record of ``replace_tiers``
+    dropped (``None``: only those of the same tier and name replaced, in place), new records at
+    the end of their tier, tiers in :data:`TIERS` order."""
+    new = {(r["tier"], r["name"]): r for r in fresh}
+    if replace_tiers is not None:
+        stored = [r for r in stored if r["tier"] not in replace_tiers]
+    records = [new.pop((r["tier"], r["name"]), r) for r in stored] + list(new.values())
+    order = {t: i for i, t in enumerate(TIERS)}
+    return sorted(records, key=lambda r: order[r["tier"]])
+
+
 def default_path() -> Path:
     """The package's stored collection, ``qpsvm/suite/data/<VERSION>.json``."""
     return Path(str(resources.files("qpsvm.suite").joinpath("data", f"{VERSION}.json")))
@@ -103,16 +122,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Regenerate the tiers asked (default all) into ``--out`` (default the package's file)."""
     parser = argparse.ArgumentParser(prog="python -m qpsvm.suite.generate")
     parser.add_argument("--tier", action="append", choices=TIERS)
+    parser.add_argument("--family", action="append", choices=sorted(FAMILIES))
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     path = args.out or default_path()
     stored = json.loads(path.read_text()) if path.is_file() else {"instances": []}
     tiers = args.tier or list(TIERS)
-    kept = [r for r in stored["instances"] if r["tier"] not in tiers]
-    fresh = [inst.to_json() for tier in tiers for inst in generate(tier)]
-    order = {t: i for i, t in enumerate(TIERS)}
-    records = sorted(kept + fresh, key=lambda r: order[r["tier"]])
+    fresh = [inst.to_json() for tier in tiers for inst in generate(tier, args.family)]
+    records = merge(stored["instances"], fresh, None if args.family else tiers)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"version": VERSION, "instances": records}, indent=1) + "\n")
     print(f"wrote {len(records)} instances to {path}")
