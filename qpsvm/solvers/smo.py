@@ -51,6 +51,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -240,49 +241,14 @@ def solve_smo(
     tol, max_iter, cache_size = _check_options(f, tol, max_iter, cache_size, selection, shrinking)
     if gap is not None:
         gap = check_number(gap, "gap")
-    n = f.n_samples
-    arrays, diag = _kernel_rows(f, cache_size)
-    stats = arrays[4]
-    before = stats[:2].copy()
-    alpha = np.zeros(n)
-    G = -f.margin
-    G_bar = np.zeros(n)  # the gradient's part from the multipliers at their upper bound
+    state = _SMOState.start(f, cache_size, max_iter, selection == "second_order", shrinking)
+    before = state.cache_counts()
     start = time.perf_counter()
-
-    def run(t: float) -> tuple[int, float]:
-        it, v = kernels.smo_loop(
-            arrays,
-            f.y,
-            f.margin,
-            f.upper,
-            diag,
-            alpha,
-            G,
-            G_bar,
-            t,
-            max_iter,
-            selection == "second_order",
-            f.fit_intercept,
-            bool(shrinking),
-        )
-        return int(it), max(float(v), 0.0)
-
-    n_iter, violation = run(tol)
-    status = "tolerance" if violation < tol else "max_iter"
-    if gap is not None and status == "tolerance":
-        steps, violation, reached = _tighten(f, run, alpha, G, violation, gap, n_iter)
-        n_iter += steps
-        status = "gap" if reached else "tolerance"
+    n_iter, violation, status = _run_stages(f, state, tol, gap)
     loop_time = time.perf_counter() - start
-    if status == "max_iter":
-        logger.warning(
-            "SMO stopped after max_iter=%d steps with KKT violation %.3g > tol=%.3g",
-            n_iter,
-            violation,
-            tol,
-        )
-    b = smo_intercept(f.y, G, alpha, f.upper) if f.fit_intercept else 0.0
-    cand = Candidate(w=f.expansion(alpha) if f.linear else None, b=b, alpha=alpha)
+    hits, misses = state.cache_counts() - before
+    b = smo_intercept(f.y, state.G, state.alpha, f.upper) if f.fit_intercept else 0.0
+    cand = Candidate(w=f.expansion(state.alpha) if f.linear else None, b=b, alpha=state.alpha)
     return f.solution_from(
         cand,
         f.certify(cand, reference=False) if certify else None,
@@ -291,13 +257,103 @@ def solve_smo(
         n_iter=int(n_iter),
         info={
             "violation": violation,
-            "hits": int(stats[0] - before[0]),
-            "misses": int(stats[1] - before[1]),
+            "hits": int(hits),
+            "misses": int(misses),
             "selection": selection,
             "shrinking": bool(shrinking),
             "backend_time": loop_time,
         },
     )
+
+
+@dataclass
+class _SMOState:
+    r"""What SMO carries between its (warm) runs: the kernel rows (:func:`_kernel_rows`) and
+    diagonal, the multipliers ``alpha``, the dual gradient ``G = Q alpha - m`` and its part
+    ``G_bar`` from the multipliers at their upper bound (libsvm's, for shrinking)."""
+
+    f: BinaryProblem
+    arrays: tuple
+    diag: np.ndarray
+    max_iter: int
+    second_order: bool
+    shrinking: bool
+    alpha: np.ndarray
+    G: np.ndarray
+    G_bar: np.ndarray
+
+    @classmethod
+    def start(
+        cls,
+        f: BinaryProblem,
+        cache_size: float | None,
+        max_iter: int,
+        second_order: bool,
+        shrinking: bool,
+    ) -> _SMOState:
+        """SMO's start: ``alpha = 0``, ``G = -m``, ``G_bar = 0``."""
+        arrays, diag = _kernel_rows(f, cache_size)
+        n = f.n_samples
+        return cls(
+            f,
+            arrays,
+            diag,
+            max_iter,
+            second_order,
+            bool(shrinking),
+            np.zeros(n),
+            -f.margin,
+            np.zeros(n),
+        )
+
+    def cache_counts(self) -> np.ndarray:
+        """The kernel cache's hits and misses so far."""
+        return self.arrays[4][:2].copy()
+
+    def run(self, tol: float) -> tuple[int, float]:
+        """SMO steps (in place) until the KKT violation is below ``tol`` or ``max_iter``;
+        returns the steps taken and the violation reached."""
+        f = self.f
+        it, v = kernels.smo_loop(
+            self.arrays,
+            f.y,
+            f.margin,
+            f.upper,
+            self.diag,
+            self.alpha,
+            self.G,
+            self.G_bar,
+            tol,
+            self.max_iter,
+            self.second_order,
+            f.fit_intercept,
+            self.shrinking,
+        )
+        return int(it), max(float(v), 0.0)
+
+
+def _run_stages(
+    f: BinaryProblem, state: _SMOState, tol: float, gap: float | None
+) -> tuple[int, float, str]:
+    """SMO to ``tol``, then (with ``gap``) on to the duality gap (:func:`_tighten`); returns
+    the steps, the last violation and the status (``"tolerance"``, ``"gap"``, ``"max_iter"``,
+    the last logged as a warning)."""
+    n_iter, violation = state.run(tol)
+    status = "tolerance" if violation < tol else "max_iter"
+    if gap is not None and status == "tolerance":
+        steps, violation, reached = _tighten(
+            f, state.run, state.alpha, state.G, violation, gap, n_iter
+        )
+        n_iter += steps
+        status = "gap" if reached else "tolerance"
+    if status == "max_iter":
+        logger.warning(
+            "SMO stopped after max_iter=%d steps with KKT violation %.3g > tol=%.3g",
+            n_iter,
+            violation,
+            tol,
+        )
+    return n_iter, violation, status
 
 
 def _tighten(

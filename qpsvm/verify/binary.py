@@ -24,6 +24,7 @@ import functools
 import itertools
 import math
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -269,43 +270,66 @@ def feasible_near(f: Any, alpha: np.ndarray) -> np.ndarray:
     return out if out is not None else f.project_dual(alpha)
 
 
-def certify_binary(
-    f: Any,
-    cand: Candidate,
-    tol: float = DEFAULT_TOL,
-    pairs: Any = None,
-    hints: Sequence[np.ndarray] = (),
-) -> Certificate:
-    """Certify a candidate of a binary formulation (see :mod:`qpsvm.verify.conventions`).
+@dataclass
+class _KernelScores:
+    """The scores of a kernel candidate and of its nearest feasible point, with the bounds
+    ``e`` on their rounding errors (:func:`kernel_scores`)."""
 
-    Parameters
-    ----------
-    f : BinaryFormulation
-    cand : Candidate
-        ``w`` (linear kernel) and/or ``alpha``; ``b=None`` takes the best intercept for ``w``;
-        ``xi``, when given, is checked for feasibility.
-    tol : float
-        Relative tolerance of the test.
-    """
-    tol = check_tol(tol)
-    if cand.w is None and cand.alpha is None:
-        raise InvalidInputError("nothing to certify: pass a solution, w (and b), or alpha.")
-    alpha_in = f.check_alpha(cand.alpha) if cand.alpha is not None else None
+    ulps: float
+    scores: np.ndarray
+    error: np.ndarray
+    first: np.ndarray
+    first_scores: np.ndarray
+    first_error: np.ndarray
+
+
+@dataclass
+class _PrimalSide:
+    r"""A candidate's primal side: ``w`` (linear kernel), its scores ``s_i``, intercept ``b``,
+    residuals ``r_i = y_i (s_i + b) - m_i``, hinge ``max(0, -r_i)``, objective ``P`` and
+    primal infeasibility, and the first dual point tried (the candidate's ``alpha`` made
+    feasible)."""
+
+    alpha: np.ndarray | None
+    w: np.ndarray | None
+    kernel: _KernelScores | None
+    first: np.ndarray | None
+    b: float
+    residual: np.ndarray
+    hinge: np.ndarray
+    hard: bool
+    primal: float
+    infeasibility: float
+
+
+def _candidate_scores(
+    f: Any, w_in: Any, alpha: np.ndarray | None
+) -> tuple[np.ndarray | None, np.ndarray, float, _KernelScores | None]:
+    """``w``, the scores, ``||w||^2`` and (kernels) the scores' error bounds of a candidate."""
     if f.linear:
-        w = f.check_w(cand.w) if cand.w is not None else f.expansion(alpha_in)
-        scores = f.scores(w=w)
-        norm2 = fsum_dot(w, w)
-    else:
-        if alpha_in is None:
-            raise InvalidInputError(
-                f"the {f.kernel.name!r} kernel has no explicit w: certify alpha instead."
-            )
-        w = None
-        ulps = kernel_ulps(f)
-        # the candidate and its nearest feasible point (the first dual point tried)
-        first = feasible_near(f, alpha_in)
-        (scores, e), (g_first, e_first) = kernel_scores(f, [alpha_in, first], ulps)
-        norm2 = fsum_dot(alpha_in * f.y, scores)
+        w = f.check_w(w_in) if w_in is not None else f.expansion(alpha)
+        return w, f.scores(w=w), fsum_dot(w, w), None
+    if alpha is None:
+        raise InvalidInputError(
+            f"the {f.kernel.name!r} kernel has no explicit w: certify alpha instead."
+        )
+    ulps = kernel_ulps(f)
+    # the candidate and its nearest feasible point (the first dual point tried)
+    first = feasible_near(f, alpha)
+    (scores, e), (g_first, e_first) = kernel_scores(f, [alpha, first], ulps)
+    return (
+        None,
+        scores,
+        fsum_dot(alpha * f.y, scores),
+        _KernelScores(ulps, scores, e, first, g_first, e_first),
+    )
+
+
+def _primal_side(f: Any, cand: Candidate) -> _PrimalSide:
+    """The candidate's primal side (:class:`_PrimalSide`); a given ``xi`` is checked for
+    feasibility, ``b=None`` takes the best intercept for the scores."""
+    alpha_in = f.check_alpha(cand.alpha) if cand.alpha is not None else None
+    w, scores, norm2, kernel = _candidate_scores(f, cand.w, alpha_in)
     b = f.optimal_intercept(scores) if cand.b is None else f.check_b(cand.b)
     margins = f.y * (scores + b)
     residual = margins - f.margin
@@ -322,70 +346,139 @@ def certify_binary(
             if xi.shape != (f.n_samples,):
                 raise InvalidInputError(f"xi must have shape ({f.n_samples},); got {xi.shape}.")
             primal_inf = max(0.0, float(np.max(-residual - xi)), float(np.max(-xi)))
-
-    # on sparse data the dual point is found by coordinate ascent over the nonzeros, never by
-    # dense least squares or KKT solves on the margin set (which may hold most samples)
-    ascent = w is not None and sp.issparse(f.X) and not hard
-    # alpha = 0 is always feasible (D(0) = 0 <= P*); the search stops at a gap far below tol
-    if f.linear:
+    if kernel is not None:
+        first = kernel.first
+    else:
         first = None if alpha_in is None else feasible_near(f, alpha_in)
+    return _PrimalSide(alpha_in, w, kernel, first, b, residual, hinge, hard, primal, primal_inf)
+
+
+def _search_dual(
+    f: Any, side: _PrimalSide, tol: float, hints: Sequence[np.ndarray]
+) -> tuple[np.ndarray, float, dict[int, tuple[np.ndarray, np.ndarray | None]]]:
+    """The best dual point found (with ``D`` in working precision) and the expansions ``v``
+    computed on the way, by point: the candidate's own, the hints, then the points built from
+    the margins (:func:`dual_points`; on sparse data coordinate ascent over the nonzeros,
+    never dense least squares or KKT solves on the margin set, which may hold most samples).
+    ``alpha = 0`` is always feasible (``D(0) = 0 <= P*``); the search stops at a gap far below
+    ``tol``."""
+    first, kernel = side.first, side.kernel
+    ascent = side.w is not None and sp.issparse(f.X) and not side.hard
     pool = itertools.chain(
         [] if first is None else [first],
         [feasible_near(f, f.check_alpha(h)) for h in hints],
-        ascent_points(f, alpha_in, residual, b, tol) if ascent else dual_points(f, residual, w),
+        ascent_points(f, side.alpha, side.residual, side.b, tol)
+        if ascent
+        else dual_points(f, side.residual, side.w),
     )
-    # the expansions computed for D, kept with their points for the stationarity residual
     expansions: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
 
     def dual_objective(point: np.ndarray) -> float:
-        if point is first and not f.linear:
-            return fsum_dot(f.margin, point) - 0.5 * fsum_dot(point * f.y, g_first)
+        if kernel is not None and point is first:
+            return fsum_dot(f.margin, point) - 0.5 * fsum_dot(point * f.y, kernel.first_scores)
         value, v = f.dual_parts(point)
         expansions[id(point)] = (point, v)
         return value
 
-    alpha, dual, early = best_dual_point(dual_objective, pool, np.zeros(f.n_samples), primal, tol)
+    alpha, dual, early = best_dual_point(
+        dual_objective, pool, np.zeros(f.n_samples), side.primal, tol
+    )
     if not early and not ascent:
         alpha, dual = improve_dual(f, alpha, dual)
-    if f.linear:
-        primal, worst = binary_primal_upper(f, w, b, pairs)
-        if hard:
-            primal_inf = max(0.0, worst)
-        reference = primal if math.isfinite(primal) else binary_trivial_upper(f)
-        dual, alpha = binary_dual_lower(f, alpha, reference, pairs)
-    else:
-        # bounds through the scores' error e (kernel_scores), which no dual point can remove:
-        # ||w||^2 = (alpha y) . g is off by up to sum_i |alpha_i| e_i, and a slack by e_i
-        # wherever it could be nonzero (kernels have a finite C); D is recomputed likewise
-        g, e_dual = (g_first, e_first) if alpha is first else kernel_scores(f, [alpha], ulps)[0]
-        if f.kernel.name == "rbf":
-            # every rounding bounded (rbf_value_error): a rigorous enclosure
-            primal = kernel_primal_upper(f, alpha_in, b, scores, e)
-            dual, alpha = kernel_dual_lower(f, alpha, g, e_dual, primal)
-        else:
-            near = residual < e
-            primal += 0.5 * fsum_dot(np.abs(alpha_in), e)
-            primal += f.C * fsum_dot(f.sample_weight[near], e[near])
-            dual = fsum_dot(f.margin, alpha) - 0.5 * fsum_dot(alpha * f.y, g)
-            dual -= 0.5 * fsum_dot(np.abs(alpha), e_dual)
-        if dual < 0.0:
-            alpha, dual = np.zeros(f.n_samples), 0.0
+    return alpha, dual, expansions
 
-    comp = np.abs(alpha * (residual + hinge))
-    if not hard:
-        comp = np.maximum(comp, np.abs((f.upper - alpha) * hinge))
-    stationarity = 0.0
-    if w is not None:
-        point, v = expansions.get(id(alpha), (None, None))
-        residual_w = w - (v if point is alpha else f.expansion(alpha))
-        stationarity = math.sqrt(fsum_dot(residual_w, residual_w))
+
+def _linear_bounds(
+    f: Any, side: _PrimalSide, alpha: np.ndarray, pairs: Any
+) -> tuple[float, float, float, np.ndarray]:
+    """Rigorous ``P`` (an upper bound), primal infeasibility, ``D`` (a lower bound) and the
+    dual point, for an explicit ``w`` (:mod:`qpsvm.verify.rigorous`)."""
+    primal, worst = binary_primal_upper(f, side.w, side.b, pairs)
+    primal_inf = max(0.0, worst) if side.hard else side.infeasibility
+    reference = primal if math.isfinite(primal) else binary_trivial_upper(f)
+    dual, alpha = binary_dual_lower(f, alpha, reference, pairs)
+    return primal, primal_inf, dual, alpha
+
+
+def _kernel_bounds(f: Any, side: _PrimalSide, alpha: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """``P``, ``D`` and the dual point of a kernel candidate, through the scores' error ``e``
+    (:func:`kernel_scores`), which no dual point can remove: ``||w||^2 = (alpha y) . g`` is off
+    by up to ``sum_i |alpha_i| e_i``, and a slack by ``e_i`` wherever it could be nonzero
+    (kernels have a finite ``C``); ``D`` is recomputed likewise. For rbf every rounding is
+    bounded (``rbf_value_error``): a rigorous enclosure."""
+    k = side.kernel
+    if alpha is k.first:
+        g, e_dual = k.first_scores, k.first_error
+    else:
+        g, e_dual = kernel_scores(f, [alpha], k.ulps)[0]
+    if f.kernel.name == "rbf":
+        primal = kernel_primal_upper(f, side.alpha, side.b, k.scores, k.error)
+        dual, alpha = kernel_dual_lower(f, alpha, g, e_dual, primal)
+    else:
+        near = side.residual < k.error
+        primal = side.primal + 0.5 * fsum_dot(np.abs(side.alpha), k.error)
+        primal += f.C * fsum_dot(f.sample_weight[near], k.error[near])
+        dual = fsum_dot(f.margin, alpha) - 0.5 * fsum_dot(alpha * f.y, g)
+        dual -= 0.5 * fsum_dot(np.abs(alpha), e_dual)
+    if dual < 0.0:
+        alpha, dual = np.zeros(f.n_samples), 0.0
+    return primal, dual, alpha
+
+
+def _stationarity(
+    f: Any, w: np.ndarray | None, alpha: np.ndarray, expansions: dict[int, tuple]
+) -> float:
+    """``||w - sum_i alpha_i y_i x_i||`` (0 without an explicit ``w``), reusing the expansion
+    computed for ``D`` when there is one."""
+    if w is None:
+        return 0.0
+    point, v = expansions.get(id(alpha), (None, None))
+    residual_w = w - (v if point is alpha else f.expansion(alpha))
+    return math.sqrt(fsum_dot(residual_w, residual_w))
+
+
+def certify_binary(
+    f: Any,
+    cand: Candidate,
+    tol: float = DEFAULT_TOL,
+    pairs: Any = None,
+    hints: Sequence[np.ndarray] = (),
+) -> Certificate:
+    """Certify a candidate of a binary formulation (see :mod:`qpsvm.verify.conventions`).
+
+    The candidate's primal side (:func:`_primal_side`), the best dual point found
+    (:func:`_search_dual`), then rigorous bounds on both objectives (:func:`_linear_bounds`,
+    :func:`_kernel_bounds`) and the KKT residuals.
+
+    Parameters
+    ----------
+    f : BinaryFormulation
+    cand : Candidate
+        ``w`` (linear kernel) and/or ``alpha``; ``b=None`` takes the best intercept for ``w``;
+        ``xi``, when given, is checked for feasibility.
+    tol : float
+        Relative tolerance of the test.
+    """
+    tol = check_tol(tol)
+    if cand.w is None and cand.alpha is None:
+        raise InvalidInputError("nothing to certify: pass a solution, w (and b), or alpha.")
+    side = _primal_side(f, cand)
+    alpha, dual, expansions = _search_dual(f, side, tol, hints)
+    if f.linear:
+        primal, primal_inf, dual, alpha = _linear_bounds(f, side, alpha, pairs)
+    else:
+        primal, dual, alpha = _kernel_bounds(f, side, alpha)
+        primal_inf = side.infeasibility
+    comp = np.abs(alpha * (side.residual + side.hinge))
+    if not side.hard:
+        comp = np.maximum(comp, np.abs((f.upper - alpha) * side.hinge))
     return Certificate(
         primal_objective=float(primal),
         dual_objective=float(dual),
         primal_infeasibility=primal_inf,
-        dual_infeasibility=f.dual_infeasibility(alpha_in) if alpha_in is not None else 0.0,
+        dual_infeasibility=f.dual_infeasibility(side.alpha) if side.alpha is not None else 0.0,
         complementarity=float(np.max(comp, initial=0.0)),
-        stationarity=stationarity,
+        stationarity=_stationarity(f, side.w, alpha, expansions),
         tol=tol,
         formulation=type(f).__name__,
         alpha=alpha,
