@@ -49,6 +49,8 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +65,7 @@ from qpsvm.exceptions import InvalidInputError
 from qpsvm.formulations.structural import PlaneMatrix, StructuralSVM
 from qpsvm.solution import CuttingPlane, History, Solution, StructuralCandidate
 from qpsvm.solvers.backends import BackendResult, backend_order, solve_model
-from qpsvm.verify.certificate import DEFAULT_TOL, relative
+from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, relative
 from qpsvm.verify.structural import certify_structural, output_key
 
 __all__ = ["VARIANTS", "solve_cutting_plane"]
@@ -672,136 +674,209 @@ def solve_cutting_plane(
     if max_time is not None:
         max_time = check_number(max_time, "max_time")
     order = backend_order(solver) if solver is not None else []
-    primal_w: np.ndarray | None = None  # the CVXPY working-set QP's w, once one is solved
-    rel_gaps: list[float] = []
-    ran_out: list[bool] = []  # per coordinate-ascent round: sweeps ended before their target
-    switched_at: int | None = None
-    rng = check_random_state(random_state)
-    n = f.n_samples
-    pool = _Pool(f.n_features, n if variant == "n_slack" else 1, f.C)
-    rows_hist: list[tuple[int, float, float, float]] = []
-    timing = {"oracle_time": 0.0, "qp_time": 0.0, "backend_time": 0.0, "certify_time": 0.0}
-    sweeps = backend_iter = dropped = 0
+    pool = _Pool(f.n_features, f.n_samples if variant == "n_slack" else 1, f.C)
     backend = "coordinate" if solver is None else order[0]
+    rng = check_random_state(random_state)
+    loop = _Loop(
+        f,
+        pool,
+        variant,
+        tol,
+        kappa,
+        sequential,
+        drop_after,
+        max_sweeps,
+        rng,
+        order,
+        options,
+        backend,
+    )
     bar = _progress_bar(progress, max_iter)
     start = time.perf_counter()
-    status, cert = "max_iter", None
+    status = "max_iter"
     try:
         for it in range(max_iter + 1):
-            tick = time.perf_counter()
-            rnd = _evaluate(f, pool, primal_w)
-            timing["oracle_time"] += time.perf_counter() - tick
-            elapsed = time.perf_counter() - start
-            rows_hist.append((it, rnd.primal, elapsed, rnd.gap))
-            rel_gaps.append(relative(rnd.gap, rnd.primal))
-            violation = _max_violation(pool, rnd, variant)
-            logger.info(
-                "cutting plane round %d: working set %d, max violation %.3g, gap %.3g "
-                "(relative %.2e), %.2fs",
-                it,
-                pool.alive_ids().size,
-                violation,
-                rnd.gap,
-                relative(rnd.gap, rnd.primal),
-                elapsed,
-            )
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(gap=f"{relative(rnd.gap, rnd.primal):.1e}")
-            if relative(rnd.gap, rnd.primal) <= tol:
-                tick = time.perf_counter()
-                cert = certify_structural(f, _candidate(pool, rnd.w), tol)
-                timing["certify_time"] += time.perf_counter() - tick
-                if cert.passed:
-                    status = "optimal"
-                    break
-                logger.info(
-                    "the loop's gap %.3g is below tol but the independent certificate's is "
-                    "%.3g; continuing",
-                    rnd.gap,
-                    cert.gap,
-                )
-                kappa /= 10.0
+            rnd, elapsed = loop.evaluate(it, start, bar)
+            if loop.certified(rnd):
+                status = "optimal"
+                break
             if it == max_iter:
                 break
             if max_time is not None and elapsed > max_time:
                 status = "time_limit"
                 break
-            tick = time.perf_counter()
-            added = _add_planes(f, pool, rnd, variant)
-            if variant == "n_slack" and sequential and not order:
-                _sequential_pass(f, pool, rng.permutation(n))
-            timing["oracle_time"] += time.perf_counter() - tick
-            if drop_after:
-                dropped += pool.drop_idle(drop_after)
-            if added == 0:
-                kappa /= 10.0
-            tick = time.perf_counter()
-            if not order:
-                done, reached = _sweeps(pool, kappa * rnd.gap, max_sweeps, rng)
-                sweeps += done
-                ran_out.append(not reached)
-                if _stalled(rel_gaps, ran_out):
-                    order, switched_at = backend_order(None), it
+            loop.add_planes(rnd)
+            loop.solve_working_set(rnd, it)
+    finally:
+        if bar is not None:
+            bar.close()
+    return loop.solution(rnd, status)
+
+
+@dataclass
+class _Loop:
+    """The cutting plane's state over its rounds: the working set (``pool``), how its QP is
+    solved (block-coordinate ascent while ``order`` is empty, else the CVXPY backends of
+    ``order``), the history, the timers and the counters reported in ``info``."""
+
+    f: StructuralSVM
+    pool: _Pool
+    variant: str
+    tol: float
+    #: The working-set QP is solved to ``kappa`` times the round's certified gap.
+    kappa: float
+    sequential: bool
+    drop_after: int
+    max_sweeps: int
+    rng: np.random.Generator
+    order: list[str]
+    options: dict[str, Any]
+    backend: str
+    #: The CVXPY working-set QP's ``w``, once one is solved.
+    primal_w: np.ndarray | None = None
+    rel_gaps: list[float] = field(default_factory=list)
+    #: Per coordinate-ascent round: the sweeps ended before their target.
+    ran_out: list[bool] = field(default_factory=list)
+    switched_at: int | None = None
+    history: list[tuple[int, float, float, float]] = field(default_factory=list)
+    timing: dict[str, float] = field(
+        default_factory=lambda: dict.fromkeys(
+            ("oracle_time", "qp_time", "backend_time", "certify_time"), 0.0
+        )
+    )
+    sweeps: int = 0
+    backend_iter: int = 0
+    dropped: int = 0
+    cert: Certificate | None = None
+
+    @contextmanager
+    def timed(self, key: str) -> Iterator[None]:
+        """Add the seconds spent in the block to ``timing[key]``."""
+        tick = time.perf_counter()
+        yield
+        self.timing[key] += time.perf_counter() - tick
+
+    def evaluate(self, it: int, start: float, bar: Any) -> tuple[_Round, float]:
+        """Round ``it``'s oracle and gap (:func:`_evaluate`), recorded, logged and shown; the
+        round and the seconds since ``start``."""
+        with self.timed("oracle_time"):
+            rnd = _evaluate(self.f, self.pool, self.primal_w)
+        elapsed = time.perf_counter() - start
+        self.history.append((it, rnd.primal, elapsed, rnd.gap))
+        rel = relative(rnd.gap, rnd.primal)
+        self.rel_gaps.append(rel)
+        logger.info(
+            "cutting plane round %d: working set %d, max violation %.3g, gap %.3g "
+            "(relative %.2e), %.2fs",
+            it,
+            self.pool.alive_ids().size,
+            _max_violation(self.pool, rnd, self.variant),
+            rnd.gap,
+            rel,
+            elapsed,
+        )
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(gap=f"{rel:.1e}")
+        return rnd, elapsed
+
+    def certified(self, rnd: _Round) -> bool:
+        """Whether the round's gap is below ``tol`` and the independent certificate of its
+        point passes; where only the first holds, the QP is solved ten times tighter."""
+        with self.timed("certify_time"):
+            self.cert = _round_certificate(self.f, self.pool, rnd, self.tol)
+        if self.cert is None:
+            return False
+        if self.cert.passed:
+            return True
+        logger.info(
+            "the loop's gap %.3g is below tol but the independent certificate's is %.3g; "
+            "continuing",
+            rnd.gap,
+            self.cert.gap,
+        )
+        self.kappa /= 10.0
+        return False
+
+    def add_planes(self, rnd: _Round) -> None:
+        """The round's new planes (and, n-slack with coordinate ascent, a sequential pass);
+        idle planes dropped; a round without a new plane tightens the QP tenfold."""
+        with self.timed("oracle_time"):
+            added = _add_planes(self.f, self.pool, rnd, self.variant)
+            if self.variant == "n_slack" and self.sequential and not self.order:
+                _sequential_pass(self.f, self.pool, self.rng.permutation(self.f.n_samples))
+        if self.drop_after:
+            self.dropped += self.pool.drop_idle(self.drop_after)
+        if added == 0:
+            self.kappa /= 10.0
+
+    def solve_working_set(self, rnd: _Round, it: int) -> None:
+        """The working-set QP: sweeps of block-coordinate ascent (handing over to CVXPY from
+        round ``it`` on once they stall, :func:`_stalled`), or the CVXPY model."""
+        with self.timed("qp_time"):
+            if not self.order:
+                done, reached = _sweeps(self.pool, self.kappa * rnd.gap, self.max_sweeps, self.rng)
+                self.sweeps += done
+                self.ran_out.append(not reached)
+                if _stalled(self.rel_gaps, self.ran_out):
+                    self.order, self.switched_at = backend_order(None), it
                     logger.warning(
                         "block-coordinate ascent stalled at a relative gap of %.2e (the "
                         "planes are ill-conditioned, e.g. badly scaled features); solving the "
                         "working-set QP with %s from round %d on",
-                        min(rel_gaps),
-                        order[0],
+                        min(self.rel_gaps),
+                        self.order[0],
                         it,
                     )
-            if order:
-                result, primal_w = _solve_cvxpy(f, pool, order, options)
-                backend = result.solver
-                backend_iter += result.n_iter
-                timing["backend_time"] += result.solve_time
-            timing["qp_time"] += time.perf_counter() - tick
-    finally:
-        if bar is not None:
-            bar.close()
-    if cert is None or not cert.passed:
-        tick = time.perf_counter()
-        cert = certify_structural(f, _candidate(pool, rnd.w), tol)
-        timing["certify_time"] += time.perf_counter() - tick
-        logger.warning(
-            "the cutting plane stopped (%s) after %d rounds at a certified relative gap of "
-            "%.2e > tol %.0e; raise max_iter or max_time, or loosen tol.",
-            status,
-            len(rows_hist) - 1,
-            cert.relative_gap,
-            tol,
+            if self.order:
+                result, self.primal_w = _solve_cvxpy(self.f, self.pool, self.order, self.options)
+                self.backend = result.solver
+                self.backend_iter += result.n_iter
+                self.timing["backend_time"] += result.solve_time
+
+    def solution(self, rnd: _Round, status: str) -> Solution:
+        """The last round's point with its certificate (computed, and a warning logged, when
+        the loop stopped short of ``tol``), history and ``info``."""
+        f, pool = self.f, self.pool
+        with self.timed("certify_time"):
+            self.cert = _last_certificate(
+                f,
+                pool,
+                rnd,
+                self.cert,
+                self.tol,
+                f"the cutting plane stopped ({status}) after {len(self.history) - 1} rounds",
+                "max_iter",
+            )
+        ids = pool.alive_ids()
+        return Solution(
+            w=rnd.w,
+            b=0.0,
+            xi=rnd.xi,
+            alpha=pool.alpha[ids].copy(),
+            objective=rnd.primal,
+            status=status,
+            solver=self.backend,
+            solve_time=0.0,
+            n_iter=len(self.history) - 1,
+            method="cutting_plane",
+            history=_history(self.history),
+            certificate=self.cert,
+            info={
+                "constraints": [pool.planes[k] for k in ids],
+                "certified_problem": f.certified_problem(
+                    [pool.planes[k] for k in ids], pool.alpha[ids]
+                ),
+                "variant": self.variant,
+                "working_set": int(ids.size),
+                "support": int(np.count_nonzero(pool.alpha[ids])),
+                "sweeps": self.sweeps,
+                "switched_at": self.switched_at,
+                "dropped": self.dropped,
+                "backend_iterations": self.backend_iter,
+                **self.timing,
+            },
         )
-    it_arr, obj, tm, gap = (np.array(v) for v in zip(*rows_hist, strict=True))
-    ids = pool.alive_ids()
-    return Solution(
-        w=rnd.w,
-        b=0.0,
-        xi=rnd.xi,
-        alpha=pool.alpha[ids].copy(),
-        objective=rnd.primal,
-        status=status,
-        solver=backend,
-        solve_time=0.0,
-        n_iter=len(rows_hist) - 1,
-        method="cutting_plane",
-        history=History(iteration=it_arr.astype(np.int64), objective=obj, time=tm, gap=gap),
-        certificate=cert,
-        info={
-            "constraints": [pool.planes[k] for k in ids],
-            "certified_problem": f.certified_problem(
-                [pool.planes[k] for k in ids], pool.alpha[ids]
-            ),
-            "variant": variant,
-            "working_set": int(ids.size),
-            "support": int(np.count_nonzero(pool.alpha[ids])),
-            "sweeps": sweeps,
-            "switched_at": switched_at,
-            "dropped": dropped,
-            "backend_iterations": backend_iter,
-            **timing,
-        },
-    )
 
 
 def _candidate(pool: _Pool, w: np.ndarray) -> StructuralCandidate:
@@ -809,6 +884,47 @@ def _candidate(pool: _Pool, w: np.ndarray) -> StructuralCandidate:
     return StructuralCandidate(
         w=w, alpha=pool.alpha[ids].copy(), planes=[pool.planes[k] for k in ids]
     )
+
+
+def _round_certificate(
+    f: StructuralSVM, pool: _Pool, rnd: _Round, tol: float
+) -> Certificate | None:
+    """The independent certificate of the round's point once the loop's own gap is at most
+    ``tol`` (``None`` before): a loop stops only on a certificate that passes."""
+    if relative(rnd.gap, rnd.primal) <= tol:
+        return certify_structural(f, _candidate(pool, rnd.w), tol)
+    return None
+
+
+def _last_certificate(
+    f: StructuralSVM,
+    pool: _Pool,
+    rnd: _Round,
+    cert: Certificate | None,
+    tol: float,
+    stopped: str,
+    limit: str,
+) -> Certificate:
+    """``cert`` if it passed; else the certificate of the last round's point, with a warning
+    that the loop stopped short of ``tol`` (``stopped``: what stopped after how many rounds;
+    ``limit``: the option to raise)."""
+    if cert is not None and cert.passed:
+        return cert
+    cert = certify_structural(f, _candidate(pool, rnd.w), tol)
+    logger.warning(
+        "%s at a certified relative gap of %.2e > tol %.0e; raise %s or max_time, or loosen tol.",
+        stopped,
+        cert.relative_gap,
+        tol,
+        limit,
+    )
+    return cert
+
+
+def _history(rows: list[tuple[int, float, float, float]]) -> History:
+    """The rounds' ``(iteration, objective, time, gap)`` as a :class:`History`."""
+    it_arr, obj, tm, gap = (np.array(v) for v in zip(*rows, strict=True))
+    return History(iteration=it_arr.astype(np.int64), objective=obj, time=tm, gap=gap)
 
 
 def _max_violation(pool: _Pool, rnd: _Round, variant: str) -> float:

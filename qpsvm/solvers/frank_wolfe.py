@@ -40,23 +40,23 @@ import logging
 import time
 from typing import Any
 
-import numpy as np
-
 from qpsvm._validation import check_int, check_number, check_random_state, check_tol
 from qpsvm.contract import check_method
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.formulations.structural import StructuralSVM
-from qpsvm.solution import History, Solution
+from qpsvm.solution import Solution
 from qpsvm.solvers.cutting_plane import (
     BLOCK_STEPS,
     _candidate,
     _evaluate,
+    _history,
+    _last_certificate,
     _Pool,
+    _round_certificate,
     _sequential_pass,
     _sweeps,
 )
 from qpsvm.verify.certificate import DEFAULT_TOL, relative
-from qpsvm.verify.structural import certify_structural
 
 __all__ = ["VARIANTS", "solve_frank_wolfe"]
 
@@ -117,20 +117,9 @@ def solve_frank_wolfe(
         :func:`~qpsvm.verify.structural.certify_structural`; ``info`` holds the variant and the
         numbers of oracle calls and of cache sweeps.
     """
-    check_method(f, "frank_wolfe")
-    if f.rescaling != "margin":
-        raise InvalidInputError(
-            "method='frank_wolfe' is block-coordinate Frank-Wolfe for margin rescaling; use "
-            "method='cutting_plane' for rescaling='slack'."
-        )
-    if variant not in VARIANTS:
-        raise InvalidInputError(f"unknown variant {variant!r}; choose one of {VARIANTS}.")
-    tol = check_tol(tol)
-    max_passes = check_int(max_passes, "max_passes", 1, "solve_frank_wolfe")
-    max_sweeps = check_int(max_sweeps, "max_sweeps", 1, "solve_frank_wolfe")
-    kappa = check_number(kappa, "kappa", 1.0)
-    if max_time is not None:
-        max_time = check_number(max_time, "max_time")
+    tol, max_passes, max_sweeps, kappa, max_time = _check_options(
+        f, variant, tol, max_passes, max_sweeps, kappa, max_time
+    )
     rng = check_random_state(random_state)
     n = f.n_samples
     pool = _Pool(f.n_features, n, f.C)
@@ -151,8 +140,8 @@ def solve_frank_wolfe(
             relative(rnd.gap, rnd.primal),
             elapsed,
         )
-        if relative(rnd.gap, rnd.primal) <= tol:
-            cert = certify_structural(f, _candidate(pool, rnd.w), tol)
+        cert = _round_certificate(f, pool, rnd, tol)
+        if cert is not None:
             if cert.passed:
                 status = "optimal"
                 break
@@ -168,24 +157,41 @@ def solve_frank_wolfe(
             if added == 0:  # the oracle found nothing new: only the caches can close the gap
                 kappa /= 10.0
             sweeps += _sweeps(pool, kappa * rnd.gap, max_sweeps, rng)[0]
-    if cert is None or not cert.passed:
-        cert = certify_structural(f, _candidate(pool, rnd.w), tol)
-        logger.warning(
-            "frank-wolfe stopped (%s) after %d passes at a certified relative gap of %.2e > tol "
-            "%.0e; raise max_passes or max_time, or loosen tol.",
-            status,
-            len(rows_hist) - 1,
-            cert.relative_gap,
-            tol,
-        )
-    it_arr, obj, tm, gaps = (np.array(v) for v in zip(*rows_hist, strict=True))
+    stopped = f"frank-wolfe stopped ({status}) after {len(rows_hist) - 1} passes"
     return f.solution_from(
         _candidate(pool, rnd.w),
-        cert,
+        _last_certificate(f, pool, rnd, cert, tol, stopped, "max_passes"),
         solver="frank_wolfe",
         status=status,
         n_iter=len(rows_hist) - 1,
         method="frank_wolfe",
-        history=History(iteration=it_arr.astype(np.int64), objective=obj, time=tm, gap=gaps),
+        history=_history(rows_hist),
         info={"variant": variant, "oracle_calls": calls, "sweeps": sweeps},
     )
+
+
+def _check_options(
+    f: StructuralSVM,
+    variant: str,
+    tol: float,
+    max_passes: int,
+    max_sweeps: int,
+    kappa: float,
+    max_time: float | None,
+) -> tuple[float, int, int, float, float | None]:
+    """The options checked (typed errors): margin rescaling only, a known variant."""
+    check_method(f, "frank_wolfe")
+    if f.rescaling != "margin":
+        raise InvalidInputError(
+            "method='frank_wolfe' is block-coordinate Frank-Wolfe for margin rescaling; use "
+            "method='cutting_plane' for rescaling='slack'."
+        )
+    if variant not in VARIANTS:
+        raise InvalidInputError(f"unknown variant {variant!r}; choose one of {VARIANTS}.")
+    tol = check_tol(tol)
+    max_passes = check_int(max_passes, "max_passes", 1, "solve_frank_wolfe")
+    max_sweeps = check_int(max_sweeps, "max_sweeps", 1, "solve_frank_wolfe")
+    kappa = check_number(kappa, "kappa", 1.0)
+    if max_time is not None:
+        max_time = check_number(max_time, "max_time")
+    return tol, max_passes, max_sweeps, kappa, max_time

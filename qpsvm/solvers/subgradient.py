@@ -49,7 +49,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -275,21 +275,79 @@ def _structural_epoch(
             avg += v
 
 
-def _iterate(
-    prob: OnlineProblem,
-    v: np.ndarray,
-    avg: np.ndarray,
-    state: np.ndarray,
-    t: int,
-    average: bool,
-) -> tuple[np.ndarray, float]:
-    """The point after ``t`` steps, from the kernels' scaled representation ``w = a v``: the
-    last iterate, or the average ``(1/t) sum_s (w_s, b_s)``."""
-    if average:
-        w, b = (avg + state[kernels.ST_BETA] * v) / t, state[kernels.ST_BSUM] / t
-    else:
-        w, b = state[kernels.ST_A] * v, state[kernels.ST_B]
-    return w.reshape(prob.shape), float(b)
+@dataclass
+class _Descent:
+    r"""Subgradient descent's state between epochs, in the kernels' scaled representation
+    ``w = a v`` (``a``, ``b`` and the averages' sums in ``state``, see
+    :mod:`qpsvm.solvers._online_kernels`): the steps ``t`` taken, the largest step size and the
+    seconds spent in the numba epochs."""
+
+    prob: OnlineProblem
+    #: ``lambda = 1 / (C n)``.
+    lam: float
+    batch_size: int
+    #: Radius of the projection (0: none).
+    radius: float
+    average: bool
+    v: np.ndarray
+    avg: np.ndarray
+    state: np.ndarray = field(default_factory=lambda: np.array([1.0, 0.0, 0.0, 0.0, 0.0]))
+    t: int = 0
+    eta_max: float = 0.0
+    kernel_time: float = 0.0
+
+    @classmethod
+    def start(
+        cls, prob: OnlineProblem, batch_size: int, average: bool, projection: bool
+    ) -> _Descent:
+        """``w = 0``, ``b = 0``."""
+        size = math.prod(prob.shape)
+        return cls(
+            prob,
+            1.0 / (prob.C * prob.n),
+            batch_size,
+            prob.radius if projection else 0.0,
+            bool(average),
+            np.zeros(size),
+            np.zeros(size if average else 1),
+        )
+
+    def epoch(
+        self, rng: np.random.Generator, step: StepRule, eta0: float
+    ) -> tuple[np.ndarray, float]:
+        """One pass in a fresh random order (``ceil(n / batch_size)`` steps); the point
+        reached (:meth:`point`)."""
+        prob = self.prob
+        steps = -(-prob.n // self.batch_size)
+        order = rng.permutation(prob.n)
+        etas = step_sizes(step, np.arange(self.t + 1, self.t + steps + 1), self.lam, eta0)
+        self.eta_max = max(self.eta_max, float(etas.max()))
+        self.state[kernels.ST_NORM2] = float(self.v @ self.v)
+        tick = time.perf_counter()
+        prob.epoch(
+            order,
+            etas,
+            self.lam,
+            self.batch_size,
+            self.radius,
+            self.v,
+            self.avg,
+            self.state,
+            self.average,
+        )
+        self.kernel_time += time.perf_counter() - tick
+        self.t += steps
+        return self.point()
+
+    def point(self) -> tuple[np.ndarray, float]:
+        """The point after ``t`` steps: the last iterate, or the average
+        ``(1/t) sum_s (w_s, b_s)``."""
+        state, v, t = self.state, self.v, self.t
+        if self.average:
+            w, b = (self.avg + state[kernels.ST_BETA] * v) / t, state[kernels.ST_BSUM] / t
+        else:
+            w, b = state[kernels.ST_A] * v, state[kernels.ST_B]
+        return w.reshape(self.prob.shape), float(b)
 
 
 def _subgradient_bound(
@@ -392,15 +450,8 @@ def solve_subgradient(
             f"projection needs a bound R >= ||w*||, and {type(f).__name__} has none; drop "
             "projection=True."
         )
-    batch_size = min(batch_size, prob.n)
-    lam = 1.0 / (prob.C * prob.n)
+    run = _Descent.start(prob, min(batch_size, prob.n), average, projection)
     rng = check_random_state(random_state)
-    steps_per_epoch = -(-prob.n // batch_size)
-    size = math.prod(prob.shape)
-    v = np.zeros(size)
-    avg = np.zeros(size if average else 1)
-    state = np.array([1.0, 0.0, 0.0, 0.0, 0.0])
-    radius = prob.radius if projection else 0.0
     history = History(
         iteration=np.zeros(epochs, dtype=np.int64),
         objective=np.zeros(epochs),
@@ -408,20 +459,10 @@ def solve_subgradient(
         gap=np.zeros(epochs) if record_gap else None,
     )
     certificate = None
-    t = 0
-    kernel_time = eta_max = 0.0
     start = time.perf_counter()
     for e in range(epochs):
-        order = rng.permutation(prob.n)
-        etas = step_sizes(step, np.arange(t + 1, t + steps_per_epoch + 1), lam, eta0)
-        eta_max = max(eta_max, float(etas.max()))
-        state[kernels.ST_NORM2] = float(v @ v)
-        tick = time.perf_counter()
-        prob.epoch(order, etas, lam, batch_size, radius, v, avg, state, bool(average))
-        kernel_time += time.perf_counter() - tick
-        t += steps_per_epoch
-        w, b = _iterate(prob, v, avg, state, t, average)
-        history.iteration[e] = t
+        w, b = run.epoch(rng, step, eta0)
+        history.iteration[e] = run.t
         if e < epochs - 1:  # the last objective is the solution's, computed once below
             history.objective[e] = f.objective(w, b)
             logger.debug("subgradient epoch %d: objective %.10g", e + 1, history.objective[e])
@@ -429,11 +470,9 @@ def solve_subgradient(
             certificate = f.certify(w=w, b=b, reference=False)
             history.gap[e] = certificate.gap
         history.time[e] = time.perf_counter() - start
-    G = _subgradient_bound(prob, lam, eta_max, projection)
-    pegasos = isinstance(step, str) and step == "pegasos"
-    theory = (
-        pegasos_bound(lam, G, t) if pegasos and G is not None and not prob.fit_intercept else None
-    )
+    G = _subgradient_bound(prob, run.lam, run.eta_max, projection)
+    pegasos = isinstance(step, str) and step == "pegasos" and not prob.fit_intercept
+    theory = pegasos_bound(run.lam, G, run.t) if pegasos and G is not None else None
     solution = f.solution_from(
         Candidate(w=w, b=b),
         certificate,
@@ -442,15 +481,15 @@ def solve_subgradient(
         n_iter=epochs,
         history=history,
         info={
-            "lambda": lam,
-            "steps": t,
+            "lambda": run.lam,
+            "steps": run.t,
             "radius": prob.radius,
             "G": G,
             "theory_bound": theory,
             "step": step if isinstance(step, str) else "callable",
             "average": bool(average),
-            "batch_size": batch_size,
-            "backend_time": kernel_time,
+            "batch_size": run.batch_size,
+            "backend_time": run.kernel_time,
         },
     )
     history.objective[-1] = solution.objective
