@@ -12,6 +12,7 @@ distributed = pytest.importorskip("distributed")
 import qpsvm  # noqa: E402
 from qpsvm.dask.formulation import DaskSoftMarginPrimal  # noqa: E402
 from qpsvm.dask.multiclass import DaskMulticlassSVM  # noqa: E402
+from qpsvm.dask.ranking import DaskRankingSVM  # noqa: E402
 from qpsvm.exceptions import InvalidInputError  # noqa: E402
 from qpsvm.solution import Candidate  # noqa: E402
 
@@ -238,3 +239,54 @@ def test_multiclass_bad_input_is_refused():
         qpsvm.MulticlassSVM(chunked(bad, 100), chunked(y, 100)).solve(sample_rows=50)
     with pytest.raises(InvalidInputError, match="method"):
         qpsvm.MulticlassSVM(chunked(X, 100), chunked(y, 100)).solve(method="qp")
+
+
+# ---------------------------------------------------------------------------- ranking
+def ranking_problem(seed: int, queries: int = 120, per_query: int = 20, d: int = 5):
+    """Relevance 0..4 from a noisy linear utility, queries of ``per_query`` consecutive items
+    (blocks of a multiple of ``per_query`` rows keep every query in one block)."""
+    rng = np.random.default_rng(seed)
+    n = queries * per_query
+    X = rng.normal(size=(n, d))
+    rel = np.clip(np.round(X @ rng.normal(size=d) + rng.normal(size=n)), -2, 2) + 2
+    groups = np.repeat(rng.permutation(10 * queries)[:queries], per_query)
+    return X, rel, groups
+
+
+@pytest.mark.parametrize(("seed", "dtype", "C"), [(0, np.float64, 0.1), (1, np.float32, 1.0)])
+def test_ranking_same_certified_optimum_as_in_memory(client, seed, dtype, C):
+    X, rel, groups = ranking_problem(seed)
+    X = X.astype(dtype)
+    f = qpsvm.RankingSVM(chunked(X, 400), y=chunked(rel, 400), groups=chunked(groups, 400), C=C)
+    assert isinstance(f, DaskRankingSVM)
+    sol = f.solve(sample_rows=600)
+    cert = sol.certificate
+    assert cert.passed and cert.rigorous
+    ref = qpsvm.RankingSVM(X.astype(np.float64), y=rel, groups=groups, C=C).solve()
+    # both enclose the one optimum P*, and w* is unique
+    assert cert.dual_objective <= ref.certificate.primal_objective
+    assert ref.certificate.dual_objective <= cert.primal_objective
+    bound = cert.distance_bound + ref.certificate.distance_bound
+    assert np.linalg.norm(sol.w - ref.w) <= bound
+    # the pairs are never formed: no alpha or xi, as for one_slack in memory
+    assert sol.b == 0.0 and sol.alpha is None and sol.xi is None
+    info = sol.info
+    assert info["pass_kinds"][:2] == ["queries", "sort"] and info["pass_kinds"][-1] == "round"
+    assert info["bytes_per_pass"] == X.nbytes + rel.nbytes + groups.nbytes
+    # the working set holds a part of the pairs only
+    assert info["working"] < qpsvm.RankingSVM(X, y=rel, groups=groups).n_pairs
+
+
+def test_ranking_bad_input_is_refused(client):
+    X, rel, groups = ranking_problem(2, queries=30)
+    with pytest.raises(InvalidInputError, match="query spans two row blocks"):
+        # blocks of 30 rows cut the queries of 20 items
+        qpsvm.RankingSVM(chunked(X, 30), y=chunked(rel, 30), groups=chunked(groups, 30)).solve(
+            sample_rows=100
+        )
+    with pytest.raises(InvalidInputError, match="relevance labels y= and query groups="):
+        qpsvm.RankingSVM(chunked(X, 100), pairs=[[0, 1]])
+    with pytest.raises(InvalidInputError, match="no query holds two relevance levels"):
+        qpsvm.RankingSVM(
+            chunked(X, 100), y=chunked(np.ones(len(rel)), 100), groups=chunked(groups, 100)
+        ).solve()

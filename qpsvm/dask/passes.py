@@ -40,9 +40,10 @@ from qpsvm.dask.class_blocks import (
     class_sort_parts,
     make_class_block,
 )
+from qpsvm.dask.rank_blocks import make_item_block, rank_round_parts, rank_sort_parts
 from qpsvm.exceptions import InvalidInputError
 
-__all__ = ["DaskClassData", "DaskData", "PassLog", "as_dask_array"]
+__all__ = ["DaskClassData", "DaskData", "DaskRankData", "PassLog", "as_dask_array"]
 
 logger = logging.getLogger("qpsvm")
 
@@ -342,3 +343,54 @@ class DaskClassData(DaskData):
     @property
     def slack_shape(self) -> tuple[int, ...]:
         return () if self.crammer_singer else (self.n_classes,)
+
+
+@dataclass
+class DaskRankData(DaskData):
+    """Items of a ranking problem as Dask arrays: ``X``, relevance labels ``y`` and query
+    identifiers ``groups`` chunked alike (no weights, margins or intercept), every query in one
+    block. The blocks are :class:`~qpsvm.dask.rank_blocks.ItemBlock`, the working set's rows
+    pairs keyed ``i N + j`` (global item indices, ``N`` items); the multipliers and slacks of
+    the pairs are never formed (``alpha`` and ``slack`` are ``None``)."""
+
+    groups: da.Array | None = None
+
+    make_block = staticmethod(make_item_block)
+    sort_parts = staticmethod(rank_sort_parts)
+    round_parts = staticmethod(rank_round_parts)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.groups = self._align(self.groups, "groups", self.X.chunks[0])
+
+    def block_settings(self) -> tuple:
+        return (self.n_samples, self.C)
+
+    @property
+    def bytes_per_pass(self) -> int:
+        return int(self.X.nbytes + self.y.nbytes + self.groups.nbytes)
+
+    def raw_blocks(self, which: list[int]) -> list[tuple]:
+        """The raw blocks ``which`` as delayed ``(X, y, groups, None)`` tuples."""
+        Xd, yd = self.X.to_delayed().ravel(), self.y.to_delayed().ravel()
+        gd = self.groups.to_delayed().ravel()
+        return [(Xd[k], yd[k], gd[k], None) for k in which]
+
+    def split(self, index: np.ndarray, values: np.ndarray) -> Callable[[int], tuple]:
+        """Per block ``k``: its pairs of the sorted keys ``index`` as rows of local item
+        indices, and their ``values``."""
+        n = self.n_samples
+        cuts = np.searchsorted(index, self.offsets * n)
+
+        def part(k: int) -> tuple:
+            keys = index[cuts[k] : cuts[k + 1]]
+            local = np.column_stack([keys // n, keys % n]) - self.offsets[k]
+            return local.astype(np.intp), values[cuts[k] : cuts[k + 1]]
+
+        return part
+
+    def alpha(self, sort: Sort, work: np.ndarray, alpha_work: np.ndarray) -> None:
+        return None
+
+    def slack(self, w: np.ndarray, b: float) -> None:
+        return None

@@ -63,6 +63,7 @@ __all__ = [
     "certified",
     "certify_blocks",
     "dask_solution",
+    "pass_info",
     "read_sample",
     "run_rounds",
     "solve_dask_working_set",
@@ -297,6 +298,18 @@ def stored_working_set(candidate: Any, alpha_shape: tuple[int, ...]) -> tuple:
     return None, np.zeros(0, dtype=np.int64), np.zeros((0, *alpha_shape))
 
 
+def pass_info(data: DaskData) -> dict[str, Any]:
+    """The passes a solve made: how many, their kinds and seconds, the bytes each reads and
+    the blocks."""
+    return {
+        "passes": len(data.log),
+        "pass_kinds": list(data.log.kinds),
+        "pass_seconds": list(data.log.seconds),
+        "bytes_per_pass": data.bytes_per_pass,
+        "blocks": data.n_blocks,
+    }
+
+
 def dask_solution(
     data: DaskData, begun: Begin, rounds: Rounds, cert: Certificate, began: float
 ) -> Solution:
@@ -321,12 +334,8 @@ def dask_solution(
         certificate=cert,
         info={
             "rounds": len(history),
-            "passes": len(data.log),
+            **pass_info(data),
             "start_passes": begun.start_passes,
-            "pass_kinds": list(data.log.kinds),
-            "pass_seconds": list(data.log.seconds),
-            "bytes_per_pass": data.bytes_per_pass,
-            "blocks": data.n_blocks,
             "working": len(begun.ws.rows),
             "band": begun.band,
             "backend_time": rounds.backend_time,

@@ -42,7 +42,7 @@ from qpsvm._validation import (
     check_weight_vector,
     is_dask,
 )
-from qpsvm.contract import method_names
+from qpsvm.contract import load, method_names
 from qpsvm.exceptions import InvalidInputError, NotSeparableError
 from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.binary_models import dual_model, primal_model
@@ -109,17 +109,15 @@ class BinaryFormulation(KernelRows, Formulation):
     #: Whether the class hands the combinations it does not solve itself (other losses,
     #: penalties, intercept modes) to :class:`ComposedClassifier`, which it then returns.
     routes_composed: ClassVar[bool] = False
-    #: Whether the class returns :class:`~qpsvm.dask.formulation.DaskSoftMarginPrimal` for Dask
-    #: data (``X`` or ``y`` a Dask collection).
-    routes_dask: ClassVar[bool] = False
+    #: ``"module:Class"`` the class returns for Dask data (``X``, ``y`` or ``groups`` a Dask
+    #: collection), e.g. :class:`~qpsvm.dask.formulation.DaskSoftMarginPrimal`; ``""``: none.
+    routes_dask: ClassVar[str] = ""
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        if cls.__dict__.get("routes_dask") and any(
-            is_dask(v) for v in (*args[:2], kwargs.get("X"), kwargs.get("y"))
-        ):
-            from qpsvm.dask.formulation import DaskSoftMarginPrimal
-
-            return DaskSoftMarginPrimal(*args, **kwargs)
+        target = cls.__dict__.get("routes_dask")
+        given = (*args[:2], kwargs.get("X"), kwargs.get("y"), kwargs.get("groups"))
+        if target and any(is_dask(v) for v in given):
+            return load(target)(*args, **kwargs)
         if cls.__dict__.get("routes_composed") and (args or kwargs):
             composed = _composed(cls.__init__, args, kwargs)
             if composed is not None:
@@ -465,7 +463,7 @@ class SoftMarginPrimal(BinaryFormulation):
 
     routes_composed: ClassVar[bool] = True
     methods: ClassVar[tuple[str, ...]] = (*BinaryFormulation.methods, "dcd")
-    routes_dask: ClassVar[bool] = True
+    routes_dask: ClassVar[str] = "qpsvm.dask.formulation:DaskSoftMarginPrimal"
 
     def __init__(
         self,

@@ -316,6 +316,7 @@ class RankingSVM(BinaryFormulation):
     )
     exact_oracle: ClassVar[str] = "qpsvm.solvers.exact:solve_exact_ranking"
     certifier: ClassVar[str] = "qpsvm.verify.ranking:certify_ranking"
+    routes_dask: ClassVar[str] = "qpsvm.dask.ranking:DaskRankingSVM"
 
     def __init__(
         self,

@@ -54,18 +54,30 @@ from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, rela
 from qpsvm.verify.ranking_sweep import QueryLayout, pair_sums, pair_window
 from qpsvm.verify.rigorous import (
     TINY,
+    DualSums,
     U,
     _abs_product,
     down,
+    dual_lower_value,
     enclosed_product,
     gamma,
     lower_sum,
-    norm2_upper,
+    primal_upper,
     up,
     upper_sum,
 )
 
-__all__ = ["WindowDual", "certify_grouped", "certify_ranking", "window_dual"]
+__all__ = [
+    "WindowDual",
+    "bound_sets",
+    "certify_grouped",
+    "certify_ranking",
+    "grouped_expansion",
+    "grouped_gain_lower",
+    "grouped_hinge_upper",
+    "window_dual",
+    "window_sets",
+]
 
 #: Thresholds ``tau`` on ``|r_p - 1|`` for "on the margin", tightest first.
 WINDOW_TAUS = (1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
@@ -203,6 +215,40 @@ def _window_qp(Z: np.ndarray, v0: np.ndarray, cap: float) -> tuple[np.ndarray, n
     return (alpha, w) if exact is None else exact
 
 
+def bound_sets(
+    lay: QueryLayout, scores: np.ndarray, tau: float, extra: np.ndarray | None = None
+) -> tuple[int, np.ndarray]:
+    r"""The pairs short of the margin at scores ``s`` and window ``tau`` (``B``: ``s_j >
+    fl(s_i - (1 - tau))``), less the pairs ``extra`` (rows ``(i, j)``): their number ``n_B``
+    and ``a_B = cnt - cnt'`` (:func:`~qpsvm.verify.ranking_sweep.pair_sums`)."""
+    inner = scores - (1.0 - tau)
+    cnt, cnt_other, _, _ = pair_sums(lay, inner, scores)
+    n_bound = int(cnt.sum())
+    coef_bound = cnt - cnt_other
+    if extra is not None and extra.size:
+        moved = extra[scores[extra[:, 1]] > inner[extra[:, 0]]]  # B's pairs that join M
+        np.subtract.at(coef_bound, moved[:, 0], 1)
+        np.add.at(coef_bound, moved[:, 1], 1)
+        n_bound -= moved.shape[0]
+    return n_bound, coef_bound
+
+
+def window_sets(
+    lay: QueryLayout, scores: np.ndarray, tau: float, extra: np.ndarray | None = None
+) -> tuple[int, np.ndarray, np.ndarray] | None:
+    """The sides of the pairs at scores ``s`` and window ``tau`` (:func:`window_dual`): ``n_B``,
+    ``a_B`` (:func:`bound_sets`) and the window ``M`` with the pairs ``extra``; ``None`` when
+    ``M`` has more than :data:`MAX_WINDOW` pairs."""
+    window = pair_window(lay, scores - (1.0 + tau), scores - (1.0 - tau), scores, MAX_WINDOW)
+    if window is None:
+        return None
+    if extra is not None and extra.size:
+        window = np.unique(np.vstack([window, extra]), axis=0)
+        if window.shape[0] > MAX_WINDOW:
+            return None
+    return (*bound_sets(lay, scores, tau, extra), window)
+
+
 def window_dual(
     X: Any,
     C: float,
@@ -219,21 +265,10 @@ def window_dual(
     e.g. earlier windows) join ``M`` wherever they lie. ``None`` when ``M`` has more than
     :data:`MAX_WINDOW` pairs.
     """
-    inner = scores - (1.0 - tau)
-    cnt, cnt_other, _, _ = pair_sums(lay, inner, scores)
-    window = pair_window(lay, scores - (1.0 + tau), inner, scores, MAX_WINDOW)
-    if window is None:
+    sets = window_sets(lay, scores, tau, extra)
+    if sets is None:
         return None
-    n_bound = int(cnt.sum())
-    coef_bound = cnt - cnt_other
-    if extra is not None and extra.size:
-        window = np.unique(np.vstack([window, extra]), axis=0)
-        if window.shape[0] > MAX_WINDOW:
-            return None
-        moved = extra[scores[extra[:, 1]] > inner[extra[:, 0]]]  # B's pairs that join M
-        np.subtract.at(coef_bound, moved[:, 0], 1)
-        np.add.at(coef_bound, moved[:, 1], 1)
-        n_bound -= moved.shape[0]
+    n_bound, coef_bound, window = sets
     v0 = C * _matvec_T(X, coef_bound.astype(np.float64))
     alpha = np.zeros(window.shape[0])
     w = v0
@@ -254,6 +289,13 @@ def grouped_primal_upper(X: Any, C: float, lay: QueryLayout, w: np.ndarray) -> f
     ``t_i >= 1 - s_i`` and ``h_j >= s_j`` (rounded outward), every hinge is at most
     ``max(0, t_i + h_j)``, summed per preferred item as ``cnt_i t_i + sum_j h_j`` (at most
     ``max_query + max_levels + 2`` roundings each, bounded by the sums of magnitudes)."""
+    return primal_upper(upper_sum(w * w), C, grouped_hinge_upper(X, lay, w))
+
+
+def grouped_hinge_upper(X: Any, lay: QueryLayout, w: np.ndarray) -> float:
+    r"""An upper bound on the exact hinge sum :math:`\sum_p \max(0, 1 - s_i + s_j)` over the
+    pairs of ``lay`` (see :func:`grouped_primal_upper`): over disjoint sets of queries these
+    combine by :func:`~qpsvm.verify.rigorous.upper_sum`."""
     hi, lo, err = enclosed_product(X.T, w)
     t = hi + lo
     low = down(down(t) - err)
@@ -265,16 +307,13 @@ def grouped_primal_upper(X: Any, C: float, lay: QueryLayout, w: np.ndarray) -> f
     size = fsum(cntf * np.abs(pref) + magnitude) * (1.0 + gamma(cntf.size + 2))
     rounding = gamma(lay.max_query + lay.max_levels + 4) * size + cntf.size * TINY
     s = fsum(terms)
-    hinge = float(up(max(0.0, s) + up(2.0 * U * abs(s) + rounding)))
-    half = float(up(0.5 * upper_sum(w * w)))
-    return float(up(half + float(up(C * hinge * (1.0 + 2.0 * U)))))
+    return float(up(max(0.0, s) + up(2.0 * U * abs(s) + rounding)))
 
 
-def grouped_dual_lower(X: Any, C: float, point: WindowDual) -> tuple[float, np.ndarray]:
-    r"""A lower bound on ``D(alpha)`` at ``point`` (exactly feasible: ``alpha = C`` on ``B``,
-    ``alpha_M`` in ``[0, C]``), with the expansion ``X^T coef`` enclosed: ``coef = C a_B +
-    D_M^T alpha_M`` rounded, its rounding bounded and carried through ``|X|^T``. Returns the
-    bound and the rounded expansion."""
+def grouped_expansion(X: Any, C: float, point: WindowDual) -> tuple:
+    r"""The expansion ``X^T coef`` of ``point`` enclosed (``hi, lo, err``): ``coef = C a_B +
+    D_M^T alpha_M`` rounded, its rounding bounded and carried through ``|X|^T``. Over disjoint
+    sets of queries these combine by :func:`~qpsvm.verify.rigorous.dd_add`."""
     coef = C * point.bound_coef.astype(np.float64)
     size = np.abs(coef)
     alpha = point.alpha
@@ -288,10 +327,22 @@ def grouped_dual_lower(X: Any, C: float, point: WindowDual) -> tuple[float, np.n
         k = int(np.max(np.bincount(point.window.ravel())))
     coef_err = up(gamma(k + 3) * size)
     hi, lo, err = enclosed_product(X, coef)
-    err = err + 2.0 * _abs_product(X, coef_err) + X.shape[0] * TINY
-    norm2 = norm2_upper(hi, lo, err)
-    gain = float(down(float(down(C * float(point.n_bound))) + lower_sum(alpha)))
-    return float(down(gain - float(up(0.5 * norm2)))), hi + lo
+    return hi, lo, err + 2.0 * _abs_product(X, coef_err) + X.shape[0] * TINY
+
+
+def grouped_gain_lower(C: float, n_bound: int, alpha: np.ndarray) -> float:
+    """A lower bound on ``C n_B + sum_M alpha_p``."""
+    return float(down(float(down(C * float(n_bound))) + lower_sum(alpha)))
+
+
+def grouped_dual_lower(X: Any, C: float, point: WindowDual) -> tuple[float, np.ndarray]:
+    r"""A lower bound on ``D(alpha)`` at ``point`` (exactly feasible: ``alpha = C`` on ``B``,
+    ``alpha_M`` in ``[0, C]``), with the expansion enclosed (:func:`grouped_expansion`).
+    Returns the bound and the rounded expansion."""
+    hi, lo, err = grouped_expansion(X, C, point)
+    zero = np.zeros(1)
+    sums = DualSums(grouped_gain_lower(C, point.n_bound, point.alpha), (hi, lo, err), (zero,) * 3)
+    return dual_lower_value(sums, None), hi + lo
 
 
 def certify_grouped(f: Any, w: np.ndarray, tol: float = DEFAULT_TOL) -> Certificate:
