@@ -275,6 +275,12 @@ def test_ranking_same_certified_optimum_as_in_memory(client, seed, dtype, C):
     assert info["bytes_per_pass"] == X.nbytes + rel.nbytes + groups.nbytes
     # the working set holds a part of the pairs only
     assert info["working"] < qpsvm.RankingSVM(X, y=rel, groups=groups).n_pairs
+    # certified again from the data; a point off the optimum: a valid enclosure, not a pass
+    again = f.certify(sol)
+    assert again.passed and again.primal_objective == cert.primal_objective
+    off = f.certify(Candidate(w=sol.w * 1.1))
+    assert off.dual_objective <= cert.primal_objective <= off.primal_objective
+    assert not off.passed
 
 
 def test_ranking_bad_input_is_refused(client):

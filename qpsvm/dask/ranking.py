@@ -37,13 +37,15 @@ from qpsvm.dask.working_set import (
     SAMPLE_ROWS,
     Begin,
     WorkingRows,
+    certify_blocks,
     read_sample,
     solve_dask_working_set,
+    stored_working_set,
 )
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Solution
-from qpsvm.solvers.working_set import STATUS_TOL
-from qpsvm.verify.certificate import DEFAULT_TOL
+from qpsvm.solvers.working_set import MIN_ADD, STATUS_TOL
+from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
 from qpsvm.verify.ranking_sweep import layout
 
 __all__ = ["START_BAND", "DaskRankingSVM", "RankFamily"]
@@ -214,6 +216,19 @@ class DaskRankingSVM:
             min_work=MIN_WORK,
             **options,
         )
+
+    def certify(self, candidate: Any, tol: float = DEFAULT_TOL) -> Certificate:
+        """Certify a solution of :meth:`solve` again from the data (one pass), or a bare ``w``
+        (any object with ``w``): then ``alpha_p = C`` on the pairs short of the margin at
+        ``w``, 0 elsewhere, a valid but loose bound away from the optimum."""
+        tol = check_tol(tol)
+        w = np.asarray(candidate.w, dtype=np.float64).ravel()
+        if w.shape != (self.n_features,) or not np.all(np.isfinite(w)):
+            raise InvalidInputError(f"w must be a finite vector of length {self.n_features}.")
+        sort, index, alpha = stored_working_set(candidate, ())
+        sort = RankSort(w, 0.0, 0.0) if sort is None else sort
+        parts = self.data.check(sort, index, alpha, w, 0.0, STATUS_TOL, MIN_ADD)
+        return certify_blocks(self.data, parts, w, sort, index, alpha, tol, "RankingSVM")
 
     def decision_function(self, X: Any, solution: Any) -> Any:
         """Scores ``w . x`` of items (rank by decreasing score)."""

@@ -6,7 +6,7 @@ restricted QP is small. Here each of those passes is one read of every row block
 (:mod:`qpsvm.dask.passes`), and the client keeps only the weights, the working set and one
 record per block. A solve is the same named steps for every family (a *family* supplies the
 first two and the restricted QP: :class:`~qpsvm.dask.binary.BinaryFamily`,
-:class:`~qpsvm.dask.multiclass.MulticlassFamily`):
+:class:`~qpsvm.dask.multiclass.MulticlassFamily`, :class:`~qpsvm.dask.ranking.RankFamily`):
 
 1. *Begin* (``family.begin``): a start read from a sample of the blocks (and, for the binary
    SVM, Newton passes over all rows), then one *sort* pass that collects the working set ``W``
@@ -366,7 +366,8 @@ def solve_dask_working_set(
     data : DaskData
     family : Family
         The problem's steps (:class:`~qpsvm.dask.binary.BinaryFamily`,
-        :class:`~qpsvm.dask.multiclass.MulticlassFamily`).
+        :class:`~qpsvm.dask.multiclass.MulticlassFamily`,
+        :class:`~qpsvm.dask.ranking.RankFamily`).
     solver : str, optional
         CVXPY solver of the restricted QPs (default Clarabel, then OSQP).
     tol : float, default=1e-9
