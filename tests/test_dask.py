@@ -100,6 +100,40 @@ def test_same_certified_optimum_as_in_memory(
     assert info["bytes_per_pass"] == X.nbytes + y.nbytes + sum(v.nbytes for v in vectors)
 
 
+@pytest.mark.parametrize(
+    # 0.3 is no float32: the constant column must be float64 for float32 features (a float32
+    # column states another problem: the in-memory optimum lay above the Dask enclosure)
+    ("scaling", "min_work"),
+    [(0.3, 100), (4.0, 30_000)],
+)
+def test_regularized_intercept_same_certified_optimum(client, scaling, min_work):
+    X, y = problem(7)
+    X = X.astype(np.float32)
+    f = qpsvm.SoftMarginPrimal(
+        chunked(X, 700),
+        chunked(y, 700),
+        C=0.3,
+        intercept="regularized",
+        intercept_scaling=scaling,
+    )
+    sol = f.solve(sample_rows=500, min_work=min_work)
+    cert = sol.certificate
+    assert cert.passed and sol.w.shape == (X.shape[1],)
+    ref_f = qpsvm.SoftMarginPrimal(
+        X.astype(np.float64), y, C=0.3, intercept="regularized", intercept_scaling=scaling
+    )
+    ref = ref_f.solve()
+    assert cert.dual_objective <= ref.certificate.primal_objective
+    assert ref.certificate.dual_objective <= cert.primal_objective
+    # (w, b / B) is the unique optimum of the problem on the rows (x_i, B)
+    bound = cert.distance_bound + ref.certificate.distance_bound
+    gap = np.append(sol.w - ref.w, (sol.b - ref.b) / scaling)
+    assert np.linalg.norm(gap) <= bound
+    # the objective of a pass is the in-memory objective, 1/2 (b / B)^2 included
+    assert f.objective(sol.w, sol.b) == pytest.approx(ref_f.objective(sol.w, sol.b), rel=1e-13)
+    assert f.certify(sol).passed
+
+
 def test_certify_again_and_bare_points(client):
     X, y = problem(3)
     f = qpsvm.SoftMarginPrimal(chunked(X, 1000), chunked(y, 1000), C=1.0)
@@ -138,6 +172,10 @@ def test_bad_input_is_refused():
     X, y = problem(5, n=400)
     with pytest.raises(InvalidInputError, match="hinge loss with the L2 penalty"):
         qpsvm.SoftMarginPrimal(chunked(X, 100), chunked(y, 100), loss="squared_hinge")
+    with pytest.raises(InvalidInputError, match="intercept_scaling"):
+        qpsvm.SoftMarginPrimal(
+            chunked(X, 100), chunked(y, 100), intercept="regularized", intercept_scaling=0.0
+        )
     with pytest.raises(InvalidInputError, match="entries for"):
         qpsvm.SoftMarginPrimal(chunked(X, 100), chunked(y[:-1], 100))
     third = y.copy()

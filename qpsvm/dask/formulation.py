@@ -4,7 +4,8 @@ r"""The soft-margin primal on Dask collections: what ``SoftMarginPrimal`` return
 
     \min_{w, b}\ \tfrac12 \|w\|^2 + C \sum_i s_i \max(0, m_i - y_i (w \cdot x_i + b)),
 
-the hinge loss with the L2 penalty and a free or no intercept, over rows that stay where Dask
+the hinge loss with the L2 penalty and a free, no or regularised intercept (``+ 1/2 (b/B)^2``),
+over rows that stay where Dask
 keeps them (Zarr or ``.npy`` blocks on disk, worker memory). It is solved by the working set
 over row blocks (:mod:`qpsvm.dask.working_set`) and certified by the same rigorous enclosure as
 in memory; ``alpha`` and ``xi`` of its solutions are Dask arrays.
@@ -37,6 +38,17 @@ from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
 __all__ = ["DaskSoftMarginPrimal"]
 
 
+def with_constant_column(X: Any, value: float) -> Any:
+    """``X`` with a last column of ``value`` (chunked like ``X``'s rows), in ``X``'s dtype when
+    it holds ``value`` exactly, else in float64."""
+    import dask.array as da
+
+    exact = X.dtype.kind == "f" and float(X.dtype.type(value)) == value
+    dtype = X.dtype if exact else np.float64
+    column = da.full((X.shape[0], 1), value, dtype=dtype, chunks=(X.chunks[0], 1))
+    return da.concatenate([X.astype(dtype), column], axis=1)
+
+
 class DaskSoftMarginPrimal:
     r"""Soft-margin SVM in the primal over Dask collections (data beyond one machine's memory).
 
@@ -55,8 +67,11 @@ class DaskSoftMarginPrimal:
     sample_weight, margin : dask arrays of shape (n_samples,), optional
         Slack weights ``s_i`` and margins ``m_i`` (default 1).
     **pieces
-        ``SoftMarginPrimal``'s ``loss``, ``penalty``, ``intercept``, ``class_weight``: only
-        ``"hinge"``, ``"l2"``, ``"free"``/``"none"`` and ``None`` with Dask data.
+        ``SoftMarginPrimal``'s ``loss``, ``penalty``, ``intercept``, ``intercept_scaling``,
+        ``class_weight``: only ``"hinge"``, ``"l2"``, ``"free"``/``"none"``/``"regularized"``
+        and ``None`` with Dask data. The regularised intercept (liblinear's bias ``B``,
+        penalty ``1/2 (||w||^2 + (b / B)^2)``) is solved and certified as the problem without
+        intercept on the rows ``(x_i, B)``.
 
     Notes
     -----
@@ -80,20 +95,29 @@ class DaskSoftMarginPrimal:
         loss, penalty = pieces.get("loss", "hinge"), pieces.get("penalty", "l2")
         class_weight = pieces.get("class_weight")
         mode = pieces.get("intercept") or ("free" if fit_intercept else "none")
-        if (loss, penalty, mode, class_weight) not in (
-            ("hinge", "l2", "free", None),
-            ("hinge", "l2", "none", None),
+        if (loss, penalty, class_weight) != ("hinge", "l2", None) or mode not in (
+            "free",
+            "none",
+            "regularized",
         ):
             raise InvalidInputError(
                 "with Dask data SoftMarginPrimal solves the hinge loss with the L2 penalty and a "
-                f"free or no intercept, without class_weight; got loss={loss!r}, "
+                f"free, no or regularised intercept, without class_weight; got loss={loss!r}, "
                 f"penalty={penalty!r}, intercept={mode!r}, class_weight={class_weight!r}. "
                 "Fold class weights into sample_weight."
             )
         self.C = check_positive(C, "C")
         self.fit_intercept = mode == "free"
+        self.intercept = mode
+        X = as_dask_array(X, "X", 2)
+        #: ``B`` of a regularised intercept: the problem is the one without intercept on the
+        #: rows ``(x_i, B)``, whose last weight ``v`` gives ``b = B v`` (liblinear's bias).
+        self.scaling: float | None = None
+        if mode == "regularized":
+            self.scaling = check_positive(pieces.get("intercept_scaling", 1.0), "intercept_scaling")
+            X = with_constant_column(X, self.scaling)
         self.data = DaskData(
-            as_dask_array(X, "X", 2),
+            X,
             as_dask_array(y, "y", 1),
             None if sample_weight is None else as_dask_array(sample_weight, "sample_weight", 1),
             None if margin is None else as_dask_array(margin, "margin", 1),
@@ -107,7 +131,17 @@ class DaskSoftMarginPrimal:
 
     @property
     def n_features(self) -> int:
-        return self.data.n_features
+        return self.data.n_features - (self.scaling is not None)
+
+    def _folded(self, w: Any, b: Any) -> tuple[np.ndarray, float]:
+        """``(w, b)`` of the problem solved on the blocks: ``((w, b / B), 0)`` with a
+        regularised intercept."""
+        w = np.asarray(w, dtype=np.float64).ravel()
+        if w.shape != (self.n_features,) or not np.all(np.isfinite(w)):
+            raise InvalidInputError(f"w must be a finite vector of length {self.n_features}.")
+        if self.scaling is not None:
+            return np.append(w, float(b) / self.scaling), 0.0
+        return w, float(b) if self.fit_intercept else 0.0
 
     @property
     def classes_(self) -> np.ndarray:
@@ -151,7 +185,7 @@ class DaskSoftMarginPrimal:
             )
         self.data.log.kinds.clear()
         self.data.log.seconds.clear()
-        return solve_dask_working_set(
+        sol = solve_dask_working_set(
             self.data,
             BinaryFamily(),
             solver,
@@ -163,6 +197,9 @@ class DaskSoftMarginPrimal:
             min_work=check_int(min_work, "min_work"),
             **options,
         )
+        if self.scaling is not None:
+            sol.w, sol.b = sol.w[:-1], self.scaling * float(sol.w[-1])
+        return sol
 
     def certify(self, candidate: Any, tol: float = DEFAULT_TOL) -> Certificate:
         """Certify a solution of :meth:`solve` again from the data (one pass), or a bare
@@ -172,10 +209,7 @@ class DaskSoftMarginPrimal:
         violated, 0 elsewhere): a valid but loose bound away from the optimum.
         """
         tol = check_tol(tol)
-        w = np.asarray(candidate.w, dtype=np.float64).ravel()
-        if w.shape != (self.n_features,) or not np.all(np.isfinite(w)):
-            raise InvalidInputError(f"w must be a finite vector of length {self.n_features}.")
-        b = float(candidate.b) if self.fit_intercept else 0.0
+        w, b = self._folded(candidate.w, getattr(candidate, "b", 0.0) or 0.0)
         sort, index, alpha = stored_working_set(candidate, ())
         sort = Sort(w, b) if sort is None else sort
         self.classes_  # noqa: B018 - the labels, before any block is read
@@ -183,10 +217,11 @@ class DaskSoftMarginPrimal:
         return certify_blocks(self.data, parts, w, sort, index, alpha, tol)
 
     def objective(self, w: Any, b: float = 0.0) -> float:
-        """``P(w, b) = 1/2 ||w||^2 + C sum_i s_i max(0, m_i - y_i (w.x_i + b))`` (one pass)."""
-        w = np.asarray(w, dtype=np.float64).ravel()
+        """``P(w, b) = 1/2 ||w||^2 + C sum_i s_i max(0, m_i - y_i (w.x_i + b))`` (one pass;
+        ``+ 1/2 (b / B)^2`` with a regularised intercept)."""
+        w, b = self._folded(w, b)
         self.classes_  # noqa: B018
-        slack = self.data.slack(w, float(b))
+        slack = self.data.slack(w, b)
         weighted = slack if self.data.sample_weight is None else slack * self.data.sample_weight
         total = weighted.map_blocks(lambda v: np.array([fsum(v)]), chunks=(1,)).compute()
         return 0.5 * float(w @ w) + self.C * fsum(total)
