@@ -42,7 +42,7 @@ from qpsvm.dask.working_set import (
     solve_dask_working_set,
     stored_working_set,
 )
-from qpsvm.exceptions import InvalidInputError
+from qpsvm.exceptions import InaccurateSolutionError, InvalidInputError
 from qpsvm.solution import Solution
 from qpsvm.solvers.working_set import MIN_ADD, STATUS_TOL
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
@@ -114,6 +114,10 @@ class RankFamily(BinaryFamily):
             if len(parts.work):
                 break
             band *= 4.0
+        else:
+            raise InaccurateSolutionError(
+                f"no pair lies within {band:.3g} of the margin at the start; pass a larger band."
+            )
         ws = WorkingRows(parts.work, parts.folded, 0.0)
         return Begin(sort, ws, band, STATUS_TOL, passes)
 
