@@ -41,6 +41,7 @@ from qpsvm.models import (
     chow_liu_tree,
     grid_edges,
 )
+from qpsvm.problem_certificate import certify_problem
 from qpsvm.solution import History, Solution
 from qpsvm.verify import Certificate, Comparison
 
@@ -78,6 +79,7 @@ __all__ = [
     "UncertifiedSolutionError",
     "UnsupportedProblemError",
     "__version__",
+    "certify_problem",
     "chow_liu_tree",
     "grid_edges",
     "validate",

@@ -68,6 +68,7 @@ class StandardForm:
     sign: float
     _split: Any = None
     _names: dict[int, str] | None = None
+    _columns: dict[int, tuple[int, int]] | None = None
 
     @property
     def n_variables(self) -> int:
@@ -87,6 +88,31 @@ class StandardForm:
         """The problem's named CVXPY variables at the QP point ``x``."""
         values = self._split(np.asarray(x, dtype=np.float64))
         return {self._names[k]: np.asarray(v, dtype=np.float64) for k, v in values.items()}
+
+    def point(self, values: dict[int, Any]) -> tuple[np.ndarray, np.ndarray]:
+        """The QP point of the problem's variables (the inverse of :meth:`variables`), keyed by
+        CVXPY variable id (``var.id``), and the mask of its entries they gave: the auxiliary
+        variables CVXPY's canonicalisation added (``sum_squares`` of an expression, ``abs``...)
+        are left at 0 for the caller to complete."""
+        x = np.zeros(self.n_variables)
+        known = np.zeros(self.n_variables, dtype=bool)
+        for var_id, value in values.items():
+            if var_id not in self._columns:
+                continue  # a variable the canonicalisation eliminated
+            start, size = self._columns[var_id]
+            x[start : start + size] = np.ravel(np.asarray(value, dtype=np.float64), order="F")
+            known[start : start + size] = True
+        return x, known
+
+    def labels(self) -> list[str]:
+        """A name per entry of ``x``: ``w[3]`` (column-major index for a matrix), ``b``, and
+        CVXPY's ``varNNN`` for auxiliary variables."""
+        out = [""] * self.n_variables
+        for var_id, (start, size) in self._columns.items():
+            name = self._names[var_id]
+            for k in range(size):
+                out[start + k] = name if size == 1 else f"{name}[{k}]"
+        return out
 
     def to_qpsolvers(self) -> Any:
         """The :class:`qpsolvers.Problem` of this QP (qpsolvers must be installed)."""
@@ -164,6 +190,10 @@ def standard_form(problem_or_formulation: Any) -> StandardForm:
     A = sp.csc_matrix(data["A"]) if data["n_eq"] else None
     b = np.asarray(data["b"], dtype=np.float64) if data["n_eq"] else None
     names = {var_id: var.name() for var_id, var in param.id_to_var.items()}
+    columns = {
+        var_id: (int(param.var_id_to_col[var_id]), int(var.size))
+        for var_id, var in param.id_to_var.items()
+    }
     return StandardForm(
         P=sp.csc_matrix(data["P"]),
         q=np.asarray(data["q"], dtype=np.float64),
@@ -177,4 +207,5 @@ def standard_form(problem_or_formulation: Any) -> StandardForm:
         sign=-1.0 if isinstance(problem.objective, cp.Maximize) else 1.0,
         _split=param.split_solution,
         _names=names,
+        _columns=columns,
     )

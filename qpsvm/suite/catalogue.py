@@ -18,13 +18,21 @@ TIERS = ("small", "medium", "large")
 
 #: rows, features and the C grid per tier
 _SIZE = {
-    "small": {"rows": 60, "features": 5, "C": (1e-3, 1.0, 1e3), "queries": 4, "seqs": 6},
+    "small": {
+        "rows": 60,
+        "features": 5,
+        "C": (1e-3, 1.0, 1e3),
+        "queries": 4,
+        "seqs": 6,
+        "separable": 8.0,
+    },
     "medium": {
         "rows": 300,
         "features": 12,
         "C": (1e-3, 1e-1, 1.0, 10.0, 1e3),
         "queries": 10,
         "seqs": 30,
+        "separable": 8.0,
     },
     "large": {
         "rows": 2000,
@@ -32,6 +40,9 @@ _SIZE = {
         "C": (1e-3, 1e-1, 1.0, 10.0, 1e3),
         "queries": 40,
         "seqs": 150,
+        # two clouds 8 apart overlap at 2000 rows in 30 dimensions (the hard margin is
+        # infeasible); 12 apart they separate
+        "separable": 12.0,
     },
 }
 
@@ -62,7 +73,13 @@ def recipes(tier: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     cancer = {"source": "breast_cancer", "rows": n, "features": d, "seed": 0}
     noisy = {"source": "blobs", "rows": n, "features": d, "separation": 1.5, "seed": 1}
-    separable = {"source": "blobs", "rows": n, "features": d, "separation": 8.0, "seed": 2}
+    separable = {
+        "source": "blobs",
+        "rows": n,
+        "features": d,
+        "separation": size["separable"],
+        "seed": 2,
+    }
     duplicates = {
         "source": "duplicates",
         "rows": n,

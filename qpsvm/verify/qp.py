@@ -1,0 +1,625 @@
+r"""Certificates of a convex QP in standard form, for problems qpsvm did not write (an edited
+``f.problem``, any CVXPY QP):
+
+.. math::
+
+    p^* = \min_x\ f(x) = \tfrac12 x^T P x + q^T x
+    \quad\text{s.t.}\quad G x \le h,\ A x = b,\ lb \le x \le ub .
+
+**Upper bound.** ``f(x)`` at a candidate ``x`` proven feasible: ``x`` is clipped into the box
+(exact), inequality rows a candidate misses by rounding are repaired by raising a column that
+only helps them (a slack: all its coefficients in ``G`` of one sign, no equality row, unbounded
+in that direction), and every row is then checked with its rounding bounded
+(:func:`qpsvm.verify.rigorous.enclosed_product`). Equality rows are proven only when their
+residual is exactly zero (summed without rounding); otherwise ``f(x)`` is reported, with its
+measured infeasibility, but not claimed as a bound.
+
+**Lower bound.** For multipliers ``z >= 0`` and ``y`` and the residual of stationarity
+``rho = P x + q + G^T z + A^T y``, convexity of ``f`` gives, for an optimal ``x*`` and
+``d = x* - x``,
+
+.. math::
+
+    p^* \ge L(x^*, z, y) = L(x, z, y) + \rho^T d + \tfrac12 d^T P d
+        \ge L(x, z, y) + \textstyle\sum_i \min_{d_i \in [lb_i - x_i,\ ub_i - x_i]} \rho_i d_i,
+
+with :math:`L(x, z, y) = f(x) + z^T (G x - h) + y^T (A x - b)`. A coordinate with a bound on
+the side its residual pushes towards absorbs that residual (the bound's multiplier); a coordinate
+unbounded on that side (a free ``w_j``) would make the minimum ``-inf``. Such coordinates are
+covered by curvature when ``P`` is diagonal on them (``P_ii > 0``, no coupling) and the upper
+bound ``U`` is proven: ``f(x) - p^* >= 1/2 d^T P d`` for the feasible ``x``, so
+:math:`\sum_{i \in F} |\rho_i d_i| \le a \sqrt{2 (U - p^*)}` with
+:math:`a^2 = \sum_{i \in F} \rho_i^2 / P_{ii}`, and solving
+:math:`p^* \ge L_1 - a \sqrt{2 (U - p^*)}` for ``p*`` gives
+:math:`p^* \ge U - s^2`, :math:`s = (\sqrt2 a + \sqrt{2 a^2 + 4 (U - L_1)}) / 2`. A coordinate
+with neither (a free intercept ``b``, which has no curvature) leaves the lower bound unproven:
+its value is then computed with that residual taken as zero and marked not rigorous, and
+bounding the variable (a box it does not reach) makes it rigorous. Convexity itself is proven
+when ``P`` is symmetric and diagonally dominant with a nonnegative diagonal (Gershgorin); other
+``P`` (a general ``quad_form``) are assumed convex, as CVXPY checked them, and the lower bound
+is not claimed.
+
+The multipliers are the certificate's own, not a solver's: a bounded least-squares fit of the
+stationarity equations on the constraints (nearly) active at ``x``, for a few activity
+thresholds, the best bound kept; multipliers on one-sided coordinates whose residual has the
+wrong sign by rounding are then decreased on the rows that push it. Every sum and product is
+enclosed as in :mod:`qpsvm.verify.rigorous` (Dot2 with its proven error, directed rounding).
+
+This module sees only arrays; :func:`qpsvm.certify_problem` extracts them from a CVXPY problem.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import lsq_linear
+from scipy.sparse.linalg import lsqr, spsolve
+
+from qpsvm._numerics import two_product
+from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
+from qpsvm.verify.rigorous import TINY, U, down, enclosed_product, up, upper_sum
+
+__all__ = ["QPCertificate", "certify_qp"]
+
+#: Activity thresholds (relative to ``1 + |h_r|``) tried when fitting the multipliers.
+_THRESHOLDS = (1e-9, 1e-7, 1e-5, 1e-3)
+#: Rounds of the primal and dual repairs.
+_ROUNDS = 3
+#: Violations (relative to ``1 + |h_r|``) the push inside repairs: a solver's rounding, not
+#: a candidate that is infeasible.
+_ROUNDING = 1e-6
+#: Largest number of rows the dense repair step (:func:`_push_inside`) takes on.
+_DENSE_ROWS = 3000
+#: Largest number of nonzeros of ``A`` whose residual is checked exactly (in rationals).
+_EXACT_NNZ = 200_000
+
+
+@dataclass
+class QPCertificate(Certificate):
+    """A :class:`~qpsvm.verify.Certificate` of a QP that says which of its two claims is proven.
+
+    ``lower <= p* <= upper`` encloses the optimal value of the problem (for a maximisation,
+    ``lower`` comes from the candidate and ``upper`` from the multipliers). ``rigorous`` is
+    ``lower_rigorous and upper_rigorous``; ``notes`` says why a claim is not proven.
+
+    Attributes
+    ----------
+    lower_rigorous, upper_rigorous : bool
+        Whether ``dual_objective <= p*``, respectively ``p* <= primal_objective``, holds in exact
+        arithmetic for the QP the float64 data state.
+    notes : tuple of str
+        One sentence per claim that is not proven, and why.
+    x : ndarray
+        The point whose objective is the candidate's end of the enclosure (the candidate clipped
+        into the box and repaired).
+    inequality_multipliers, equality_multipliers : ndarray
+        ``z >= 0`` for ``G x <= h`` and ``y`` for ``A x = b``.
+    """
+
+    lower_rigorous: bool = False
+    upper_rigorous: bool = False
+    notes: tuple[str, ...] = ()
+    x: np.ndarray | None = field(default=None, repr=False)
+    inequality_multipliers: np.ndarray | None = field(default=None, repr=False)
+    equality_multipliers: np.ndarray | None = field(default=None, repr=False)
+
+    def _rows(self) -> list[tuple[str, str]]:
+        rows = super()._rows()
+        rows.insert(1, ("rigorous (lower, upper)", f"{self.lower_rigorous}, {self.upper_rigorous}"))
+        return rows + [("note", note) for note in self.notes]
+
+
+# ----------------------------------------------------------------------------- enclosures
+def _vec(M: Any, v: np.ndarray, start: tuple | None = None) -> tuple:
+    """``M^T v (+ start)`` as ``(hi, lo, err)`` (:func:`enclosed_product`); ``M`` may be None."""
+    if M is None:
+        return start
+    return enclosed_product(M, v, start)
+
+
+def _mid_rad(enc: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """``(hi, lo, err)`` as a midpoint and a radius: ``|exact - mid| <= rad``."""
+    hi, lo, err = enc
+    mid = hi + lo
+    return mid, up((err + U * np.abs(mid)) * (1.0 + 4.0 * U))
+
+
+def _dot(a: np.ndarray, enc: tuple) -> tuple[float, float]:
+    """``a . v`` for an enclosed vector ``v`` as a float and a bound on its error."""
+    mid, rad = _mid_rad(enc)
+    hi, lo, err = enclosed_product(mid[:, None], a)
+    value = float(hi[0] + lo[0])
+    spread = upper_sum(up(np.abs(a) * rad)) if a.size else 0.0
+    return value, float(up((float(err[0]) + U * abs(value) + spread) * (1.0 + 4.0 * U)))
+
+
+def _add(*terms: tuple[float, float]) -> tuple[float, float]:
+    """The sum of enclosed scalars ``(value, error)``."""
+    value = math.fsum(t[0] for t in terms)
+    err = upper_sum(np.array([t[1] for t in terms] + [U * abs(value)]))
+    return value, err
+
+
+def _lower(t: tuple[float, float]) -> float:
+    return float(down(t[0] - t[1]))
+
+
+def _upper(t: tuple[float, float]) -> float:
+    return float(up(t[0] + t[1]))
+
+
+# ----------------------------------------------------------------------------- the problem
+@dataclass
+class _QP:
+    """The QP's arrays, with the structure the certificate needs precomputed."""
+
+    P: sp.csr_matrix
+    q: np.ndarray
+    G: sp.csr_matrix | None
+    h: np.ndarray
+    A: sp.csr_matrix | None
+    b: np.ndarray
+    lb: np.ndarray
+    ub: np.ndarray
+
+    @classmethod
+    def of(cls, form: Any) -> _QP:
+        n = int(np.asarray(form.q).size)
+
+        def mat(M: Any) -> sp.csr_matrix | None:
+            return None if M is None or M.shape[0] == 0 else sp.csr_matrix(M, dtype=np.float64)
+
+        G, A = mat(form.G), mat(form.A)
+        return cls(
+            P=sp.csr_matrix(form.P, dtype=np.float64),
+            q=np.asarray(form.q, dtype=np.float64),
+            G=G,
+            h=np.zeros(0) if G is None else np.asarray(form.h, dtype=np.float64),
+            A=A,
+            b=np.zeros(0) if A is None else np.asarray(form.b, dtype=np.float64),
+            lb=np.full(n, -np.inf) if form.lb is None else np.asarray(form.lb, dtype=np.float64),
+            ub=np.full(n, np.inf) if form.ub is None else np.asarray(form.ub, dtype=np.float64),
+        )
+
+    @property
+    def n(self) -> int:
+        return self.q.size
+
+    def objective(self, x: np.ndarray) -> tuple[float, float]:
+        """``f(x)`` enclosed, and ``P x`` enclosed."""
+        Px = enclosed_product(self.P.T, x)
+        quad = _dot(x, Px)
+        lin = _dot(x, (self.q, np.zeros(self.n), np.zeros(self.n)))
+        return _add((0.5 * quad[0], 0.5 * quad[1] + TINY), lin), Px
+
+    def inequality_residual(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``G x - h`` as midpoint and radius."""
+        if self.G is None:
+            return np.zeros(0), np.zeros(0)
+        zero = np.zeros(self.h.size)
+        return _mid_rad(enclosed_product(self.G.T, x, (-self.h, zero, zero)))
+
+    def equality_residual(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``A x - b`` as midpoint and radius."""
+        if self.A is None:
+            return np.zeros(0), np.zeros(0)
+        zero = np.zeros(self.b.size)
+        return _mid_rad(enclosed_product(self.A.T, x, (-self.b, zero, zero)))
+
+    def equalities_exact(self, x: np.ndarray) -> bool:
+        """Whether ``A x = b`` holds exactly (every product split without error, summed in
+        rationals)."""
+        if self.A is None:
+            return True
+        if self.A.nnz > _EXACT_NNZ:
+            return False
+        A = sp.coo_matrix(self.A)
+        p, e = two_product(A.data, x[A.col])
+        if not (np.all(np.isfinite(e)) and np.all((p == 0.0) | (np.abs(p) > 2.0**-960))):
+            return False  # a product's error is unknown or may have underflowed
+        total = [-Fraction(float(v)) for v in self.b]
+        for r, pv, ev in zip(A.row.tolist(), p.tolist(), e.tolist(), strict=True):
+            total[r] += Fraction(pv) + Fraction(ev)
+        return all(t == 0 for t in total)
+
+    def convexity(self) -> str | None:
+        """``None`` when ``P`` is proven positive semidefinite (symmetric, diagonally dominant
+        with a nonnegative diagonal), else why not."""
+        P = self.P
+        if (P != P.T).nnz:
+            return "P is not symmetric"
+        diag = P.diagonal()
+        if np.any(diag < 0):
+            return "P has a negative diagonal entry: the problem is not convex"
+        off = sp.csr_matrix(abs(P - sp.diags(diag)))
+        for i in np.flatnonzero(np.diff(off.indptr)):
+            if upper_sum(off.data[off.indptr[i] : off.indptr[i + 1]]) > diag[i]:
+                return (
+                    "P is not diagonally dominant, so its convexity is not proven here "
+                    "(CVXPY checked it in floating point)"
+                )
+        return None
+
+    def curvature(self) -> np.ndarray:
+        """``P_ii`` where row ``i`` of ``P`` has no other entry, else 0."""
+        out = np.zeros(self.n)
+        counts = np.diff(self.P.indptr)
+        diag = self.P.diagonal()
+        single = (counts == 1) & (diag > 0)
+        out[single] = diag[single]
+        return out
+
+
+# ----------------------------------------------------------------------------- the candidate
+def _repair_primal(qp: _QP, x: np.ndarray, allowed: np.ndarray | None = None) -> np.ndarray:
+    """``x`` with inequality rows it cannot be proven to satisfy fixed, where a column (among
+    ``allowed``, default all) only helps them: raised (all its ``G`` entries ``<= 0``, no ``A``
+    entry, no upper bound) or lowered (the mirror case) by the row's violation over its
+    coefficient, rounded up."""
+    if qp.G is None:
+        return x
+    Gc = sp.csc_matrix(qp.G)
+    in_eq = np.zeros(qp.n, dtype=bool) if qp.A is None else np.diff(sp.csc_matrix(qp.A).indptr) > 0
+    col_min = np.asarray(Gc.min(axis=0).toarray()).ravel()
+    col_max = np.asarray(Gc.max(axis=0).toarray()).ravel()
+    allowed = np.ones(qp.n, dtype=bool) if allowed is None else allowed
+    raise_ok = (col_max <= 0) & (col_min < 0) & ~in_eq & ~np.isfinite(qp.ub) & allowed
+    lower_ok = (col_min >= 0) & (col_max > 0) & ~in_eq & ~np.isfinite(qp.lb) & allowed
+    x = x.copy()
+    for _ in range(_ROUNDS):
+        mid, rad = qp.inequality_residual(x)
+        violation = up(mid + rad)
+        bad = np.flatnonzero(violation > 0)
+        if bad.size == 0:
+            break
+        step = np.zeros(qp.n)
+        R = sp.csr_matrix(qp.G)
+        for r in bad:
+            cols = R.indices[R.indptr[r] : R.indptr[r + 1]]
+            vals = R.data[R.indptr[r] : R.indptr[r + 1]]
+            ok = np.where(vals < 0, raise_ok[cols], lower_ok[cols]) & (vals != 0)
+            if not ok.any():
+                continue
+            k = int(np.argmax(np.where(ok, np.abs(vals), -1.0)))
+            amount = float(up(up(violation[r] / abs(vals[k])) * (1.0 + 8.0 * U) + TINY))
+            j = cols[k]
+            step[j] = max(step[j], amount) if vals[k] < 0 else min(step[j], -amount)
+        if not step.any():
+            break
+        x = np.where(step > 0, up(x + step), np.where(step < 0, down(x + step), x))
+    return x
+
+
+def _push_inside(qp: _QP, x: np.ndarray) -> np.ndarray:
+    r"""``x`` moved by the least-norm step ``d = G_S^T \lambda`` that puts the rows ``S`` it is
+    near or beyond (slack below ``1e-9 (1 + |h|)``) a few rounding errors inside,
+    ``G_S d = -(violation + margin)``, over the coordinates off their bounds (so the box holds):
+    the generic repair of a solver's point that misses rows by rounding (at most
+    :data:`_ROUNDING`), when no column only helps them. Tried for a few rounds; the caller
+    checks the result."""
+    if qp.G is None:
+        return x
+    for _ in range(_ROUNDS):
+        mid, rad = qp.inequality_residual(x)
+        if np.all(up(mid + rad) <= 0.0) or np.any(mid > _ROUNDING * (1.0 + np.abs(qp.h))):
+            break  # feasible, or missing a row by more than rounding: not this repair's job
+        near = np.flatnonzero(mid + rad > -1e-9 * (1.0 + np.abs(qp.h)))
+        free = np.flatnonzero((x > qp.lb) & (x < qp.ub))
+        if free.size == 0 or near.size > _DENSE_ROWS:
+            break
+        GS = sp.csr_matrix(qp.G)[near][:, free].toarray()
+        target = -(
+            np.maximum(mid[near], 0.0) + 4.0 * rad[near] + 8.0 * U * (1.0 + np.abs(qp.h[near]))
+        )
+        lam = np.linalg.lstsq(GS @ GS.T, target, rcond=None)[0]
+        step = GS.T @ lam
+        x = x.copy()
+        x[free] = np.clip(x[free] + step, qp.lb[free], qp.ub[free])
+    return x
+
+
+def _complete(qp: _QP, x: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """The entries of ``x`` not ``known`` (auxiliary variables of a canonicalisation) filled in:
+    those in equality rows by least squares on those rows (``t = B x`` exactly solvable), the
+    rest at 0, to be raised by :func:`_repair_primal` where inequalities need it (epigraphs)."""
+    x = np.where(known, x, 0.0)
+    unknown = np.flatnonzero(~known)
+    if unknown.size == 0 or qp.A is None:
+        return x
+    A_unknown = sp.csc_matrix(qp.A)[:, unknown]
+    rows = np.flatnonzero(np.diff(sp.csr_matrix(A_unknown).indptr) > 0)
+    if rows.size == 0:
+        return x
+    cols = np.flatnonzero(np.diff(A_unknown.indptr) > 0)
+    rhs = qp.b[rows] - sp.csr_matrix(qp.A)[rows] @ x
+    B = A_unknown[rows][:, cols]
+    if B.shape[0] == B.shape[1]:
+        try:
+            t = spsolve(sp.csc_matrix(B), rhs)
+        except RuntimeError:
+            t = lsqr(B, rhs, atol=1e-15, btol=1e-15)[0]
+    else:
+        t = lsqr(B, rhs, atol=1e-15, btol=1e-15)[0]
+    x[unknown[cols]] = np.where(np.isfinite(t), t, 0.0)
+    return x
+
+
+def _violation(qp: _QP, x: np.ndarray) -> float:
+    """An upper bound on the largest violation of a constraint (a bound, a row of ``G x <= h``
+    or of ``A x = b``) by ``x``."""
+    g_mid, g_rad = qp.inequality_residual(x)
+    r_mid, r_rad = qp.equality_residual(x)
+    box = np.maximum(up(qp.lb - x), up(x - qp.ub))
+    return max(
+        float(np.max(box, initial=0.0)),
+        float(np.max(up(g_mid + g_rad), initial=0.0)),
+        float(np.max(up(np.abs(r_mid) + r_rad), initial=0.0)),
+        0.0,
+    )
+
+
+def _fit_multipliers(
+    qp: _QP, x: np.ndarray, gradient: np.ndarray, threshold: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``z >= 0`` on the rows active at ``threshold`` and ``y``: a bounded least-squares fit of
+    ``gradient + G^T z + A^T y - mu_lb + mu_ub = 0`` with ``mu >= 0`` on the active bounds."""
+    blocks, lower, sizes = [], [], []
+    active: np.ndarray = np.zeros(0, dtype=np.intp)
+    if qp.G is not None:
+        mid, _ = qp.inequality_residual(x)
+        active = np.flatnonzero(-mid <= threshold * (1.0 + np.abs(qp.h)))
+        blocks.append(qp.G[active].T)
+        lower.append(np.zeros(active.size))
+    if qp.A is not None:
+        blocks.append(qp.A.T)
+        lower.append(np.full(qp.b.size, -np.inf))
+    with np.errstate(invalid="ignore"):
+        at_lb = np.flatnonzero(np.isfinite(qp.lb) & (x - qp.lb <= threshold * (1.0 + abs(qp.lb))))
+        at_ub = np.flatnonzero(np.isfinite(qp.ub) & (qp.ub - x <= threshold * (1.0 + abs(qp.ub))))
+    eye = sp.identity(qp.n, format="csc")
+    blocks += [-eye[:, at_lb], eye[:, at_ub]]
+    lower += [np.zeros(at_lb.size), np.zeros(at_ub.size)]
+    sizes = [b.shape[1] for b in blocks]
+    M = sp.hstack(blocks, format="csc")
+    z = np.zeros(qp.h.size)
+    y = np.zeros(qp.b.size)
+    if M.shape[1] == 0:
+        return z, y
+    lo = np.concatenate(lower)
+    bounds = (lo, np.full(lo.size, np.inf))
+    if M.shape[1] <= 2000 and qp.n <= 4000:
+        fit = lsq_linear(M.toarray(), -gradient, bounds=bounds, method="bvls", tol=1e-15)
+    else:
+        fit = lsq_linear(M, -gradient, bounds=bounds, lsq_solver="lsmr", tol=1e-15)
+    sol = np.asarray(fit.x)
+    pos = 0
+    if qp.G is not None:
+        z[active] = np.maximum(sol[: sizes[0]], 0.0)
+        pos = sizes[0]
+    if qp.A is not None:
+        y = sol[pos : pos + qp.b.size].copy()
+    return z, y
+
+
+def _residual(qp: _QP, Px: tuple, z: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``rho = P x + q + G^T z + A^T y`` enclosed: lower and upper ends."""
+    hi, lo, err = Px
+    enc = (hi, lo + qp.q, up(err + U * np.abs(lo + qp.q) * 2.0))
+    enc = _vec(qp.G, z, enc) if qp.G is not None else enc
+    enc = _vec(qp.A, y, enc) if qp.A is not None else enc
+    mid, rad = _mid_rad(enc)
+    return down(mid - rad), up(mid + rad)
+
+
+def _repair_dual(qp: _QP, Px: tuple, z: np.ndarray, y: np.ndarray, curv: np.ndarray) -> np.ndarray:
+    """``z`` decreased on the rows that push a one-sided coordinate without curvature the wrong
+    way (``rho_i < 0`` with only a lower bound, ``> 0`` with only an upper bound), by the
+    residual over the coefficient, rounded up."""
+    if qp.G is None:
+        return z
+    Gc = sp.csc_matrix(qp.G)
+    z = z.copy()
+    for _ in range(_ROUNDS):
+        rlo, rhi = _residual(qp, Px, z, y)
+        low_only = np.isfinite(qp.lb) & ~np.isfinite(qp.ub) & (curv == 0) & (rlo < 0)
+        high_only = ~np.isfinite(qp.lb) & np.isfinite(qp.ub) & (curv == 0) & (rhi > 0)
+        cols = np.flatnonzero(low_only | high_only)
+        if cols.size == 0:
+            break
+        for j in cols:
+            rows = Gc.indices[Gc.indptr[j] : Gc.indptr[j + 1]]
+            vals = Gc.data[Gc.indptr[j] : Gc.indptr[j + 1]]
+            push = (vals < 0) if low_only[j] else (vals > 0)
+            push &= z[rows] > 0
+            if not push.any():
+                continue
+            k = int(np.argmax(np.where(push, z[rows], -1.0)))
+            need = -rlo[j] if low_only[j] else rhi[j]
+            amount = float(up(up(need / abs(vals[k])) * (1.0 + 8.0 * U) + TINY))
+            z[rows[k]] = max(0.0, float(down(z[rows[k]] - amount)))
+    return z
+
+
+def _names(mask: np.ndarray, labels: list[str] | None) -> str:
+    """The coordinates of ``mask`` by name (the first few)."""
+    index = np.flatnonzero(mask)
+    names = [labels[i] if labels else f"x[{i}]" for i in index[:3]]
+    more = f" and {index.size - 3} more" if index.size > 3 else ""
+    return ", ".join(names) + more
+
+
+@dataclass
+class _Lower:
+    value: float
+    rigorous: bool
+    note: str | None
+    stationarity: float
+    z: np.ndarray
+    y: np.ndarray
+
+
+def _lower_bound(
+    qp: _QP,
+    x: np.ndarray,
+    Px: tuple,
+    fx: tuple[float, float],
+    upper: float | None,
+    z: np.ndarray,
+    y: np.ndarray,
+    curv: np.ndarray,
+    labels: list[str] | None,
+) -> _Lower:
+    """The Lagrangian bound at ``(x, z, y)`` (module docstring); ``upper`` is a proven upper
+    bound on ``p*`` or ``None``."""
+    rlo, rhi = _residual(qp, Px, z, y)
+    dlo, dhi = down(qp.lb - x), up(qp.ub - x)
+    covered = (np.isfinite(dlo) | (rhi <= 0)) & (np.isfinite(dhi) | (rlo >= 0))
+    with np.errstate(invalid="ignore"):
+        corners = np.stack([rlo * dlo, rlo * dhi, rhi * dlo, rhi * dhi])
+    corners = np.where(np.isfinite(corners), down(corners), 0.0)
+    terms = np.minimum(corners.min(axis=0), 0.0)
+    terms[~covered] = 0.0
+    g = qp.inequality_residual(x)
+    r = qp.equality_residual(x)
+    lagrangian = _add(
+        fx, _dot(z, (g[0], np.zeros_like(g[0]), g[1])), _dot(y, (r[0], 0 * r[0], r[1]))
+    )
+    low = float(down(_lower(lagrangian) - upper_sum(-terms)))
+    free = ~covered
+    spread = np.maximum(np.abs(rlo), np.abs(rhi))
+    stationarity = float(np.max(spread[free], initial=0.0))
+    if not free.any():
+        return _Lower(low, True, None, 0.0, z, y)
+    flat = free & (curv <= 0)
+    if flat.any():
+        note = (
+            f"lower bound not proven: {_names(flat, labels)} unbounded on the side its "
+            f"stationarity residual (up to {stationarity:.1e}) pushes, without curvature; "
+            "a bound on the variable that the optimum does not reach would make it rigorous"
+        )
+        return _Lower(low, False, note, stationarity, z, y)
+    if upper is None:
+        note = (
+            f"lower bound not proven: the residual of {_names(free, labels)} is covered by "
+            "curvature only from a candidate proven feasible"
+        )
+        return _Lower(low, False, note, stationarity, z, y)
+    a2 = upper_sum(up(up(spread[free] ** 2) / curv[free]))
+    c = max(0.0, float(up(upper - low)))
+    root = math.sqrt(float(up(2.0 * a2 + 4.0 * c)))
+    s = float(up((float(up(math.sqrt(2.0 * a2))) * (1.0 + 4.0 * U) + root) * (0.5 + 4.0 * U)))
+    s = float(up(s * (1.0 + 4.0 * U)))
+    return _Lower(float(down(upper - float(up(s * s)))), True, None, stationarity, z, y)
+
+
+def certify_qp(
+    form: Any,
+    x: np.ndarray,
+    tol: float = DEFAULT_TOL,
+    name: str = "QP",
+    known: np.ndarray | None = None,
+    labels: list[str] | None = None,
+) -> QPCertificate:
+    r"""Certify a candidate ``x`` of the QP ``form`` (anything with ``P, q, G, h, A, b, lb, ub``,
+    ``offset`` and ``sign``, e.g. :class:`qpsvm.standard_form.StandardForm`).
+
+    The enclosure is of the problem's value ``sign * (p* + offset)`` (module docstring for
+    ``p*``): for ``sign = +1``, ``upper`` is the candidate's objective and ``lower`` the
+    multipliers' Lagrangian bound; for a maximisation (``sign = -1``) the two swap.
+
+    Parameters
+    ----------
+    form : StandardForm or alike
+    x : ndarray of shape (n,)
+        The candidate (entries that are not finite are refused).
+    tol : float
+        Relative tolerance of ``passed``.
+    name : str
+        Shown as the certificate's ``formulation``.
+    known : ndarray of bool, optional
+        Which entries of ``x`` are given; the others (auxiliary variables) are completed from
+        the equality rows and raised where inequalities need it.
+    labels : list of str, optional
+        A name per entry of ``x``, for the notes.
+
+    Returns
+    -------
+    QPCertificate
+    """
+    qp = _QP.of(form)
+    x = np.asarray(x, dtype=np.float64).ravel()
+    if x.size != qp.n or not np.all(np.isfinite(x) | (known is not None and ~np.asarray(known))):
+        raise ValueError(f"the candidate must be {qp.n} finite numbers.")
+    notes: list[str] = []
+    if known is not None:
+        known = np.asarray(known, dtype=bool)
+        x = _repair_primal(qp, _complete(qp, x, known), allowed=~known)
+    # the candidate's own infeasibility (its auxiliary entries completed); the point certified
+    # is then clipped into the box and repaired where rounding left a row unproven
+    violation = _violation(qp, x)
+    x = _repair_primal(qp, np.clip(x, qp.lb, qp.ub))
+    if np.any(up(np.add(*qp.inequality_residual(x))) > 0.0):
+        pushed = _push_inside(qp, x)
+        x = pushed if _violation(qp, pushed) <= _violation(qp, x) else x
+    fx, Px = qp.objective(x)
+    g_mid, g_rad = qp.inequality_residual(x)
+    proven_ineq = bool(np.all(up(g_mid + g_rad) <= 0.0))
+    proven_eq = qp.equalities_exact(x) if proven_ineq else False
+    feasible = proven_ineq and proven_eq
+    if not proven_ineq:
+        repaired = float(np.max(up(g_mid + g_rad), initial=0.0))
+        notes.append(f"candidate bound not proven: an inequality may be violated by {repaired:.1e}")
+    elif not proven_eq:
+        notes.append(
+            f"candidate bound not proven: equality rows hold to {_violation(qp, x):.1e}, "
+            "not exactly"
+        )
+    upper = _upper(fx) if feasible else None
+    convex = qp.convexity()
+    curv = qp.curvature()
+    gradient = np.asarray(Px[0] + Px[1]) + qp.q
+    best: _Lower | None = None
+    for threshold in _THRESHOLDS:
+        z, y = _fit_multipliers(qp, x, gradient, threshold)
+        z = _repair_dual(qp, Px, z, y, curv)
+        cand = _lower_bound(qp, x, Px, fx, upper, z, y, curv, labels)
+        if best is None or (cand.rigorous, cand.value) > (best.rigorous, best.value):
+            best = cand
+    assert best is not None
+    rigorous_lower = best.rigorous and convex is None
+    if convex is not None:
+        notes.append(f"multipliers' bound not proven: {convex}")
+    elif best.note is not None:
+        notes.append(best.note)
+    complementarity = float(np.max(best.z * np.maximum(0.0, -g_mid), initial=0.0))
+    lower, upper_value = best.value, _upper(fx) if feasible else float(fx[0])
+    offset = float(form.offset)
+    if form.sign > 0:
+        lo, hi = float(down(lower + offset)), float(up(upper_value + offset))
+        lo_ok, hi_ok = rigorous_lower, feasible
+    else:
+        lo, hi = float(down(-upper_value - offset)), float(up(-lower - offset))
+        lo_ok, hi_ok = feasible, rigorous_lower
+    return QPCertificate(
+        primal_objective=hi,
+        dual_objective=lo,
+        primal_infeasibility=violation,
+        dual_infeasibility=0.0,
+        complementarity=complementarity,
+        stationarity=best.stationarity,
+        tol=tol,
+        formulation=name,
+        rigorous=lo_ok and hi_ok,
+        strong_convexity=0.0,
+        lower_rigorous=lo_ok,
+        upper_rigorous=hi_ok,
+        notes=tuple(notes),
+        x=x,
+        inequality_multipliers=best.z,
+        equality_multipliers=best.y,
+    )
