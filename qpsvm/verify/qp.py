@@ -61,7 +61,7 @@ from scipy.optimize import lsq_linear
 from scipy.sparse.linalg import lsqr, spsolve
 
 from qpsvm._numerics import two_product
-from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
+from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, relative
 from qpsvm.verify.rigorous import TINY, U, down, enclosed_product, up, upper_sum
 
 __all__ = ["QPCertificate", "certify_qp"]
@@ -590,6 +590,8 @@ def certify_qp(
         cand = _lower_bound(qp, x, Px, fx, upper, z, y, curv, labels)
         if best is None or (cand.rigorous, cand.value) > (best.rigorous, best.value):
             best = cand
+        if relative(_upper(fx) - best.value, _upper(fx)) <= GOOD_ENOUGH * tol:
+            break  # tight: a looser activity threshold cannot do better
     assert best is not None
     rigorous_lower = best.rigorous and convex is None
     if convex is not None:
