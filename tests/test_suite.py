@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 
 import qpsvm
 import qpsvm.suite
-from qpsvm.suite.generate import EXACT_FAMILIES, certified_optimum, merge
+from qpsvm.suite.generate import EXACT_FAMILIES, certified_optimum, main, merge
 from qpsvm.suite.instances import outward, w_hash
 from qpsvm.suite.recipes import FAMILIES, data_hash, make_data
 
@@ -343,3 +344,20 @@ def test_score_a_command_line() -> None:
     assert good.failure is None and good.success["1e-09"]
     (bad,) = qpsvm.suite.score(qpsvm.suite.Command("qpsvm fit {train} --C -1"), [inst])
     assert bad.failure == "status" and "exit 2" in bad.message
+
+
+def test_generate_resumes_the_missing_recipes(tmp_path) -> None:
+    out = tmp_path / "suite.json"
+    args = ["--tier", "small", "--family", "hard_margin", "--out", str(out)]
+    assert main(args) == 0
+    records = json.loads(out.read_text())["instances"]
+    stored = {
+        (r.name, r.optimum.lower, r.optimum.upper)
+        for r in qpsvm.suite.load("small", family="hard_margin")
+    }
+    assert {(r["name"], r["optimum"]["lower"], r["optimum"]["upper"]) for r in records} == stored
+    # a run cut after its first instance resumes with --missing, computing only the other
+    out.write_text(json.dumps({"version": "v1", "instances": records[:1]}))
+    assert main(["--tier", "small", "--family", "hard_margin", "--missing", "--out", str(out)]) == 0
+    again = json.loads(out.read_text())["instances"]
+    assert again[0] == records[0] and again == records

@@ -5,7 +5,9 @@ Every recipe of :mod:`qpsvm.suite.catalogue` is built, its data hashed and its o
 (:func:`certified_optimum`); the tiers named are (re)computed and merged into the versioned JSON
 file, the others kept as stored. ``--family`` recomputes only the instances of the families
 named (e.g. ``kernel_rbf`` once its certificate became rigorous) and keeps the tiers' other
-stored records.
+stored records; ``--missing`` computes only the recipes not stored yet. The file is written
+after every instance, so a long run (the large tier) that stops keeps what it computed and
+resumes with ``--missing``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import argparse
 import json
 import logging
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -76,11 +78,15 @@ def certified_optimum(f: Any, family: str) -> Optimum:
     )
 
 
-def generate(tier: str, families: Collection[str] | None = None) -> list[Instance]:
-    """Build and certify every recipe of ``tier`` (only those of ``families`` when given)."""
-    out = []
+def generate(
+    tier: str, families: Collection[str] | None = None, skip: Collection[str] = ()
+) -> Iterator[Instance]:
+    """Build and certify every recipe of ``tier`` (only those of ``families`` when given, none
+    named in ``skip``), one at a time."""
     for recipe in recipes(tier):
         if families is not None and recipe["family"] not in families:
+            continue
+        if recipe["name"] in skip:
             continue
         start = time.perf_counter()
         arrays = make_data(recipe["data"])
@@ -88,7 +94,6 @@ def generate(tier: str, families: Collection[str] | None = None) -> list[Instanc
         optimum = certified_optimum(f, recipe["family"])
         name = recipe["name"]
         body = {k: v for k, v in recipe.items() if k != "name"}
-        out.append(Instance(name, recipe["family"], tier, body, data_hash(arrays), optimum))
         logger.info(
             "%s: [%r, %r] in %.2f s",
             name,
@@ -96,7 +101,7 @@ def generate(tier: str, families: Collection[str] | None = None) -> list[Instanc
             optimum.upper,
             time.perf_counter() - start,
         )
-    return out
+        yield Instance(name, recipe["family"], tier, body, data_hash(arrays), optimum)
 
 
 def merge(
@@ -113,6 +118,11 @@ def merge(
     return sorted(records, key=lambda r: order[r["tier"]])
 
 
+def _write(path: Path, records: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"version": VERSION, "instances": records}, indent=1) + "\n")
+
+
 def default_path() -> Path:
     """The package's stored collection, ``qpsvm/suite/data/<VERSION>.json``."""
     return Path(str(resources.files("qpsvm.suite").joinpath("data", f"{VERSION}.json")))
@@ -123,16 +133,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qpsvm.suite.generate")
     parser.add_argument("--tier", action="append", choices=TIERS)
     parser.add_argument("--family", action="append", choices=sorted(FAMILIES))
+    parser.add_argument("--missing", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     path = args.out or default_path()
-    stored = json.loads(path.read_text()) if path.is_file() else {"instances": []}
+    stored = json.loads(path.read_text())["instances"] if path.is_file() else []
     tiers = args.tier or list(TIERS)
-    fresh = [inst.to_json() for tier in tiers for inst in generate(tier, args.family)]
-    records = merge(stored["instances"], fresh, None if args.family else tiers)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"version": VERSION, "instances": records}, indent=1) + "\n")
+    replace = None if args.family or args.missing else tiers
+    records = merge(stored, [], replace)
+    fresh: list[dict[str, Any]] = []
+    for tier in tiers:
+        have = {r["name"] for r in stored if r["tier"] == tier} if args.missing else set()
+        for inst in generate(tier, args.family, have):
+            fresh.append(inst.to_json())
+            records = merge(stored, fresh, replace)
+            _write(path, records)  # after every instance: a long run keeps what it computed
+    _write(path, records)
     print(f"wrote {len(records)} instances to {path}")
     return 0
 
