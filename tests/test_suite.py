@@ -10,6 +10,7 @@ import pytest
 
 import qpsvm
 import qpsvm.suite
+from qpsvm.suite.catalogue import recipes
 from qpsvm.suite.generate import EXACT_FAMILIES, certified_optimum, main, merge
 from qpsvm.suite.instances import outward, w_hash
 from qpsvm.suite.recipes import FAMILIES, data_hash, make_data
@@ -74,15 +75,18 @@ def test_stored_optimum_recertifies(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name",
+    ("tier", "name"),
     [
-        "binary/breast_cancer/rows=300/features=12/seed=0/C=1000",
-        "crammer_singer/blobs/rows=300/features=12/classes=4/separation=2.0/seed=9/C=1",
-        "squared_hinge_regularized/breast_cancer/rows=300/features=12/seed=0/C=1",
+        ("medium", "binary/breast_cancer/rows=300/features=12/seed=0/C=1000"),
+        ("medium", "crammer_singer/blobs/rows=300/features=12/classes=4/separation=2.0/seed=9/C=1"),
+        ("medium", "squared_hinge_regularized/breast_cancer/rows=300/features=12/seed=0/C=1"),
+        ("large", "binary/breast_cancer/rows=2000/features=30/seed=0/C=1"),
+        ("large", "kernel_rbf/blobs/rows=2000/features=30/separation=1.5/seed=1/C=1"),
+        ("large", "svr/diabetes/rows=2000/features=10/seed=0/C=1"),
     ],
 )
-def test_medium_sample_recertifies(name: str) -> None:
-    (inst,) = [i for i in qpsvm.suite.load("medium") if i.name == name]
+def test_sample_recertifies(tier: str, name: str) -> None:
+    (inst,) = [i for i in qpsvm.suite.load(tier) if i.name == name]
     assert data_hash(make_data(inst.recipe["data"])) == inst.data_sha256
     _recertify(inst)
 
@@ -93,7 +97,15 @@ def test_medium_tier_covers_every_family() -> None:
     assert all(inst.optimum.rigorous for inst in instances if inst.family in EXACT_FAMILIES)
 
 
-@pytest.mark.parametrize("tier", ["small", "medium"])
+def test_large_tier_stores_every_recipe_and_covers_every_family() -> None:
+    instances = qpsvm.suite.load("large")
+    assert [inst.name for inst in instances] == [r["name"] for r in recipes("large")]
+    assert {inst.family for inst in instances} == set(FAMILIES)
+    assert all(inst.optimum.rigorous for inst in instances if inst.family in EXACT_FAMILIES)
+    assert all(inst.optimum.lower <= inst.optimum.upper for inst in instances)
+
+
+@pytest.mark.parametrize("tier", ["small", "medium", "large"])
 def test_rbf_optima_are_rigorous(tier: str) -> None:
     # the rbf certificate proves its kernel values' rounding (verify/rigorous.py)
     instances = qpsvm.suite.load(tier, family="kernel_rbf")

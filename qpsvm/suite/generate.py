@@ -47,6 +47,10 @@ EXACT_FAMILIES = frozenset(
 )
 
 
+#: The tolerance of the reference solve when none certifies at the default ``1e-9``.
+FALLBACK_TOL = 1e-7
+
+
 def _stored_w(w: np.ndarray | None) -> tuple[np.ndarray | None, str | None]:
     if w is None:
         return None, None
@@ -56,13 +60,21 @@ def _stored_w(w: np.ndarray | None) -> tuple[np.ndarray | None, str | None]:
 
 def certified_optimum(f: Any, family: str) -> Optimum:
     """The certified optimum of formulation ``f``: exact (rounded outward) for the families of
-    :data:`EXACT_FAMILIES`, else the enclosure of a certified solve's certificate."""
+    :data:`EXACT_FAMILIES`, else the enclosure of a certified solve's certificate (at
+    :data:`FALLBACK_TOL` when no solve certifies at ``1e-9``: a wider enclosure)."""
     if family in EXACT_FAMILIES:
         sol = f.solve(method="exact")
         lower, upper = outward(sol.info["exact"].objective)
         w, digest = _stored_w(sol.info["exact"].w_float)
         return Optimum(lower, upper, True, "exact", w, digest, 0.0)
-    sol = f.solve()
+    try:
+        sol = f.solve()
+    except UncertifiedSolutionError as exc:
+        # no backend reaches 1e-9 on a few hard instances (the L1 penalty at C = 1e3, 2000
+        # rows): a looser certified solve still encloses P*, only wider; the stored enclosure
+        # says how wide, and a scorer cannot certify a tighter answer against it
+        logger.warning("%s; storing the enclosure of a solve certified at %g", exc, FALLBACK_TOL)
+        sol = f.solve(tol=FALLBACK_TOL)
     cert = sol.certificate if sol.certificate is not None else f.certify(sol)
     if not cert.passed:
         raise UncertifiedSolutionError(f"the reference solve did not certify:\n{cert}")
