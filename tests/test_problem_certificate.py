@@ -8,7 +8,7 @@ from fractions import Fraction
 import cvxpy as cp
 import numpy as np
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import qpsvm
@@ -170,15 +170,13 @@ def _exactly_feasible(form: _Form, x: np.ndarray) -> bool:
     return all(form.lb[i] <= x[i] <= form.ub[i] for i in range(len(xs)))
 
 
-@st.composite
-def _random_qp(draw):
-    n = draw(st.integers(1, 4))
-    m = draw(st.integers(0, 4))
-    seed = draw(st.integers(0, 2**31 - 1))
+def _make_qp(n: int, m: int, seed: int, coupled: bool, curved: bool) -> tuple[_Form, np.ndarray]:
+    """A random QP with a diagonal ``P`` (convexity proven), a box and ``m`` rows with a
+    strictly feasible point ``x0``."""
     rng = np.random.default_rng(seed)
-    L = rng.normal(size=(n, n)) * draw(st.sampled_from([0.0, 1.0]))
-    diag = rng.uniform(0.0, 2.0, size=n) * draw(st.sampled_from([0.0, 1.0]))
-    P = np.diag(diag + np.sum(np.abs(L), axis=1))  # diagonal: convexity is proven
+    L = rng.normal(size=(n, n)) * float(coupled)
+    diag = rng.uniform(0.0, 2.0, size=n) * float(curved)
+    P = np.diag(diag + np.sum(np.abs(L), axis=1))
     q = rng.normal(size=n) * 3
     x0 = rng.normal(size=n)
     G = rng.normal(size=(m, n))
@@ -187,11 +185,28 @@ def _random_qp(draw):
     return _Form(P, q, G if m else None, h if m else None, lb, ub), x0
 
 
-@given(_random_qp(), st.sampled_from(["clarabel", "clarabel_high", "osqp", "scs"]))
+_random_qp = st.builds(
+    _make_qp,
+    st.integers(1, 4),
+    st.integers(0, 4),
+    st.integers(0, 2**31 - 1),
+    st.booleans(),
+    st.booleans(),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_random_qp, st.sampled_from(["clarabel", "clarabel_high", "osqp", "scs"]))
 @example(
     _Form(np.zeros((1, 1)), np.array([1.0]), None, None, np.array([-1.0]), np.array([2.0])),
     "clarabel",
 ).via("an LP in a box: the lower bound is the box's corner, exact")
+# SCS at its defaults misses rows by 2e-6 to 4e-5: the candidate's end was not proven until the
+# push inside covered a solver's inaccuracy, not only its rounding
+@example(_make_qp(2, 2, 4519, False, False), "scs")
+@example(_make_qp(3, 3, 39722, True, True), "scs")
+@example(_make_qp(1, 3, 90645120, True, False), "scs")
+@example(_make_qp(3, 4, 753, True, True), "scs")
 def test_random_qp_enclosure_is_sound(qp_and_point, solver) -> None:
     form, x0 = qp_and_point if isinstance(qp_and_point, tuple) else (qp_and_point, None)
     n = form.q.size

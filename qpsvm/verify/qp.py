@@ -62,7 +62,7 @@ from scipy.sparse.linalg import lsqr, spsolve
 
 from qpsvm._numerics import two_product
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, relative
-from qpsvm.verify.rigorous import TINY, U, down, enclosed_product, up, upper_sum
+from qpsvm.verify.rigorous import TINY, U, down, enclosed_product, gamma, up, upper_sum
 
 __all__ = ["QPCertificate", "certify_qp"]
 
@@ -70,9 +70,9 @@ __all__ = ["QPCertificate", "certify_qp"]
 _THRESHOLDS = (1e-9, 1e-7, 1e-5, 1e-3)
 #: Rounds of the primal and dual repairs.
 _ROUNDS = 3
-#: Violations (relative to ``1 + |h_r|``) the push inside repairs: a solver's rounding, not
-#: a candidate that is infeasible.
-_ROUNDING = 1e-6
+#: Violations (relative to ``1 + |h_r|``) the push inside repairs: a solver's inaccuracy (SCS
+#: at its defaults misses rows by up to ~4e-5, measured), not a candidate that is infeasible.
+_NEAR = 1e-3
 #: Largest number of rows the dense repair step (:func:`_push_inside`) takes on.
 _DENSE_ROWS = 3000
 #: Largest number of nonzeros of ``A`` whose residual is checked exactly (in rationals).
@@ -115,11 +115,14 @@ class QPCertificate(Certificate):
 
 
 # ----------------------------------------------------------------------------- enclosures
-def _vec(M: Any, v: np.ndarray, start: tuple | None = None) -> tuple:
-    """``M^T v (+ start)`` as ``(hi, lo, err)`` (:func:`enclosed_product`); ``M`` may be None."""
-    if M is None:
-        return start
-    return enclosed_product(M, v, start)
+def _vec(M: Any, v: np.ndarray, start: tuple) -> tuple:
+    r"""``M^T v + start`` as ``(hi, lo, err)``: :func:`enclosed_product` continued from
+    ``start = (hi, lo, err)``, with the start's two parts counted among Dot2's terms
+    (:math:`\gamma^2` of their magnitude, which :func:`enclosed_product` leaves out)."""
+    n = M.shape[0]
+    hi, lo, err = enclosed_product(M, v, start)
+    extra = 8.0 * gamma(2 * n + 2) ** 2 * (np.abs(start[0]) + np.abs(start[1]))
+    return hi, lo, up((err + extra) * (1.0 + 4.0 * U))
 
 
 def _mid_rad(enc: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -202,14 +205,14 @@ class _QP:
         if self.G is None:
             return np.zeros(0), np.zeros(0)
         zero = np.zeros(self.h.size)
-        return _mid_rad(enclosed_product(self.G.T, x, (-self.h, zero, zero)))
+        return _mid_rad(_vec(self.G.T, x, (-self.h, zero, zero)))
 
     def equality_residual(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``A x - b`` as midpoint and radius."""
         if self.A is None:
             return np.zeros(0), np.zeros(0)
         zero = np.zeros(self.b.size)
-        return _mid_rad(enclosed_product(self.A.T, x, (-self.b, zero, zero)))
+        return _mid_rad(_vec(self.A.T, x, (-self.b, zero, zero)))
 
     def equalities_exact(self, x: np.ndarray) -> bool:
         """Whether ``A x = b`` holds exactly (every product split without error, summed in
@@ -299,15 +302,15 @@ def _push_inside(qp: _QP, x: np.ndarray) -> np.ndarray:
     r"""``x`` moved by the least-norm step ``d = G_S^T \lambda`` that puts the rows ``S`` it is
     near or beyond (slack below ``1e-9 (1 + |h|)``) a few rounding errors inside,
     ``G_S d = -(violation + margin)``, over the coordinates off their bounds (so the box holds):
-    the generic repair of a solver's point that misses rows by rounding (at most
-    :data:`_ROUNDING`), when no column only helps them. Tried for a few rounds; the caller
+    the generic repair of a solver's point that misses rows by rounding or inaccuracy (at most
+    :data:`_NEAR`), when no column only helps them. Tried for a few rounds; the caller
     checks the result."""
     if qp.G is None:
         return x
     for _ in range(_ROUNDS):
         mid, rad = qp.inequality_residual(x)
-        if np.all(up(mid + rad) <= 0.0) or np.any(mid > _ROUNDING * (1.0 + np.abs(qp.h))):
-            break  # feasible, or missing a row by more than rounding: not this repair's job
+        if np.all(up(mid + rad) <= 0.0) or np.any(mid > _NEAR * (1.0 + np.abs(qp.h))):
+            break  # feasible, or infeasible beyond a solver's inaccuracy: not this repair's job
         near = np.flatnonzero(mid + rad > -1e-9 * (1.0 + np.abs(qp.h)))
         free = np.flatnonzero((x > qp.lb) & (x < qp.ub))
         if free.size == 0 or near.size > _DENSE_ROWS:
