@@ -11,8 +11,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import qpsvm
+from qpsvm._numerics import tdot2
 from qpsvm.kernels import Kernel, KernelCache
-from qpsvm.verify.rigorous import rbf_value_error
+from qpsvm.verify.rigorous import rbf_pair_error, rbf_score_error, rbf_value_error
 from tests.conftest import random_problem
 
 DIGITS = 40
@@ -50,6 +51,67 @@ def test_computed_rbf_values_are_within_the_proven_bound(seed, scale, gamma):
                     err = abs(Decimal(float(K[i, j])) - exact[i][j])
                     bound = Decimal(rho) * exact[i][j] + Decimal(2.0**-1073)
                     assert err <= bound, (i, j, float(err), float(bound))
+
+
+def rows_of_mixed_norms(seed: int, scale: float, n: int = 12, d: int = 5) -> np.ndarray:
+    """Rows whose norms spread over two decades: the per-pair bound differs from the global."""
+    rng = np.random.default_rng(seed)
+    return scale * rng.normal(size=(n, d)) * np.logspace(-1, 1, n)[:, None]
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    scale=st.sampled_from([1e-3, 1.0, 10.0]),
+    gamma=st.sampled_from([1e-3, 0.1, 2.0]),
+)
+@example(seed=3, scale=10.0, gamma=2.0)  # far pairs underflow, near ones do not
+def test_per_pair_rbf_bound_dominates_the_exact_error(seed, scale, gamma):
+    # |K^_ij - K_ij| <= min(rho, base + slope (q_i + q_j)) K_ij + 2^-1073 against 40-digit
+    # values of the exact kernel (Decimal's exp is correctly rounded), and below the global rho
+    X = rows_of_mixed_norms(seed, scale)
+    bound = rbf_pair_error(gamma, X)
+    assert bound.rho == rbf_value_error(gamma, X)
+    assert np.all(bound.sqnorm >= np.einsum("ij,ij->i", X, X))
+    exact = exact_rbf(X, gamma)
+    cache = KernelCache(Kernel("rbf", gamma=gamma), X, 1.0)
+    for K in (cache.take(np.arange(12)), Kernel("rbf", gamma=gamma)(X, X)):
+        with localcontext() as ctx:
+            ctx.prec = DIGITS
+            for i in range(12):
+                for j in range(12):
+                    rel = bound.base + bound.slope * (bound.sqnorm[i] + bound.sqnorm[j])
+                    err = abs(Decimal(float(K[i, j])) - exact[i][j])
+                    limit = Decimal(min(rel, bound.rho)) * exact[i][j] + Decimal(2.0**-1073)
+                    assert err <= limit, (i, j, float(err), float(limit))
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    scale=st.sampled_from([1e-3, 1.0, 10.0]),
+    gamma=st.sampled_from([1e-3, 0.1, 2.0]),
+    C=st.sampled_from([1.0, 1e4]),
+)
+def test_rbf_score_error_encloses_the_exact_scores(seed, scale, gamma, C):
+    # |g^_i - (K (alpha y))_i| <= e_i with the exact kernel, g summed by Dot2 as the
+    # certificate sums it
+    X = rows_of_mixed_norms(seed, scale)
+    rng = np.random.default_rng(seed + 1)
+    alpha = C * rng.uniform(size=12) * (rng.uniform(size=12) < 0.8)
+    y = np.where(rng.uniform(size=12) < 0.5, -1.0, 1.0)
+    K = Kernel("rbf", gamma=gamma)(X, X)
+    bound = rbf_pair_error(gamma, X)
+    hi, lo = tdot2(K, alpha * y)
+    g = hi + lo
+    e = rbf_score_error(bound, alpha, K @ alpha, K @ (alpha * bound.sqnorm), g)
+    exact = exact_rbf(X, gamma)
+    with localcontext() as ctx:
+        ctx.prec = DIGITS
+        v = [Decimal(float(a)) * Decimal(float(s)) for a, s in zip(alpha, y, strict=True)]
+        for i in range(12):
+            true = sum(exact[i][j] * v[j] for j in range(12))
+            assert abs(Decimal(float(g[i])) - true) <= Decimal(float(e[i])), i
 
 
 def exact_objectives(f, alpha_p, b, alpha_d):

@@ -39,13 +39,14 @@ from qpsvm.solution import Candidate
 from qpsvm.verify.ascent import CERTIFY_EPOCHS, CoordinateData, ascend, balanced_ascent
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, best_dual_point
 from qpsvm.verify.rigorous import (
+    RbfError,
     binary_dual_lower,
     binary_primal_upper,
     binary_trivial_upper,
     kernel_dual_lower,
     kernel_primal_upper,
+    rbf_pair_error,
     rbf_score_error,
-    rbf_value_error,
 )
 
 __all__ = [
@@ -74,27 +75,29 @@ KERNEL_ULPS = 4.0
 ROW_BLOCK_BYTES = 2**25
 
 
-def kernel_ulps(f: Any) -> float:
-    """Units of round-off ``c`` in one computed kernel value, ``|K^_ij - K_ij| <= c eps |K_ij|``.
+def kernel_ulps(f: Any) -> float | RbfError:
+    """Units of round-off ``c`` in one computed kernel value, ``|K^_ij - K_ij| <= c eps |K_ij|``,
+    or for rbf a proven bound per pair of rows.
 
-    RBF, ``exp(-gamma (||a||^2 + ||b||^2 - 2 a.b))``: a proven bound,
-    :func:`~qpsvm.verify.rigorous.rbf_value_error` in units of ``eps``. Poly,
-    ``(gamma a.b + c0)^p``: the inner product over ``d`` features, the affine map and the power
-    give ``p (d + 2)`` (without cancellation in ``gamma a.b + c0``). A precomputed Gram matrix
-    is the data (0); a callable :data:`KERNEL_ULPS`.
+    RBF, ``exp(-gamma (||a||^2 + ||b||^2 - 2 a.b))``: the proven bound
+    :func:`~qpsvm.verify.rigorous.rbf_pair_error`, tighter than the global
+    :func:`~qpsvm.verify.rigorous.rbf_value_error` where the rows' norms are below the largest.
+    Poly, ``(gamma a.b + c0)^p``: the inner product over ``d`` features, the affine map and the
+    power give ``p (d + 2)`` (without cancellation in ``gamma a.b + c0``). A precomputed Gram
+    matrix is the data (0); a callable :data:`KERNEL_ULPS`.
     """
     name = f.kernel.name
     if name == "precomputed":
         return 0.0
     if name == "rbf":
-        return rbf_value_error(f.kernel.gamma, f.X) / np.finfo(float).eps
+        return rbf_pair_error(f.kernel.gamma, f.X)
     if name == "poly":
         return float(f.kernel.degree * (f.n_features + 2))
     return KERNEL_ULPS
 
 
 def kernel_scores(
-    f: Any, alphas: Sequence[np.ndarray], ulps: float
+    f: Any, alphas: Sequence[np.ndarray], ulps: float | RbfError
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     r"""Kernel scores ``g = K (alpha y)`` and a bound ``e`` on their error, from the data, for
     each of ``alphas`` (poly and callable kernels: in one pass over the rows of their support).
@@ -109,7 +112,9 @@ def kernel_scores(
     (``K`` is symmetric) in twice the working precision (:func:`qpsvm._numerics.tdot2`), in
     blocks of :data:`ROW_BLOCK_BYTES`, so ``s = m^2 eps`` (the Dot2 bound of Ogita, Rump and
     Oishi 2005); ``|K| |alpha|`` is summed in the same pass. For rbf the bound is proven
-    (:func:`~qpsvm.verify.rigorous.rbf_score_error`, with the values' underflow).
+    (:func:`~qpsvm.verify.rigorous.rbf_score_error`, with the values' underflow; ``ulps`` is
+    then the per-pair bound, and ``K (|alpha| q)`` with ``q`` the squared row norms is summed in
+    the same pass too).
     ``e`` is negligible for kernel values of order 1 and decisive when they are huge and the
     scores small: on raw features ``~ N(100, 1)`` the poly kernel ``(0.1 x.x' + 1)^3`` is
     ``~ 1e10``, each value is rounded by ``~ 1e-6`` and the optimum of the rounded Gram matrix
@@ -122,18 +127,25 @@ def kernel_scores(
     v = [alpha * f.y for alpha in alphas]
     totals = [(np.zeros(f.n_samples), np.zeros(f.n_samples)) for _ in alphas]
     magnitudes = [np.zeros(f.n_samples) for _ in alphas]
+    pair = isinstance(ulps, RbfError)
+    weights = [ak * ulps.sqnorm for ak in a] if pair else []
+    weighted = [np.zeros(f.n_samples) for _ in weights]
     step = max(1, ROW_BLOCK_BYTES // (8 * f.n_samples))
     for start in range(0, support.size, step):
         idx = support[start : start + step]
         rows = f.gram_rows(idx)
+        # rbf values are positive: the rows are their own absolute values
+        absolute = rows if pair else np.abs(rows)
         for k in range(len(alphas)):
             totals[k] = tdot2(rows, v[k][idx], totals[k])
-            magnitudes[k] += np.abs(rows).T @ a[k][idx]
+            magnitudes[k] += absolute.T @ a[k][idx]
+        for k, weight in enumerate(weights):
+            weighted[k] += absolute.T @ weight[idx]
     out = []
-    for (hi, lo), mag, mk, alpha in zip(totals, magnitudes, m, alphas, strict=True):
+    for k, ((hi, lo), mag, mk, alpha) in enumerate(zip(totals, magnitudes, m, alphas, strict=True)):
         g = hi + lo
-        if f.kernel.name == "rbf":
-            e = rbf_score_error(ulps * eps, alpha, mag, g)
+        if pair:
+            e = rbf_score_error(ulps, alpha, mag, weighted[k], g)
         else:
             e = (ulps + mk * mk * eps) * eps * mag
         out.append((g, e + eps * np.abs(g)))
