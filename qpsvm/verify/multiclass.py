@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import lsq_linear
+from threadpoolctl import threadpool_limits
 
 from qpsvm._numerics import fsum
 from qpsvm._validation import check_tol
@@ -82,17 +83,20 @@ def _fit_tight(
         A = np.vstack([A, weight * member])
         target = np.append(target, weight * f.upper[ex])
     upper = f.upper[fi]
-    x = np.linalg.lstsq(A, target, rcond=None)[0]
-    if np.any(x < 0) or np.any(x > upper):
-        # the unconstrained fit leaves the box: solve the bounded problem
-        x = lsq_linear(
-            A,
-            target,
-            bounds=(np.zeros(fi.size), upper),
-            tol=1e-13,
-            lsmr_tol="auto",
-            method="bvls" if fi.size <= 300 else "trf",
-        ).x
+    # one BLAS thread: threaded LAPACK stalls on busy cores (measured on 2 shared cores, digits:
+    # 0.67 s a solve threaded, 0.2 s on one thread)
+    with threadpool_limits(1, user_api="blas"):
+        x = np.linalg.lstsq(A, target, rcond=None)[0]
+        if np.any(x < 0) or np.any(x > upper):
+            # the unconstrained fit leaves the box: solve the bounded problem
+            x = lsq_linear(
+                A,
+                target,
+                bounds=(np.zeros(fi.size), upper),
+                tol=1e-13,
+                lsmr_tol="auto",
+                method="bvls" if fi.size <= 300 else "trf",
+            ).x
     alpha[fi, fc] = x
 
 
