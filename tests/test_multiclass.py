@@ -19,6 +19,7 @@ from sklearn.svm import SVC, LinearSVC
 
 import qpsvm
 from qpsvm.exceptions import ProblemMismatchWarning
+from qpsvm.solvers.warm_start import multiclass_dual
 from qpsvm.verify.projection import project_capped_simplex
 
 VARIANTS = ("crammer_singer", "weston_watkins")
@@ -231,6 +232,22 @@ def test_working_set_model_reproduces_the_optimum(variant):
     model.problem.solve(solver="CLARABEL")
     np.testing.assert_allclose(model.variables["w"].value, sol.w, atol=1e-6)
     assert f.read_model(model).alpha.shape == (f.n_samples, f.n_classes)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("sparse", [False, True])
+def test_dual_coordinate_start_reaches_the_optimum(variant, sparse):
+    # the sequential dual method keeps W = A^T X through its steps and its multipliers in the
+    # dual feasible set (a Crammer-Singer row sums to C up to its rounding); run to a tight
+    # tolerance, D(alpha) = P* (strong duality)
+    X, y = multiclass_problem(9, n=60, d=4, k=4)
+    f = qpsvm.MulticlassSVM(sp.csr_matrix(X) if sparse else X, y, C=0.7, variant=variant)
+    start = multiclass_dual(f, tol=1e-11, max_epochs=100_000)
+    alpha = start.candidate.alpha
+    np.testing.assert_allclose(start.candidate.w, f.expansion(alpha), atol=1e-9)
+    assert f.dual_infeasibility(alpha) <= 4 * np.finfo(float).eps * f.C
+    optimum = f.solve(method="qp").objective
+    assert f.dual_objective(alpha) == pytest.approx(optimum, rel=1e-9)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
