@@ -27,8 +27,9 @@ def certify_problem(problem: Any, tol: float = DEFAULT_TOL) -> QPCertificate:
     canonicalisation states (``lower_rigorous`` and ``upper_rigorous`` say which end is proven
     and ``notes`` why one is not): the candidate's end needs a point proven feasible (equality
     constraints are rarely met exactly in floating point), the other end needs every
-    coordinate's stationarity residual absorbed by a bound or by curvature (a free variable
-    without curvature, such as an SVM's intercept, is not; a box it does not reach fixes it).
+    coordinate's stationarity residual absorbed by a bound or by curvature, or balanced exactly
+    (an SVM's free intercept; another free variable without curvature may not be, and a box it
+    does not reach fixes it).
     See :mod:`qpsvm.verify.qp` for the math.
 
     Parameters

@@ -95,15 +95,37 @@ def test_changed_objective_matches_the_composed_squared_hinge(solver: str) -> No
         assert cert.passed
 
 
-def test_free_intercept_is_reported_not_rigorous() -> None:
+@pytest.mark.parametrize("solver", ["clarabel_high", "osqp", "scs_high"])
+def test_unedited_svm_is_rigorous_with_its_free_intercept(solver: str) -> None:
+    # b is free and has no curvature: its residual sum_i -y_i z_i is balanced exactly (the
+    # multipliers on a grid where the sum is exact, one of them set to the balance)
     X, y = _data()
     f = qpsvm.SoftMarginPrimal(X, y, C=1.0)
-    _solve(f.problem, "clarabel_high")
+    _solve(f.problem, solver)
     cert = qpsvm.certify_problem(f)  # a formulation is read as its f.problem
-    assert cert.upper_rigorous and not cert.lower_rigorous and not cert.rigorous
-    assert any("b unbounded" in note for note in cert.notes)
+    assert cert.rigorous and not cert.notes
     exact = f.solve(method="exact").info["exact"]
-    assert cert.passed and _encloses(cert, exact.objective)  # the float value is still right
+    assert _encloses(cert, exact.objective)
+
+
+def test_free_variable_with_other_coefficients_is_reported() -> None:
+    # min 1/2 ||w||^2 + 0.1 t s.t. w_0 >= 3 t + 1, -3 t <= 3: t = -1, w = 0, p* = -0.1 (the
+    # float 0.1). t is free, flat, and its coefficients 3 are not powers of two: its residual
+    # is not proven zero, and a box on t that the optimum does not reach fixes that
+    w, t = cp.Variable(2, name="w"), cp.Variable(name="t")
+    objective = cp.Minimize(0.5 * cp.sum_squares(w) + 0.1 * t)
+    rows = [w[0] >= 3 * t + 1, -3 * t <= 3]
+    optimum = -Fraction(0.1)
+    problem = cp.Problem(objective, rows)
+    _solve(problem, "clarabel_high")
+    cert = qpsvm.certify_problem(problem)
+    assert cert.upper_rigorous and not cert.lower_rigorous
+    assert any(note.startswith("lower bound not proven: t unbounded") for note in cert.notes)
+    assert _encloses(cert, optimum)  # the float value still encloses it
+    boxed = cp.Problem(objective, [*rows, t >= -5, t <= 5])
+    _solve(boxed, "clarabel_high")
+    cert = qpsvm.certify_problem(boxed)
+    assert cert.rigorous and _encloses(cert, optimum)
 
 
 def test_kernel_dual_is_a_maximisation_with_unproven_ends() -> None:

@@ -32,12 +32,15 @@ bound ``U`` is proven: ``f(x) - p^* >= 1/2 d^T P d`` for the feasible ``x``, so
 :math:`a^2 = \sum_{i \in F} \rho_i^2 / P_{ii}`, and solving
 :math:`p^* \ge L_1 - a \sqrt{2 (U - p^*)}` for ``p*`` gives
 :math:`p^* \ge U - s^2`, :math:`s = (\sqrt2 a + \sqrt{2 a^2 + 4 (U - L_1)}) / 2`. A coordinate
-with neither (a free intercept ``b``, which has no curvature) leaves the lower bound unproven:
-its value is then computed with that residual taken as zero and marked not rigorous, and
-bounding the variable (a box it does not reach) makes it rigorous. Convexity itself is proven
-when ``P`` is symmetric and diagonally dominant with a nonnegative diagonal (Gershgorin); other
-``P`` (a general ``quad_form``) are assumed convex, as CVXPY checked them, and the lower bound
-is not claimed.
+with neither (a free intercept ``b``, which has no curvature) needs its residual
+``q_j + sum_r G_rj z_r`` to be exactly zero: where the coefficients ``G_rj`` are powers of two
+(``-y_i`` for the intercept), the multipliers on its rows are rounded down to a grid on which
+their sum is exact and one of them is set to the balance, checked in rationals. Otherwise the
+lower bound is unproven: its value is then computed with that residual taken as zero and marked
+not rigorous, and bounding the variable (a box it does not reach) makes it rigorous. Convexity
+itself is proven when ``P`` is symmetric and diagonally dominant with a nonnegative diagonal
+(Gershgorin); other ``P`` (a general ``quad_form``) are assumed convex, as CVXPY checked them,
+and the lower bound is not claimed.
 
 The multipliers are the certificate's own, not a solver's: a bounded least-squares fit of the
 stationarity equations on the constraints (nearly) active at ``x``, for a few activity
@@ -68,6 +71,9 @@ __all__ = ["QPCertificate", "certify_qp"]
 
 #: Activity thresholds (relative to ``1 + |h_r|``) tried when fitting the multipliers.
 _THRESHOLDS = (1e-9, 1e-7, 1e-5, 1e-3)
+#: Quantiles of the multipliers on a flat coordinate's rows tried for the one that balances it
+#: exactly (:func:`_balance_flat`): a middle one has room both ways.
+_PICKS = (0.5, 0.75, 0.25)
 #: Rounds of the primal and dual repairs.
 _ROUNDS = 3
 #: Violations (relative to ``1 + |h_r|``) the push inside repairs: a solver's inaccuracy (SCS
@@ -456,6 +462,64 @@ def _names(mask: np.ndarray, labels: list[str] | None) -> str:
     return ", ".join(names) + more
 
 
+def _flat_columns(qp: _QP) -> np.ndarray:
+    """Free coordinates without curvature and in no equality row (an SVM's intercept): their
+    residual of stationarity is ``q_j + sum_r G_rj z_r``, which nothing else absorbs."""
+    in_eq = np.zeros(qp.n, dtype=bool) if qp.A is None else np.diff(sp.csc_matrix(qp.A).indptr) > 0
+    empty = np.diff(sp.csc_matrix(qp.P).indptr) == 0
+    return np.flatnonzero(~np.isfinite(qp.lb) & ~np.isfinite(qp.ub) & empty & ~in_eq)
+
+
+def _exact_residual(qp: _QP, Gc: sp.csc_matrix, j: int, z: np.ndarray) -> Fraction:
+    """``q_j + sum_r G_rj z_r`` in rationals."""
+    rows = Gc.indices[Gc.indptr[j] : Gc.indptr[j + 1]]
+    vals = Gc.data[Gc.indptr[j] : Gc.indptr[j + 1]]
+    total = Fraction(float(qp.q[j]))
+    for r, v in zip(rows.tolist(), vals.tolist(), strict=True):
+        total += Fraction(v) * Fraction(float(z[r]))
+    return total
+
+
+def _balance_flat(qp: _QP, z: np.ndarray, flat: np.ndarray, pick: float) -> tuple:
+    r"""``z`` with the residual of each flat coordinate made exactly zero where its rows'
+    coefficients are powers of two: the multipliers on its rows rounded down to a grid
+    :math:`2^e` on which their sum is exact, then the one at quantile ``pick`` of them set to
+    the exact balance (if that is a nonnegative float). Returns ``z`` and the flat coordinates
+    whose residual is proven zero (in rationals)."""
+    balanced = np.zeros(qp.n, dtype=bool)
+    if qp.G is None:
+        balanced[flat] = qp.q[flat] == 0.0
+        return z, balanced
+    Gc = sp.csc_matrix(qp.G)
+    z = z.copy()
+    used = np.zeros(qp.h.size, dtype=bool)
+    for j in flat:
+        rows = Gc.indices[Gc.indptr[j] : Gc.indptr[j + 1]]
+        vals = Gc.data[Gc.indptr[j] : Gc.indptr[j + 1]]
+        mant = np.frexp(np.abs(vals))[0]
+        if rows.size == 0 or np.any(mant != 0.5) or used[rows].any() or not np.any(z[rows] > 0):
+            balanced[j] = _exact_residual(qp, Gc, j, z) == 0
+            continue
+        used[rows] = True
+        spread = math.frexp(float(np.max(z[rows] * np.abs(vals))))[1]
+        bits = math.ceil(math.log2(rows.size + 2)) + 2
+        grid = math.ldexp(1.0, spread - 53 + bits)
+        zr = np.floor(z[rows] / grid) * grid
+        positive = np.flatnonzero(zr > 0)
+        if positive.size == 0:
+            continue
+        order = positive[np.argsort(zr[positive])]
+        k = int(order[min(order.size - 1, int(pick * order.size))])
+        zr[k] = 0.0
+        z[rows] = zr
+        rest = _exact_residual(qp, Gc, j, z)
+        target = -rest / Fraction(float(vals[k]))
+        if target >= 0 and Fraction(float(target)) == target:
+            z[rows[k]] = float(target)
+        balanced[j] = _exact_residual(qp, Gc, j, z) == 0
+    return z, balanced
+
+
 @dataclass
 class _Lower:
     value: float
@@ -476,10 +540,12 @@ def _lower_bound(
     y: np.ndarray,
     curv: np.ndarray,
     labels: list[str] | None,
+    balanced: np.ndarray,
 ) -> _Lower:
     """The Lagrangian bound at ``(x, z, y)`` (module docstring); ``upper`` is a proven upper
-    bound on ``p*`` or ``None``."""
+    bound on ``p*`` or ``None``; the residual of the ``balanced`` coordinates is proven zero."""
     rlo, rhi = _residual(qp, Px, z, y)
+    rlo, rhi = np.where(balanced, 0.0, rlo), np.where(balanced, 0.0, rhi)
     dlo, dhi = down(qp.lb - x), up(qp.ub - x)
     covered = (np.isfinite(dlo) | (rhi <= 0)) & (np.isfinite(dhi) | (rlo >= 0))
     with np.errstate(invalid="ignore"):
@@ -587,12 +653,17 @@ def certify_qp(
     curv = qp.curvature()
     gradient = np.asarray(Px[0] + Px[1]) + qp.q
     best: _Lower | None = None
+    flat = _flat_columns(qp)
     for threshold in _THRESHOLDS:
         z, y = _fit_multipliers(qp, x, gradient, threshold)
         z = _repair_dual(qp, Px, z, y, curv)
-        cand = _lower_bound(qp, x, Px, fx, upper, z, y, curv, labels)
-        if best is None or (cand.rigorous, cand.value) > (best.rigorous, best.value):
-            best = cand
+        for pick in _PICKS if flat.size else (0.0,):
+            zb, balanced = _balance_flat(qp, z, flat, pick)
+            cand = _lower_bound(qp, x, Px, fx, upper, zb, y, curv, labels, balanced)
+            if best is None or (cand.rigorous, cand.value) > (best.rigorous, best.value):
+                best = cand
+            if best.rigorous:
+                break
         if relative(_upper(fx) - best.value, _upper(fx)) <= GOOD_ENOUGH * tol:
             break  # tight: a looser activity threshold cannot do better
     assert best is not None
