@@ -12,7 +12,10 @@ prints
   the certified relative gap and the client's peak resident memory (``ru_maxrss``); with
   ``--family crammer_singer`` or ``weston_watkins``, ``MulticlassSVM(X, y, C, variant).solve()``
   on ``--classes`` classes (labels ``argmax_c x.w*_c + noise``; passes: labels, sort, rounds)
-  instead, without the SGD comparison;
+  instead, without the SGD comparison; with ``--family ranking``,
+  ``RankingSVM(X, y=relevance, groups=query, C).solve()`` on queries of 20 consecutive items
+  (relevance ``0..4`` from a noisy linear utility, blocks of 25000 items so that each block's
+  window stays within the sort's limit; passes: queries, sort, rounds);
 * the in-memory solve of the same problem (``X.compute()`` in float64, up to
   ``--memory-max-n`` rows): time ratio Dask / in memory and ``|P_dask - P_mem| / P``;
 * dask-ml's SGD (``Incremental(SGDClassifier(loss="hinge", alpha=1/(C n)))``, one
@@ -25,6 +28,7 @@ Usage::
     python benchmarks/bench_dask.py --n 1e6 [--d 20] [--dir /tmp/qpsvm-dask] [--workers 2]
     python benchmarks/bench_dask.py --n 1e6,3e6,1e7 --sgd-epochs 0      # a scaling curve
     python benchmarks/bench_dask.py --n 2e5 --family crammer_singer --classes 5
+    python benchmarks/bench_dask.py --n 4e5 --family ranking --C 0.01 [--band 0.02]
 
 The store is deleted at the end unless ``--keep``; ``--write-only --keep`` writes it and
 ``--reuse`` reads a kept one.
@@ -47,16 +51,24 @@ from distributed import Client, LocalCluster
 import qpsvm
 
 BLOCK_ROWS = 250_000
+#: Items per block and per query of the ranking stores.
+RANK_BLOCK_ROWS, QUERY_ITEMS = 25_000, 20
 
 
 def write_store(path: Path, n: int, d: int, seed: int, classes: int = 2) -> None:
     """Features ``N(0, 1)`` (float32) and labels ``[x.w* + 0.5 N(0, 1) > 0]`` (int8), or with
     more than two ``classes`` ``argmax_c x.w*_c + 0.5 N(0, 1)``, written block by block by the
     workers."""
-    rows = min(BLOCK_ROWS, n)
+    rows = min(RANK_BLOCK_ROWS if classes == 0 else BLOCK_ROWS, n)
     rng = da.random.default_rng(seed)
     X = rng.normal(size=(n, d), chunks=(rows, d)).astype(np.float32)
-    if classes > 2:
+    if classes == 0:  # ranking: relevance 0..4 and query identifiers
+        w_true = np.random.default_rng(seed).normal(size=d)
+        noise = rng.normal(size=n, chunks=rows)
+        y = (da.clip(da.round(X @ w_true / math.sqrt(d) * 2 + noise), -2, 2) + 2).astype(np.int8)
+        queries = da.arange(n, chunks=rows) // QUERY_ITEMS
+        da.to_zarr(queries, str(path / "groups.zarr"), overwrite=True)
+    elif classes > 2:
         W_true = np.random.default_rng(seed).normal(size=(classes, d))
         noise = rng.normal(size=(n, classes), chunks=(rows, classes))
         scores = X @ W_true.T + 0.5 * W_true.std() * math.sqrt(d) * noise
@@ -82,9 +94,10 @@ def peak_client_mib() -> float:
 
 
 def run(n: int, args: argparse.Namespace) -> dict:
-    multiclass = args.family != "binary"
-    classes = args.classes if multiclass else 2
-    tag = f"_k{classes}" if multiclass else ""
+    multiclass = args.family in ("crammer_singer", "weston_watkins")
+    ranking = args.family == "ranking"
+    classes = args.classes if multiclass else 0 if ranking else 2
+    tag = f"_k{classes}" if multiclass else "_rank" if ranking else ""
     path = Path(args.dir) / f"n{n}_d{args.d}_seed{args.seed}{tag}"
     path.mkdir(parents=True, exist_ok=True)
     if args.write_only:
@@ -102,14 +115,18 @@ def run(n: int, args: argparse.Namespace) -> dict:
     speed = X.nbytes / read / 2**20
     print(f"  read pass: {X.nbytes / 2**30:.2f} GiB in {read:.1f}s ({speed:.0f} MiB/s)")
 
-    def formulation(X, y):
+    groups = da.from_zarr(str(path / "groups.zarr")) if ranking else None
+
+    def formulation(X, y, groups=None):
         if multiclass:
             return qpsvm.MulticlassSVM(X, y, C=args.C, variant=args.family)
+        if ranking:
+            return qpsvm.RankingSVM(X, y=y, groups=groups, C=args.C)
         return qpsvm.SoftMarginPrimal(X, y, C=args.C)
 
-    f = formulation(X, y)
+    f = formulation(X, y, groups)
     began = time.perf_counter()
-    sol = f.solve()
+    sol = f.solve(band=args.band) if ranking else f.solve()
     total = time.perf_counter() - began
     info, cert = sol.info, sol.certificate
     per_pass = float(np.mean(info["pass_seconds"]))
@@ -122,8 +139,9 @@ def run(n: int, args: argparse.Namespace) -> dict:
     )
     if n <= args.memory_max_n:
         Xm, ym = X.compute().astype(np.float64), y.compute()
+        gm = groups.compute() if ranking else None
         began = time.perf_counter()
-        ref = formulation(Xm, ym).solve()
+        ref = formulation(Xm, ym, gm).solve()
         mem = time.perf_counter() - began
         out["memory_time"] = mem
         print(
@@ -131,7 +149,7 @@ def run(n: int, args: argparse.Namespace) -> dict:
             f"|P_dask - P_mem| / P = {abs(sol.objective - ref.objective) / ref.objective:.1e}"
         )
         del Xm, ym
-    if args.sgd_epochs and not multiclass:
+    if args.sgd_epochs and args.family == "binary":
         sgd(f, X, y, sol, n, args)
     if not args.keep:
         shutil.rmtree(path)
@@ -172,8 +190,11 @@ def main() -> None:
     parser.add_argument("--d", type=int, default=20)
     parser.add_argument("--C", type=float, default=1.0)
     parser.add_argument(
-        "--family", choices=("binary", "crammer_singer", "weston_watkins"), default="binary"
+        "--family",
+        choices=("binary", "crammer_singer", "weston_watkins", "ranking"),
+        default="binary",
     )
+    parser.add_argument("--band", type=float, default=0.1, help="the ranking sort's band")
     parser.add_argument("--classes", type=int, default=5, help="classes of a multiclass family")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dir", default="/tmp/qpsvm-dask")
