@@ -12,7 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import qpsvm
-from qpsvm.verify.qp import certify_qp
+from qpsvm.verify.qp import _QP, _balance_flat, _flat_columns, certify_qp
 
 SOLVERS = {
     "clarabel": {},
@@ -126,6 +126,18 @@ def test_free_variable_with_other_coefficients_is_reported() -> None:
     _solve(boxed, "clarabel_high")
     cert = qpsvm.certify_problem(boxed)
     assert cert.rigorous and _encloses(cert, optimum)
+
+
+def test_balance_leaves_multipliers_near_underflow() -> None:
+    # a flat coordinate (free, no curvature) in rows y = (1, -1) whose multipliers are subnormal:
+    # no grid exists, the exact residual decides (5e-324 - 5e-324 = 0 is balanced)
+    form = _Form(np.zeros((1, 1)), np.zeros(1), np.array([[1.0], [-1.0]]), np.ones(2), None, None)
+    qp = _QP.of(form)
+    flat = _flat_columns(qp)
+    z, balanced = _balance_flat(qp, np.array([5e-324, 5e-324]), flat, 0.5)
+    assert list(flat) == [0] and balanced[0] and np.array_equal(z, [5e-324, 5e-324])
+    _, unbalanced = _balance_flat(qp, np.array([5e-324, 0.0]), flat, 0.5)
+    assert not unbalanced[0]
 
 
 def test_kernel_dual_is_a_maximisation_with_unproven_ends() -> None:

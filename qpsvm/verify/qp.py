@@ -504,6 +504,9 @@ def _balance_flat(qp: _QP, z: np.ndarray, flat: np.ndarray, pick: float) -> tupl
         spread = math.frexp(float(np.max(z[rows] * np.abs(vals))))[1]
         bits = math.ceil(math.log2(rows.size + 2)) + 2
         grid = math.ldexp(1.0, spread - 53 + bits)
+        if grid < 2.0**-1000:  # multipliers near underflow: the grid would be subnormal
+            balanced[j] = _exact_residual(qp, Gc, j, z) == 0
+            continue
         zr = np.floor(z[rows] / grid) * grid
         positive = np.flatnonzero(zr > 0)
         if positive.size == 0:
