@@ -4,10 +4,11 @@ problem from disjoint blocks, as the out-of-core working set computes it."""
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import qpsvm
@@ -19,6 +20,7 @@ from qpsvm.verify.rigorous import (
     binary_primal_upper,
     combine_dual_sums,
     dual_lower_value,
+    enclosed_product,
     intercept_bound,
     primal_upper,
     shortfall,
@@ -71,8 +73,6 @@ def test_blocks_enclose_the_optimum_like_the_whole(seed, cuts):
 
 
 def _scores(X, w):
-    from qpsvm.verify.rigorous import enclosed_product
-
     return enclosed_product(X.T, w)
 
 
@@ -89,3 +89,48 @@ def test_row_scores_by_column_are_the_same_sums(seed, n, d):
     hi, lo = tdot2(X.T, w)
     np.testing.assert_array_equal(hi, s)
     np.testing.assert_array_equal(lo, c)
+
+
+def _exact_error(M, v, start, hi, lo):
+    """``|hi + lo - (M^T v + start_hi + start_lo)|`` in exact rational arithmetic."""
+    out = []
+    for j in range(M.shape[1]):
+        exact = sum(Fraction(M[i, j]) * Fraction(v[i]) for i in range(M.shape[0]))
+        if start is not None:
+            exact += Fraction(start[0][j]) + Fraction(start[1][j])
+        out.append(abs(Fraction(hi[j]) + Fraction(lo[j]) - exact))
+    return out
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(1, 60),
+    start_scale=st.sampled_from([None, 1.0, 1e10, 1e20, 1e200]),
+)
+@example(seed=0, n=50, start_scale=1e20)  # the start's magnitude once left out of the bound
+def test_enclosed_product_holds_in_exact_arithmetic(seed, n, start_scale):
+    """enclosed_product's bound holds exactly, a continued sum's start counted among Dot2's
+    terms: a start far larger than the products makes every TwoSum error of the size
+    u |start|, which a bound over the products alone missed by 1e13 times."""
+    rng = np.random.default_rng(seed)
+    M = rng.normal(size=(n, 3)) * 10.0 ** rng.integers(-5, 5, size=(n, 3))
+    v = rng.normal(size=n)
+    start = None
+    if start_scale is not None:
+        start = (rng.normal(size=3) * start_scale, rng.normal(size=3) * 1e3, np.zeros(3))
+    hi, lo, err = enclosed_product(M, v, start)
+    for e, bound in zip(_exact_error(M, v, start, hi, lo), err, strict=True):
+        assert e <= Fraction(bound)
+
+
+def test_enclosed_product_beyond_the_splitting_limit_is_bounded_as_a_plain_product():
+    """Entries of magnitude 2^1000 overflow Dekker's splitting, and tdot2 falls back to the
+    plain product: the bound is then the plain product's, and holds exactly."""
+    rng = np.random.default_rng(3)
+    M = rng.normal(size=(40, 2)) * 2.0**1000
+    v = rng.normal(size=40) * 2.0**-60
+    hi, lo, err = enclosed_product(M, v)
+    assert np.all(np.isfinite(err))
+    for e, bound in zip(_exact_error(M, v, None, hi, lo), err, strict=True):
+        assert e <= Fraction(bound)

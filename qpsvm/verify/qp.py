@@ -65,7 +65,7 @@ from scipy.sparse.linalg import lsqr, spsolve
 
 from qpsvm._numerics import two_product
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, relative
-from qpsvm.verify.rigorous import TINY, U, down, enclosed_product, gamma, up, upper_sum
+from qpsvm.verify.rigorous import TINY, U, down, enclosed_product, up, upper_sum
 
 __all__ = ["QPCertificate", "certify_qp"]
 
@@ -121,16 +121,6 @@ class QPCertificate(Certificate):
 
 
 # ----------------------------------------------------------------------------- enclosures
-def _vec(M: Any, v: np.ndarray, start: tuple) -> tuple:
-    r"""``M^T v + start`` as ``(hi, lo, err)``: :func:`enclosed_product` continued from
-    ``start = (hi, lo, err)``, with the start's two parts counted among Dot2's terms
-    (:math:`\gamma^2` of their magnitude, which :func:`enclosed_product` leaves out)."""
-    n = M.shape[0]
-    hi, lo, err = enclosed_product(M, v, start)
-    extra = 8.0 * gamma(2 * n + 2) ** 2 * (np.abs(start[0]) + np.abs(start[1]))
-    return hi, lo, up((err + extra) * (1.0 + 4.0 * U))
-
-
 def _mid_rad(enc: tuple) -> tuple[np.ndarray, np.ndarray]:
     """``(hi, lo, err)`` as a midpoint and a radius: ``|exact - mid| <= rad``."""
     hi, lo, err = enc
@@ -211,14 +201,14 @@ class _QP:
         if self.G is None:
             return np.zeros(0), np.zeros(0)
         zero = np.zeros(self.h.size)
-        return _mid_rad(_vec(self.G.T, x, (-self.h, zero, zero)))
+        return _mid_rad(enclosed_product(self.G.T, x, (-self.h, zero, zero)))
 
     def equality_residual(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``A x - b`` as midpoint and radius."""
         if self.A is None:
             return np.zeros(0), np.zeros(0)
         zero = np.zeros(self.b.size)
-        return _mid_rad(_vec(self.A.T, x, (-self.b, zero, zero)))
+        return _mid_rad(enclosed_product(self.A.T, x, (-self.b, zero, zero)))
 
     def equalities_exact(self, x: np.ndarray) -> bool:
         """Whether ``A x = b`` holds exactly (every product split without error, summed in
@@ -419,8 +409,8 @@ def _residual(qp: _QP, Px: tuple, z: np.ndarray, y: np.ndarray) -> tuple[np.ndar
     """``rho = P x + q + G^T z + A^T y`` enclosed: lower and upper ends."""
     hi, lo, err = Px
     enc = (hi, lo + qp.q, up(err + U * np.abs(lo + qp.q) * 2.0))
-    enc = _vec(qp.G, z, enc) if qp.G is not None else enc
-    enc = _vec(qp.A, y, enc) if qp.A is not None else enc
+    enc = enclosed_product(qp.G, z, enc) if qp.G is not None else enc
+    enc = enclosed_product(qp.A, y, enc) if qp.A is not None else enc
     mid, rad = _mid_rad(enc)
     return down(mid - rad), up(mid + rad)
 

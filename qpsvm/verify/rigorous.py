@@ -86,6 +86,8 @@ __all__ = [
 U = 2.0**-53
 #: Absolute error allowance per term for results that underflow (a few subnormal units).
 TINY = 2.0**-1070
+#: Magnitude below which Dekker's splitting in Dot2 cannot overflow (:mod:`qpsvm._numerics`).
+SPLIT_LIMIT = 2.0**996
 
 
 def gamma(n: int) -> float:
@@ -134,15 +136,40 @@ def _abs_product(M: Any, v: np.ndarray) -> np.ndarray:
     return np.asarray(A.T @ np.abs(v)).ravel()
 
 
+def _dot2_applies(M: Any, v: np.ndarray, start: tuple | None) -> bool:
+    """Whether :func:`~qpsvm._numerics.tdot2` computes ``M^T v`` by Dot2: ``M`` an array or a
+    sparse matrix (another operator multiplies by its own product) and every entry below
+    ``2^996`` in magnitude (beyond, Dekker's splitting overflows and ``tdot2`` falls back to the
+    plain product)."""
+    if not (isinstance(M, np.ndarray) or sp.issparse(M)):
+        return False
+    entries = [M.data if sp.issparse(M) else M, v] + ([] if start is None else list(start[:2]))
+    return all(np.max(np.abs(a), initial=0.0) < SPLIT_LIMIT for a in entries)
+
+
 def enclosed_product(M: Any, v: np.ndarray, start: tuple | None = None) -> tuple:
-    r"""``M^T v`` (plus ``start``) as ``hi + lo`` with a bound ``err``:
-    :math:`|hi + lo - M^T v| \le err` (Dot2 over ``N`` rows: :math:`4\gamma_{2N}^2 |M|^T|v|`)."""
-    n = M.shape[0]
+    r"""``M^T v`` (plus ``start = (hi, lo, err)``) as ``hi + lo`` with a bound ``err``:
+    :math:`|hi + lo - (M^T v + start)| \le err`.
+
+    Dot2 over ``N`` terms (the ``n`` products and the start's two parts) is within
+    :math:`4\gamma_{2N}^2 \sum |terms|` (Ogita, Rump and Oishi 2005, Theorem 4.4, for the
+    unevaluated ``hi + lo``), plus :math:`\gamma_{2N} |lo_{start}|`: the start's low part
+    begins the plain sum of the TwoSum errors, whose roundings are first order in it. The
+    plain product (:func:`_dot2_applies` false) is within :math:`\gamma_N \sum |terms|` in
+    any order of summation. The magnitudes are computed in floating point, so every factor is
+    doubled; the start's own error is added rounded up.
+    """
+    n = M.shape[0] + (0 if start is None else 2)
+    dot2 = _dot2_applies(M, v, start)
     hi, lo = tdot2(M, v, None if start is None else start[:2])
-    err = 8.0 * gamma(2 * n) ** 2 * _abs_product(M, v) + n * TINY
+    magnitude = _abs_product(M, v)
     if start is not None:
-        err = err + start[2]
-    if not (np.all(np.isfinite(hi)) and np.all(np.isfinite(lo))):
+        magnitude = magnitude + np.abs(start[0]) + np.abs(start[1])
+    factor = 8.0 * gamma(2 * n) ** 2 if dot2 else 2.0 * gamma(n)
+    err = factor * magnitude + n * TINY
+    if start is not None:
+        err = up(err + 2.0 * gamma(2 * n) * np.abs(start[1]) + start[2])
+    if not (np.all(np.isfinite(hi)) and np.all(np.isfinite(lo)) and np.all(np.isfinite(err))):
         return hi, lo, np.full(hi.shape, np.inf)
     return hi, lo, err
 
