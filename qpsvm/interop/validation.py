@@ -295,50 +295,70 @@ def _parts(answer: ForeignAnswer, X: Any, y: np.ndarray | None, groups: Any, s: 
     if spec.family == "regression":
         yield "model", *_regression(spec, X, y, s, answer)
         return
+    labels = _labels(answer, y)
+    if spec.multi_class in ("crammer_singer", "weston_watkins"):
+        yield _multiclass_part(answer, X, y, s, labels)
+    elif answer.dual_coef is None:
+        yield from _linear_parts(answer, X, y, s, labels)
+    else:
+        yield from _kernel_parts(answer, X, y, s, labels)
+
+
+def _labels(answer: ForeignAnswer, y: np.ndarray) -> tuple:
+    """The model's labels, in its order, checked to cover the data's."""
     labels = tuple(answer.labels) or tuple(np.unique(y).tolist())
     unknown = set(np.unique(y).tolist()) - set(labels)
     if unknown:
         raise InvalidInputError(
             f"the data have labels {sorted(unknown)} the model does not know ({list(labels)})."
         )
-    if spec.family == "binary" and len(np.unique(y)) != 2:
+    if answer.spec.family == "binary" and len(np.unique(y)) != 2:
         raise InvalidInputError(
             f"{answer.source} is a binary model; the data have {len(np.unique(y))} labels."
         )
-    if spec.multi_class in ("crammer_singer", "weston_watkins"):
-        from qpsvm.formulations import MulticlassSVM
+    return labels
 
-        Xm, W = X, answer.coef
-        if spec.intercept == "regularized":
-            Xm = _with_bias(X, spec)
-            W = np.hstack([W, (answer.intercept / spec.intercept_scaling)[:, None]])
-        f = MulticlassSVM(
-            Xm, y, C=spec.C, variant=spec.multi_class, sample_weight=_weights(spec, y, s)
-        )
-        order = [labels.index(c) for c in f.classes_.tolist()]
-        yield "model", f, {"w": W[order]}
+
+def _multiclass_part(
+    answer: ForeignAnswer, X: Any, y: np.ndarray, s: np.ndarray, labels: tuple
+) -> tuple[str, Any, dict[str, Any]]:
+    """The one multiclass problem (Crammer-Singer or Weston-Watkins) and its ``W``, rows in the
+    formulation's class order; a regularised intercept becomes a feature column."""
+    from qpsvm.formulations import MulticlassSVM
+
+    spec = answer.spec
+    Xm, W = X, answer.coef
+    if spec.intercept == "regularized":
+        Xm = _with_bias(X, spec)
+        W = np.hstack([W, (answer.intercept / spec.intercept_scaling)[:, None]])
+    f = MulticlassSVM(Xm, y, C=spec.C, variant=spec.multi_class, sample_weight=_weights(spec, y, s))
+    order = [labels.index(c) for c in f.classes_.tolist()]
+    return "model", f, {"w": W[order]}
+
+
+def _linear_parts(answer: ForeignAnswer, X: Any, y: np.ndarray, s: np.ndarray, labels: tuple):
+    """Yield the binary problems of a linear model: one per class against the rest (``ovr``),
+    or the one binary problem."""
+    spec = answer.spec
+    if spec.multi_class == "ovr":
+        for k, label in enumerate(labels):
+            y_pm = np.where(y == label, 1.0, -1.0)
+            weights = _weights(spec, y, s, rest=label)
+            f, cand = _binary_linear(spec, X, y_pm, weights, answer.coef[k], answer.intercept[k])
+            yield f"{label!r} vs rest", f, cand
         return
-    if answer.dual_coef is None:
-        if spec.multi_class == "ovr":
-            for k, label in enumerate(labels):
-                y_pm = np.where(y == label, 1.0, -1.0)
-                f, cand = _binary_linear(
-                    spec,
-                    X,
-                    y_pm,
-                    _weights(spec, y, s, rest=label),
-                    answer.coef[k],
-                    answer.intercept[k],
-                )
-                yield f"{label!r} vs rest", f, cand
-            return
-        positive = answer.positive if answer.positive is not None else max(labels)
-        y_pm = np.where(y == positive, 1.0, -1.0)
-        f, cand = _binary_linear(
-            spec, X, y_pm, _weights(spec, y, s), answer.coef[0], answer.intercept[0]
-        )
-        yield "model", f, cand
-        return
+    positive = answer.positive if answer.positive is not None else max(labels)
+    y_pm = np.where(y == positive, 1.0, -1.0)
+    f, cand = _binary_linear(
+        spec, X, y_pm, _weights(spec, y, s), answer.coef[0], answer.intercept[0]
+    )
+    yield "model", f, cand
+
+
+def _kernel_parts(answer: ForeignAnswer, X: Any, y: np.ndarray, s: np.ndarray, labels: tuple):
+    """Yield the kernel duals of a libsvm model: the binary problem, or one per pair of classes
+    (one-vs-one, libsvm's layout of ``dual_coef`` by blocks of support vectors)."""
+    spec = answer.spec
     sv_rows = (
         answer.support if answer.support is not None else _match_rows(X, answer.support_vectors)
     )
@@ -455,6 +475,24 @@ def validate(
     X = check_data(X)
     answer = read_answer(model, X, y, groups=groups, format=format)
     spec = answer.spec
+    _settle_spec(spec, groups, C, epsilon, class_weight)
+    y_arr = None if y is None else np.asarray(y)
+    s = check_sample_weight(sample_weight, X.shape[0])
+    result = Validation(source=answer.source, spec=spec)
+    for name, f, cand in _parts(answer, X, y_arr, groups, s):
+        result.parts.append(_certify_part(name, f, cand, spec, tol, exact))
+    return result
+
+
+def _settle_spec(
+    spec: ProblemSpec,
+    groups: Any,
+    C: float | None,
+    epsilon: float | None,
+    class_weight: dict | None,
+) -> None:
+    """Complete ``spec`` (in place) with the constants the user passed, checked against those
+    the model records (an SVM-rank ``-c`` converted over the queries)."""
     if spec.C is None and C is not None and spec.C_convention == "svmrank":
         if groups is None:
             raise InvalidInputError("an SVM-rank model needs the query ids: pass groups=.")
@@ -472,17 +510,19 @@ def validate(
                 f"the model records class weights {spec.class_weight}; you passed {class_weight}."
             )
         spec.class_weight = dict(class_weight)
-    y_arr = None if y is None else np.asarray(y)
-    s = check_sample_weight(sample_weight, X.shape[0])
-    result = Validation(source=answer.source, spec=spec)
-    for name, f, cand in _parts(answer, X, y_arr, groups, s):
-        cert = f.certify(**cand, tol=tol)
-        part = Part(name, f, cert)
-        if not cert.passed and spec.family == "binary":
-            part.note = _flip_note(f, cand, cert, tol)
-        if exact:
-            from qpsvm.solution import Candidate
 
-            part.comparison = f.compare(Candidate(**cand))
-        result.parts.append(part)
-    return result
+
+def _certify_part(
+    name: str, f: Any, cand: dict[str, Any], spec: ProblemSpec, tol: float, exact: bool
+) -> Part:
+    """One problem's certificate at ``tol`` (a note when a binary answer fails as if its sign
+    were flipped; with ``exact``, the comparison with the exact optimum)."""
+    cert = f.certify(**cand, tol=tol)
+    part = Part(name, f, cert)
+    if not cert.passed and spec.family == "binary":
+        part.note = _flip_note(f, cand, cert, tol)
+    if exact:
+        from qpsvm.solution import Candidate
+
+        part.comparison = f.compare(Candidate(**cand))
+    return part

@@ -312,6 +312,101 @@ def _gram(
 
 
 @numba.njit(cache=True)
+def _margin_system(
+    G: np.ndarray,
+    y: np.ndarray,
+    m: np.ndarray,
+    fixed: np.ndarray,
+    balance: float,
+    M: np.ndarray,
+    intercept: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The KKT equations on the margin set ``M`` as ``A [alpha_M; b] = rhs[:, 0] + C rhs[:, 1]``:
+    ``y_i f(x_i) = m_i`` on ``M`` (with the fixed samples' kernel sums ``C fixed``) and, with an
+    intercept, the balance ``sum_M y_i alpha_i + C balance = 0``."""
+    k = M.size
+    size = k + 1 if intercept else k
+    A = np.zeros((size, size))
+    rhs = np.zeros((size, 2))
+    for p in range(k):
+        i = M[p]
+        for q in range(k):
+            A[p, q] = y[i] * y[M[q]] * G[i, M[q]]
+        rhs[p, 0] = m[i]
+        rhs[p, 1] = -y[i] * fixed[i]
+        if intercept:
+            A[p, k] = y[i]
+            A[k, p] = y[i]
+    if intercept:
+        rhs[k, 1] = -balance
+    return A, rhs
+
+
+@numba.njit(cache=True)
+def _residual_lines(
+    G: np.ndarray,
+    y: np.ndarray,
+    m: np.ndarray,
+    fixed: np.ndarray,
+    sol: np.ndarray,
+    M: np.ndarray,
+    intercept: bool,
+    a: np.ndarray,
+    c: np.ndarray,
+) -> None:
+    """The residuals ``r_i(C) = a_i + C c_i`` of every sample, in place, for the solution
+    ``sol`` (linear in ``C``) of :func:`_margin_system`."""
+    k = M.size
+    for i in range(y.size):
+        f0 = 0.0
+        f1 = fixed[i]
+        for p in range(k):
+            j = M[p]
+            f0 += y[j] * sol[p, 0] * G[i, j]
+            f1 += y[j] * sol[p, 1] * G[i, j]
+        if intercept:
+            f0 += sol[k, 0]
+            f1 += sol[k, 1]
+        a[i] = y[i] * f0 - m[i]
+        c[i] = y[i] * f1
+
+
+@numba.njit(cache=True)
+def _next_event(
+    sol: np.ndarray,
+    M: np.ndarray,
+    s: np.ndarray,
+    status: np.ndarray,
+    a: np.ndarray,
+    c: np.ndarray,
+    C: float,
+) -> tuple[float, int, int]:
+    """The smallest crossing at or after ``C``: a margin multiplier ``alpha_i = P + C Q``
+    reaching 0 or ``C s_i``, or a bound or beyond sample's residual reaching 0; its ``C``, the
+    sample and the set it moves to (``C = inf`` and sample ``-1`` when there is none)."""
+    nxt = np.inf
+    who = -1
+    to = BEYOND
+    for p in range(M.size):
+        i = M[p]
+        P, Q = sol[p, 0], sol[p, 1]
+        if Q < 0.0:  # alpha_i falls to 0
+            t = max(-P / Q, C)
+            if t < nxt:
+                nxt, who, to = t, i, BEYOND
+        if s[i] - Q < 0.0:  # alpha_i rises to C s_i
+            t = max(P / (s[i] - Q), C)
+            if t < nxt:
+                nxt, who, to = t, i, BOUND
+    for i in range(a.size):
+        if (status[i] == BOUND and c[i] > 0.0) or (status[i] == BEYOND and c[i] < 0.0):
+            t = max(-a[i] / c[i], C)
+            if t < nxt:
+                nxt, who, to = t, i, MARGIN
+    return nxt, who, to
+
+
+@numba.njit(cache=True)
 def _track(
     G: np.ndarray,
     pushed: np.ndarray,
@@ -343,20 +438,7 @@ def _track(
         k = M.size
         if k == 0 and intercept:
             return _EMPTY, events, C
-        size = k + 1 if intercept else k
-        A = np.zeros((size, size))
-        rhs = np.zeros((size, 2))
-        for p in range(k):
-            i = M[p]
-            for q in range(k):
-                A[p, q] = y[i] * y[M[q]] * G[i, M[q]]
-            rhs[p, 0] = m[i]
-            rhs[p, 1] = -y[i] * fixed[i]
-            if intercept:
-                A[p, k] = y[i]
-                A[k, p] = y[i]
-        if intercept:
-            rhs[k, 1] = -balance
+        A, rhs = _margin_system(G, y, m, fixed, balance, M, intercept)
         if k:
             try:
                 sol = np.linalg.solve(A, rhs)
@@ -365,40 +447,9 @@ def _track(
             if not np.all(np.isfinite(sol)):
                 return _SINGULAR, events, C
         else:
-            sol = np.zeros((size, 2))
-        # residuals r_i(C) = a_i + C c_i over W
-        for i in range(n):
-            f0 = 0.0
-            f1 = fixed[i]
-            for p in range(k):
-                j = M[p]
-                f0 += y[j] * sol[p, 0] * G[i, j]
-                f1 += y[j] * sol[p, 1] * G[i, j]
-            if intercept:
-                f0 += sol[k, 0]
-                f1 += sol[k, 1]
-            a[i] = y[i] * f0 - m[i]
-            c[i] = y[i] * f1
-        # the next event: the smallest crossing at or after C
-        nxt = np.inf
-        who = -1
-        to = BEYOND
-        for p in range(k):
-            i = M[p]
-            P, Q = sol[p, 0], sol[p, 1]
-            if Q < 0.0:  # alpha_i falls to 0
-                t = max(-P / Q, C)
-                if t < nxt:
-                    nxt, who, to = t, i, BEYOND
-            if s[i] - Q < 0.0:  # alpha_i rises to C s_i
-                t = max(P / (s[i] - Q), C)
-                if t < nxt:
-                    nxt, who, to = t, i, BOUND
-        for i in range(n):
-            if (status[i] == BOUND and c[i] > 0.0) or (status[i] == BEYOND and c[i] < 0.0):
-                t = max(-a[i] / c[i], C)
-                if t < nxt:
-                    nxt, who, to = t, i, MARGIN
+            sol = np.zeros(rhs.shape)
+        _residual_lines(G, y, m, fixed, sol, M, intercept, a, c)
+        nxt, who, to = _next_event(sol, M, s, status, a, c, C)
         if nxt >= C1:
             return _DONE, events, C1
         stalled = stalled + 1 if nxt == C else 0

@@ -29,7 +29,8 @@ the cutting plane resumes with a tighter gap.
 from __future__ import annotations
 
 import logging
-from typing import Any
+import math
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
@@ -139,7 +140,7 @@ def _finish(f: BinaryProblem, w: np.ndarray, tol: float) -> tuple[np.ndarray | N
 
 
 def solve_one_slack(
-    f: BinaryProblem, solver: Any = None, tol: float = DEFAULT_TOL, max_iter: int = MAX_ITER
+    f: BinaryProblem, solver: str | None = None, tol: float = DEFAULT_TOL, max_iter: int = MAX_ITER
 ) -> Solution:
     """Solve a ranking SVM given by relevance labels exactly (module docstring).
 
@@ -179,49 +180,23 @@ def solve_one_slack(
             "y=... (and groups=...) and no pair_weight, or use method='working_set' for "
             "explicit or weighted pairs."
         )
-    X, C, m = f.items, f.C, lay.n_pairs
-    planes = _Planes(f.n_features, C * m)
-    w = np.zeros(f.n_features)
+    loop = _CuttingPlane(f, lay.n_pairs, _Planes(f.n_features, f.C * lay.n_pairs))
     certify = load(f.certifier)
     target = START_GAP
-    it = finish_rounds = 0
-    cert = None
-    best, best_primal = w, np.inf
+    finish_rounds = 0
     tried = -1
     while True:
-        while it < max_iter:
-            hinge, cnt, cnt_other = hinge_sum(f, np.asarray(X @ w).ravel())
-            count = int(cnt.sum())
-            primal = 0.5 * float(w @ w) + C * hinge
-            if primal < best_primal:  # the planes' points do not descend monotonically
-                best, best_primal = w, primal
-            dual = float(planes.scale * (planes.b @ planes.mu)) - 0.5 * float(w @ w)
-            if relative(best_primal - dual, best_primal) <= target:
-                break
-            if it and it % FINISH_EVERY == 0 and it != tried:  # slow progress: try anyway
-                break
-            coef = (cnt - cnt_other).astype(np.float64)
-            planes.add(np.asarray(X.T @ coef).ravel() / m, count / m)
-            w, _ = planes.solve()
-            it += 1
-        tried = it
-        exact, rounds = _finish(f, best, tol)
+        loop.advance(target, tried, max_iter)
+        tried = loop.it
+        exact, rounds = _finish(f, loop.best, tol)
         finish_rounds += rounds
         if exact is not None:
             cert = certify(f, Candidate(w=exact, b=0.0), tol)
             if cert.passed:
                 break
-        if it >= max_iter or target <= LAST_GAP:
-            logger.warning(
-                "one_slack: no certified finish after %d cutting-plane iterations (gap %.1e); "
-                "solving on the formed pairs by the working set",
-                it,
-                target,
-            )
-            solution = load(METHODS["working_set"].run)(f, tol=tol)
-            solution.info["one_slack_iterations"] = it
-            return solution
-        if relative(best_primal - dual, best_primal) <= target:
+        if loop.it >= max_iter or target <= LAST_GAP:
+            return _on_formed_pairs(f, tol, loop.it, target)
+        if loop.gap() <= target:
             logger.info("one_slack: finish at gap %.1e not certified; tightening", target)
             target /= 10.0
     return Solution(
@@ -233,7 +208,66 @@ def solve_one_slack(
         status="optimal",
         solver="one_slack",
         solve_time=0.0,
-        n_iter=it,
+        n_iter=loop.it,
         certificate=cert,
-        info={"finish_rounds": finish_rounds, "planes": int(planes.b.size - 1)},
+        info={"finish_rounds": finish_rounds, "planes": int(loop.planes.b.size - 1)},
     )
+
+
+@dataclass
+class _CuttingPlane:
+    """The 1-slack cutting plane's state: the planes, the current ``w``, the iterations, the
+    best point seen (the planes' points do not descend monotonically) and the planes' dual
+    value (a lower bound on the optimum)."""
+
+    f: BinaryProblem
+    #: Number of pairs ``m``.
+    m: int
+    planes: _Planes
+    w: np.ndarray = field(init=False)
+    best: np.ndarray = field(init=False)
+    best_primal: float = math.inf
+    dual: float = -math.inf
+    it: int = 0
+
+    def __post_init__(self) -> None:
+        self.w = self.best = np.zeros(self.f.n_features)
+
+    def gap(self) -> float:
+        """The relative gap of the best point to the planes' dual value."""
+        return relative(self.best_primal - self.dual, self.best_primal)
+
+    def advance(self, target: float, tried: int, max_iter: int) -> None:
+        """Iterations until the gap is at most ``target``, ``max_iter`` is reached, or (slow
+        progress) every :data:`FINISH_EVERY` iterations past the last finish, at ``tried``."""
+        f, planes, m = self.f, self.planes, self.m
+        X, C = f.items, f.C
+        while self.it < max_iter:
+            w = self.w
+            hinge, cnt, cnt_other = hinge_sum(f, np.asarray(X @ w).ravel())
+            count = int(cnt.sum())
+            primal = 0.5 * float(w @ w) + C * hinge
+            if primal < self.best_primal:
+                self.best, self.best_primal = w, primal
+            self.dual = float(planes.scale * (planes.b @ planes.mu)) - 0.5 * float(w @ w)
+            if self.gap() <= target:
+                return
+            if self.it and self.it % FINISH_EVERY == 0 and self.it != tried:
+                return
+            coef = (cnt - cnt_other).astype(np.float64)
+            planes.add(np.asarray(X.T @ coef).ravel() / m, count / m)
+            self.w, _ = planes.solve()
+            self.it += 1
+
+
+def _on_formed_pairs(f: BinaryProblem, tol: float, it: int, target: float) -> Solution:
+    """The fallback: the pairs formed and solved by the working set (a logged warning)."""
+    logger.warning(
+        "one_slack: no certified finish after %d cutting-plane iterations (gap %.1e); "
+        "solving on the formed pairs by the working set",
+        it,
+        target,
+    )
+    solution = load(METHODS["working_set"].run)(f, tol=tol)
+    solution.info["one_slack_iterations"] = it
+    return solution

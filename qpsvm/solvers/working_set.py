@@ -596,24 +596,80 @@ def run_working_set(
     """
     f = ws.f
     order = backend_order(solver)
-    options = options or {}
     start = time.perf_counter()
     if ws.start.exact:
-        cert = load(f.certifier)(f, ws.start.candidate, tol=tol)
-        if cert.passed:
-            return f.solution_from(
-                ws.start.candidate,
-                cert,
-                solver=ws.start.method,
-                status="optimal",
-                n_iter=0,
-                info={"rounds": 0, "certify_time": time.perf_counter() - start, **ws.sizes()},
-            )
-        logger.info(
-            "the %s start is certified only to %.3g: solving restricted QPs",
-            ws.start.method,
-            cert.relative_gap,
+        solution = _certified_start(ws, tol, start)
+        if solution is not None:
+            return solution
+    grown = _grow(ws, order, options or {}, max_rounds, start)
+    certifying = time.perf_counter()
+    cand, cert = finish(
+        f,
+        grown.cand,
+        tol,
+        what="the working-set optimum",
+        advice="Standardise the features, or use method='full'.",
+        refine=refine,
+        eager=False,
+    )
+    certify_time = time.perf_counter() - certifying
+    it, obj, tm = (np.array(v) for v in zip(*grown.rows, strict=True))
+    return f.solution_from(
+        cand,
+        cert,
+        solver=grown.solver,
+        status="optimal",
+        n_iter=len(grown.rows),
+        history=History(iteration=it.astype(int), objective=obj, time=tm),
+        info={
+            "rounds": len(grown.rows),
+            "certify_time": certify_time,
+            "backend_time": grown.backend_time,
+            "backend_iterations": grown.backend_iter,
+            **ws.sizes(),
+        },
+    )
+
+
+def _certified_start(ws: WorkingSet, tol: float, start: float) -> Solution | None:
+    """The start (marked exact) as the solution when it passes its certificate at ``tol``;
+    ``None`` (logged) when the restricted QPs are needed."""
+    f = ws.f
+    cert = load(f.certifier)(f, ws.start.candidate, tol=tol)
+    if cert.passed:
+        return f.solution_from(
+            ws.start.candidate,
+            cert,
+            solver=ws.start.method,
+            status="optimal",
+            n_iter=0,
+            info={"rounds": 0, "certify_time": time.perf_counter() - start, **ws.sizes()},
         )
+    logger.info(
+        "the %s start is certified only to %.3g: solving restricted QPs",
+        ws.start.method,
+        cert.relative_gap,
+    )
+    return None
+
+
+@dataclass
+class _Grown:
+    """The working set's rounds: per round ``(round, objective, seconds)``, the last restricted
+    optimum, the backend that solved it, and the backends' seconds and iterations."""
+
+    rows: list[tuple[int, float, float]]
+    cand: Candidate
+    solver: str
+    backend_time: float
+    backend_iter: int
+
+
+def _grow(
+    ws: WorkingSet, order: list[str], options: dict[str, Any], max_rounds: int, start: float
+) -> _Grown:
+    """Restricted QPs on ``W``, each checked on the full data (``ws.update``), until a round
+    adds nothing; :class:`~qpsvm.exceptions.InaccurateSolutionError` after ``max_rounds``."""
     rows: list[tuple[int, float, float]] = []
     backend_time, backend_iter = 0.0, 0
     check = Round(0, math.nan, math.inf)
@@ -637,39 +693,11 @@ def run_working_set(
             rows[-1][2],
         )
         if check.added == 0:
-            break
-    else:
-        raise InaccurateSolutionError(
-            f"the working set still changed after max_rounds={max_rounds} rounds "
-            f"({ws.sizes()}, last violation {check.violation:.3g}); raise max_rounds, or solve "
-            "the full problem with method='full'."
-        )
-    certifying = time.perf_counter()
-    cand, cert = finish(
-        f,
-        cand,
-        tol,
-        what="the working-set optimum",
-        advice="Standardise the features, or use method='full'.",
-        refine=refine,
-        eager=False,
-    )
-    certify_time = time.perf_counter() - certifying
-    it, obj, tm = (np.array(v) for v in zip(*rows, strict=True))
-    return f.solution_from(
-        cand,
-        cert,
-        solver=result.solver,
-        status="optimal",
-        n_iter=len(rows),
-        history=History(iteration=it.astype(int), objective=obj, time=tm),
-        info={
-            "rounds": len(rows),
-            "certify_time": certify_time,
-            "backend_time": backend_time,
-            "backend_iterations": backend_iter,
-            **ws.sizes(),
-        },
+            return _Grown(rows, cand, result.solver, backend_time, backend_iter)
+    raise InaccurateSolutionError(
+        f"the working set still changed after max_rounds={max_rounds} rounds "
+        f"({ws.sizes()}, last violation {check.violation:.3g}); raise max_rounds, or solve "
+        "the full problem with method='full'."
     )
 
 
