@@ -6,9 +6,11 @@ paths, estimators and the command line reach it only through this contract:
 * **The protocols** say, per family, what a solver may call on a formulation, with one
   signature each: :class:`Problem` (every formulation: the CVXPY model, the primal objective, a
   solution from a candidate), :class:`BinaryProblem` (the binary SVMs and the ranking SVM, a
-  binary SVM on pair differences: ``scores(w=, alpha=)``, the KKT equations on support sets),
-  :class:`MulticlassProblem` (``scores(W)``, margins per class) and :class:`StructuralProblem`
-  (inference oracle, cutting planes). A solver annotates its formulation with the protocol it
+  binary SVM on pair differences: ``scores(w=, alpha=)``, the KKT equations on support sets;
+  :class:`RankingProblem` adds the items and pairs), :class:`MulticlassProblem` (``scores(W)``,
+  margins per class), :class:`CompositeProblem` (a loss, a penalty and an intercept mode,
+  certified by Fenchel duality) and :class:`StructuralProblem` (inference oracle, cutting
+  planes). A solver annotates its formulation with the protocol it
   needs; the methods a formulation registers are exactly those whose protocol it implements.
 * **One registry of methods**, :data:`METHODS`: a :class:`Method` per name with its solver
   (``"module:function"``, imported on use so the math never imports the machinery) and its
@@ -50,9 +52,11 @@ if TYPE_CHECKING:
 __all__ = [
     "METHODS",
     "BinaryProblem",
+    "CompositeProblem",
     "Method",
     "MulticlassProblem",
     "Problem",
+    "RankingProblem",
     "StructuralProblem",
     "check_method",
     "load",
@@ -82,6 +86,9 @@ class Problem(Protocol):
     exact_oracle: str
     #: Why a method of :data:`METHODS` is not supported, for its error (method -> reason).
     refusals: dict[str, str]
+    #: ``"module:function"`` reading a candidate (a solution, an estimator, arrays) for
+    #: :meth:`certify`.
+    candidate_reader: str
 
     #: Numbers of samples (or pairs) and of features (the length of ``w``).
     n_samples: int
@@ -95,6 +102,12 @@ class Problem(Protocol):
     def read_model(self, model: Any) -> Candidate: ...
 
     def objective(self, w: Any, b: Any = 0.0) -> float: ...
+
+    def check_w(self, w: Any) -> np.ndarray:
+        """A candidate's ``w`` as a float array of the right shape (a typed error otherwise)."""
+
+    def check_b(self, b: Any) -> float:
+        """A candidate's intercept, checked (0 where the formulation has none)."""
 
     def solution_from(
         self, cand: Candidate, certificate: Certificate | None = None, **fields: Any
@@ -153,6 +166,30 @@ class BinaryProblem(Problem, Protocol):
 
     def gram_rows(self, idx: np.ndarray) -> np.ndarray: ...
 
+    def check_alpha(self, alpha: Any) -> np.ndarray: ...
+
+    def dual_objective(self, alpha: Any) -> float: ...
+
+    def dual_parts(self, alpha: Any) -> tuple[float, np.ndarray | None]:
+        """``D(alpha)`` and, for the linear kernel, the expansion ``sum_i alpha_i y_i x_i``."""
+
+    def project_dual(self, alpha: Any) -> np.ndarray:
+        """The nearest point of the dual's feasible set (box and, with an intercept, balance)."""
+
+    def dual_infeasibility(self, alpha: np.ndarray) -> float: ...
+
+
+class RankingProblem(BinaryProblem, Protocol):
+    r"""The ranking SVM: a binary SVM on the pair differences ``x_i - x_j`` of ``items``."""
+
+    #: The items' features (``X`` is their pair differences).
+    items: Any
+    #: The pairs ``(i, j)``, item ``i`` preferred over ``j``.
+    pairs: np.ndarray
+    #: The queries sorted for the pair sweeps (:mod:`qpsvm.verify.ranking_sweep`), or ``None``
+    #: for explicit or weighted pairs.
+    query_layout: Any
+
 
 class MulticlassProblem(Problem, Protocol):
     r"""A multiclass SVM: weights ``W`` (one row per class), one constraint per
@@ -167,6 +204,8 @@ class MulticlassProblem(Problem, Protocol):
     n_classes: int
     #: Crammer-Singer (one slack per example) or Weston-Watkins (one per constraint).
     crammer_singer: bool
+    #: ``"crammer_singer"`` or ``"weston_watkins"``.
+    variant: str
     #: Budgets ``C s_i`` of the examples.
     upper: np.ndarray
 
@@ -176,6 +215,68 @@ class MulticlassProblem(Problem, Protocol):
     def margins(self, S: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray: ...
 
     def primal_value(self, norm2: float, S: np.ndarray) -> float: ...
+
+    def slacks_from_scores(self, S: np.ndarray) -> np.ndarray: ...
+
+    def check_alpha(self, alpha: Any) -> np.ndarray: ...
+
+    def expansion(self, alpha: np.ndarray) -> np.ndarray: ...
+
+    def dual_objective(self, alpha: Any) -> float: ...
+
+    def project_dual(self, alpha: Any) -> np.ndarray: ...
+
+    def dual_infeasibility(self, alpha: np.ndarray) -> float: ...
+
+
+class CompositeProblem(Problem, Protocol):
+    r"""A composed binary problem (a loss, a penalty and an intercept mode,
+    :mod:`qpsvm.formulations.pieces`): ``min_w penalty(w) + sum_i c_i L(sigma_i (w.phi(x_i) + b),
+    t_i)`` with signs ``sigma`` (classification) or targets ``t`` (regression), certified by
+    Fenchel duality of its pieces (:mod:`qpsvm.verify.fenchel`)."""
+
+    X: Any
+    kernel: Kernel
+    linear: bool
+    fit_intercept: bool
+    sample_weight: np.ndarray
+    sigma: np.ndarray
+    target: np.ndarray
+    epsilon: float
+    #: The pieces (:mod:`qpsvm.formulations.pieces`).
+    loss: Any
+    penalty: Any
+    intercept: Any
+
+    def scores(
+        self, w: np.ndarray | None = None, alpha: np.ndarray | None = None
+    ) -> np.ndarray: ...
+
+    def gram_rows(self, idx: np.ndarray) -> np.ndarray: ...
+
+    def optimal_intercept(self, scores: np.ndarray) -> float: ...
+
+    def check_alpha(self, alpha: Any) -> np.ndarray: ...
+
+    def expansion(self, u: np.ndarray) -> np.ndarray: ...
+
+    def primal_from_dual(self, u: np.ndarray) -> np.ndarray: ...
+
+    def dual_infeasibility(self, u: np.ndarray) -> float: ...
+
+    def loss_weights(self) -> np.ndarray: ...
+
+    def loss_conjugate(self) -> Any: ...
+
+    def loss_young_gaps(self, z: np.ndarray, u: np.ndarray) -> np.ndarray: ...
+
+    def kernel_intercept(self, u: np.ndarray, scores: np.ndarray) -> float: ...
+
+    def slack_violation(self, z: np.ndarray, xi: Any) -> float: ...
+
+    def factor_problem(self) -> Any: ...
+
+    def describe(self) -> str: ...
 
 
 class StructuralProblem(Problem, Protocol):
@@ -187,6 +288,17 @@ class StructuralProblem(Problem, Protocol):
     def pair_rows(self, examples: Any, outputs: Sequence[Any]) -> tuple[Any, np.ndarray]: ...
 
     def slacks(self, w: Any, return_outputs: bool = False) -> Any: ...
+
+    #: ``"margin"`` or ``"slack"`` rescaling.
+    rescaling: str
+
+    def violations(self, w: Any) -> tuple[list[Any], Any, np.ndarray, np.ndarray]:
+        """One oracle call per example at ``w``: the outputs, their rows (:meth:`pair_rows`),
+        offsets and the true slacks."""
+
+    def certified_problem(self, planes: Sequence[Any] | None, alpha: np.ndarray | None) -> str:
+        """Whose optimum a certificate with the dual point ``(planes, alpha)`` encloses
+        (``"exact"`` or ``"relaxed"``)."""
 
 
 # ----------------------------------------------------------------------------- registry

@@ -31,6 +31,7 @@ from qpsvm._validation import check_positive, check_sample_weight
 from qpsvm.estimators._base import solve_certified, typed_errors
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.formulations.base import Formulation
+from qpsvm.verify.certificate import DEFAULT_TOL
 
 __all__ = ["SVMClassifier"]
 
@@ -144,7 +145,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         gamma: float | str = "scale",
         degree: int = 3,
         coef0: float = 1.0,
-        tol: float = 1e-9,
+        tol: float = DEFAULT_TOL,
         solver: str | None = None,
         solver_options: dict | None = None,
     ) -> None:

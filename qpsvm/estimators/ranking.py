@@ -19,6 +19,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from qpsvm.estimators._base import solve_certified, typed_errors
+from qpsvm.verify.certificate import DEFAULT_TOL
 
 __all__ = ["RankSVM"]
 
@@ -76,7 +77,7 @@ class RankSVM(BaseEstimator):
         self,
         C: float = 1.0,
         method: str | None = None,
-        tol: float = 1e-9,
+        tol: float = DEFAULT_TOL,
         solver: str | None = None,
         solver_options: dict | None = None,
     ) -> None:

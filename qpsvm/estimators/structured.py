@@ -21,6 +21,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from qpsvm.estimators._base import solve_certified
+from qpsvm.verify.certificate import DEFAULT_TOL
 
 __all__ = ["StructuredSVM"]
 
@@ -88,7 +89,7 @@ class StructuredSVM(BaseEstimator):
         C: float = 1.0,
         rescaling: str = "margin",
         method: str | None = None,
-        tol: float = 1e-9,
+        tol: float = DEFAULT_TOL,
         solver: str | None = None,
         solver_options: dict | None = None,
         n_jobs: int | None = None,

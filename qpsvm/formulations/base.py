@@ -14,6 +14,7 @@ import numpy as np
 from qpsvm.contract import check_method, load
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Solution
+from qpsvm.verify.certificate import DEFAULT_TOL
 
 if TYPE_CHECKING:
     from qpsvm.formulations.model import CvxModel
@@ -214,7 +215,7 @@ class Formulation(ABC):
         w: Any = None,
         b: Any = None,
         alpha: Any = None,
-        tol: float = 1e-9,
+        tol: float = DEFAULT_TOL,
         reference: bool = True,
     ) -> Certificate:
         """Certify a candidate: a :class:`~qpsvm.Solution`, a fitted scikit-learn estimator, or

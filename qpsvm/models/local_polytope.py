@@ -40,7 +40,8 @@ intractable", ICML 2008), and the bound gives its slacks.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
@@ -55,6 +56,7 @@ __all__ = [
     "LocalPolytopeResult",
     "Marginals",
     "RelaxedMaximum",
+    "RelaxedOracle",
     "dual_bound",
     "maximise_local_polytope",
     "maximise_relaxation",
@@ -146,6 +148,23 @@ class Marginals(NamedTuple):
                     "ends (the local polytope's consistency constraints)."
                 )
         return Marginals(nodes, pair)
+
+
+class RelaxedOracle:
+    """What the models whose loss-augmented oracle is a relaxation share (``GraphModel`` on a
+    loopy graph, ``MultiLabelModel`` with a full graph): their fractional outputs are
+    :class:`Marginals`, and the outputs of a batch are those of their upper bounds
+    (``loss_augmented_bounds_batch``)."""
+
+    def is_fractional(self, y: Any) -> bool:
+        """Whether ``y`` is :class:`Marginals` (a fractional output of the relaxed oracle)."""
+        return isinstance(y, Marginals)
+
+    def loss_augmented_inference_batch(
+        self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray
+    ) -> list[Any]:
+        """:meth:`loss_augmented_inference` on every example."""
+        return self.loss_augmented_bounds_batch(X, Y, w)[0]
 
 
 class LocalPolytopeResult(NamedTuple):

@@ -12,7 +12,12 @@ import numpy as np
 from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.models.base import ONE_EXAMPLE, JointFeatureModel, finite_vector
-from qpsvm.models.local_polytope import Marginals, RelaxedMaximum, maximise_relaxation
+from qpsvm.models.local_polytope import (
+    Marginals,
+    RelaxedMaximum,
+    RelaxedOracle,
+    maximise_relaxation,
+)
 from qpsvm.models.pairwise import is_forest, map_inference
 
 __all__ = ["MAX_ENUMERATED_LABELS", "MultiLabelModel", "chow_liu_tree"]
@@ -112,7 +117,7 @@ def chow_liu_tree(Y: Any) -> np.ndarray:
     return edges
 
 
-class MultiLabelModel(JointFeatureModel):
+class MultiLabelModel(RelaxedOracle, JointFeatureModel):
     r"""Multi-label classification with a graph of pairwise label interactions.
 
     An input is a feature vector ``x`` of length ``n_features``; an output is a 0/1 vector ``y``
@@ -339,17 +344,6 @@ class MultiLabelModel(JointFeatureModel):
             outputs.append(result.output)
             bounds[i] = result.bound
         return outputs, bounds
-
-    def is_fractional(self, y: Any) -> bool:
-        """Whether ``y`` is :class:`~qpsvm.models.local_polytope.Marginals` (a fractional
-        output of the relaxed oracle)."""
-        return isinstance(y, Marginals)
-
-    def loss_augmented_inference_batch(
-        self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray
-    ) -> list[np.ndarray | Marginals]:
-        """:meth:`loss_augmented_inference` on every example."""
-        return self.loss_augmented_bounds_batch(X, Y, w)[0]
 
     def batch_joint_feature(
         self, X: Sequence[Any], Y: Sequence[Any], reduce: Literal["sum", "stack"] = "sum"

@@ -51,6 +51,26 @@ def _fold(v, avg, a, norm2, beta, average):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True)
+def _scale(v, avg, a, norm2, beta, average, factor):  # pragma: no cover - compiled
+    """``w <- factor w`` (``a <- factor a``), folded into ``v`` (:func:`_fold`) once ``a`` falls
+    below :data:`_RESCALE`; returns ``(a, norm2, beta)``."""
+    a *= factor
+    if abs(a) < _RESCALE:
+        return _fold(v, avg, a, norm2, beta, average)
+    return a, norm2, beta
+
+
+@numba.njit(cache=True)
+def _project_ball(v, avg, a, norm2, beta, average, radius):  # pragma: no cover - compiled
+    """``w = a v`` projected onto the ball of ``radius`` (``norm2 = ||v||^2``, tracked);
+    returns ``(a, norm2, beta)``."""
+    norm = abs(a) * np.sqrt(max(norm2, 0.0))
+    if norm > radius:
+        return _scale(v, avg, a, norm2, beta, average, radius / norm)
+    return a, norm2, beta
+
+
+@numba.njit(cache=True)
 def binary_epoch(
     M, y, s, m, sqnorm, fit_intercept, order, etas, lam, batch, radius, v, avg, state, average
 ):  # pragma: no cover - compiled
@@ -79,9 +99,7 @@ def binary_epoch(
                 coef[nv] = s[i] * y[i] / (k1 - k0)
                 nv += 1
         eta = etas[step]
-        a *= 1.0 - eta * lam
-        if abs(a) < _RESCALE:
-            a, norm2, beta = _fold(v, avg, a, norm2, beta, average)
+        a, norm2, beta = _scale(v, avg, a, norm2, beta, average, 1.0 - eta * lam)
         gb = 0.0
         for r in range(nv):
             i = viol[r]
@@ -95,11 +113,7 @@ def binary_epoch(
         if fit_intercept:
             b += eta * gb
         if track:
-            norm = abs(a) * np.sqrt(max(norm2, 0.0))
-            if norm > radius:
-                a *= radius / norm
-                if abs(a) < _RESCALE:
-                    a, norm2, beta = _fold(v, avg, a, norm2, beta, average)
+            a, norm2, beta = _project_ball(v, avg, a, norm2, beta, average, radius)
         if average:
             beta += a
             bsum += b
@@ -167,9 +181,7 @@ def multiclass_epoch(
                 rec_i[nv], rec_c[nv], rec_w[nv] = i, worst, s[i] / (k1 - k0)
                 nv += 1
         eta = etas[step]
-        a *= 1.0 - eta * lam
-        if abs(a) < _RESCALE:
-            a, norm2, beta = _fold(v, avg, a, norm2, beta, average)
+        a, norm2, beta = _scale(v, avg, a, norm2, beta, average, 1.0 - eta * lam)
         for r in range(nv):
             i = rec_i[r]
             c = eta * rec_w[r] / a
@@ -180,11 +192,7 @@ def multiclass_epoch(
                 if average:
                     _row_axpy(i, M, -sign * c * beta, P[row])
         if track:
-            norm = abs(a) * np.sqrt(max(norm2, 0.0))
-            if norm > radius:
-                a *= radius / norm
-                if abs(a) < _RESCALE:
-                    a, norm2, beta = _fold(v, avg, a, norm2, beta, average)
+            a, norm2, beta = _project_ball(v, avg, a, norm2, beta, average, radius)
         if average:
             beta += a
     state[ST_A], state[ST_NORM2], state[ST_BETA] = a, norm2, beta

@@ -24,12 +24,11 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from qpsvm._validation import check_int, check_tol
-from qpsvm.contract import Problem, check_method, part
+from qpsvm.contract import BinaryProblem, CompositeProblem, Problem, check_method, part
 from qpsvm.exceptions import InvalidInputError, UncertifiedSolutionError
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.finish import finish
@@ -56,7 +55,7 @@ class CoordinateProblem:
     balance: Callable[[np.ndarray], np.ndarray]
 
 
-def binary_problem(f: Any) -> CoordinateProblem:
+def binary_problem(f: BinaryProblem) -> CoordinateProblem:
     """The hinge-loss binary SVM (``SoftMarginPrimal``/``SoftMarginDual``, linear kernel):
     ``p = m``, ``d = 0``, ``hi = C s``; a free intercept when ``fit_intercept``."""
     from qpsvm.verify.binary import coordinate_data, feasible_near
@@ -64,7 +63,7 @@ def binary_problem(f: Any) -> CoordinateProblem:
     return CoordinateProblem(coordinate_data(f), f.fit_intercept, lambda u: feasible_near(f, u))
 
 
-def composed_problem(f: Any) -> CoordinateProblem:
+def composed_problem(f: CompositeProblem) -> CoordinateProblem:
     """A composed classifier with the L2 penalty and a hinge or squared hinge loss: the loss's
     conjugate gives ``p, d, hi`` (:meth:`loss_conjugate`); a regularised intercept is the
     feature ``B``, a free one couples the multipliers."""

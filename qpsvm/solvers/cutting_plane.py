@@ -60,9 +60,9 @@ import scipy.sparse as sp
 
 from qpsvm._numerics import fsum
 from qpsvm._validation import check_int, check_number, check_random_state, check_tol
-from qpsvm.contract import check_method
+from qpsvm.contract import StructuralProblem, check_method
 from qpsvm.exceptions import InvalidInputError
-from qpsvm.formulations.structural import PlaneMatrix, StructuralSVM
+from qpsvm.formulations.structural import PlaneMatrix
 from qpsvm.solution import CuttingPlane, History, Solution, StructuralCandidate
 from qpsvm.solvers.backends import BackendResult, backend_order, solve_model
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, relative
@@ -476,7 +476,7 @@ class _Round:
         return max(0.0, self.primal - self.dual)
 
 
-def _evaluate(f: StructuralSVM, pool: _Pool, w: np.ndarray | None = None) -> _Round:
+def _evaluate(f: StructuralProblem, pool: _Pool, w: np.ndarray | None = None) -> _Round:
     """Oracle on every example at ``w``: true slacks and ``P(w)``; ``D`` at the pool's
     multipliers.
 
@@ -497,7 +497,7 @@ def _row(rows: sp.csr_matrix, i: int) -> tuple[np.ndarray, np.ndarray]:
     return rows.indices[s:e].astype(np.int64), rows.data[s:e].copy()
 
 
-def _add_planes(f: StructuralSVM, pool: _Pool, rnd: _Round, variant: str) -> int:
+def _add_planes(f: StructuralProblem, pool: _Pool, rnd: _Round, variant: str) -> int:
     """Add the round's most violated constraints: one per violated example (n-slack) or their
     sum (1-slack)."""
     if variant == "one_slack":
@@ -522,7 +522,7 @@ def _add_planes(f: StructuralSVM, pool: _Pool, rnd: _Round, variant: str) -> int
 
 
 def _sequential_pass(
-    f: StructuralSVM, pool: _Pool, order: np.ndarray, steps: int = BLOCK_STEPS
+    f: StructuralProblem, pool: _Pool, order: np.ndarray, steps: int = BLOCK_STEPS
 ) -> int:
     """Algorithm 1 on one example at a time: fresh oracle at the current ``w``, new plane if
     any, and pairwise steps on that example's block (``steps=0``: instead, one block
@@ -577,7 +577,7 @@ def _sweeps(
 
 
 def _solve_cvxpy(
-    f: StructuralSVM, pool: _Pool, order: list[str], options: dict[str, Any]
+    f: StructuralProblem, pool: _Pool, order: list[str], options: dict[str, Any]
 ) -> tuple[BackendResult, np.ndarray]:
     """Solve the working-set QP exactly with the formulation's CVXPY model; read ``alpha`` into
     the pool and return the backend's result and the QP's primal ``w``."""
@@ -596,7 +596,7 @@ def _solve_cvxpy(
 
 # ---------------------------------------------------------------------------- solvers
 def solve_cutting_plane(
-    f: StructuralSVM,
+    f: StructuralProblem,
     solver: str | None = None,
     *,
     variant: str = "n_slack",
@@ -719,7 +719,7 @@ class _Loop:
     solved (block-coordinate ascent while ``order`` is empty, else the CVXPY backends of
     ``order``), the history, the timers and the counters reported in ``info``."""
 
-    f: StructuralSVM
+    f: StructuralProblem
     pool: _Pool
     variant: str
     tol: float
@@ -887,7 +887,7 @@ def _candidate(pool: _Pool, w: np.ndarray) -> StructuralCandidate:
 
 
 def _round_certificate(
-    f: StructuralSVM, pool: _Pool, rnd: _Round, tol: float
+    f: StructuralProblem, pool: _Pool, rnd: _Round, tol: float
 ) -> Certificate | None:
     """The independent certificate of the round's point once the loop's own gap is at most
     ``tol`` (``None`` before): a loop stops only on a certificate that passes."""
@@ -897,7 +897,7 @@ def _round_certificate(
 
 
 def _last_certificate(
-    f: StructuralSVM,
+    f: StructuralProblem,
     pool: _Pool,
     rnd: _Round,
     cert: Certificate | None,

@@ -41,9 +41,8 @@ import time
 from typing import Any
 
 from qpsvm._validation import check_int, check_number, check_random_state, check_tol
-from qpsvm.contract import check_method
+from qpsvm.contract import StructuralProblem, check_method
 from qpsvm.exceptions import InvalidInputError
-from qpsvm.formulations.structural import StructuralSVM
 from qpsvm.solution import Solution
 from qpsvm.solvers.cutting_plane import (
     BLOCK_STEPS,
@@ -67,7 +66,7 @@ VARIANTS = ("pairwise", "standard")
 
 
 def solve_frank_wolfe(
-    f: StructuralSVM,
+    f: StructuralProblem,
     solver: str | None = None,
     *,
     variant: str = "pairwise",
@@ -171,7 +170,7 @@ def solve_frank_wolfe(
 
 
 def _check_options(
-    f: StructuralSVM,
+    f: StructuralProblem,
     variant: str,
     tol: float,
     max_passes: int,

@@ -36,7 +36,7 @@ import numba
 import numpy as np
 
 from qpsvm._validation import check_int, check_tol
-from qpsvm.contract import METHODS, BinaryProblem, check_method, load
+from qpsvm.contract import METHODS, RankingProblem, check_method, load
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Candidate, Solution
 from qpsvm.verify.certificate import DEFAULT_TOL, relative
@@ -58,6 +58,12 @@ LAST_GAP = 1e-6
 FINISH_EVERY = 50
 #: Default limit on cutting-plane iterations.
 MAX_ITER = 300
+#: The planes' QP stops when its gradient spread is at most this relative to its largest data
+#: (round-off), after at most ``SIMPLEX_STEPS`` pairwise steps per plane plus
+#: ``SIMPLEX_MIN_STEPS`` (warm started, it moves little between iterations).
+SIMPLEX_TOL = 1e-13
+SIMPLEX_STEPS = 200
+SIMPLEX_MIN_STEPS = 1000
 
 
 @numba.njit(cache=True)
@@ -106,13 +112,13 @@ class _Planes:
         s = self.scale
         Q = (s * s) * (self.G @ self.G.T)
         c = s * self.b
-        tol = 1e-13 * max(1.0, float(np.max(np.abs(c))), float(np.max(np.abs(Q))))
-        _simplex_qp(Q, c, self.mu, tol, 200 * self.b.size + 1000)
+        tol = SIMPLEX_TOL * max(1.0, float(np.max(np.abs(c))), float(np.max(np.abs(Q))))
+        _simplex_qp(Q, c, self.mu, tol, SIMPLEX_STEPS * self.b.size + SIMPLEX_MIN_STEPS)
         w = s * (self.mu @ self.G)
         return w, float(c @ self.mu) - 0.5 * float(w @ w)
 
 
-def hinge_sum(f: BinaryProblem, scores: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+def hinge_sum(f: RankingProblem, scores: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     """``sum_p max(0, 1 - s_i + s_j)`` in floating point, with the per-item counts
     ``cnt, cnt'`` of the pairs short of the margin (one sweep)."""
     scores = np.asarray(scores).ravel()
@@ -120,7 +126,7 @@ def hinge_sum(f: BinaryProblem, scores: np.ndarray) -> tuple[float, np.ndarray, 
     return float(cnt.sum()) - float(cnt @ scores) + float(total.sum()), cnt, cnt_other
 
 
-def _finish(f: BinaryProblem, w: np.ndarray, tol: float) -> tuple[np.ndarray | None, int]:
+def _finish(f: RankingProblem, w: np.ndarray, tol: float) -> tuple[np.ndarray | None, int]:
     """The pairs within ``tau`` of the margin at ``w`` solved exactly with every other pair
     fixed on its side at ``w``, for the windows :data:`FINISH_TAUS` in turn, until the float
     gap of a window's point closes below ``tol / 10``; returns that point (``None`` if none
@@ -140,7 +146,7 @@ def _finish(f: BinaryProblem, w: np.ndarray, tol: float) -> tuple[np.ndarray | N
 
 
 def solve_one_slack(
-    f: BinaryProblem, solver: str | None = None, tol: float = DEFAULT_TOL, max_iter: int = MAX_ITER
+    f: RankingProblem, solver: str | None = None, tol: float = DEFAULT_TOL, max_iter: int = MAX_ITER
 ) -> Solution:
     """Solve a ranking SVM given by relevance labels exactly (module docstring).
 
@@ -173,7 +179,7 @@ def solve_one_slack(
     check_method(f, "one_slack")
     tol = check_tol(tol)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
-    lay = getattr(f, "query_layout", None)
+    lay = f.query_layout
     if lay is None:
         raise InvalidInputError(
             "method='one_slack' sorts the pairs of relevance labels: build the RankingSVM with "
@@ -220,7 +226,7 @@ class _CuttingPlane:
     best point seen (the planes' points do not descend monotonically) and the planes' dual
     value (a lower bound on the optimum)."""
 
-    f: BinaryProblem
+    f: RankingProblem
     #: Number of pairs ``m``.
     m: int
     planes: _Planes
@@ -260,7 +266,7 @@ class _CuttingPlane:
             self.it += 1
 
 
-def _on_formed_pairs(f: BinaryProblem, tol: float, it: int, target: float) -> Solution:
+def _on_formed_pairs(f: RankingProblem, tol: float, it: int, target: float) -> Solution:
     """The fallback: the pairs formed and solved by the working set (a logged warning)."""
     logger.warning(
         "one_slack: no certified finish after %d cutting-plane iterations (gap %.1e); "

@@ -77,6 +77,9 @@ logger = logging.getLogger("qpsvm")
 
 #: Named step-size schedules.
 STEPS = ("pegasos", "sqrt")
+#: ``eta_t lambda <= 1`` is tested with this slack: Pegasos' ``eta_t = 1 / (lambda t)`` gives
+#: ``eta_1 lambda = 1`` only up to a rounding.
+STEP_ROUNDOFF = 1e-12
 
 StepRule = str | Callable[[np.ndarray], Any]
 
@@ -359,7 +362,7 @@ def _subgradient_bound(
     projection."""
     w_bound = min(
         prob.radius if projection else math.inf,
-        prob.loss_bound / lam if eta_max * lam <= 1.0 + 1e-12 else math.inf,
+        prob.loss_bound / lam if eta_max * lam <= 1.0 + STEP_ROUNDOFF else math.inf,
     )
     return prob.loss_bound + lam * w_bound if math.isfinite(w_bound) else None
 

@@ -85,6 +85,13 @@ logger = logging.getLogger("qpsvm")
 _CHUNK = 8192
 #: Largest number of features for which :func:`smoothed_newton` forms its ``d x d`` Hessian.
 NEWTON_MAX_FEATURES = 1000
+#: Crammer-Singer block steps: a block whose gradients span at most this is at its optimum,
+#: and a multiplier's change below it is round-off (neither is applied).
+_CS_SPREAD = 1e-12
+#: The Newton step's line search (a safeguarded secant on the slope) stops when its bracket is
+#: this narrow relative to the step, or the slope this small relative to its terms.
+LINE_WIDTH = 1e-12
+LINE_SLOPE = 1e-13
 
 
 @dataclass
@@ -263,7 +270,7 @@ def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
                 index[s], index[active] = index[active], index[s]
                 continue
             s += 1
-            if g_max - g_min <= 1e-12:
+            if g_max - g_min <= _CS_SPREAD:
                 continue
             worst = max(worst, g_max - g_min)
             for c in range(k):
@@ -271,7 +278,7 @@ def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
             _cs_subproblem(A, B, yi, U[i], new)
             for c in range(k):
                 delta = new[c] - alpha[i, c]
-                if abs(delta) > 1e-12:
+                if abs(delta) > _CS_SPREAD:
                     _row_axpy(i, M, delta, W[c])
                     alpha[i, c] = new[c]
         if worst < eps_shrink:
@@ -465,11 +472,11 @@ class _Newton:
             g_hi = dphi(hi)
         side = 0
         for _ in range(100):
-            if g_hi <= 0.0 or hi - lo <= 1e-12 * hi:
+            if g_hi <= 0.0 or hi - lo <= LINE_WIDTH * hi:
                 return hi
             t = hi - g_hi * (hi - lo) / (g_hi - g_lo)
             g = dphi(t)
-            if abs(g) <= 1e-13 * (abs(wdw) + t * dwdw + 1.0):
+            if abs(g) <= LINE_SLOPE * (abs(wdw) + t * dwdw + 1.0):
                 return t
             if g < 0.0:
                 lo, g_lo = t, g

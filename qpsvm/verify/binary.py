@@ -29,15 +29,16 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import lsq_linear
 
 from qpsvm._numerics import fsum_dot, tdot2
 from qpsvm._validation import check_tol
+from qpsvm.contract import BinaryProblem
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.kkt import kkt_on_sets, support_sets
 from qpsvm.solution import Candidate
 from qpsvm.verify.ascent import CERTIFY_EPOCHS, CoordinateData, ascend, balanced_ascent
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, best_dual_point
+from qpsvm.verify.projection import bounded_fit
 from qpsvm.verify.rigorous import (
     RbfError,
     binary_dual_lower,
@@ -66,16 +67,13 @@ MARGIN_TAUS = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 MAX_MARGIN_SET = 5000
 #: Largest margin set for which the KKT equations are solved (an |M| x |M| system).
 MAX_KKT_SET = 2000
-#: Bounded least squares on a margin set this small use BVLS (an active-set method, exact at
-#: its end); larger sets the trust-region reflective method, whose cost grows more slowly.
-BVLS_MAX_SET = 300
 #: Units of round-off in one value of a user's kernel callable (a few operations).
 KERNEL_ULPS = 4.0
 #: Bytes of Gram matrix rows per block when a certificate walks the support vectors.
 ROW_BLOCK_BYTES = 2**25
 
 
-def kernel_ulps(f: Any) -> float | RbfError:
+def kernel_ulps(f: BinaryProblem) -> float | RbfError:
     """Units of round-off ``c`` in one computed kernel value, ``|K^_ij - K_ij| <= c eps |K_ij|``,
     or for rbf a proven bound per pair of rows.
 
@@ -97,7 +95,7 @@ def kernel_ulps(f: Any) -> float | RbfError:
 
 
 def kernel_scores(
-    f: Any, alphas: Sequence[np.ndarray], ulps: float | RbfError
+    f: BinaryProblem, alphas: Sequence[np.ndarray], ulps: float | RbfError
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     r"""Kernel scores ``g = K (alpha y)`` and a bound ``e`` on their error, from the data, for
     each of ``alphas`` (poly and callable kernels: in one pass over the rows of their support).
@@ -152,7 +150,9 @@ def kernel_scores(
     return out
 
 
-def dual_points(f: Any, residual: np.ndarray, w: np.ndarray | None) -> Iterator[np.ndarray]:
+def dual_points(
+    f: BinaryProblem, residual: np.ndarray, w: np.ndarray | None
+) -> Iterator[np.ndarray]:
     """Dual-feasible points built from the margin residuals ``y_i f(x_i) - m_i`` of a candidate.
 
     ``w`` (linear kernel) is matched by bounded least squares on the margin set; for a kernel the
@@ -182,26 +182,18 @@ def dual_points(f: Any, residual: np.ndarray, w: np.ndarray | None) -> Iterator[
                 A = np.vstack([A, weight * f.y[M]])
                 target = np.append(target, -weight * float(f.y @ alpha))
             upper_M = np.where(np.isfinite(u[M]), u[M], np.inf)
-            res = lsq_linear(
-                A,
-                target,
-                bounds=(np.zeros(M.size), upper_M),
-                tol=1e-13,
-                lsmr_tol="auto",
-                method="bvls" if M.size <= BVLS_MAX_SET else "trf",
-            )
-            alpha[M] = res.x
+            alpha[M] = bounded_fit(A, target, np.zeros(M.size), upper_M)
         yield f.project_dual(alpha)
 
 
-def coordinate_data(f: Any) -> CoordinateData:
+def coordinate_data(f: BinaryProblem) -> CoordinateData:
     """The dual of a linear hinge SVM ``f`` for :mod:`qpsvm.verify.ascent`: ``p = m``, ``d = 0``,
     ``hi = C s``."""
     return CoordinateData(f.X, f.y.astype(np.float64), f.margin, np.zeros(f.n_samples), f.upper)
 
 
 def ascent_points(
-    f: Any, alpha: np.ndarray | None, residual: np.ndarray, b: float, tol: float
+    f: BinaryProblem, alpha: np.ndarray | None, residual: np.ndarray, b: float, tol: float
 ) -> Iterator[np.ndarray]:
     """A dual point by coordinate ascent over the nonzeros (:mod:`qpsvm.verify.ascent`), from
     the candidate's ``alpha`` or, for a bare ``w``, from its margins (``C s_i`` where violated,
@@ -218,7 +210,7 @@ def ascent_points(
 
 
 def improve_dual(
-    f: Any, alpha: np.ndarray, value: float, rounds: int = 5
+    f: BinaryProblem, alpha: np.ndarray, value: float, rounds: int = 5
 ) -> tuple[np.ndarray, float]:
     """Raise ``D(alpha)`` by re-reading the support sets off ``alpha``'s own primal point.
 
@@ -267,7 +259,7 @@ def rebalance(a: np.ndarray, upper: np.ndarray, y: np.ndarray, excess: float) ->
     return None
 
 
-def feasible_near(f: Any, alpha: np.ndarray) -> np.ndarray:
+def feasible_near(f: BinaryProblem, alpha: np.ndarray) -> np.ndarray:
     """``alpha`` made dual feasible, keeping its support where it can.
 
     Clipped to the box; with an intercept, the balance ``y . a = 0`` is restored by
@@ -315,7 +307,7 @@ class _PrimalSide:
 
 
 def _candidate_scores(
-    f: Any, w_in: Any, alpha: np.ndarray | None
+    f: BinaryProblem, w_in: Any, alpha: np.ndarray | None
 ) -> tuple[np.ndarray | None, np.ndarray, float, _KernelScores | None]:
     """``w``, the scores, ``||w||^2`` and (kernels) the scores' error bounds of a candidate."""
     if f.linear:
@@ -337,7 +329,7 @@ def _candidate_scores(
     )
 
 
-def _primal_side(f: Any, cand: Candidate) -> _PrimalSide:
+def _primal_side(f: BinaryProblem, cand: Candidate) -> _PrimalSide:
     """The candidate's primal side (:class:`_PrimalSide`); a given ``xi`` is checked for
     feasibility, ``b=None`` takes the best intercept for the scores."""
     alpha_in = f.check_alpha(cand.alpha) if cand.alpha is not None else None
@@ -366,7 +358,7 @@ def _primal_side(f: Any, cand: Candidate) -> _PrimalSide:
 
 
 def _search_dual(
-    f: Any, side: _PrimalSide, tol: float, hints: Sequence[np.ndarray]
+    f: BinaryProblem, side: _PrimalSide, tol: float, hints: Sequence[np.ndarray]
 ) -> tuple[np.ndarray, float, dict[int, tuple[np.ndarray, np.ndarray | None]]]:
     """The best dual point found (with ``D`` in working precision) and the expansions ``v``
     computed on the way, by point: the candidate's own, the hints, then the points built from
@@ -401,7 +393,7 @@ def _search_dual(
 
 
 def _linear_bounds(
-    f: Any, side: _PrimalSide, alpha: np.ndarray, pairs: Any
+    f: BinaryProblem, side: _PrimalSide, alpha: np.ndarray, pairs: Any
 ) -> tuple[float, float, float, np.ndarray]:
     """Rigorous ``P`` (an upper bound), primal infeasibility, ``D`` (a lower bound) and the
     dual point, for an explicit ``w`` (:mod:`qpsvm.verify.rigorous`)."""
@@ -412,7 +404,9 @@ def _linear_bounds(
     return primal, primal_inf, dual, alpha
 
 
-def _kernel_bounds(f: Any, side: _PrimalSide, alpha: np.ndarray) -> tuple[float, float, np.ndarray]:
+def _kernel_bounds(
+    f: BinaryProblem, side: _PrimalSide, alpha: np.ndarray
+) -> tuple[float, float, np.ndarray]:
     """``P``, ``D`` and the dual point of a kernel candidate, through the scores' error ``e``
     (:func:`kernel_scores`), which no dual point can remove: ``||w||^2 = (alpha y) . g`` is off
     by up to ``sum_i |alpha_i| e_i``, and a slack by ``e_i`` wherever it could be nonzero
@@ -438,7 +432,7 @@ def _kernel_bounds(f: Any, side: _PrimalSide, alpha: np.ndarray) -> tuple[float,
 
 
 def _stationarity(
-    f: Any, w: np.ndarray | None, alpha: np.ndarray, expansions: dict[int, tuple]
+    f: BinaryProblem, w: np.ndarray | None, alpha: np.ndarray, expansions: dict[int, tuple]
 ) -> float:
     """``||w - sum_i alpha_i y_i x_i||`` (0 without an explicit ``w``), reusing the expansion
     computed for ``D`` when there is one."""
@@ -450,7 +444,7 @@ def _stationarity(
 
 
 def certify_binary(
-    f: Any,
+    f: BinaryProblem,
     cand: Candidate,
     tol: float = DEFAULT_TOL,
     pairs: Any = None,

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from qpsvm.contract import Problem
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.solution import Candidate, Solution
 
@@ -17,7 +18,7 @@ __all__ = ["Candidate", "read_candidate"]
 
 
 def read_candidate(
-    f: Any, candidate: Any = None, *, w: Any = None, b: Any = None, alpha: Any = None
+    f: Problem, candidate: Any = None, *, w: Any = None, b: Any = None, alpha: Any = None
 ) -> Candidate:
     """Normalise a candidate to a :class:`Candidate`.
 

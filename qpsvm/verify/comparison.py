@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from qpsvm.contract import Problem, load
 from qpsvm.verify.certificate import Certificate, relative
 from qpsvm.verify.rigorous import distance_lower, down, gamma, up
 
@@ -85,12 +85,7 @@ class Comparison:
         )
 
 
-def _reader(f: Any) -> Any:
-    module, _, name = f.candidate_reader.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def _weights(f: Any, c: Any) -> np.ndarray | None:
+def _weights(f: Problem, c: Any) -> np.ndarray | None:
     """Explicit ``w`` of a candidate: its own, or ``sum_i alpha_i y_i x_i`` (linear kernel)."""
     if c.w is not None:
         return np.asarray(c.w, dtype=np.float64)
@@ -99,7 +94,7 @@ def _weights(f: Any, c: Any) -> np.ndarray | None:
     return None
 
 
-def _intercept(f: Any, c: Any, w: np.ndarray | None) -> np.ndarray:
+def _intercept(f: Problem, c: Any, w: np.ndarray | None) -> np.ndarray:
     """The candidate's ``b``, or the best one for its ``w`` when it has none."""
     if c.b is not None:
         return np.asarray(c.b, dtype=np.float64)
@@ -110,7 +105,7 @@ def _intercept(f: Any, c: Any, w: np.ndarray | None) -> np.ndarray:
 
 
 def _distance(
-    f: Any, c: Any, r: Any, wc: np.ndarray | None, wr: np.ndarray | None
+    f: Problem, c: Any, r: Any, wc: np.ndarray | None, wr: np.ndarray | None
 ) -> tuple[float, float]:
     """The distance and a lower bound on its exact value."""
     if wc is not None and wr is not None:
@@ -125,7 +120,7 @@ def _distance(
     return math.nan, 0.0
 
 
-def compare(f: Any, candidate: Any, reference: Any) -> Comparison:
+def compare(f: Problem, candidate: Any, reference: Any) -> Comparison:
     """Compare ``candidate`` with ``reference`` on formulation ``f`` (see :class:`Comparison`).
 
     Both may be :class:`~qpsvm.Solution` objects, fitted scikit-learn estimators or anything
@@ -133,7 +128,7 @@ def compare(f: Any, candidate: Any, reference: Any) -> Comparison:
     """
     cand = f.certify(candidate)
     ref = f.certify(reference)
-    read = _reader(f)
+    read = load(f.candidate_reader)
     c, r = read(f, candidate), read(f, reference)
     wc, wr = _weights(f, c), _weights(f, r)
     db = _intercept(f, c, wc) - _intercept(f, r, wr)

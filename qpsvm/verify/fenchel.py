@@ -57,15 +57,16 @@ from typing import Any
 import numba
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import lsq_linear
 
 from qpsvm._numerics import fsum, fsum_dot, tdot
 from qpsvm._validation import check_tol
+from qpsvm.contract import CompositeProblem
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Candidate
 from qpsvm.verify.ascent import CERTIFY_EPOCHS, CoordinateData, ascend, balanced_ascent
 from qpsvm.verify.binary import kernel_scores, kernel_ulps
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, best_dual_point
+from qpsvm.verify.projection import bounded_fit
 from qpsvm.verify.rigorous_composed import (
     RIGOROUS_PENALTIES,
     composed_dual_lower,
@@ -198,7 +199,7 @@ def _dense(X: Any) -> np.ndarray | None:
 class _Dual:
     """Evaluation of ``D`` for a composed problem ``f`` (see the module docstring)."""
 
-    def __init__(self, f: Any) -> None:
+    def __init__(self, f: CompositeProblem) -> None:
         self.f = f
         self.conj: LossConjugate = f.loss_conjugate()
         self.sigma = f.sigma
@@ -256,10 +257,7 @@ class _Dual:
                 target = np.append(target, -weight * fsum_dot(self.sigma, rest))
             lo = np.maximum(c.lo[K], -1e300)
             hi = np.minimum(c.hi[K], 1e300)
-            res = lsq_linear(
-                A, target, bounds=(lo, hi), tol=1e-13, method="bvls" if K.size <= 300 else "trf"
-            )
-            rest[K] = res.x
+            rest[K] = bounded_fit(A, target, lo, hi)
             yield self.feasible(rest)
 
     def value(self, u: np.ndarray) -> float:
@@ -301,7 +299,7 @@ class _Dual:
 
 
 def certify_composed(
-    f: Any, cand: Candidate, tol: float = DEFAULT_TOL, hints: Sequence[np.ndarray] = ()
+    f: CompositeProblem, cand: Candidate, tol: float = DEFAULT_TOL, hints: Sequence[np.ndarray] = ()
 ) -> Certificate:
     """Certify a candidate ``(w, b)`` and/or multipliers ``u`` of a composed problem.
 
@@ -386,7 +384,7 @@ class _KernelView:
     """A composed problem seen as :func:`~qpsvm.verify.binary.kernel_scores` expects it:
     labels ``y`` are the signs ``sigma``."""
 
-    def __init__(self, f: Any) -> None:
+    def __init__(self, f: CompositeProblem) -> None:
         self.kernel, self.X, self.y = f.kernel, f.X, f.sigma
         self.n_samples, self.n_features = f.n_samples, f.n_features
         self.gram_rows = f.gram_rows
@@ -397,7 +395,7 @@ class _KernelView:
 
 
 def _certify_kernel(
-    f: Any, cand: Candidate, tol: float, hints: Sequence[np.ndarray]
+    f: CompositeProblem, cand: Candidate, tol: float, hints: Sequence[np.ndarray]
 ) -> Certificate:
     """:func:`certify_composed` for a nonlinear kernel: multipliers ``u`` (and ``b``)."""
     if cand.alpha is None:

@@ -34,31 +34,31 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import lsq_linear
 from threadpoolctl import threadpool_limits
 
 from qpsvm._numerics import fsum
 from qpsvm._validation import check_tol
+from qpsvm.contract import MulticlassProblem
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Candidate
 from qpsvm.verify.binary import MARGIN_TAUS, MAX_MARGIN_SET
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, best_dual_point
+from qpsvm.verify.projection import bounded_fit
 from qpsvm.verify.rigorous import multiclass_dual_lower, multiclass_primal_upper
 
 __all__ = ["certify_multiclass", "dual_points"]
 
 
-def _slack_matrix(f: Any, xi: np.ndarray) -> np.ndarray:
+def _slack_matrix(f: MulticlassProblem, xi: np.ndarray) -> np.ndarray:
     """Slacks broadcast to ``(n, k)``: ``xi_i`` per row (Crammer-Singer) or ``xi_ic``."""
     return xi[:, None] if xi.ndim == 1 else xi
 
 
 def _fit_tight(
-    f: Any, alpha: np.ndarray, free: np.ndarray, budget: np.ndarray, W: np.ndarray
+    f: MulticlassProblem, alpha: np.ndarray, free: np.ndarray, budget: np.ndarray, W: np.ndarray
 ) -> None:
     """Fit ``alpha[free]`` in ``[0, C s_i]`` to ``W = A^T X`` by bounded least squares, in place
     (one unconstrained solve when its answer is in the box, as it is near an optimum).
@@ -89,18 +89,13 @@ def _fit_tight(
         x = np.linalg.lstsq(A, target, rcond=None)[0]
         if np.any(x < 0) or np.any(x > upper):
             # the unconstrained fit leaves the box: solve the bounded problem
-            x = lsq_linear(
-                A,
-                target,
-                bounds=(np.zeros(fi.size), upper),
-                tol=1e-13,
-                lsmr_tol="auto",
-                method="bvls" if fi.size <= 300 else "trf",
-            ).x
+            x = bounded_fit(A, target, np.zeros(fi.size), upper)
     alpha[fi, fc] = x
 
 
-def dual_points(f: Any, margins: np.ndarray, xi: np.ndarray, W: np.ndarray) -> Iterator[np.ndarray]:
+def dual_points(
+    f: MulticlassProblem, margins: np.ndarray, xi: np.ndarray, W: np.ndarray
+) -> Iterator[np.ndarray]:
     """Dual-feasible points built from the margins ``m_ic`` and exact slacks of a candidate ``W``.
 
     See the module docstring; one point per distinct set of tight constraints over
@@ -135,7 +130,10 @@ def dual_points(f: Any, margins: np.ndarray, xi: np.ndarray, W: np.ndarray) -> I
 
 
 def certify_multiclass(
-    f: Any, cand: Candidate, tol: float = DEFAULT_TOL, hints: Sequence[np.ndarray] = ()
+    f: MulticlassProblem,
+    cand: Candidate,
+    tol: float = DEFAULT_TOL,
+    hints: Sequence[np.ndarray] = (),
 ) -> Certificate:
     """Certify a candidate ``W`` and/or duals ``alpha`` of a :class:`~qpsvm.MulticlassSVM`.
 

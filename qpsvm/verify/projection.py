@@ -7,11 +7,25 @@ valid lower bound ``D(alpha) <= P*`` by weak duality.
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize import lsq_linear
 
-__all__ = ["project_box_hyperplane", "project_capped_simplex"]
+__all__ = ["bounded_fit", "project_box_hyperplane", "project_capped_simplex"]
 
 #: Newton steps on the balance constraint tried before the search over the kinks.
 NEWTON_STEPS = 4
+#: Tolerance of :func:`bounded_fit` (scipy's ``lsq_linear``): far below any certificate's
+#: ``tol``; a fit only proposes a dual point, which the certificate then evaluates.
+FIT_TOL = 1e-13
+#: Bounded fits with at most this many unknowns use BVLS (an active-set method, exact at its
+#: end); larger ones the trust-region reflective method, whose cost grows more slowly.
+BVLS_MAX_SET = 300
+
+
+def bounded_fit(A: np.ndarray, target: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``argmin ||A x - target||`` over ``lo <= x <= hi`` (dense ``A``): the multipliers that
+    best explain a candidate's stationarity within their box."""
+    method = "bvls" if A.shape[1] <= BVLS_MAX_SET else "trf"
+    return lsq_linear(A, target, bounds=(lo, hi), tol=FIT_TOL, method=method).x
 
 
 def project_box_hyperplane(

@@ -42,13 +42,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 
 from qpsvm._numerics import fsum, fsum_dot
 from qpsvm._validation import check_tol
+from qpsvm.contract import RankingProblem
 from qpsvm.solution import Candidate
+from qpsvm.verify.ascent import CoordinateData
 from qpsvm.verify.binary import certify_binary
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, relative
 from qpsvm.verify.ranking_sweep import QueryLayout, pair_sums, pair_window
@@ -83,12 +84,20 @@ __all__ = [
 WINDOW_TAUS = (1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
 #: Rounds of the active-set method on a window's sets.
 ACTIVE_SET_ROUNDS = 50
+#: A fixed multiplier's gradient ``1 - z_p . w`` counts as pointing into the box only beyond
+#: this (relative to the offset's size): round-off must not free it.
+ACTIVE_SET_SLACK = 1e-12
 #: Most pairs listed in a window (a larger window is skipped).
 MAX_WINDOW = 20_000
+#: Spread of the projected gradients, and epochs at most, of the ascent that identifies a
+#: window's sets (the active-set method then solves them exactly, so a loose ascent only costs
+#: active-set rounds).
+WINDOW_ASCENT_TOL = 1e-9
+WINDOW_EPOCHS = 300
 
 
 def certify_ranking(
-    f: Any, cand: Candidate, tol: float = DEFAULT_TOL, hints: Sequence[np.ndarray] = ()
+    f: RankingProblem, cand: Candidate, tol: float = DEFAULT_TOL, hints: Sequence[np.ndarray] = ()
 ) -> Certificate:
     """Certify a candidate ``w`` (intercept 0) and/or pair duals ``alpha`` of a ranking SVM.
 
@@ -144,35 +153,6 @@ def _rows(X: Any, idx: np.ndarray) -> np.ndarray:
     return R.toarray() if sp.issparse(R) else R
 
 
-@numba.njit(cache=True)
-def _coordinate_ascent(Z, w, alpha, cap, tol, max_sweeps):  # pragma: no cover - compiled
-    """Exact coordinate steps on ``sum alpha - 1/2 ||w||^2`` with ``w = v0 + Z^T alpha`` over
-    ``[0, cap]^k``, ``w`` and ``alpha`` updated in place (Hsieh et al., ICML 2008), until no
-    projected gradient ``1 - z_p . w`` exceeds ``tol``; returns the sweeps taken."""
-    k, d = Z.shape
-    diag = np.empty(k)
-    for p in range(k):
-        diag[p] = Z[p] @ Z[p]
-    for sweep in range(max_sweeps):
-        worst = 0.0
-        for p in range(k):
-            if diag[p] <= 0.0:
-                continue
-            g = 1.0 - Z[p] @ w
-            if (alpha[p] <= 0.0 and g < 0.0) or (alpha[p] >= cap and g > 0.0):
-                continue
-            worst = max(worst, abs(g))
-            new = min(cap, max(0.0, alpha[p] + g / diag[p]))
-            step = new - alpha[p]
-            if step != 0.0:
-                alpha[p] = new
-                for t in range(d):
-                    w[t] += step * Z[p, t]
-        if worst <= tol:
-            return sweep + 1
-    return max_sweeps
-
-
 def _active_set(
     Z: np.ndarray, v0: np.ndarray, alpha: np.ndarray, cap: float
 ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -183,7 +163,7 @@ def _active_set(
     if that does not happen in :data:`ACTIVE_SET_ROUNDS` rounds)."""
     alpha = alpha.copy()
     free = (alpha > 0.0) & (alpha < cap)
-    slack = 1e-12 * max(1.0, float(np.max(np.abs(v0), initial=0.0)))
+    slack = ACTIVE_SET_SLACK * max(1.0, float(np.max(np.abs(v0), initial=0.0)))
     for _ in range(ACTIVE_SET_ROUNDS):
         upper = ~free & (alpha >= cap)
         fixed = v0 + cap * Z[upper].sum(axis=0)
@@ -207,12 +187,18 @@ def _active_set(
 def _window_qp(Z: np.ndarray, v0: np.ndarray, cap: float) -> tuple[np.ndarray, np.ndarray]:
     r"""The maximiser of :math:`\sum_p \alpha_p - \tfrac12 \|v_0 + Z^T\alpha\|^2` over
     ``[0, cap]^k`` and its ``w``: coordinate ascent in ``O(k d)`` a sweep identifies the sets,
-    the active-set method (:func:`_active_set`) solves them exactly."""
-    alpha = np.zeros(Z.shape[0])
-    w = v0.copy()
-    _coordinate_ascent(Z, w, alpha, cap, 1e-9, 300)
+    the active-set method (:func:`_active_set`) solves them exactly. The ascent is
+    :func:`qpsvm.verify.ascent.coordinate_epochs` (``p = 1``, ``d = 0``, ``hi = cap``, no
+    intercept) started from ``v = v0``: it updates ``v`` along with ``alpha``, so the fixed
+    offset of the pairs outside the window is carried as it is."""
+    k = Z.shape[0]
+    ones = np.ones(k)
+    data = CoordinateData(Z, sigma=ones, p=ones, d=np.zeros(k), hi=np.full(k, cap))
+    alpha = np.zeros(k)
+    v = np.append(v0, 0.0)  # starts at the offset: w = v0 + Z^T alpha throughout
+    data.run(alpha, v, WINDOW_ASCENT_TOL, WINDOW_EPOCHS, shift=0.0, seed=0)
     exact = _active_set(Z, v0, alpha, cap)
-    return (alpha, w) if exact is None else exact
+    return (alpha, v[:-1]) if exact is None else exact
 
 
 def bound_sets(
@@ -345,7 +331,7 @@ def grouped_dual_lower(X: Any, C: float, point: WindowDual) -> tuple[float, np.n
     return dual_lower_value(sums, None), hi + lo
 
 
-def certify_grouped(f: Any, w: np.ndarray, tol: float = DEFAULT_TOL) -> Certificate:
+def certify_grouped(f: RankingProblem, w: np.ndarray, tol: float = DEFAULT_TOL) -> Certificate:
     """Certify ``w`` for a ranking SVM whose pairs come from relevance labels (unit pair
     weights), without forming the pairs (module docstring).
 

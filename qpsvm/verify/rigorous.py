@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -93,6 +93,34 @@ SPLIT_LIMIT = 2.0**996
 def gamma(n: int) -> float:
     r""":math:`\gamma_n = nu / (1 - nu)`, the bound on ``n`` roundings (Higham, ASNA 3.1)."""
     return n * U / (1.0 - n * U)
+
+
+class BinaryRows(Protocol):
+    """What the binary enclosures read off their first argument: a binary problem
+    (:class:`~qpsvm.contract.BinaryProblem`) or a block of its rows
+    (:class:`qpsvm.dask.blocks.RowBlock`)."""
+
+    X: Any
+    y: np.ndarray
+    margin: np.ndarray
+    sample_weight: np.ndarray
+    C: float
+    fit_intercept: bool
+
+
+class MulticlassRows(Protocol):
+    """What the multiclass enclosures read off their first argument: a multiclass problem
+    (:class:`~qpsvm.contract.MulticlassProblem`) or a block of its rows
+    (:class:`qpsvm.dask.class_blocks.ClassBlock`)."""
+
+    X: Any
+    y: np.ndarray
+    sample_weight: np.ndarray
+    C: float
+    crammer_singer: bool
+    n_classes: int
+    n_features: int
+    mask: np.ndarray
 
 
 def up(x: Any) -> Any:
@@ -292,7 +320,7 @@ def _primal_from_shortfall(norm2: float, C: float, weight: np.ndarray, slack: np
     return primal_upper(norm2, C, upper_sum(weight * slack))
 
 
-def binary_margins(f: Any, w: np.ndarray, pairs: Any = None) -> tuple:
+def binary_margins(f: BinaryRows, w: np.ndarray, pairs: Any = None) -> tuple:
     """Scores ``x_i . w`` enclosed (``hi, lo, err``): rows of the data, or with
     ``pairs = (items, index pairs)`` the exact differences of item scores (ranking SVM)."""
     if pairs is None:
@@ -303,7 +331,9 @@ def binary_margins(f: Any, w: np.ndarray, pairs: Any = None) -> tuple:
     return dd_sub((hi[i], lo[i], err[i]), (hi[j], lo[j], err[j]))
 
 
-def binary_primal_upper(f: Any, w: np.ndarray, b: float, pairs: Any = None) -> tuple[float, float]:
+def binary_primal_upper(
+    f: BinaryRows, w: np.ndarray, b: float, pairs: Any = None
+) -> tuple[float, float]:
     r"""An upper bound on the exact ``P(w, b) = 1/2 ||w||^2 + C sum_i s_i max(0, m_i - y_i
     (x_i.w + b))`` and on the largest exact shortfall ``max_i (m_i - y_i(x_i.w + b))``.
 
@@ -316,7 +346,7 @@ def binary_primal_upper(f: Any, w: np.ndarray, b: float, pairs: Any = None) -> t
 
 
 def scale_to_feasible(
-    f: Any, w: np.ndarray, b: float, pairs: Any = None, rounds: int = 4
+    f: BinaryRows, w: np.ndarray, b: float, pairs: Any = None, rounds: int = 4
 ) -> tuple[np.ndarray, float]:
     r"""``(t w, t b)`` with the least float ``t >= 1`` found that makes every hard margin
     ``y_i (x_i.w + b) >= m_i`` hold provably (:func:`binary_primal_upper`).
@@ -341,7 +371,7 @@ def scale_to_feasible(
     return w, b
 
 
-def binary_trivial_upper(f: Any) -> float:
+def binary_trivial_upper(f: BinaryRows) -> float:
     """An upper bound on ``P*`` from the feasible point ``w = 0, b = 0`` of a soft margin:
     ``C sum_i s_i m_i`` (``inf`` for the hard margin)."""
     if not math.isfinite(f.C):
@@ -349,7 +379,7 @@ def binary_trivial_upper(f: Any) -> float:
     return float(up(f.C * upper_sum(f.sample_weight * f.margin) * (1.0 + 2.0 * U)))
 
 
-def binary_expansion(f: Any, coef: np.ndarray, pairs: Any = None) -> tuple:
+def binary_expansion(f: BinaryRows, coef: np.ndarray, pairs: Any = None) -> tuple:
     """``sum_i coef_i x_i`` enclosed (``hi, lo, err``), for exact pair differences too."""
     if pairs is None:
         return enclosed_product(f.X, coef)
@@ -358,7 +388,7 @@ def binary_expansion(f: Any, coef: np.ndarray, pairs: Any = None) -> tuple:
     return enclosed_product(items[index[:, 1]], -coef, start=first)
 
 
-def binary_feasible(f: Any, alpha: np.ndarray) -> np.ndarray:
+def binary_feasible(f: BinaryRows, alpha: np.ndarray) -> np.ndarray:
     """``alpha`` clipped into the exact box ``[0, C s_i]`` (:func:`_capped`)."""
     a = np.maximum(np.asarray(alpha, dtype=np.float64), 0.0)
     if math.isfinite(f.C):
@@ -386,7 +416,7 @@ class DualSums:
     balance: tuple
 
 
-def binary_dual_sums(f: Any, a: np.ndarray, pairs: Any = None) -> DualSums:
+def binary_dual_sums(f: BinaryRows, a: np.ndarray, pairs: Any = None) -> DualSums:
     """:class:`DualSums` of an exactly feasible ``a`` over the samples of ``f`` (a problem or a
     row block with ``X``, ``y``, ``margin``)."""
     return DualSums(
@@ -420,7 +450,7 @@ def dual_lower_value(sums: DualSums, bound: float | None) -> float:
 
 
 def binary_dual_lower(
-    f: Any, alpha: np.ndarray, upper: float, pairs: Any = None
+    f: BinaryRows, alpha: np.ndarray, upper: float, pairs: Any = None
 ) -> tuple[float, np.ndarray]:
     r"""A lower bound on ``P*`` from ``alpha`` (clipped into the exact box), and that point.
 
@@ -438,13 +468,13 @@ def binary_dual_lower(
 
 
 # ----------------------------------------------------------------------------- multiclass
-def multiclass_scores(f: Any, W: np.ndarray) -> list[tuple]:
+def multiclass_scores(f: MulticlassRows, W: np.ndarray) -> list[tuple]:
     """Scores ``S[:, c] = X w_c`` enclosed, one ``(hi, lo, err)`` per class."""
     XT = f.X.T
     return [enclosed_product(XT, W[c]) for c in range(f.n_classes)]
 
 
-def multiclass_slack_upper(f: Any, W: np.ndarray) -> np.ndarray:
+def multiclass_slack_upper(f: MulticlassRows, W: np.ndarray) -> np.ndarray:
     r"""Upper bounds on the exact slacks of ``W``: ``xi_i = max_c max(0, 1 - (w_{y_i} -
     w_c).x_i)`` (Crammer-Singer) or their sum over ``c`` (Weston-Watkins), one per example (of
     the problem or a row block with ``X``, ``y``, ``n_classes``, ``crammer_singer``)."""
@@ -459,7 +489,7 @@ def multiclass_slack_upper(f: Any, W: np.ndarray) -> np.ndarray:
     return worst.max(axis=1) if f.crammer_singer else np.array([upper_sum(r) for r in worst])
 
 
-def multiclass_primal_upper(f: Any, W: np.ndarray) -> float:
+def multiclass_primal_upper(f: MulticlassRows, W: np.ndarray) -> float:
     r"""An upper bound on the exact ``P(W) = 1/2 ||W||_F^2 + C sum_i s_i xi_i`` with
     ``xi_i = max_c max(0, 1 - (w_{y_i} - w_c).x_i)`` (Crammer-Singer) or the sum over ``c``
     (Weston-Watkins), from :func:`multiclass_slack_upper`."""
@@ -467,7 +497,7 @@ def multiclass_primal_upper(f: Any, W: np.ndarray) -> float:
     return _primal_from_shortfall(upper_sum(W * W), f.C, f.sample_weight, slack)
 
 
-def multiclass_feasible(f: Any, alpha: np.ndarray) -> np.ndarray:
+def multiclass_feasible(f: MulticlassRows, alpha: np.ndarray) -> np.ndarray:
     """``alpha`` made exactly dual feasible: ``>= 0``, 0 at ``y_i``, each entry
     (Weston-Watkins) or each row's exact sum (Crammer-Singer) within ``C s_i``."""
     a = np.where(f.mask, np.maximum(np.asarray(alpha, dtype=np.float64), 0.0), 0.0)
@@ -485,7 +515,7 @@ def multiclass_feasible(f: Any, alpha: np.ndarray) -> np.ndarray:
     return a
 
 
-def multiclass_expansion(f: Any, a: np.ndarray) -> list[tuple]:
+def multiclass_expansion(f: MulticlassRows, a: np.ndarray) -> list[tuple]:
     r"""``W = A^T X`` enclosed per class: :math:`w_c = \sum_{i,c'} \alpha_{ic'}([y_i = c] -
     [c' = c]) x_i`, every coefficient exact, accumulated by Dot2 over ``k`` passes."""
     out = []
@@ -502,7 +532,7 @@ def multiclass_expansion(f: Any, a: np.ndarray) -> list[tuple]:
     return out
 
 
-def multiclass_dual_sums(f: Any, a: np.ndarray) -> DualSums:
+def multiclass_dual_sums(f: MulticlassRows, a: np.ndarray) -> DualSums:
     r""":class:`DualSums` of an exactly feasible ``a`` (:func:`multiclass_feasible`) over the
     examples of ``f`` (a problem or a row block): ``gain`` bounds :math:`\sum_{ic} \alpha_{ic}`
     from below, ``expansion`` encloses ``A^T X`` as a ``(k, d)`` array; no balance (zero)."""
@@ -511,7 +541,7 @@ def multiclass_dual_sums(f: Any, a: np.ndarray) -> DualSums:
     return DualSums(gain=lower_sum(a), expansion=(hi, lo, err), balance=(zero, zero, zero))
 
 
-def multiclass_dual_lower(f: Any, alpha: np.ndarray) -> tuple[float, np.ndarray]:
+def multiclass_dual_lower(f: MulticlassRows, alpha: np.ndarray) -> tuple[float, np.ndarray]:
     r"""A lower bound on ``P*``: ``D(alpha) = sum alpha - 1/2 ||A^T X||_F^2`` at ``alpha`` made
     exactly feasible (:func:`multiclass_feasible`), and that point
     (:func:`dual_lower_value` of :func:`multiclass_dual_sums`)."""
@@ -688,7 +718,7 @@ def dot_upper(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def kernel_primal_upper(
-    f: Any, alpha: np.ndarray, b: float, scores: np.ndarray, err: np.ndarray
+    f: BinaryRows, alpha: np.ndarray, b: float, scores: np.ndarray, err: np.ndarray
 ) -> float:
     r"""An upper bound on the exact :math:`P = \tfrac12 (\alpha y)^T K (\alpha y) + C \sum_i s_i
     \max(0, m_i - y_i(g_i + b))` with :math:`g = K(\alpha y)`, from scores within ``err``:
@@ -702,7 +732,7 @@ def kernel_primal_upper(
 
 
 def kernel_dual_lower(
-    f: Any, alpha: np.ndarray, scores: np.ndarray, err: np.ndarray, upper: float
+    f: BinaryRows, alpha: np.ndarray, scores: np.ndarray, err: np.ndarray, upper: float
 ) -> tuple[float, np.ndarray]:
     r"""A lower bound on ``P*`` from ``alpha`` with rbf scores ``g = K (alpha y)`` within ``err``:
     ``alpha`` is clipped into the exact box (:func:`binary_feasible`; a clipped entry moves

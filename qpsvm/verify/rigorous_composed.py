@@ -27,11 +27,11 @@ a kink, or has positive losses on both sides, either way within that range of
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from qpsvm._numerics import fsum
+from qpsvm.contract import CompositeProblem
 from qpsvm.verify.rigorous import (
     TINY,
     U,
@@ -52,7 +52,7 @@ __all__ = ["RIGOROUS_PENALTIES", "composed_dual_lower", "composed_primal_upper"]
 RIGOROUS_PENALTIES = frozenset({"l2", "l1"})
 
 
-def _excess_upper(f: Any, w: np.ndarray, b: float) -> np.ndarray:
+def _excess_upper(f: CompositeProblem, w: np.ndarray, b: float) -> np.ndarray:
     """Upper bounds on each exact excess ``max(0, m - z)`` or ``max(0, |z - y| - eps)``."""
     r, e = shortfall(f.target, f.sigma, enclosed_product(f.X.T, w), b)
     if not f.loss.regression:
@@ -60,14 +60,14 @@ def _excess_upper(f: Any, w: np.ndarray, b: float) -> np.ndarray:
     return np.maximum(0.0, up(up(np.abs(r) + e) - f.epsilon))
 
 
-def _coordinate_upper(f: Any, b: float) -> float:
+def _coordinate_upper(f: CompositeProblem, b: float) -> float:
     """An upper bound on ``|b / B|``, the regularised intercept's coordinate (0 otherwise)."""
     if not f.intercept.regularized:
         return 0.0
     return float(up(abs(b) / f.intercept.scaling))
 
 
-def composed_primal_upper(f: Any, w: np.ndarray, b: float) -> float:
+def composed_primal_upper(f: CompositeProblem, w: np.ndarray, b: float) -> float:
     """An upper bound on the exact ``P(w, b)`` of a composed problem (linear kernel)."""
     excess = _excess_upper(f, w, b)
     terms = up(excess * excess) if f.loss.squared else excess
@@ -86,7 +86,7 @@ def _signed_lower(t: np.ndarray) -> float:
     return float(down(down(fsum(t)) - err))
 
 
-def _box(f: Any) -> tuple[np.ndarray, np.ndarray]:
+def _box(f: CompositeProblem) -> tuple[np.ndarray, np.ndarray]:
     """The multipliers' box with caps at most the exact ``W_i`` (zero weights: ``u = 0``)."""
     cap = _capped(f.C, f.sample_weight)
     if f.loss.squared:
@@ -96,7 +96,7 @@ def _box(f: Any) -> tuple[np.ndarray, np.ndarray]:
     return (-hi if f.loss.regression else np.zeros_like(hi)), hi
 
 
-def _loss_part_lower(f: Any, u: np.ndarray) -> float:
+def _loss_part_lower(f: CompositeProblem, u: np.ndarray) -> float:
     """A lower bound on ``sum_i phi_i(u_i)`` (``u`` in the box)."""
     terms = [f.target * u]
     if f.loss.regression:
@@ -110,7 +110,7 @@ def _loss_part_lower(f: Any, u: np.ndarray) -> float:
     return value
 
 
-def _v(f: Any, u: np.ndarray) -> tuple[tuple, float]:
+def _v(f: CompositeProblem, u: np.ndarray) -> tuple[tuple, float]:
     """``v = sum_i u_i sigma_i x_i`` enclosed, and an upper bound on ``|B sum_i sigma_i u_i|``
     (the regularised intercept's coordinate; 0 otherwise)."""
     su = u * f.sigma  # exact: sigma is +-1
@@ -127,7 +127,9 @@ def _inf_norm_upper(enclosure: tuple, extra: float) -> float:
     return max(top, extra)
 
 
-def composed_dual_lower(f: Any, u: np.ndarray, upper: float) -> tuple[float, np.ndarray]:
+def composed_dual_lower(
+    f: CompositeProblem, u: np.ndarray, upper: float
+) -> tuple[float, np.ndarray]:
     r"""A lower bound on ``P*`` from multipliers ``u`` (moved into the exact domain), and that
     point; ``upper`` is a rigorous upper bound on ``P*`` (for the coupling's residual)."""
     lo, hi = _box(f)
@@ -159,7 +161,7 @@ def composed_dual_lower(f: Any, u: np.ndarray, upper: float) -> tuple[float, np.
     return value, u
 
 
-def _intercept_bound(f: Any, upper: float) -> float:
+def _intercept_bound(f: CompositeProblem, upper: float) -> float:
     """``|b*| <= max_i |t_i| + eps + ||w*|| max_i ||x_i||`` (module docstring)."""
     if not math.isfinite(upper):
         return math.inf

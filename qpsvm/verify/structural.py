@@ -45,6 +45,7 @@ import numpy as np
 
 from qpsvm._numerics import fsum
 from qpsvm._validation import check_tol
+from qpsvm.contract import StructuralProblem
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.solution import Candidate, CuttingPlane, Solution, StructuralCandidate
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
@@ -63,6 +64,8 @@ __all__ = [
 
 #: Coordinate-ascent passes for the dual point of a bare ``w``.
 BARE_W_PASSES = 50
+#: The passes stop once no multiplier moves by more than this times ``C`` (round-off).
+BARE_W_MOVE = 1e-12
 
 
 def output_key(y: Any) -> Any:
@@ -201,7 +204,7 @@ def _dual_infeasibility(weight: np.ndarray, example: np.ndarray, n: int, C: floa
 
 
 def read_structural_candidate(
-    f: Any, candidate: Any = None, *, w: Any = None, b: Any = None, alpha: Any = None
+    f: StructuralProblem, candidate: Any = None, *, w: Any = None, b: Any = None, alpha: Any = None
 ) -> StructuralCandidate:
     """Normalise what ``StructuralSVM.certify`` receives to a :class:`StructuralCandidate`.
 
@@ -247,7 +250,9 @@ def read_structural_candidate(
     )
 
 
-def certify_structural(f: Any, cand: StructuralCandidate, tol: float = DEFAULT_TOL) -> Certificate:
+def certify_structural(
+    f: StructuralProblem, cand: StructuralCandidate, tol: float = DEFAULT_TOL
+) -> Certificate:
     r"""Certify a structural-SVM candidate from the raw data (see the module docstring).
 
     Primal side: ``w`` (or, without one, :math:`w = \sum \alpha_{iy} a_{iy}` of the dual
@@ -349,7 +354,7 @@ def _best_single_output_dual(
                 v[cols] += (new - beta[i]) * vals
                 moved = max(moved, abs(new - beta[i]))
                 beta[i] = new
-        if moved <= 1e-12 * C:
+        if moved <= BARE_W_MOVE * C:
             break
     return beta
 
