@@ -15,7 +15,7 @@ from sklearn.preprocessing import StandardScaler
 
 import qpsvm
 from qpsvm._numerics import fsum, scale2, tdot, tdot2
-from qpsvm.kkt import support_solution
+from qpsvm.support_sets import support_solution
 
 
 def _cases():

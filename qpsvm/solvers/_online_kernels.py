@@ -255,6 +255,19 @@ def _pair_step(i, j, Ki, Kj, y, U, alpha, G, diag, act, n_act):  # pragma: no co
 
 
 @numba.njit(cache=True)
+def _single_step(i, step, Ki, y, U, alpha, G, act, n_act):  # pragma: no cover - compiled
+    """Without an intercept: ``alpha_i <- clip(alpha_i + step, 0, U_i)`` and the active
+    gradient updated, ``G_t += y_t K_it y_i (alpha_i - old)``."""
+    old = alpha[i]
+    new = old + step
+    alpha[i] = 0.0 if new <= 0.0 else (U[i] if new >= U[i] else new)
+    di = (alpha[i] - old) * y[i]
+    for k in range(n_act):
+        t = act[k]
+        G[t] += y[t] * Ki[t] * di
+
+
+@numba.njit(cache=True)
 def _select_i(y, U, alpha, G, act, n_act):  # pragma: no cover - compiled
     """``i = argmax_{t in I_up} -y_t G_t`` over the active variables, and that maximum
     (``-1, -inf`` if ``I_up`` is empty)."""
@@ -510,12 +523,7 @@ def smo_loop(
         else:
             Ki = cached_row(i, cache)
             old = alpha[i]
-            new = old + step
-            alpha[i] = 0.0 if new <= 0.0 else (U[i] if new >= U[i] else new)
-            di = (alpha[i] - old) * y[i]
-            for k in range(n_act):
-                t = act[k]
-                G[t] += y[t] * Ki[t] * di
+            _single_step(i, step, Ki, y, U, alpha, G, act, n_act)
             if shrinking:
                 _bound_change(i, old, Ki, y, U, alpha, G_bar)
         it += 1

@@ -19,7 +19,7 @@ them from one event to the next is the path algorithm of Hastie, Rosset, Tibshir
 :func:`track_sets` follows the events of the samples in a working set ``W`` (those near their
 margin at ``C0``; the others keep their status, folded into the right-hand side). It returns the
 sets at ``C1``, not a point: the caller solves the KKT equations on them in refined arithmetic
-(:func:`qpsvm.kkt.support_solution`), checks every sample
+(:func:`qpsvm.support_sets.support_solution`), checks every sample
 and certifies the answer, so a sample outside ``W`` that changed status, or a degenerate event
 (ties, more samples on the margin than dimensions), costs a fallback, never a wrong answer.
 """
@@ -35,9 +35,9 @@ import scipy.sparse as sp
 
 from qpsvm._numerics import tdot2
 from qpsvm.contract import BinaryProblem
-from qpsvm.kkt import ON_MARGIN, margin_scale, support_solution
 from qpsvm.solution import Candidate
 from qpsvm.solvers.refine import residuals
+from qpsvm.support_sets import ON_MARGIN, margin_scale, support_solution
 from qpsvm.verify.certificate import Certificate
 
 __all__ = [
@@ -205,7 +205,7 @@ def track_step(g: BinaryProblem, state: PathState, tol: float) -> Step | str:
 
     The ``state.size`` samples nearest their margin form ``W``; their sets are tracked from
     ``state.C`` to ``g.C`` (:func:`track_sets`), the KKT equations are solved on the sets reached
-    (:func:`qpsvm.kkt.support_solution`) and the point is
+    (:func:`qpsvm.support_sets.support_solution`) and the point is
     certified at ``tol``. If a sample outside ``W`` changed status, the step is tried once more
     with those samples and a larger ``W``. For a linear kernel the sum over ``E`` is updated
     from ``state.bound_sum`` through the rows of ``W`` only.

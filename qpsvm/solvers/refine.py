@@ -2,7 +2,7 @@
 
 Given the sets a solver identified — ``E`` (margin violated, ``alpha_i = C s_i``), ``M`` (on the
 margin) and ``O`` (beyond it, ``alpha_i = 0``) — the KKT conditions are linear equations
-(:func:`qpsvm.kkt.support_solution`); their solution is the
+(:func:`qpsvm.support_sets.support_solution`); their solution is the
 optimum to round-off whenever the sets are right, and the certificate decides which point is
 better.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from qpsvm.contract import BinaryProblem
-from qpsvm.kkt import ON_MARGIN, kkt_on_sets, margin_scale, support_sets
 from qpsvm.solution import Candidate
+from qpsvm.support_sets import ON_MARGIN, kkt_on_sets, margin_scale, support_sets
 
 __all__ = ["refine_binary", "residuals"]
 

@@ -61,9 +61,9 @@ from qpsvm._validation import check_flag, check_int, check_number
 from qpsvm.contract import BinaryProblem, check_method
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.kernels import KernelCache, gram_arrays
-from qpsvm.kkt import kkt_on_sets
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers import _online_kernels as kernels
+from qpsvm.support_sets import kkt_on_sets
 
 __all__ = ["SELECTIONS", "gradient_gap", "smo_intercept", "solve_smo"]
 
@@ -407,8 +407,8 @@ def _tighten(
 
 def _polish(f: BinaryProblem, alpha: np.ndarray, G: np.ndarray, target: float) -> bool:
     """Replace ``alpha`` and ``G`` by the solution of the KKT equations on SMO's free set
-    ``F = {0 < alpha_i < C s_i}`` and upper set (:func:`qpsvm.kkt.kkt_on_sets`: one symmetric
-    factorisation of the ``|F| x |F|`` kernel block, refined) when its duality gap, on a
+    ``F = {0 < alpha_i < C s_i}`` and upper set (:func:`qpsvm.support_sets.kkt_on_sets`: one
+    symmetric factorisation of the ``|F| x |F|`` kernel block, refined) when its duality gap, on a
     gradient computed from the data, is at most ``target``; returns whether it did.
 
     Near the optimum SMO has found the sets long before its linear convergence has made the

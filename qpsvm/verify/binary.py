@@ -34,8 +34,8 @@ from qpsvm._numerics import fsum_dot, tdot2
 from qpsvm._validation import check_tol
 from qpsvm.contract import BinaryProblem
 from qpsvm.exceptions import InvalidInputError
-from qpsvm.kkt import kkt_on_sets, support_sets
 from qpsvm.solution import Candidate
+from qpsvm.support_sets import kkt_on_sets, support_sets
 from qpsvm.verify.ascent import CERTIFY_EPOCHS, CoordinateData, ascend, balanced_ascent
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, best_dual_point
 from qpsvm.verify.projection import bounded_fit

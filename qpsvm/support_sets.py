@@ -13,8 +13,9 @@ are linear equations (:func:`support_solution`); their solution is the optimum t
 whenever the sets are right. The refinement of a solver's point
 (:func:`qpsvm.solvers.refine.refine_binary`), the regularisation path's event tracking
 (:mod:`qpsvm.solvers.homotopy`) and the verifier's dual points (:mod:`qpsvm.verify.binary`) all
-read their sets with :func:`support_sets` and solve them here. This module imports no
-formulation, solver or CVXPY (it is shared by the solvers and the verifier).
+read their sets with :func:`support_sets` and solve them here, in floating point (the
+rational oracle's counterpart, exact on the sets it is given, is :mod:`qpsvm.exact.kkt`). This
+module imports no formulation, solver or CVXPY (it is shared by the solvers and the verifier).
 """
 
 from __future__ import annotations
