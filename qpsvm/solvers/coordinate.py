@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from qpsvm._validation import check_int, check_tol
-from qpsvm.contract import BinaryProblem, CompositeProblem, Problem, check_method, part
+from qpsvm.contract import BinaryProblem, CompositeProblem, check_method, part
 from qpsvm.exceptions import InvalidInputError, UncertifiedSolutionError
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.finish import finish
@@ -79,7 +79,7 @@ def composed_problem(f: CompositeProblem) -> CoordinateProblem:
 
 
 def solve_dcd(
-    f: Problem,
+    f: BinaryProblem | CompositeProblem,
     solver: str | None = None,
     *,
     tol: float = DEFAULT_TOL,
@@ -111,7 +111,7 @@ def solve_dcd(
     tol = check_tol(tol)
     max_epochs = check_int(max_epochs, "max_epochs", minimum=1)
     seed = check_int(seed, "seed", minimum=0)
-    if not getattr(f, "linear", True):
+    if not f.linear:
         raise InvalidInputError(
             "method='dcd' solves linear SVMs (it updates w explicitly); use method='smo' or "
             "'working_set' for a nonlinear kernel."

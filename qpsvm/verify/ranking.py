@@ -111,7 +111,7 @@ def certify_ranking(
     hints : sequence of ndarray, optional
         More dual points to try (see :func:`~qpsvm.verify.binary.certify_binary`).
     """
-    lay = getattr(f, "query_layout", None)
+    lay = f.query_layout
     if lay is not None and cand.alpha is None and not hints:
         if cand.b is not None:
             f.check_b(cand.b)
