@@ -81,6 +81,9 @@ _ROUNDS = 3
 _NEAR = 1e-3
 #: Largest number of rows the dense repair step (:func:`_push_inside`) takes on.
 _DENSE_ROWS = 3000
+#: Slack, relative to ``1 + |h|``, below which :func:`_push_inside` counts a row as near (so
+#: rows a solver left at its bound, within the solver's own accuracy, are moved inside too).
+_NEAR_ROW = 1e-9
 #: Largest number of nonzeros of ``A`` whose residual is checked exactly (in rationals).
 _EXACT_NNZ = 200_000
 
@@ -296,7 +299,7 @@ def _repair_primal(qp: _QP, x: np.ndarray, allowed: np.ndarray | None = None) ->
 
 def _push_inside(qp: _QP, x: np.ndarray) -> np.ndarray:
     r"""``x`` moved by the least-norm step ``d = G_S^T \lambda`` that puts the rows ``S`` it is
-    near or beyond (slack below ``1e-9 (1 + |h|)``) a few rounding errors inside,
+    near or beyond (slack below :data:`_NEAR_ROW` ``(1 + |h|)``) a few rounding errors inside,
     ``G_S d = -(violation + margin)``, over the coordinates off their bounds (so the box holds):
     the generic repair of a solver's point that misses rows by rounding or inaccuracy (at most
     :data:`_NEAR`), when no column only helps them. Tried for a few rounds; the caller
@@ -307,7 +310,7 @@ def _push_inside(qp: _QP, x: np.ndarray) -> np.ndarray:
         mid, rad = qp.inequality_residual(x)
         if np.all(up(mid + rad) <= 0.0) or np.any(mid > _NEAR * (1.0 + np.abs(qp.h))):
             break  # feasible, or infeasible beyond a solver's inaccuracy: not this repair's job
-        near = np.flatnonzero(mid + rad > -1e-9 * (1.0 + np.abs(qp.h)))
+        near = np.flatnonzero(mid + rad > -_NEAR_ROW * (1.0 + np.abs(qp.h)))
         free = np.flatnonzero((x > qp.lb) & (x < qp.ub))
         if free.size == 0 or near.size > _DENSE_ROWS:
             break
