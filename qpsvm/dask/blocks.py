@@ -96,6 +96,22 @@ class RowBlock:
         return index[lo:hi] - self.offset
 
 
+def finite_features(X: np.ndarray, offset: int) -> np.ndarray:
+    """A raw block's features as float64, checked finite.
+
+    Raises
+    ------
+    InvalidInputError
+        A row holds NaN or inf; the message gives the first (``offset`` is the block's first
+        row in the whole data).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    bad = ~np.all(np.isfinite(X), axis=1)
+    if np.any(bad):
+        raise InvalidInputError(f"X holds NaN or inf (row {offset + int(np.argmax(bad))}).")
+    return X
+
+
 def make_block(
     X: np.ndarray,
     y: np.ndarray,
@@ -114,11 +130,8 @@ def make_block(
     InvalidInputError
         A check fails; the message gives the first offending row.
     """
-    X = np.asarray(X, dtype=np.float64)
+    X = finite_features(X, offset)
     n = X.shape[0]
-    bad = ~np.all(np.isfinite(X), axis=1)
-    if np.any(bad):
-        raise InvalidInputError(f"X holds NaN or inf (row {offset + int(np.argmax(bad))}).")
     y = np.asarray(y).ravel()
     plus, minus = y == classes[1], y == classes[0]
     if not np.all(plus | minus):

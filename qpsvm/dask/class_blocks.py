@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qpsvm.dask.blocks import RoundParts, Rows, Sort, SortParts
+from qpsvm.dask.blocks import RoundParts, Rows, Sort, SortParts, finite_features
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.verify.rigorous import (
     multiclass_dual_sums,
@@ -116,10 +116,7 @@ def make_class_block(
     InvalidInputError
         A check fails; the message gives the first offending row.
     """
-    X = np.asarray(X, dtype=np.float64)
-    bad = ~np.all(np.isfinite(X), axis=1)
-    if np.any(bad):
-        raise InvalidInputError(f"X holds NaN or inf (row {offset + int(np.argmax(bad))}).")
+    X = finite_features(X, offset)
     y = np.asarray(y).ravel()
     index = np.minimum(np.searchsorted(classes, y), classes.size - 1)
     unknown = classes[index] != y

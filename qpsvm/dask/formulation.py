@@ -26,6 +26,7 @@ from qpsvm.dask.working_set import (
     MIN_WORK,
     SAMPLE_ROWS,
     START_PASSES,
+    begin_solve,
     certify_blocks,
     solve_dask_working_set,
     stored_working_set,
@@ -179,12 +180,7 @@ class DaskSoftMarginPrimal:
         Solution
             ``w``, ``b`` in memory; ``alpha``, ``xi`` and ``certificate.alpha`` Dask arrays.
         """
-        if method not in (None, "working_set"):
-            raise InvalidInputError(
-                f"method={method!r} is not available with Dask data; use 'working_set'."
-            )
-        self.data.log.kinds.clear()
-        self.data.log.seconds.clear()
+        begin_solve(self.data, method)
         sol = solve_dask_working_set(
             self.data,
             BinaryFamily(),

@@ -31,6 +31,7 @@ from qpsvm.dask.working_set import (
     SAMPLE_ROWS,
     Begin,
     WorkingRows,
+    begin_solve,
     certify_blocks,
     read_sample,
     solve_dask_working_set,
@@ -246,12 +247,7 @@ class DaskMulticlassSVM:
             ``w`` (``W``, shape ``(k, d)``) in memory; ``alpha`` (``(n, k)``), ``xi``
             (``(n,)`` or ``(n, k)``) and ``certificate.alpha`` Dask arrays.
         """
-        if method not in (None, "working_set"):
-            raise InvalidInputError(
-                f"method={method!r} is not available with Dask data; use 'working_set'."
-            )
-        self.data.log.kinds.clear()
-        self.data.log.seconds.clear()
+        begin_solve(self.data, method)
         return solve_dask_working_set(
             self.data,
             MulticlassFamily(self.variant),

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from qpsvm.dask.blocks import RoundParts, Rows, Sort, SortParts
+from qpsvm.dask.blocks import RoundParts, Rows, Sort, SortParts, finite_features
 from qpsvm.exceptions import InaccurateSolutionError, InvalidInputError
 from qpsvm.verify.ranking import (
     MAX_WINDOW,
@@ -85,10 +85,7 @@ def make_item_block(
     InvalidInputError
         A check fails; the message gives the first offending row.
     """
-    X = np.asarray(X, dtype=np.float64)
-    bad = ~np.all(np.isfinite(X), axis=1)
-    if np.any(bad):
-        raise InvalidInputError(f"X holds NaN or inf (row {offset + int(np.argmax(bad))}).")
+    X = finite_features(X, offset)
     rel = np.asarray(y, dtype=np.float64).ravel()
     if not np.all(np.isfinite(rel)):
         row = int(np.argmax(~np.isfinite(rel)))

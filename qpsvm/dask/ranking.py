@@ -37,6 +37,7 @@ from qpsvm.dask.working_set import (
     SAMPLE_ROWS,
     Begin,
     WorkingRows,
+    begin_solve,
     certify_blocks,
     read_sample,
     solve_dask_working_set,
@@ -204,12 +205,7 @@ class DaskRankingSVM:
         Solution
             ``w`` in memory, ``b = 0``, no ``alpha`` or ``xi``.
         """
-        if method not in (None, "working_set"):
-            raise InvalidInputError(
-                f"method={method!r} is not available with Dask data; use 'working_set'."
-            )
-        self.data.log.kinds.clear()
-        self.data.log.seconds.clear()
+        begin_solve(self.data, method)
         return solve_dask_working_set(
             self.data,
             RankFamily(float(check_number(band, "band"))),

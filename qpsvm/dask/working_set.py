@@ -38,7 +38,7 @@ import numpy as np
 from qpsvm._numerics import fsum
 from qpsvm.dask.blocks import RoundParts, Rows, Sort
 from qpsvm.dask.passes import DaskData
-from qpsvm.exceptions import InaccurateSolutionError, UncertifiedSolutionError
+from qpsvm.exceptions import InaccurateSolutionError, InvalidInputError, UncertifiedSolutionError
 from qpsvm.formulations.model import CvxModel
 from qpsvm.solution import History, Solution
 from qpsvm.solvers.backends import backend_order, solve_model
@@ -60,6 +60,7 @@ __all__ = [
     "Family",
     "Rounds",
     "WorkingRows",
+    "begin_solve",
     "certified",
     "certify_blocks",
     "dask_solution",
@@ -80,6 +81,23 @@ START_PASSES = 10
 #: restricted QP of this size costs a few seconds on the client, a round less costs a pass over
 #: all rows.
 MIN_WORK = 30_000
+
+
+def begin_solve(data: Any, method: str | None) -> None:
+    """Check that ``method`` is the working set (the only method for Dask data) and clear the
+    log of passes of any earlier solve of ``data``.
+
+    Raises
+    ------
+    InvalidInputError
+        Another method is asked for.
+    """
+    if method not in (None, "working_set"):
+        raise InvalidInputError(
+            f"method={method!r} is not available with Dask data; use 'working_set'."
+        )
+    data.log.kinds.clear()
+    data.log.seconds.clear()
 
 
 def _strided(X: Any, y: Any, s: Any, m: Any, step: int) -> tuple:
