@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         "certify",
         help="certify another solver's model on an svmlight / LETOR file, on the problem it solved",
         description="Certify MODEL on DATA against the problem the tool that wrote it solved. "
-        "MODEL is a LIBLINEAR or LIBSVM model file (kernel models included), an SVM-light / "
+        "MODEL is a LIBLINEAR, LIBSVM or SVM-light model file (kernel models included), an "
         "SVM-rank model file, a JSON model (as `qpsvm fit` writes) or a text file of numbers "
         "(w, or w then b; the larger label positive). The format is detected from the first line. "
         f"{_EXIT_CODES}",

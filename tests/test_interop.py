@@ -247,7 +247,8 @@ def test_svmrank_model_file(tmp_path):
     rel = np.digitize(X @ [1.0, -1.0, 0.5, 0.0] + 0.3 * rng.normal(size=60), [-1.0, 0.0, 1.0])
     qid = np.repeat(np.arange(1, 7), 10)
     c = 3.0  # SVM-rank's -c; qpsvm's C is c / 6 queries
-    sol = qpsvm.RankingSVM(X, y=rel, groups=qid, C=c / 6).solve()
+    X32 = X.astype(np.float32).astype(np.float64)  # SVM-rank stores features as 32-bit floats
+    sol = qpsvm.RankingSVM(X32, y=rel, groups=qid, C=c / 6).solve()
     header = [
         "SVM-light Version V6.20",
         "0 # kernel type",

@@ -57,6 +57,9 @@ class ProblemSpec:
         The insensitivity of the regression losses.
     l1_ratio : float or None
         The L1 share of an ``"l1_l2"`` penalty.
+    float32_features : bool
+        The tool stores feature values as 32-bit floats (SVM-light, SVM-rank): its problem is
+        stated on the data rounded to float32.
     C_convention : {"qpsvm", "svmrank"}
         How a ``C`` given by the user (for models that do not record theirs) is read: as qpsvm's
         (LIBLINEAR's, LIBSVM's, SVM-light's), or as SVM-rank's ``-c``, divided by the number of
@@ -79,6 +82,7 @@ class ProblemSpec:
     multi_class: str | None = None
     epsilon: float | None = None
     l1_ratio: float | None = None
+    float32_features: bool = False
     C_convention: str = "qpsvm"
     conversions: list[str] = field(default_factory=list)
 

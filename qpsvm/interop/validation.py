@@ -279,8 +279,17 @@ def _kernel_part(
     params = {} if spec.kernel == "linear" else {"gamma": spec.gamma, "coef0": spec.coef0}
     if spec.kernel == "poly":
         params["degree"] = spec.degree
-    f = SoftMarginDual(X[rows], y_pm, C=spec.C, kernel=spec.kernel, sample_weight=s[rows], **params)
-    return f, {"alpha": alpha, "b": float(b)}
+    free = spec.intercept == "free"
+    f = SoftMarginDual(
+        X[rows],
+        y_pm,
+        C=spec.C,
+        kernel=spec.kernel,
+        fit_intercept=free,
+        sample_weight=s[rows],
+        **params,
+    )
+    return f, {"alpha": alpha, "b": float(b) if free else None}
 
 
 def _parts(answer: ForeignAnswer, X: Any, y: np.ndarray | None, groups: Any, s: np.ndarray):
@@ -477,6 +486,8 @@ def validate(
     answer = read_answer(model, X, y, groups=groups, format=format)
     spec = answer.spec
     _settle_spec(spec, groups, C, epsilon, class_weight)
+    if spec.float32_features:
+        X = X.astype(np.float32).astype(np.float64)
     y_arr = None if y is None else np.asarray(y)
     s = check_sample_weight(sample_weight, X.shape[0])
     result = Validation(source=answer.source, spec=spec)
