@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -373,3 +374,16 @@ def test_generate_resumes_the_missing_recipes(tmp_path) -> None:
     assert main(["--tier", "small", "--family", "hard_margin", "--missing", "--out", str(out)]) == 0
     again = json.loads(out.read_text())["instances"]
     assert again[0] == records[0] and again == records
+
+
+def test_time_profile_counts_ratios_to_the_fastest():
+    """Dolan-Moré by hand: ratios to each row's fastest, failures (inf) never counted."""
+    from qpsvm.suite.report import time_profile
+
+    inf = math.inf
+    T = np.array([[1.0, 2.0], [3.0, 3.0], [inf, 1.0], [2.0, inf], [inf, inf]])
+    profile = time_profile(T, ["a", "b"])
+    np.testing.assert_array_equal(profile["a"][0], [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(profile["b"][0], [1.0, 1.0, 2.0])
+    for name in "ab":  # three of the five problems each; the fifth nobody solves
+        np.testing.assert_array_equal(profile[name][1], [0.2, 0.4, 0.6])

@@ -30,6 +30,8 @@ __all__ = [
     "markdown_table",
     "performance_profile",
     "performance_profile_plot",
+    "profile_plot",
+    "time_profile",
     "to_json",
 ]
 
@@ -73,6 +75,30 @@ def write_json(results: Sequence[Result], path: str | Path, time_limit: float = 
     Path(path).write_text(json.dumps(to_json(results, time_limit), indent=1) + "\n")
 
 
+def time_profile(
+    times: np.ndarray, names: Sequence[str]
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``name -> (tau, rho(tau))``, the Dolan-Moré profile of a table of times.
+
+    Parameters
+    ----------
+    times : ndarray of shape (n_problems, n_solvers)
+        Seconds per problem and solver; ``inf`` where the solver failed.
+    names : sequence of str
+        The solvers' names, one per column.
+    """
+    T = np.asarray(times, dtype=float)
+    best = T.min(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        ratios = np.where(np.isfinite(best), T / best, math.inf)
+    out = {}
+    for j, name in enumerate(names):
+        finite = np.sort(ratios[:, j])
+        finite = finite[np.isfinite(finite)]
+        out[name] = (finite, np.arange(1, finite.size + 1) / max(T.shape[0], 1))
+    return out
+
+
 def performance_profile(
     results: Sequence[Result], tol: float = 1e-6
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -85,24 +111,18 @@ def performance_profile(
         for r in groups[name]:
             if r.success[f"{tol:g}"]:
                 T[instances.index(r.instance), j] = max(r.time, 1e-9)
-    best = T.min(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore"):
-        ratios = np.where(np.isfinite(best), T / best, math.inf)
-    out = {}
-    for j, name in enumerate(names):
-        r = np.sort(ratios[:, j])
-        finite = r[np.isfinite(r)]
-        rho = np.arange(1, finite.size + 1) / max(len(instances), 1)
-        out[name] = (finite, rho)
-    return out
+    return time_profile(T, names)
 
 
-def performance_profile_plot(results: Sequence[Result], tol: float = 1e-6, ax: Any = None) -> Any:
-    """Plot :func:`performance_profile` (log-scaled ``tau``) with matplotlib; returns the axes."""
+def profile_plot(
+    profile: dict[str, tuple[np.ndarray, np.ndarray]], ylabel: str, ax: Any = None
+) -> Any:
+    """Plot a Dolan-Moré profile (:func:`time_profile`) with a log-scaled ``tau``; returns the
+    axes."""
     import matplotlib.pyplot as plt
 
     ax = ax if ax is not None else plt.subplots(figsize=(6, 4))[1]
-    for name, (tau, rho) in performance_profile(results, tol).items():
+    for name, (tau, rho) in profile.items():
         if tau.size:
             ax.step(
                 np.concatenate([[1.0], tau]), np.concatenate([[0.0], rho]), where="post", label=name
@@ -110,12 +130,19 @@ def performance_profile_plot(results: Sequence[Result], tol: float = 1e-6, ax: A
         else:
             ax.plot([], [], label=f"{name} (none)")
     ax.set_xscale("log")
-    ax.set_xlabel("time ratio to the fastest successful solver, τ")
-    ax.set_ylabel(f"share certified ≤ {tol:g} within τ")
+    ax.set_xlabel("time ratio to the fastest, τ")
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, 1.02)
     ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("Dolan-Moré performance profile")
     return ax
+
+
+def performance_profile_plot(results: Sequence[Result], tol: float = 1e-6, ax: Any = None) -> Any:
+    """Plot :func:`performance_profile` (log-scaled ``tau``) with matplotlib; returns the axes."""
+    return profile_plot(
+        performance_profile(results, tol), f"share certified ≤ {tol:g} within τ", ax
+    )
 
 
 def accuracy_time_plot(results: Sequence[Result], ax: Any = None) -> Any:
