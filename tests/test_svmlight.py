@@ -165,6 +165,23 @@ def test_features_are_read_as_svm_light_stored_them(svm_learn, tmp_path):
     assert v.parts[0].certificate.gap <= 2 * (cmp.suboptimality + cmp.reference_gap)
 
 
+def test_svm_light_preference_ranking_is_the_ranking_svm(svm_learn, tmp_path):
+    """``svm_learn -z p``: C per pair over the pairs of a query with different targets, graded
+    relevance; its answer is certified against qpsvm's RankingSVM and its w is qpsvm's."""
+    rng = np.random.default_rng(0)
+    X = np.round(rng.normal(size=(60, 4)) * 16) / 16
+    rel = np.digitize(X @ [1.0, -1.0, 0.5, 0.0] + 0.3 * rng.normal(size=60), [-1.0, 0.0, 1.0])
+    qid = np.repeat(np.arange(1, 7), 10)
+    data = tmp_path / "rank.dat"
+    dump_svmlight_file(X, rel, str(data), query_id=qid, zero_based=False)
+    model = train(svm_learn, data, tmp_path / "rank.model", "-z p -c 0.5 -e 1e-10")
+    v = validate(str(model), X, rel, groups=qid, C=0.5, exact=True)
+    cmp = v.parts[0].comparison
+    assert v.passed and v.spec.C == 0.5, v
+    assert any("-z p" in c for c in v.spec.conversions)
+    assert cmp.distance <= v.parts[0].certificate.distance_bound
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [("0.5 7:1.0", "indices 1..6"), ("0.5 0:1.0", "indices 1..6"), ("x 1:1", "alpha\\*y")],

@@ -8,18 +8,23 @@ such line. SVM-light's classifier (``svm_learn``) minimises qpsvm's
 :math:`\tfrac12\|w\|^2 + C\sum_i\xi_i` with labels :math:`\pm 1` (``-j`` multiplies ``C`` on the
 positive examples: pass ``class_weight={1: j}``), in the dual with the kernels (``-t``) linear,
 polynomial :math:`(s\, u\cdot v + r)^d` and RBF :math:`\exp(-g\|u - v\|^2)`; ``-b 0`` drops the
-intercept (the model then records :math:`b_0 = 0`). SVM-rank minimises
+intercept (the model then records :math:`b_0 = 0`); its preference ranking (``-z p``, query
+ids in the data) minimises :math:`\tfrac12\|w\|^2 + C\sum_p \xi_p` over the pairs of each
+query with different targets, qpsvm's :class:`~qpsvm.RankingSVM`. SVM-rank minimises
 :math:`\tfrac12\|w\|^2 + \tfrac{c}{n_q}\sum_p \xi_p` over the preference pairs of ``n_q`` queries
 (:func:`qpsvm.conventions.C_from_svmrank`). Neither records its ``C`` / ``-c``.
 
 SVM-light stores feature values as 32-bit floats (``FVAL``): the problem it solved is stated on
 the data rounded to float32, as it read them (``ProblemSpec.float32_features``). Its sparse dot
 product multiplies two such values in single precision before summing in double, so on data
-whose products need more than 24 bits its kernel itself is rounded at about ``6e-8`` relative;
-the certificate then measures that too.
+whose products need more than 24 bits its kernel itself is rounded at about ``6e-8`` relative,
+and it caches kernel values as 32-bit floats (``CFLOAT``): its kernel answers stay about ``1e-7``
+relative from the optimum whatever its ``-e``, which the certificate measures.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -29,6 +34,9 @@ from qpsvm.interop.answer import ForeignAnswer, ProblemSpec
 __all__ = ["read_svmlight_file"]
 
 _HEADER_LINES = 10
+#: SVM-light's last release; SVM-rank writes the same format under a later version (V6.20), so a
+#: ranking model of version V6.02 or earlier is SVM-light's own ``-z p`` (``C`` per pair).
+LAST_SVM_LIGHT = (6, 2)
 #: SVM-light's kernel types (``-t``) -> qpsvm's kernel names (``None``: cannot be certified).
 _KERNELS = {0: "linear", 1: "poly", 2: "rbf", 3: None, 4: None}
 _KERNEL_WORDS = {3: "sigmoid kernel (-t 3), which is not positive semidefinite", 4: "user kernel"}
@@ -79,7 +87,8 @@ def read_svmlight_file(path: str, text: str, n_features: int, *, ranking: bool) 
             f"{path}: the model uses feature {highest}, the data have {n_features} features."
         )
     alpha_y, SV = _support_vectors(path, lines[1 + _HEADER_LINES :], n_features)
-    tool = "SVM-rank" if ranking else "SVM-light"
+    svm_rank = ranking and _version(lines[0]) > LAST_SVM_LIGHT
+    tool = "SVM-rank" if svm_rank else "SVM-light"
     spec = ProblemSpec(
         family="ranking" if ranking else "binary",
         C=None,
@@ -88,7 +97,7 @@ def read_svmlight_file(path: str, text: str, n_features: int, *, ranking: bool) 
         gamma=None if kernel == "linear" else (s if kernel == "poly" else gamma),
         degree=degree,
         coef0=r if kernel == "poly" else 0.0,
-        C_convention="svmrank" if ranking else "qpsvm",
+        C_convention="svmrank" if svm_rank else "qpsvm",
         float32_features=True,
         conversions=[f"{tool} stores features as 32-bit floats: the data rounded to float32"],
     )
@@ -97,6 +106,10 @@ def read_svmlight_file(path: str, text: str, n_features: int, *, ranking: bool) 
     else:
         params = f"s={s:g}, r={r:g}, d={degree}" if kernel == "poly" else f"g={gamma:g}"
         spec.conversions.append(f"{tool} {kernel} kernel ({params}) as recorded")
+    if ranking and not svm_rank:
+        spec.conversions.append(
+            f"{lines[0].strip()}: SVM-light's preference ranking (-z p), C per pair as qpsvm's"
+        )
     if not ranking:
         spec.conversions.append("labels: SVM-light's +1 is the positive class; b = -threshold")
         if threshold == 0.0:
@@ -115,6 +128,12 @@ def read_svmlight_file(path: str, text: str, n_features: int, *, ranking: bool) 
     else:
         answer.dual_coef, answer.support_vectors = alpha_y[None, :], SV
     return answer
+
+
+def _version(line: str) -> tuple[int, ...]:
+    """The version ``V6.02`` of a header line ``SVM-light Version V6.02`` as ``(6, 2)``."""
+    found = re.search(r"V(\d+)\.(\d+)", line)
+    return (0, 0) if found is None else (int(found[1]), int(found[2]))
 
 
 def _support_vectors(path: str, lines: list[str], n_features: int) -> tuple[np.ndarray, np.ndarray]:
