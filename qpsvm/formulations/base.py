@@ -117,8 +117,14 @@ class Formulation(ABC):
         model. Used by regularisation paths."""
         from qpsvm._validation import check_positive
 
-        other = copy.copy(self)
+        other = self.fresh_copy()
         other.C = check_positive(C, "C")
+        return other
+
+    def fresh_copy(self) -> Formulation:
+        """The same problem as a shallow copy sharing the data, with its own model and no
+        cached solution: what a solve may fill (a model, a Gram matrix) stays off ``self``."""
+        other = copy.copy(self)
         other._model = None
         other._reference = None
         return other
@@ -258,8 +264,7 @@ class Formulation(ABC):
                 if method == "exact" and np.prod(self.X.shape) > self.exact_hint_size:
                     break
                 try:
-                    # on a copy: a solve may form and keep a Gram matrix or a model
-                    self._reference = self.with_C(self.C).solve(method=method)
+                    self._reference = self.fresh_copy().solve(method=method)
                     break
                 except QPSVMError:
                     continue
