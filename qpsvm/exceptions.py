@@ -17,6 +17,7 @@ __all__ = [
     "NotSeparableError",
     "ProblemMismatchWarning",
     "QPSVMError",
+    "RoundingFloorError",
     "SolverError",
     "SolverNotInstalledError",
     "UncertifiedSolutionError",
@@ -57,6 +58,27 @@ class InfeasibleProblemError(SolverError):
 
 class UncertifiedSolutionError(SolverError):
     """A solver returned a point whose certificate does not pass at the requested tolerance."""
+
+
+class RoundingFloorError(UncertifiedSolutionError):
+    """float64 cannot certify the tolerance asked: the certificate's rounding floor (the part
+    of its gap that is its allowance for rounding, :attr:`qpsvm.Certificate.rounding_floor`)
+    exceeds it and accounts for the gap of the best point found.
+
+    The message states the floor reached. What helps: a ``tol`` above the floor, centring and
+    rescaling the features (shifted or badly scaled features make large sums, whose rounding
+    sets the floor), or the exact rational optimum, ``method="exact"``.
+
+    Attributes
+    ----------
+    relative_floor : float
+        The certificate's :attr:`~qpsvm.Certificate.relative_floor`.
+    relative_gap : float
+        The relative gap the best point reached (a ``tol`` it meets).
+    """
+
+    relative_floor: float = float("nan")
+    relative_gap: float = float("nan")
 
 
 class EnclosureError(QPSVMError, RuntimeError):

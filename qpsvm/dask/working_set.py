@@ -38,12 +38,12 @@ import numpy as np
 from qpsvm._numerics import fsum
 from qpsvm.dask.blocks import RoundParts, Rows, Sort
 from qpsvm.dask.passes import DaskData
-from qpsvm.exceptions import InaccurateSolutionError, InvalidInputError, UncertifiedSolutionError
+from qpsvm.exceptions import InaccurateSolutionError, InvalidInputError
 from qpsvm.formulations.model import CvxModel
 from qpsvm.solution import History, Solution
 from qpsvm.solvers.backends import backend_order, solve_model
 from qpsvm.solvers.working_set import MIN_ADD, WIDTH
-from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
+from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, uncertified_error
 from qpsvm.verify.rigorous import (
     combine_dual_sums,
     dual_lower_value,
@@ -299,10 +299,11 @@ def certified(cert: Certificate, tol: float) -> Certificate:
         No violated status is left but the certificate does not reach ``tol``.
     """
     if not cert.passed:
-        raise UncertifiedSolutionError(
+        raise uncertified_error(
+            cert,
             f"the working-set optimum over Dask blocks is certified only to a relative gap of "
             f"{cert.relative_gap:.2e} > tol {tol:.0e}. Standardise the features, or pass a "
-            "larger tol."
+            "larger tol.",
         )
     return cert
 

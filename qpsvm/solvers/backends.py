@@ -21,6 +21,7 @@ from qpsvm.exceptions import (
     InaccurateSolutionError,
     InfeasibleProblemError,
     InvalidInputError,
+    RoundingFloorError,
     SolverError,
     SolverNotInstalledError,
     UncertifiedSolutionError,
@@ -192,14 +193,17 @@ def solve_model(
     rejected by ``check`` (later backends get their default settings and a logged warning).
 
     ``feasible`` says the problem always has a solution (:attr:`Formulation.always_feasible`):
-    a backend that reports it infeasible or unbounded has then failed, and the next one is tried.
+    a backend that reports it infeasible or unbounded has then failed, and the next one is tried;
+    so has one whose report follows a point returned by an earlier backend (on badly scaled
+    separable data OSQP reports a hard margin infeasible after Clarabel found a point).
     ``check(result)`` judges the solved model (e.g. certifies its point): ``None`` accepts it,
     an error rejects it like a failure of that backend.
 
     Raises
     ------
     InfeasibleProblemError
-        The backend reports the problem infeasible or unbounded (not ``feasible``: no fallback).
+        The backend reports the problem infeasible or unbounded (not ``feasible``, and no
+        earlier backend returned a point: no fallback).
     SolverError, UncertifiedSolutionError, InaccurateSolutionError
         The one backend of ``order`` failed, or had its point rejected (the error of ``check``).
     SolverError, UncertifiedSolutionError
@@ -211,10 +215,15 @@ def solve_model(
         try:
             result = run_backend(model.problem, name, options if k == 0 else {})
         except InfeasibleProblemError as exc:
-            if not feasible:
+            if not (feasible or rejected):
                 raise
+            why = (
+                "the problem always has a solution"
+                if feasible
+                else "an earlier backend returned a point"
+            )
             failure: SolverError = SolverError(
-                f"{exc} — but the problem always has a solution: a numerical failure "
+                f"{exc} — but {why}: a numerical failure "
                 "(badly scaled data? standardise the features)"
             )
         except SolverError as exc:
@@ -223,6 +232,8 @@ def solve_model(
             verdict = None if check is None else check(result)
             if verdict is None:
                 return result
+            if isinstance(verdict, RoundingFloorError):
+                raise verdict  # the floor is the data's, not the backend's: none can pass
             failure, rejected = verdict, True
         if len(order) == 1:
             raise failure

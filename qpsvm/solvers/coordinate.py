@@ -29,7 +29,7 @@ import numpy as np
 
 from qpsvm._validation import check_int, check_tol
 from qpsvm.contract import BinaryProblem, CompositeProblem, check_method, part
-from qpsvm.exceptions import InvalidInputError, UncertifiedSolutionError
+from qpsvm.exceptions import InvalidInputError, RoundingFloorError, UncertifiedSolutionError
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.finish import finish
 from qpsvm.verify.ascent import CoordinateData, ascend, balanced_ascent
@@ -128,6 +128,8 @@ def solve_dcd(
         cand = Candidate(w=v[:-1], b=None, alpha=u)
         try:
             cand, cert = finish(f, cand, tol, what=WHAT, advice=ADVICE, refine=False, eager=False)
+        except RoundingFloorError:
+            raise  # no other method certifies below the floor
         except UncertifiedSolutionError as error:
             # the intercept's search stalls where g(b) jumps over 0 and the ascent is slow
             # (hinge loss, most multipliers at a bound): the exact method of the formulation

@@ -11,9 +11,8 @@ decides which point is best.
 from __future__ import annotations
 
 from qpsvm.contract import Problem, load
-from qpsvm.exceptions import UncertifiedSolutionError
 from qpsvm.solution import Candidate
-from qpsvm.verify.certificate import Certificate
+from qpsvm.verify.certificate import Certificate, uncertified_error
 
 __all__ = ["best_certified", "finish"]
 
@@ -64,13 +63,16 @@ def finish(
     ------
     UncertifiedSolutionError
         No point passes its certificate at ``tol``.
+    RoundingFloorError
+        The best point fails only by the certificate's rounding floor, which exceeds ``tol``.
     """
     cert = None if eager else load(f.certifier)(f, cand, tol=tol)
     if cert is None or (refine and not cert.passed):
         cand, cert = best_certified(f, cand, tol, refine)
     if not cert.passed:
-        raise UncertifiedSolutionError(
+        raise uncertified_error(
+            cert,
             f"{what} is certified only to a relative gap of {cert.relative_gap:.2e} > tol "
-            f"{tol:.0e} (primal infeasibility {cert.primal_infeasibility:.2e}). {advice}"
+            f"{tol:.0e} (primal infeasibility {cert.primal_infeasibility:.2e}). {advice}",
         )
     return cand, cert

@@ -11,7 +11,12 @@ from typing import Any
 
 from qpsvm._validation import check_tol
 from qpsvm.contract import METHODS, Problem, supported
-from qpsvm.exceptions import InfeasibleProblemError, SolverError, UncertifiedSolutionError
+from qpsvm.exceptions import (
+    InfeasibleProblemError,
+    RoundingFloorError,
+    SolverError,
+    UncertifiedSolutionError,
+)
 from qpsvm.formulations.model import CvxModel
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.backends import (
@@ -22,7 +27,7 @@ from qpsvm.solvers.backends import (
     solve_model,
 )
 from qpsvm.solvers.finish import best_certified
-from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
+from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, uncertified_error
 
 __all__ = ["solve_certified_model", "solve_qp"]
 
@@ -58,6 +63,8 @@ def solve_qp(
         The problem has no feasible point.
     InaccurateSolutionError, UncertifiedSolutionError
         No backend produced a point that passes the certificate.
+    RoundingFloorError
+        The best point fails only by the certificate's rounding floor, which exceeds ``tol``.
     """
     return solve_certified_model(
         f, f.full_model, backend_order(solver), options, check_tol(tol), refine
@@ -89,17 +96,21 @@ def solve_certified_model(
                 )
             found.append((cand, cert))
             return None
-        if result.status in INACCURATE:
-            return inaccurate_error(result.solver, result.status, cert.relative_gap)
-        return UncertifiedSolutionError(
+        error = uncertified_error(
+            cert,
             f"{result.solver}: certified relative gap {cert.relative_gap:.2e} > tol {tol:.0e}. "
-            "Tighten the backend's tolerances or use solver=None."
+            "Tighten the backend's tolerances or use solver=None.",
         )
+        if result.status in INACCURATE and not isinstance(error, RoundingFloorError):
+            return inaccurate_error(result.solver, result.status, cert.relative_gap)
+        return error
 
     try:
         result = solve_model(model, order, options, f.always_feasible, check)
     except InfeasibleProblemError as exc:
         raise (f.infeasible_error() or exc) from exc
+    except RoundingFloorError:
+        raise
     except UncertifiedSolutionError as exc:
         # the full QP is one certified method; name the others the formulation has
         full = METHODS["qp"].run

@@ -497,7 +497,13 @@ class _Newton:
             grad = self.w - np.asarray(X.T @ coef).ravel()
             if f.fit_intercept:
                 grad = np.append(grad, -coef.sum())
-            direction = np.linalg.solve(self._hessian(mu), -grad)
+            H = self._hessian(mu)
+            try:
+                direction = np.linalg.solve(H, -grad)
+            except np.linalg.LinAlgError:
+                # singular to working precision (features shifted by 1e5 with a huge C/mu):
+                # the least-squares direction; a step that does not descend ends the level
+                direction = np.linalg.lstsq(H, -grad, rcond=None)[0]
             slope = float(grad @ direction)
             scale = float(self.w @ self.w) + self.C * float(f.sample_weight @ np.abs(self.z))
             if -slope <= 1e-14 * max(1.0, scale):

@@ -37,7 +37,13 @@ from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Candidate
 from qpsvm.support_sets import kkt_on_sets, support_sets
 from qpsvm.verify.ascent import CERTIFY_EPOCHS, CoordinateData, ascend, balanced_ascent
-from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, best_dual_point
+from qpsvm.verify.certificate import (
+    DEFAULT_TOL,
+    GOOD_ENOUGH,
+    Certificate,
+    best_dual_point,
+    evaluation_allowance,
+)
 from qpsvm.verify.projection import bounded_fit
 from qpsvm.verify.rigorous import (
     RbfError,
@@ -394,14 +400,16 @@ def _search_dual(
 
 def _linear_bounds(
     f: BinaryProblem, side: _PrimalSide, alpha: np.ndarray, pairs: Any
-) -> tuple[float, float, float, np.ndarray]:
-    """Rigorous ``P`` (an upper bound), primal infeasibility, ``D`` (a lower bound) and the
-    dual point, for an explicit ``w`` (:mod:`qpsvm.verify.rigorous`)."""
-    primal, worst = binary_primal_upper(f, side.w, side.b, pairs)
+) -> tuple[float, float, float, np.ndarray, float]:
+    """Rigorous ``P`` (an upper bound), primal infeasibility, ``D`` (a lower bound), the dual
+    point, and the allowance for rounding in the bounds (:mod:`qpsvm.verify.rigorous`,
+    :func:`~qpsvm.verify.certificate.evaluation_allowance`), for an explicit ``w``."""
+    primal, worst, primal_estimate = binary_primal_upper(f, side.w, side.b, pairs)
     primal_inf = max(0.0, worst) if side.hard else side.infeasibility
     reference = primal if math.isfinite(primal) else binary_trivial_upper(f)
-    dual, alpha = binary_dual_lower(f, alpha, reference, pairs)
-    return primal, primal_inf, dual, alpha
+    dual, alpha, dual_estimate = binary_dual_lower(f, alpha, reference, pairs)
+    floor = evaluation_allowance(primal, dual, primal_estimate, dual_estimate)
+    return primal, primal_inf, dual, alpha, floor
 
 
 def _kernel_bounds(
@@ -469,12 +477,13 @@ def certify_binary(
     if cand.w is None and cand.alpha is None:
         raise InvalidInputError("nothing to certify: pass a solution, w (and b), or alpha.")
     side = _primal_side(f, cand)
-    alpha, dual, expansions = _search_dual(f, side, tol, hints)
+    alpha, dual_float, expansions = _search_dual(f, side, tol, hints)
     if f.linear:
-        primal, primal_inf, dual, alpha = _linear_bounds(f, side, alpha, pairs)
+        primal, primal_inf, dual, alpha, floor = _linear_bounds(f, side, alpha, pairs)
     else:
         primal, dual, alpha = _kernel_bounds(f, side, alpha)
         primal_inf = side.infeasibility
+        floor = evaluation_allowance(primal, dual, side.primal, dual_float)
     comp = np.abs(alpha * (side.residual + side.hinge))
     if not side.hard:
         comp = np.maximum(comp, np.abs((f.upper - alpha) * side.hinge))
@@ -489,4 +498,5 @@ def certify_binary(
         formulation=type(f).__name__,
         alpha=alpha,
         rigorous=f.linear or f.kernel.name == "rbf",
+        rounding_floor=floor,
     )

@@ -9,9 +9,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from qpsvm.exceptions import EnclosureError
+from qpsvm.exceptions import EnclosureError, RoundingFloorError, UncertifiedSolutionError
 
-__all__ = ["DEFAULT_TOL", "GOOD_ENOUGH", "Certificate", "best_dual_point", "relative"]
+__all__ = [
+    "DEFAULT_TOL",
+    "GOOD_ENOUGH",
+    "Certificate",
+    "best_dual_point",
+    "evaluation_allowance",
+    "relative",
+    "uncertified_error",
+]
 
 DEFAULT_TOL = 1e-9
 #: The search for a better dual point stops once the relative gap is below this fraction of the
@@ -22,6 +30,40 @@ GOOD_ENOUGH = 1e-2
 def relative(value: float, reference: float) -> float:
     """``value / max(1, |reference|)``: the scale every threshold in qpsvm is relative to."""
     return value / max(1.0, abs(reference))
+
+
+def evaluation_allowance(upper: float, lower: float, primal: float, dual: float) -> float:
+    r"""The part of a rigorous gap that bounds rounding: :math:`(U - \hat P) + (\hat D - L)`,
+    the rigorous ends ``U``, ``L`` against the objectives ``P``, ``D`` of the same points
+    evaluated in floating point (each part clipped at 0; an infinite end, a hard constraint
+    not proven, adds nothing: it is no allowance but a verdict), and at most the gap
+    ``U - L`` itself."""
+    parts = (upper - primal, dual - lower)
+    allowance = float(sum(max(0.0, p) for p in parts if math.isfinite(p)))
+    # where the two evaluations cross (P below D by round-off) the allowance exceeds the gap
+    return min(allowance, max(0.0, upper - lower)) if upper - lower < math.inf else allowance
+
+
+def uncertified_error(cert: Certificate, message: str) -> UncertifiedSolutionError:
+    """The error for a solve whose best point ``cert`` did not pass: ``message``, as a
+    :class:`~qpsvm.exceptions.RoundingFloorError` when the certificate's rounding floor
+    exceeds its ``tol`` and accounts for the gap (the gap is within ``tol`` of the floor: the
+    point is optimal as far as float64 can tell, so neither refining it nor another backend
+    would pass), stating the floor and what would help; else as an
+    :class:`~qpsvm.exceptions.UncertifiedSolutionError`."""
+    floor, gap = cert.relative_floor, cert.relative_gap
+    if floor <= cert.tol or gap > floor + cert.tol:
+        return UncertifiedSolutionError(message)
+    error = RoundingFloorError(
+        f"{message} The gap is within the certificate's rounding floor, {floor:.2e} relative "
+        f"to the objective (its allowance for float64 rounding, whatever the solver), above "
+        f"tol {cert.tol:.0e}. What helps: a looser tol (this point is certified at "
+        f"{gap:.1e}); centring and rescaling the features (shifted or badly scaled features "
+        "make large sums whose rounding sets the floor); or the exact rational optimum, "
+        "method='exact'."
+    )
+    error.relative_floor, error.relative_gap = floor, gap
+    return error
 
 
 def best_dual_point(
@@ -95,6 +137,14 @@ class Certificate:
     strong_convexity : float
         The modulus ``mu`` of strong convexity of ``P`` in ``w`` (``1 - l1_ratio`` for the
         elastic-net penalty, 0 for L1).
+    rounding_floor : float
+        The part of ``gap`` that is the rigorous allowance for rounding rather than the
+        candidate's suboptimality: ``(upper - P) + (D - lower)``, with ``P`` and ``D`` the
+        objectives of the same points evaluated in floating point
+        (:func:`evaluation_allowance`). A certificate cannot prove a gap below it; when
+        ``relative_floor`` exceeds the ``tol`` asked and accounts for the gap, ``solve()``
+        raises :class:`~qpsvm.exceptions.RoundingFloorError`. 0 for certificates that do not
+        compute it (not rigorous, structural, Dask, the ranking SVM's 1-slack certificate).
     """
 
     primal_objective: float
@@ -109,6 +159,7 @@ class Certificate:
     alpha: np.ndarray | None = field(default=None, repr=False)
     rigorous: bool = False
     strong_convexity: float = 1.0
+    rounding_floor: float = 0.0
 
     @property
     def lower(self) -> float:
@@ -154,6 +205,13 @@ class Certificate:
         return float(np.nextafter(math.sqrt(2.0 * self.gap / self.strong_convexity), np.inf))
 
     @property
+    def relative_floor(self) -> float:
+        """``rounding_floor / max(1, |P|)``, rounded up (0 when ``P`` is infinite)."""
+        if not math.isfinite(self.primal_objective):
+            return 0.0
+        return float(np.nextafter(relative(self.rounding_floor, self.primal_objective), np.inf))
+
+    @property
     def passed(self) -> bool:
         """True when the relative gap and the relative primal infeasibility are within ``tol``."""
         feasible = relative(self.primal_infeasibility, self.primal_objective) <= self.tol
@@ -166,6 +224,7 @@ class Certificate:
             ("dual objective", f"{self.dual_objective:.15g}"),
             ("gap", f"{self.gap:.3e}"),
             ("relative gap", f"{self.relative_gap:.3e} (tol {self.tol:.0e})"),
+            ("relative rounding floor", f"{self.relative_floor:.3e}"),
             (
                 "distance bound ||w - w*||",
                 "none (not strongly convex)"

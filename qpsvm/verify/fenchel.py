@@ -65,7 +65,13 @@ from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Candidate
 from qpsvm.verify.ascent import CERTIFY_EPOCHS, CoordinateData, ascend, balanced_ascent
 from qpsvm.verify.binary import kernel_scores, kernel_ulps
-from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, best_dual_point
+from qpsvm.verify.certificate import (
+    DEFAULT_TOL,
+    GOOD_ENOUGH,
+    Certificate,
+    best_dual_point,
+    evaluation_allowance,
+)
 from qpsvm.verify.projection import bounded_fit
 from qpsvm.verify.rigorous_composed import (
     RIGOROUS_PENALTIES,
@@ -358,9 +364,12 @@ def certify_composed(
             best, best_value = improved, value
 
     rigorous = f.penalty.name in RIGOROUS_PENALTIES
+    floor = 0.0
     if rigorous:
+        estimates = (primal, best_value)
         primal = composed_primal_upper(f, w, b)
         best_value, best = composed_dual_lower(f, best, primal)
+        floor = evaluation_allowance(primal, best_value, *estimates)
     v = dual.v(best)
     w_aug = f.intercept.augment(w, b)
     young_penalty = f.penalty.value(w_aug) + f.penalty.conjugate(v) - fsum_dot(w_aug, v)
@@ -377,6 +386,7 @@ def certify_composed(
         alpha=best,
         strong_convexity=f.penalty.strong_convexity,
         rigorous=rigorous,
+        rounding_floor=floor,
     )
 
 

@@ -45,7 +45,12 @@ from qpsvm.contract import MulticlassProblem
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Candidate
 from qpsvm.verify.binary import MARGIN_TAUS, MAX_MARGIN_SET
-from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, best_dual_point
+from qpsvm.verify.certificate import (
+    DEFAULT_TOL,
+    Certificate,
+    best_dual_point,
+    evaluation_allowance,
+)
 from qpsvm.verify.projection import bounded_fit
 from qpsvm.verify.rigorous import multiclass_dual_lower, multiclass_primal_upper
 
@@ -183,13 +188,11 @@ def certify_multiclass(
             if cand.w is not None
             else itertools.chain(own, candidates)
         )
-    alpha, dual, _ = best_dual_point(
-        f.dual_objective, candidates, np.zeros_like(margins), primal, tol
-    )
+    alpha, _, _ = best_dual_point(f.dual_objective, candidates, np.zeros_like(margins), primal, tol)
 
     # the rigorous enclosure (qpsvm.verify.rigorous)
-    primal = multiclass_primal_upper(f, W)
-    dual, alpha = multiclass_dual_lower(f, alpha)
+    primal, primal_estimate = multiclass_primal_upper(f, W)
+    dual, alpha, dual_estimate = multiclass_dual_lower(f, alpha)
     slack = _slack_matrix(f, xi)
     comp = np.where(f.mask, np.abs(alpha * (margins - 1.0 + slack)), 0.0)
     if f.crammer_singer:
@@ -207,4 +210,5 @@ def certify_multiclass(
         formulation=f"{type(f).__name__}({f.variant})",
         alpha=alpha,
         rigorous=True,
+        rounding_floor=evaluation_allowance(primal, dual, primal_estimate, dual_estimate),
     )
