@@ -19,6 +19,7 @@ from qpsvm.datasets.chains import make_chains
 from qpsvm.estimators import RankSVM, StructuredSVM, SVMClassifier
 from qpsvm.metrics import ndcg_at_k, pairwise_accuracy
 from qpsvm.models import ChainModel, MulticlassModel
+from qpsvm.verify.rigorous import distance_lower
 
 EXACT = 1e-9
 
@@ -298,8 +299,8 @@ def test_structured_svm_is_the_certified_structural_optimum(chains):
     assert svm.certificate_.passed and svm.formulation_ == "StructuralSVM"
     # the optimum is unique (strongly convex), both are certified at 1e-9 relative:
     # ||w - w*|| <= sqrt(2 gap) for each
-    bound = np.sqrt(2 * svm.certificate_.gap) + np.sqrt(2 * ref.certificate.gap)
-    assert np.linalg.norm(svm.coef_ - ref.w) <= bound + 1e-12
+    bound = np.nextafter(svm.certificate_.distance_bound + ref.certificate.distance_bound, np.inf)
+    assert distance_lower(svm.coef_, ref.w) <= bound
     predictions = svm.predict(X_test)
     expected = f.predict(X_test, svm.solution_)
     assert all(np.array_equal(a, b) for a, b in zip(predictions, expected, strict=True))
@@ -315,8 +316,8 @@ def test_structured_svm_with_multiclass_model_is_crammer_singer(iris):
     svm = StructuredSVM(MulticlassModel(4, 3), C=1.0).fit(X, y)
     cs = SVMClassifier(C=1.0, fit_intercept=False).fit(X, y)
     assert svm.certificate_.passed and cs.certificate_.passed
-    bound = np.sqrt(2 * svm.certificate_.gap) + np.sqrt(2 * cs.certificate_.gap)
-    assert np.linalg.norm(svm.coef_.reshape(3, 4) - cs.coef_) <= bound + 1e-12
+    bound = np.nextafter(svm.certificate_.distance_bound + cs.certificate_.distance_bound, np.inf)
+    assert distance_lower(svm.coef_.reshape(3, 4), cs.coef_) <= bound
     np.testing.assert_array_equal(svm.predict(X), cs.predict(X))
     assert svm.score(X, y) == pytest.approx(cs.score(X, y) - 1.0)
 
