@@ -38,9 +38,10 @@ with neither (a free intercept ``b``, which has no curvature) needs its residual
 their sum is exact and one of them is set to the balance, checked in rationals. Otherwise the
 lower bound is unproven: its value is then computed with that residual taken as zero and marked
 not rigorous, and bounding the variable (a box it does not reach) makes it rigorous. Convexity
-itself is proven when ``P`` is symmetric and diagonally dominant with a nonnegative diagonal
-(Gershgorin); other ``P`` (a general ``quad_form``) are assumed convex, as CVXPY checked them,
-and the lower bound is not claimed.
+itself is proven exactly for a symmetric ``P`` (:mod:`qpsvm.verify.psd`: Gershgorin per block,
+else a shifted Cholesky factor with a rigorous residual bound, else exact elimination on blocks
+of at most :data:`~qpsvm.verify.psd.EXACT_PSD_SIZE` variables); where it is not, the lower bound
+is not claimed.
 
 The multipliers are the certificate's own, not a solver's: a bounded least-squares fit of the
 stationarity equations on the constraints (nearly) active at ``x``, for a few activity
@@ -65,6 +66,7 @@ from scipy.sparse.linalg import lsqr, spsolve
 
 from qpsvm._numerics import two_product
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, relative
+from qpsvm.verify.psd import psd_reason
 from qpsvm.verify.rigorous import TINY, U, down, enclosed_product, up, upper_sum
 
 __all__ = ["QPCertificate", "certify_qp"]
@@ -230,22 +232,11 @@ class _QP:
         return all(t == 0 for t in total)
 
     def convexity(self) -> str | None:
-        """``None`` when ``P`` is proven positive semidefinite (symmetric, diagonally dominant
-        with a nonnegative diagonal), else why not."""
-        P = self.P
-        if (P != P.T).nnz:
+        """``None`` when ``P`` is proven positive semidefinite
+        (:func:`~qpsvm.verify.psd.psd_reason`), else why not."""
+        if (self.P != self.P.T).nnz:
             return "P is not symmetric"
-        diag = P.diagonal()
-        if np.any(diag < 0):
-            return "P has a negative diagonal entry: the problem is not convex"
-        off = sp.csr_matrix(abs(P - sp.diags(diag)))
-        for i in np.flatnonzero(np.diff(off.indptr)):
-            if upper_sum(off.data[off.indptr[i] : off.indptr[i + 1]]) > diag[i]:
-                return (
-                    "P is not diagonally dominant, so its convexity is not proven here "
-                    "(CVXPY checked it in floating point)"
-                )
-        return None
+        return psd_reason(self.P)
 
     def curvature(self) -> np.ndarray:
         """``P_ii`` where row ``i`` of ``P`` has no other entry, else 0."""
