@@ -47,8 +47,11 @@ def chunked(v: np.ndarray, rows: int):
         (0, True, False, np.float64, 30_000),
         (1, False, True, np.float64, 30_000),
         (2, True, True, np.float32, 30_000),
-        # a working set smaller than the data: rows fixed at their bound or dropped, rounds
+        # a working set smaller than the data: rows fixed at their bound (folded into one
+        # aggregated row per label of the restricted problem) or dropped, rounds
         (6, True, True, np.float64, 60),
+        (8, False, True, np.float64, 60),
+        (9, True, False, np.float32, 60),
     ],
 )
 def test_same_certified_optimum_as_in_memory(
@@ -78,6 +81,10 @@ def test_same_certified_optimum_as_in_memory(
     # both enclose the one optimum P* of the problem the float data state
     assert cert.dual_objective <= ref.certificate.primal_objective
     assert ref.certificate.dual_objective <= cert.primal_objective
+    # so the objectives agree to the certificates' gaps
+    assert abs(cert.primal_objective - ref.certificate.primal_objective) <= cert.gap + (
+        ref.certificate.gap
+    )
     # the optimum w* is unique: both within their distance bounds of it
     bound = cert.distance_bound + ref.certificate.distance_bound
     assert np.linalg.norm(sol.w - ref.w) <= bound
@@ -92,6 +99,12 @@ def test_same_certified_optimum_as_in_memory(
     alpha = sol.alpha.compute()
     upper = 0.3 * (np.ones(len(y)) if s is None else s)
     assert np.all(alpha >= 0) and np.all(alpha <= upper)
+    if min_work < len(y):
+        # rows outside W were fixed at their bound (rounded down into the exact box): the
+        # aggregated rows were in the restricted problem
+        outside = np.ones(len(y), dtype=bool)
+        outside[sol.info["working_index"]] = False
+        assert np.count_nonzero(outside & (alpha >= upper * (1 - 4e-16))) > 100
     # passes: every kind logged, and each reads every block of X and y once
     info = sol.info
     assert info["passes"] == len(info["pass_kinds"]) == len(info["pass_seconds"])

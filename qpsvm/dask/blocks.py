@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from qpsvm._numerics import fsum
+from qpsvm.dask.fold import Fold, keys_of, lookup
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solvers.warm_start import _curvature
 from qpsvm.verify.rigorous import (
@@ -163,10 +164,32 @@ def make_block(
 @dataclass(frozen=True)
 class Sort:
     """The statuses of the rows outside the working set: the sort point ``(w_0, b_0)``
-    (a row is fixed at its bound where ``r_i(w_0, b_0) < 0``, dropped elsewhere)."""
+    (a row is fixed at its bound where ``r_i(w_0, b_0) < 0``, dropped elsewhere), and the
+    multipliers of the fixed rows as fractions ``t_g`` of their bound by group, those of the
+    restricted problem's aggregated rows (:mod:`qpsvm.dask.fold`): ``share = (keys, t)``, the
+    groups' keys (:func:`~qpsvm.dask.fold.keys_of`) and their fractions; ``None``, or a group
+    not listed: the whole bound."""
 
     w: np.ndarray
     b: float
+    share: tuple[np.ndarray, np.ndarray] | None = None
+
+    def fractions(self, keys: np.ndarray, default: np.ndarray) -> np.ndarray:
+        """``t`` of the rows whose groups' keys are ``keys`` (``default`` for the others)."""
+        if self.share is None:
+            return default
+        table, taken = self.share
+        where = lookup(table, keys)
+        out = default.astype(np.float64)
+        listed = where >= 0
+        out[listed] = taken[where[listed]]
+        return out
+
+    def fixed_alpha(self, block: RowBlock, bound: np.ndarray) -> np.ndarray:
+        """The multipliers ``t_{y_i} C s_i`` of the block's fixed rows ``bound``, 0 elsewhere."""
+        keys = keys_of(block.y, np.zeros((block.n_samples, 0), bool))
+        t = self.fractions(keys, np.ones(block.n_samples))
+        return np.where(bound, t * block.upper, 0.0)
 
     def statuses(
         self, block: RowBlock, work: np.ndarray, r0: np.ndarray | None = None
@@ -215,13 +238,6 @@ class Rows:
 
     def __len__(self) -> int:
         return self.index.size
-
-
-def _folded(block: RowBlock, bound: np.ndarray) -> tuple[np.ndarray, float]:
-    """``sum_E s_i y_i x_i`` and ``sum_E s_i y_i`` over the fixed rows ``E`` (the restricted
-    QP's linear term; the certificate does not use it)."""
-    coef = np.where(bound, block.sample_weight * block.y, 0.0)
-    return block.X.T @ coef, float(np.sum(coef))
 
 
 # ---------------------------------------------------------------------------- warm start
@@ -294,42 +310,39 @@ def newton_parts(
 @dataclass
 class SortParts:
     """One block's rows within the band of the sort point (the working set's start) and the
-    folded term of its fixed rows (:func:`_folded`)."""
+    sums of its fixed rows (:class:`~qpsvm.dask.fold.Fold`)."""
 
     work: Rows
-    folded: np.ndarray
-    folded_b: float
+    fold: Fold
 
 
 def sort_parts(block: RowBlock, sort: Sort, band: float, least: int) -> SortParts:
     """The rows with ``|r_i(w_0, b_0)| <= max(band, tau)``, ``tau`` the ``least``-th smallest
     ``|r_i|`` of the block (so the working set starts with at least ``least`` of its rows), and
-    the folded term of the other rows with ``r_i < 0``. Every row left out has
-    ``|r_i| > band > 0``, so its status is the same in every pass."""
+    the sums of the other rows with ``r_i < 0`` (:class:`~qpsvm.dask.fold.Fold`). Every row left
+    out has ``|r_i| > band > 0``, so its status is the same in every pass."""
     r0 = block.residual(sort.w, sort.b)
     dist = np.abs(r0)
     if 0 < least < block.n_samples:
         band = max(band, float(np.partition(dist, least - 1)[least - 1]))
     near = dist <= band if least < block.n_samples else np.ones(block.n_samples, dtype=bool)
-    folded, folded_b = _folded(block, ~near & (r0 < 0.0))
-    return SortParts(Rows.take(block, np.flatnonzero(near), dist), folded, folded_b)
+    fold = Fold.of(block.X, block.y, block.sample_weight, block.margin, ~near & (r0 < 0.0))
+    return SortParts(Rows.take(block, np.flatnonzero(near), dist), fold)
 
 
 # ---------------------------------------------------------------------------- rounds
 @dataclass
 class RoundParts:
     """One block's check of a candidate: its most violated rows (at most the cap asked), how
-    many rows violate their status and by how much at most, the folded term of its fixed rows,
-    the certificate sums (:mod:`qpsvm.verify.rigorous`) with the largest margin and a bound on
-    the largest row norm (for the intercept bound), the residuals of the candidate's own
-    multipliers (box violation, ``sum_i alpha_i y_i``), complementarity, and the plain slack sum
-    for progress reports."""
+    many rows violate their status and by how much at most, the certificate sums
+    (:mod:`qpsvm.verify.rigorous`) with the largest margin and a bound on the largest row norm
+    (for the intercept bound), the residuals of the candidate's own multipliers (box
+    violation, ``sum_i alpha_i y_i``), complementarity, and the plain slack sum for progress
+    reports."""
 
     violators: Rows
     n_violated: int
     max_violation: float
-    folded: np.ndarray
-    folded_b: float
     cost: float
     worst: float
     dual: DualSums
@@ -348,7 +361,7 @@ def block_alpha(
     rows, 0 on the dropped), clipped into the exact box
     (:func:`~qpsvm.verify.rigorous.binary_feasible`), as given, and the status masks."""
     in_work, bound = sort.statuses(block, work)
-    alpha = np.where(bound, block.upper, 0.0)
+    alpha = sort.fixed_alpha(block, bound)
     alpha[work] = alpha_work
     return binary_feasible(block, alpha), alpha, in_work, bound
 
@@ -383,7 +396,6 @@ def round_parts(
     violated = np.flatnonzero(wrong > eps)
     if violated.size > cap:
         violated = violated[np.argpartition(-wrong[violated], cap)[:cap]]
-    folded, folded_b = _folded(block, bound)
     scores = enclosed_product(block.X.T, w)
     cost, worst = slack_cost(*shortfall(block.margin, block.y, scores, b), block.sample_weight)
     hinge = np.maximum(0.0, -r)
@@ -392,8 +404,6 @@ def round_parts(
         violators=Rows.take(block, violated, wrong),
         n_violated=int(np.count_nonzero(wrong > eps)),
         max_violation=float(np.max(wrong, initial=0.0)),
-        folded=folded,
-        folded_b=folded_b,
         cost=cost,
         worst=worst,
         dual=binary_dual_sums(block, a),

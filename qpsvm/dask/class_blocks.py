@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from qpsvm.dask.blocks import RoundParts, Rows, Sort, SortParts, finite_features
+from qpsvm.dask.fold import Fold, keys_of
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.verify.rigorous import (
     multiclass_dual_sums,
@@ -44,11 +45,11 @@ from qpsvm.verify.rigorous import (
 __all__ = [
     "ClassBlock",
     "class_alpha",
+    "class_fold",
     "class_round_parts",
     "class_slack",
     "class_sort_parts",
     "class_statuses",
-    "folded_classes",
     "make_class_block",
 ]
 
@@ -152,15 +153,6 @@ def class_statuses(
     return ~out, fixed
 
 
-def folded_classes(X: np.ndarray, y: np.ndarray, s: np.ndarray, fixed: np.ndarray) -> np.ndarray:
-    """``G = sum_{(i,c) fixed} s_i (e_{y_i} - e_c) x_i^T``, shape ``(k, d)``: the restricted
-    QP's linear term of the constraints fixed at their bound."""
-    coef = np.where(fixed, s[:, None], 0.0)
-    A = -coef
-    A[np.arange(y.size), y] += coef.sum(axis=1)
-    return A.T @ X
-
-
 def _distance(block: ClassBlock, h0: np.ndarray) -> np.ndarray:
     """How far each example is from a change of status: the band that would put it in ``W``."""
     if block.crammer_singer:
@@ -171,8 +163,8 @@ def _distance(block: ClassBlock, h0: np.ndarray) -> np.ndarray:
 
 def class_sort_parts(block: ClassBlock, sort: Sort, band: float, least: int) -> SortParts:
     """The examples within ``max(band, tau)`` of a change of status at the sort point (``tau``:
-    the ``least``-th smallest distance of the block) and the folded term of the other
-    examples' fixed constraints (:func:`folded_classes`)."""
+    the ``least``-th smallest distance of the block) and the sums of the other examples with
+    fixed constraints (:func:`class_fold`)."""
     h0 = block.losses(sort.w)
     dist = _distance(block, h0)
     if 0 < least < block.n_samples:
@@ -180,18 +172,30 @@ def class_sort_parts(block: ClassBlock, sort: Sort, band: float, least: int) -> 
     near = dist <= band if least < block.n_samples else np.ones(block.n_samples, dtype=bool)
     work = np.flatnonzero(near)
     fixed = class_statuses(block, sort, work, h0)[1]
-    folded = folded_classes(block.X, block.y, block.sample_weight, fixed)
-    return SortParts(Rows.take(block, work, dist), folded, 0.0)
+    return SortParts(
+        Rows.take(block, work, dist), class_fold(block.X, block.y, block.sample_weight, fixed)
+    )
+
+
+def class_fold(X: np.ndarray, y: np.ndarray, s: np.ndarray, fixed: np.ndarray) -> Fold:
+    """The sums of the examples with constraints fixed at their bound (``fixed``, shape
+    ``(n, k)``), per label and pattern of fixed classes (:class:`~qpsvm.dask.fold.Fold`)."""
+    held = fixed.any(axis=1)
+    return Fold.of(X, y.astype(np.float64), s, np.ones(y.size), held, fixed)
 
 
 def class_alpha(
     block: ClassBlock, sort: Sort, work: np.ndarray, alpha_work: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The multipliers of the block (``alpha_work`` on ``W``, ``C s_i`` on the fixed
-    constraints, 0 elsewhere) made exactly feasible
+    constraints, 0 elsewhere, or ``t_{gc} C s_i`` on the examples of a group ``g`` whose
+    aggregated example took ``t_g`` of its bound, :attr:`~qpsvm.dask.blocks.Sort.share`) made
+    exactly feasible
     (:func:`~qpsvm.verify.rigorous.multiclass_feasible`), as given, and the status masks."""
     in_work, fixed = class_statuses(block, sort, work)
-    alpha = np.where(fixed, block.upper[:, None], 0.0)
+    held = fixed.any(axis=1)
+    t = sort.fractions(keys_of(block.y.astype(np.float64), fixed), fixed.astype(np.float64))
+    alpha = np.where(held[:, None] & block.mask, t * block.upper[:, None], 0.0)
     alpha[work] = alpha_work
     return multiclass_feasible(block, alpha), alpha, in_work, fixed
 
@@ -258,8 +262,6 @@ def class_round_parts(
         violators=Rows.take(block, violated, wrong),
         n_violated=int(n_violated),
         max_violation=float(np.max(wrong, initial=0.0)),
-        folded=folded_classes(block.X, block.y, block.sample_weight, fixed),
-        folded_b=0.0,
         cost=upper_sum(block.sample_weight * multiclass_slack_upper(block, W)),
         worst=-math.inf,
         dual=multiclass_dual_sums(block, a),

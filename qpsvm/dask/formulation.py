@@ -171,7 +171,8 @@ class DaskSoftMarginPrimal:
         method : {"working_set", None}
             The only method for Dask data.
         solver : str, optional
-            CVXPY solver of the restricted QPs (default Clarabel, then OSQP).
+            CVXPY solver of the in-memory working set's restricted QPs (default Clarabel, then
+            OSQP).
         tol, max_rounds, width, sample_rows, start_passes, min_work, **options
             See :func:`~qpsvm.dask.working_set.solve_dask_working_set`.
 

@@ -10,13 +10,15 @@ over rows that stay where Dask keeps them. It is solved by the working set over 
 read once (one pass over ``y``), the start is the in-memory dual coordinate descent
 (:func:`~qpsvm.solvers.warm_start.multiclass_dual`) on a strided sample at ``C n / n_sample``,
 the sort pass collects the examples nearest a change of status
-(:mod:`qpsvm.dask.class_blocks`), and each round solves the restricted QP over those examples
-(all their constraints; :func:`~qpsvm.formulations.multiclass.rows_multiclass_model`) with the
-fixed constraints folded in, then checks every example and sums the certificate in one pass.
+(:mod:`qpsvm.dask.class_blocks`), and each round solves the restricted problem over those
+examples (all their constraints) and one aggregated example per group of fixed examples
+(:mod:`qpsvm.dask.fold`) by the in-memory working set, then checks every example and sums the
+certificate in one pass.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -24,12 +26,14 @@ import numpy as np
 from qpsvm._numerics import fsum
 from qpsvm._validation import check_int, check_number, check_positive, check_tol
 from qpsvm.dask.blocks import Rows, Sort
-from qpsvm.dask.class_blocks import ClassBlock, class_statuses, folded_classes
+from qpsvm.dask.class_blocks import ClassBlock, class_fold, class_statuses
+from qpsvm.dask.fold import Fold
 from qpsvm.dask.passes import DaskClassData, as_dask_array
 from qpsvm.dask.working_set import (
     MIN_WORK,
     SAMPLE_ROWS,
     Begin,
+    Restricted,
     WorkingRows,
     begin_solve,
     certify_blocks,
@@ -38,8 +42,7 @@ from qpsvm.dask.working_set import (
     stored_working_set,
 )
 from qpsvm.exceptions import InvalidInputError
-from qpsvm.formulations.model import CvxModel
-from qpsvm.formulations.multiclass import VARIANTS, MulticlassSVM, rows_multiclass_model
+from qpsvm.formulations.multiclass import VARIANTS, MulticlassSVM
 from qpsvm.solution import Solution
 from qpsvm.solvers.warm_start import multiclass_dual
 from qpsvm.solvers.working_set import MIN_ADD, STATUS_TOL, WIDTH
@@ -108,44 +111,54 @@ class MulticlassFamily:
         sort = Sort(W, 0.0)
         band = width * band
         parts = data.sort(sort, band, max(1, min_work // (data.n_classes - 1)))
-        return Begin(sort, WorkingRows(parts.work, parts.folded, 0.0), band, STATUS_TOL, passes)
+        return Begin(sort, WorkingRows(parts.work, parts.fold), band, STATUS_TOL, passes)
 
-    def model(self, data: DaskClassData, ws: WorkingRows) -> CvxModel:
-        rows = ws.rows
-        return rows_multiclass_model(
-            rows.X,
-            rows.y.astype(np.intp),
-            rows.sample_weight,
-            None,
-            data.n_classes,
-            data.C,
-            data.crammer_singer,
-            ws.folded,
+    def restricted(
+        self,
+        data: DaskClassData,
+        ws: WorkingRows,
+        solver: str | None,
+        options: dict[str, Any],
+        tol: float,
+    ) -> Restricted:
+        """The restricted problem by the in-memory engine (``MulticlassSVM(...).solve(method=
+        "working_set")``, certified at ``tol``) on ``W``'s examples and one aggregated example
+        per group of fixed examples (:mod:`qpsvm.dask.fold`; a class no example holds gets
+        one of weight 0, so that ``W`` has its ``k`` rows). Its certificate's multipliers give
+        ``W``'s, shape ``(|W|, k)`` (0 at ``y_i``), and, as fractions ``t_g = alpha_g /
+        (C S_g)`` of their bound, the fixed examples' (:attr:`~qpsvm.dask.blocks.Sort.share`)."""
+        rows, fold, k = ws.rows, ws.fold, data.n_classes
+        groups = np.flatnonzero(fold.weight > 0.0)
+        Xg, yg, sg, _ = (v[groups] for v in fold.rows())
+        y = np.concatenate([rows.y, yg]).astype(np.intp)
+        absent = np.setdiff1d(np.arange(k), y)
+        f = MulticlassSVM(
+            np.vstack([rows.X, Xg, np.zeros((absent.size, data.n_features))]),
+            np.concatenate([y, absent]),
+            C=data.C,
+            variant="crammer_singer" if data.crammer_singer else "weston_watkins",
+            sample_weight=np.concatenate([rows.sample_weight, sg, np.zeros(absent.size)]),
         )
+        began = time.perf_counter()
+        sol = f.solve(method="working_set", solver=solver, tol=tol, **options)
+        seconds = time.perf_counter() - began
+        alpha = np.asarray(sol.certificate.alpha, dtype=np.float64)
+        n = len(rows)
+        taken = np.clip(alpha[n : n + groups.size] / (data.C * sg)[:, None], 0.0, 1.0)
+        point = Sort(np.asarray(sol.w, dtype=np.float64), 0.0, (fold.keys[groups], taken))
+        return Restricted(point, alpha[:n], sol.solver, seconds)
 
-    def read(
-        self, data: DaskClassData, model: CvxModel, ws: WorkingRows
-    ) -> tuple[Sort, np.ndarray]:
-        """The restricted optimum ``W`` and the multipliers of ``W``'s constraints, shape
-        ``(|W|, k)`` (0 at ``y_i``)."""
-        W = np.asarray(model.variables["w"].value, dtype=np.float64)
-        n, k = len(ws.rows), data.n_classes
-        mask = np.ones((n, k), dtype=bool)
-        mask[np.arange(n), ws.rows.y.astype(np.intp)] = False
-        alpha = np.zeros((n, k))
-        alpha[mask] = np.asarray(model.constraints["margin"].dual_value, dtype=np.float64)
-        return Sort(W, 0.0), alpha
-
-    def leaving(
-        self, data: DaskClassData, found: Rows, point: Sort, sort: Sort
-    ) -> tuple[np.ndarray, float]:
-        """The folded term of the found examples' constraints fixed at the sort point."""
+    def without(
+        self, data: DaskClassData, fold: Fold, found: Rows, point: Sort, sort: Sort
+    ) -> Fold:
+        """``fold`` without the found examples that had constraints fixed at the sort
+        point."""
         y = found.y.astype(np.intp)
         block = ClassBlock(
             found.X, y, found.sample_weight, data.C, data.crammer_singer, data.n_classes, 0
         )
         fixed = class_statuses(block, sort, np.zeros(0, dtype=np.intp))[1]
-        return folded_classes(found.X, y, found.sample_weight, fixed), 0.0
+        return fold.minus(class_fold(found.X, y, found.sample_weight, fixed))
 
 
 class DaskMulticlassSVM:
@@ -237,7 +250,8 @@ class DaskMulticlassSVM:
         method : {"working_set", None}
             The only method for Dask data.
         solver : str, optional
-            CVXPY solver of the restricted QPs (default Clarabel, then OSQP).
+            CVXPY solver of the in-memory working set's restricted QPs (default Clarabel, then
+            OSQP).
         tol, max_rounds, width, sample_rows, min_work, **options
             See :func:`~qpsvm.dask.working_set.solve_dask_working_set`.
 

@@ -40,6 +40,7 @@ from qpsvm.dask.class_blocks import (
     class_sort_parts,
     make_class_block,
 )
+from qpsvm.dask.fold import Fold
 from qpsvm.dask.rank_blocks import make_item_block, rank_round_parts, rank_sort_parts
 from qpsvm.exceptions import InvalidInputError
 
@@ -238,7 +239,7 @@ class DaskData:
 
     def sort(self, sort: Sort, band: float, least: int) -> SortParts:
         """The rows within ``band`` of the sort point, at least about ``least`` of them (shared
-        among the blocks by their sizes), and the fixed rows' folded term."""
+        among the blocks by their sizes), and the fixed rows' sums."""
 
         def share(k: int) -> tuple[int]:
             rows = int(self.offsets[k + 1] - self.offsets[k])
@@ -250,10 +251,14 @@ class DaskData:
             return sort_fn(block, sort, band, least)
 
         parts = self.run("sort", parts_of, share, sort, band)
-        return SortParts(
-            Rows.concat([p.work for p in parts]),
-            np.sum([p.folded for p in parts], axis=0),
-            float(np.sum([p.folded_b for p in parts])),
+        work = Rows.concat([p.work for p in parts])
+        return SortParts(work, self.combine([p.fold for p in parts]))
+
+    def combine(self, folds: list[Fold]) -> Fold:
+        """The fixed rows' sums of all blocks from the blocks' (:class:`~qpsvm.dask.fold.Fold`;
+        a multiclass SVM's groups carry a pattern of ``k`` fixed classes)."""
+        return Fold.combine(
+            folds, self.n_features, int(self.alpha_shape[0]) if self.alpha_shape else 0
         )
 
     def check(

@@ -22,6 +22,7 @@ import numba
 import numpy as np
 
 from qpsvm.dask.blocks import RoundParts, Rows, Sort, SortParts, finite_features
+from qpsvm.dask.fold import Fold
 from qpsvm.exceptions import InaccurateSolutionError, InvalidInputError
 from qpsvm.verify.ranking import (
     MAX_WINDOW,
@@ -109,8 +110,8 @@ class RankSort(Sort):
 
 def rank_sort_parts(block: ItemBlock, sort: RankSort, band: float, least: int) -> SortParts:
     """The window's pairs at the sort point (all of them start in ``W``; ``least`` is not
-    used: the window is cut by the band alone) and the folded term ``X^T a_B`` of the short
-    pairs.
+    used: the window is cut by the band alone) and the sums of the short pairs
+    (:func:`pair_fold`, ``sum (x_i - x_j) = X^T a_B``).
 
     Raises
     ------
@@ -126,10 +127,20 @@ def rank_sort_parts(block: ItemBlock, sort: RankSort, band: float, least: int) -
             f"a block has more than {MAX_WINDOW} pairs within {sort.band:.3g} of the margin at "
             "the start; use smaller blocks or a smaller band."
         )
-    _, coef = bound_sets(block.layout, s0, sort.band)
+    n_bound, coef = bound_sets(block.layout, s0, sort.band)
     i, j = window[:, 0], window[:, 1]
     distance = np.abs(s0[i] - s0[j] - 1.0)
-    return SortParts(block.rows(i, j, distance), block.X.T @ coef.astype(np.float64), 0.0)
+    return SortParts(block.rows(i, j, distance), pair_fold(block.X.T @ coef, n_bound))
+
+
+def pair_fold(xs: np.ndarray, n_bound: int) -> Fold:
+    """The short pairs' sums as one group (``y = +1``, unit weights and margins): ``n_B`` pairs
+    with ``sum (x_i - x_j) = xs``."""
+    if not n_bound:
+        return Fold.empty(xs.size)
+    one, n = np.array([1.0]), np.array([float(n_bound)])
+    count = np.array([n_bound], np.int64)
+    return Fold(one, np.zeros((1, 0), bool), count, n, xs[None, :].astype(np.float64), n)
 
 
 @numba.njit(cache=True)
@@ -180,8 +191,9 @@ def rank_round_parts(
     ``W``'s pairs ``work`` (rows of local item indices; ``b`` is 0), pair by pair for the
     violated statuses (at most ``cap`` of the most violated returned, of the first ``4 cap``
     found), and by sweeps for the certificate: the hinge sum's upper bound
-    (:func:`~qpsvm.verify.ranking.grouped_hinge_upper`) and the dual sums of ``C`` on the short
-    pairs, ``alpha_work`` on ``W`` (:func:`~qpsvm.verify.ranking.grouped_expansion`)."""
+    (:func:`~qpsvm.verify.ranking.grouped_hinge_upper`) and the dual sums of ``t C`` on the
+    short pairs (``t``: the sort's share, 1 unless their aggregate was below its bound),
+    ``alpha_work`` on ``W`` (:func:`~qpsvm.verify.ranking.grouped_expansion`)."""
     lay, X, C = block.layout, block.X, block.C
     s0, s = X @ sort.w, X @ w
     n = block.n_samples
@@ -195,6 +207,7 @@ def rank_round_parts(
     found = min(count, out_i.size)
     top = np.argsort(-out_wrong[:found], kind="stable")[:cap]
     n_bound, coef = bound_sets(lay, s0, sort.band, work)
+    short = C * float(sort.fractions(np.ones((1, 1)), np.ones(1))[0])  # alpha_p = t C on B
     cnt, _, total, _ = pair_sums(lay, s - 1.0, s)
     r = s[work[:, 0]] - s[work[:, 1]]
     xi = np.maximum(0.0, 1.0 - r)
@@ -204,13 +217,11 @@ def rank_round_parts(
         violators=block.rows(out_i[top], out_j[top], out_wrong[top]),
         n_violated=int(count),
         max_violation=float(np.max(out_wrong[:found], initial=0.0)),
-        folded=X.T @ coef.astype(np.float64),
-        folded_b=0.0,
         cost=grouped_hinge_upper(X, lay, w),
         worst=-np.inf,
         dual=DualSums(
-            grouped_gain_lower(C, n_bound, alpha_work),
-            grouped_expansion(X, C, WindowDual(n_bound, coef, work, alpha_work, w)),
+            grouped_gain_lower(short, n_bound, alpha_work),
+            grouped_expansion(X, short, WindowDual(n_bound, coef, work, alpha_work, w)),
             (zero, zero, zero),
         ),
         max_margin=1.0,

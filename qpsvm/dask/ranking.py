@@ -8,7 +8,8 @@ Dask data.
 over the pairs ``(i, j)`` of one query with ``y_i > y_j`` (relevance labels, unit pair
 weights), every query in one row block. It is the binary SVM without intercept on the pairs'
 differences, solved by the shared rounds of :mod:`qpsvm.dask.working_set` with the binary
-restricted QP (:class:`~qpsvm.dask.binary.BinaryFamily`) over the working set's pairs; what
+restricted problem (:class:`~qpsvm.dask.binary.BinaryFamily`: the working set's pairs and
+one aggregated pair for the pairs short of the margin, :mod:`qpsvm.dask.fold`); what
 differs is how it begins (:class:`RankFamily`) and what a block computes
 (:mod:`qpsvm.dask.rank_blocks`):
 
@@ -18,8 +19,8 @@ differs is how it begins (:class:`RankFamily`) and what a block computes
 3. *Sort.* One pass lists the pairs within ``band`` of the margin at the start (the working
    set, as difference rows) and folds the pairs short of it into ``X^T a_B``, by sorting each
    query; the band is widened (times 4) while no pair falls in it.
-4. *Rounds.* The restricted QP, then one pass that checks every pair's status (pair by pair:
-   ``O(pairs)`` per block, none stored) and sums the certificate by sweeps.
+4. *Rounds.* The restricted problem in memory, then one pass that checks every pair's status
+   (pair by pair: ``O(pairs)`` per block, none stored) and sums the certificate by sweeps.
 """
 
 from __future__ import annotations
@@ -94,8 +95,8 @@ def sample_start(data: DaskRankData, rows: int, n_pairs: int) -> np.ndarray:
 
 
 class RankFamily(BinaryFamily):
-    """The ranking SVM's steps: the binary restricted QP over pairs, begun by the queries pass,
-    a sample start and the sort of the pairs (see the module)."""
+    """The ranking SVM's steps: the binary restricted problem over pairs, begun by the queries
+    pass, a sample start and the sort of the pairs (see the module)."""
 
     formulation = "RankingSVM"
 
@@ -110,7 +111,7 @@ class RankFamily(BinaryFamily):
         passes = len(data.log)
         band = self.band
         for _ in range(SORT_TRIES):
-            sort = RankSort(w, 0.0, band)
+            sort = RankSort(w, 0.0, band=band)
             parts = data.sort(sort, band, 0)
             if len(parts.work):
                 break
@@ -119,7 +120,7 @@ class RankFamily(BinaryFamily):
             raise InaccurateSolutionError(
                 f"no pair lies within {band:.3g} of the margin at the start; pass a larger band."
             )
-        ws = WorkingRows(parts.work, parts.folded, 0.0)
+        ws = WorkingRows(parts.work, parts.fold)
         return Begin(sort, ws, band, STATUS_TOL, passes)
 
 
@@ -194,7 +195,8 @@ class DaskRankingSVM:
         method : {"working_set", None}
             The only method for Dask data.
         solver : str, optional
-            CVXPY solver of the restricted QPs (default Clarabel, then OSQP).
+            CVXPY solver of the in-memory working set's restricted QPs (default Clarabel, then
+            OSQP).
         tol, max_rounds, sample_rows, **options
             See :func:`~qpsvm.dask.working_set.solve_dask_working_set`.
         band : float, default=0.1
@@ -226,7 +228,7 @@ class DaskRankingSVM:
         if w.shape != (self.n_features,) or not np.all(np.isfinite(w)):
             raise InvalidInputError(f"w must be a finite vector of length {self.n_features}.")
         sort, index, alpha = stored_working_set(candidate, ())
-        sort = RankSort(w, 0.0, 0.0) if sort is None else sort
+        sort = RankSort(w, 0.0) if sort is None else sort
         parts = self.data.check(sort, index, alpha, w, 0.0, STATUS_TOL, MIN_ADD)
         return certify_blocks(self.data, parts, w, sort, index, alpha, tol, "RankingSVM")
 

@@ -5,16 +5,19 @@ needs: the violator search and the certificate are passes over the rows (a map, 
 restricted QP is small. Here each of those passes is one read of every row block by Dask
 (:mod:`qpsvm.dask.passes`), and the client keeps only the weights, the working set and one
 record per block. A solve is the same named steps for every family (a *family* supplies the
-first two and the restricted QP: :class:`~qpsvm.dask.binary.BinaryFamily`,
+first two and the restricted problem: :class:`~qpsvm.dask.binary.BinaryFamily`,
 :class:`~qpsvm.dask.multiclass.MulticlassFamily`, :class:`~qpsvm.dask.ranking.RankFamily`):
 
 1. *Begin* (``family.begin``): a start read from a sample of the blocks (and, for the binary
    SVM, Newton passes over all rows), then one *sort* pass that collects the working set ``W``
-   (the rows nearest a change of status, at least :data:`MIN_WORK` constraints) and the folded
-   term of the rows fixed at their bound.
-2. *Rounds* (:func:`run_rounds`): the restricted QP over ``W`` is solved on the client; one
-   pass checks every row's status and, in the same read, sums the certificate. Violated rows
-   join ``W`` (at most ``max(MIN_ADD, |W|)``, the most violated).
+   (the rows nearest a change of status, at least :data:`MIN_WORK` constraints) and the sums
+   of the rows fixed at their bound.
+2. *Rounds* (:func:`run_rounds`): the restricted problem over ``W``, with the rows fixed at
+   their bound as a few aggregated rows (:mod:`qpsvm.dask.fold`), is solved on the client by
+   qpsvm's in-memory working set and certified there (at :data:`RESTRICTED_SHARE` of ``tol``,
+   its certificate's multipliers are the rounds'); one pass checks every row's status and, in
+   the same read, sums the certificate. Violated rows join ``W`` (at most ``max(MIN_ADD,
+   |W|)``, the most violated).
 3. *Certificate* (:func:`certify_blocks`, :func:`certified`): when no status is violated, the
    sums of that last pass (compensated, with rigorous error bounds,
    :mod:`qpsvm.verify.rigorous`) prove the gap, or the solve fails with
@@ -29,7 +32,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import dask
@@ -37,11 +40,10 @@ import numpy as np
 
 from qpsvm._numerics import fsum
 from qpsvm.dask.blocks import RoundParts, Rows, Sort
+from qpsvm.dask.fold import Fold
 from qpsvm.dask.passes import DaskData
 from qpsvm.exceptions import InaccurateSolutionError, InvalidInputError
-from qpsvm.formulations.model import CvxModel
 from qpsvm.solution import History, Solution
-from qpsvm.solvers.backends import backend_order, solve_model
 from qpsvm.solvers.working_set import MIN_ADD, WIDTH
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, uncertified_error
 from qpsvm.verify.rigorous import (
@@ -54,10 +56,12 @@ from qpsvm.verify.rigorous import (
 
 __all__ = [
     "MIN_WORK",
+    "RESTRICTED_SHARE",
     "SAMPLE_ROWS",
     "START_PASSES",
     "Begin",
     "Family",
+    "Restricted",
     "Rounds",
     "WorkingRows",
     "begin_solve",
@@ -77,6 +81,10 @@ logger = logging.getLogger("qpsvm")
 SAMPLE_ROWS = 100_000
 #: Passes of the binary start over all rows at most.
 START_PASSES = 10
+#: The restricted problem is certified on the client at this fraction of the solve's ``tol``:
+#: the rounds take its certificate's multipliers, and the certificate of all rows at them has
+#: the restricted gap plus the rounding of the blocks' sums.
+RESTRICTED_SHARE = 0.1
 #: Constraints the working set starts with at least (the rows nearest a change of status): one
 #: restricted QP of this size costs a few seconds on the client, a round less costs a pass over
 #: all rows.
@@ -122,24 +130,21 @@ def read_sample(data: DaskData, rows: int) -> tuple[Any, ...]:
 
 @dataclass
 class WorkingRows:
-    """The working set on the client: its rows (sorted by index) and the folded term of the
-    rows fixed at their bound (binary: ``(sum_E s_i y_i x_i, sum_E s_i y_i)``; multiclass:
-    ``(G, 0)``, :func:`~qpsvm.dask.class_blocks.folded_classes`)."""
+    """The working set on the client: its rows (sorted by index) and the sums of the rows
+    fixed at their bound, the restricted problem's aggregated rows
+    (:class:`~qpsvm.dask.fold.Fold`)."""
 
     rows: Rows
-    folded: np.ndarray
-    folded_b: float
+    fold: Fold
 
-    def grow(self, found: Rows, leaving: Callable[[Rows], tuple[np.ndarray, float]]) -> int:
+    def grow(self, found: Rows, without: Callable[[Fold, Rows], Fold]) -> int:
         """Add the violated rows ``found`` (at most ``max(MIN_ADD, |W|)``, the most violated);
-        ``leaving(rows)`` is the folded term of those that were fixed at their bound, which
-        leave it. Returns how many joined."""
+        ``without(fold, rows)`` is the fixed rows' sums without those of ``rows`` that were
+        fixed at their bound (they leave for ``W``). Returns how many joined."""
         cap = max(MIN_ADD, len(self.rows))
         if len(found) > cap:
             found = found.subset(np.argpartition(-found.score, cap)[:cap])
-        folded, folded_b = leaving(found)
-        self.folded = self.folded - folded
-        self.folded_b -= folded_b
+        self.fold = without(self.fold, found)
         merged = Rows.concat([self.rows, found])
         self.rows = merged.subset(np.argsort(merged.index, kind="stable"))
         return len(found)
@@ -170,22 +175,40 @@ class Family(Protocol):
         """The start, the sort pass and the first working set (at least ``min_work``
         constraints)."""
 
-    def model(self, data: DaskData, ws: WorkingRows) -> CvxModel:
-        """The restricted QP over ``W`` with the fixed rows folded in."""
+    def restricted(
+        self,
+        data: DaskData,
+        ws: WorkingRows,
+        solver: str | None,
+        options: dict[str, Any],
+        tol: float,
+    ) -> Restricted:
+        """The restricted problem over ``W`` with the fixed rows folded in, solved on the
+        client and certified there at ``tol``."""
 
-    def read(self, data: DaskData, model: CvxModel, ws: WorkingRows) -> tuple[Sort, np.ndarray]:
-        """The restricted optimum (as a point ``(w, b)``) and the multipliers of ``W``."""
+    def without(self, data: DaskData, fold: Fold, found: Rows, point: Sort, sort: Sort) -> Fold:
+        """The fixed rows' sums ``fold`` without the violated rows ``found`` that were fixed
+        at their bound."""
 
-    def leaving(
-        self, data: DaskData, found: Rows, point: Sort, sort: Sort
-    ) -> tuple[np.ndarray, float]:
-        """The folded term of the violated rows ``found`` that were fixed at their bound."""
+
+@dataclass
+class Restricted:
+    """A restricted optimum: the point (and, in its ``share``, the multipliers of the fixed
+    rows as fractions of their bound), the multipliers of ``W``, the solver that found it and
+    its seconds."""
+
+    point: Sort
+    alpha_work: np.ndarray
+    solver: str
+    seconds: float
 
 
 @dataclass
 class Rounds:
     """The rounds' outcome: the last restricted optimum, its multipliers on ``W``, the blocks'
-    records of its check, the objective after each round, backend seconds and name."""
+    records of its check, the objective after each round, the restricted solves' seconds and
+    solver, and the statuses of the check (the sort with the fixed rows' share of their bound
+    at the restricted optimum)."""
 
     point: Sort
     alpha_work: np.ndarray
@@ -193,18 +216,20 @@ class Rounds:
     history: list[tuple[int, float, float]]
     backend_time: float
     solver: str
+    sort: Sort
 
 
 def run_rounds(
     data: DaskData,
     family: Family,
     begun: Begin,
-    order: list[str],
+    solver: str | None,
     options: dict[str, Any],
     max_rounds: int,
     began: float,
+    tol: float = DEFAULT_TOL,
 ) -> Rounds:
-    """Restricted QP on the client, then one checking pass, until no status is violated.
+    """Restricted problem on the client, then one checking pass, until no status is violated.
 
     Raises
     ------
@@ -213,12 +238,12 @@ def run_rounds(
     """
     ws, history, backend_time = begun.ws, [], 0.0
     for rnd in range(1, max_rounds + 1):
-        model = family.model(data, ws)
-        result = solve_model(model, order, options, True)
-        backend_time += result.solve_time
-        point, alpha_work = family.read(data, model, ws)
+        solved = family.restricted(data, ws, solver, options, RESTRICTED_SHARE * tol)
+        backend_time += solved.seconds
+        point, alpha_work = solved.point, solved.alpha_work
+        sort = replace(begun.sort, share=point.share)
         cap = max(MIN_ADD, len(ws.rows))
-        parts = data.check(begun.sort, ws.rows.index, alpha_work, point.w, point.b, begun.eps, cap)
+        parts = data.check(sort, ws.rows.index, alpha_work, point.w, point.b, begun.eps, cap)
         slack = fsum(np.array([p.slack_sum for p in parts]))
         objective = 0.5 * float(np.sum(point.w * point.w)) + data.C * slack
         history.append((rnd, objective, time.perf_counter() - began))
@@ -232,9 +257,12 @@ def run_rounds(
             objective,
         )
         if not violated:
-            return Rounds(point, alpha_work, parts, history, backend_time, result.solver)
+            return Rounds(point, alpha_work, parts, history, backend_time, solved.solver, sort)
         found = Rows.concat([p.violators for p in parts])
-        ws.grow(found, lambda rows, at=point: family.leaving(data, rows, at, begun.sort))
+        ws.grow(
+            found,
+            lambda fold, rows, at=point: family.without(data, fold, rows, at, begun.sort),
+        )
     raise InaccurateSolutionError(
         f"the working set still changed after max_rounds={max_rounds} rounds "
         f"(|W| = {len(ws.rows)}); raise max_rounds."
@@ -358,7 +386,7 @@ def dask_solution(
             "working": len(begun.ws.rows),
             "band": begun.band,
             "backend_time": rounds.backend_time,
-            "sort": begun.sort,
+            "sort": rounds.sort,
             "working_index": begun.ws.rows.index,
             "working_alpha": rounds.alpha_work,
         },
@@ -388,7 +416,8 @@ def solve_dask_working_set(
         :class:`~qpsvm.dask.multiclass.MulticlassFamily`,
         :class:`~qpsvm.dask.ranking.RankFamily`).
     solver : str, optional
-        CVXPY solver of the restricted QPs (default Clarabel, then OSQP).
+        CVXPY solver of the in-memory working set's restricted QPs (default Clarabel, then
+        OSQP).
     tol : float, default=1e-9
         Relative gap the answer is certified at.
     max_rounds : int, default=50
@@ -418,15 +447,14 @@ def solve_dask_working_set(
         No violated status is left but the certificate does not reach ``tol``.
     """
     began = time.perf_counter()
-    order = backend_order(solver)
     begun = family.begin(data, width, sample_rows, start_passes, min_work)
-    rounds = run_rounds(data, family, begun, order, options, max_rounds, began)
+    rounds = run_rounds(data, family, begun, solver, options, max_rounds, began, tol)
     point, ws = rounds.point, begun.ws
     cert = certify_blocks(
         data,
         rounds.parts,
         point.w,
-        begun.sort,
+        rounds.sort,
         ws.rows.index,
         rounds.alpha_work,
         tol,
