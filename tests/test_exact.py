@@ -14,6 +14,7 @@ import pytest
 
 import qpsvm
 from qpsvm.exact.rational import to_rational
+from qpsvm.solvers.exact import multiclass_qp
 from tests.conftest import random_problem, ranking_problem
 
 
@@ -128,6 +129,29 @@ def test_multiclass_exact_optimum(variant):
     primal = norm2 / 2 + sum(c * s for c, s in zip(caps, slack, strict=True))
     assert primal == alpha.sum() - norm2 / 2 == opt.objective
     assert f.certify(sol).passed
+
+
+def test_class_rows_equal_the_dense_rows():
+    """The multiclass rows kept by their structure give the products of the dense rows
+    ``a_ic = (e_{y_i} - e_c) (x) x_i`` exactly (every entry a fraction)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(12, 3)) * 10.0 ** rng.uniform(-3, 3, size=(12, 1))
+    f = qpsvm.MulticlassSVM(X, rng.integers(0, 4, 12), C=1.0)
+    rows = multiclass_qp(f).rows
+    k, d = f.n_classes, f.n_features
+    Xr = to_rational(f.X)
+    dense = np.array([[Fraction(0)] * (k * d) for _ in range(f.rows.size)], dtype=object)
+    for r, (i, c) in enumerate(zip(f.rows, f.cols, strict=True)):
+        dense[r, f.y[i] * d : (f.y[i] + 1) * d] = Xr[i]
+        dense[r, c * d : (c + 1) * d] = -Xr[i]
+    w = to_rational(rng.normal(size=k * d))
+    coef = to_rational(rng.uniform(0, 2, f.rows.size))
+    some = np.array([0, 3, 5, 8, 17])
+    assert all(rows.apply(w) == dense.dot(w))
+    assert all(rows.apply(w, some) == dense[some].dot(w))
+    assert all(rows.combine(some, coef[some]) == dense[some].T.dot(coef[some]))
+    assert (rows.gram(some) == dense[some].dot(dense[some].T)).all()
+    assert rows.shape == dense.shape
 
 
 def test_nonlinear_kernel_is_refused():

@@ -56,8 +56,9 @@ class GroupedQP:
 
     Attributes
     ----------
-    rows : IntegerRows
-        Rows ``a_k``, exact (integers over a common denominator).
+    rows : IntegerRows or ClassRows
+        Rows ``a_k``, exact (integers over a common denominator; the multiclass rows by their
+        structure).
     m : ndarray of Fraction, shape (n_rows,)
         Margins ``m_k``.
     group : ndarray of int, shape (n_rows,)

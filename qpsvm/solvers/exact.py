@@ -11,9 +11,11 @@ views (each rational correctly rounded) and ``info["exact"]``, the
 
 Covered: the binary formulations with the linear kernel (soft margin primal and dual, weighted
 slacks and margins, hard margin, with or without intercept), the ranking SVM, and both multiclass
-variants. Cost: a float solve, then ``O(n d)`` exact operations per round for the margins plus
-Lemke's pivots on the rows near the margin: a binary problem with ``n = 2000, d = 20`` takes
-about a second. python-flint (``pip install qpsvm[exact]``) runs the pivots in C.
+variants. Cost: a float solve (the formulation's own, by its default method), then ``O(n d)`` exact
+operations per round for the margins plus Lemke's pivots on the rows near the margin: a binary
+problem with ``n = 2000, d = 20`` takes about as long as its float solve again (2-3 s on two
+loaded cores), Crammer-Singer on digits 34-36 s (``benchmarks/bench_exact.py``).
+python-flint (``pip install qpsvm[exact]``) runs the pivots in C.
 """
 
 from __future__ import annotations
@@ -28,8 +30,13 @@ import scipy.sparse as sp
 
 from qpsvm.contract import BinaryProblem, MulticlassProblem, Problem, part
 from qpsvm.exact.kkt import ExactOptimum, GroupedQP, solve_grouped
-from qpsvm.exact.rational import IntegerRows, to_rational
-from qpsvm.exceptions import InfeasibleProblemError, InvalidInputError, SolverError
+from qpsvm.exact.rational import ClassRows, IntegerRows, to_rational
+from qpsvm.exceptions import (
+    InfeasibleProblemError,
+    InvalidInputError,
+    QPSVMError,
+    SolverError,
+)
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.backends import backend_order, run_backend
 
@@ -77,11 +84,19 @@ def _solve_from(qp: GroupedQP, margins: np.ndarray | None, m: np.ndarray) -> Exa
 
 
 def _start(f: Problem, solver: str | None, start: Any) -> Candidate | None:
-    """The float point the support sets are read off: ``start``, or the first backend's raw
+    """The float point the support sets are read off: ``start``; else, with no ``solver``
+    named, the formulation's own certified solve by its default method (on a copy: the
+    working set's where it applies, 7x faster than the full problem's interior point on
+    digits-size multiclass problems); else, or when that fails, the first backend's raw
     answer to the full problem (uncertified: it is only a guess, the exact solve verifies);
     ``None`` when every backend fails (the exact solve then starts from no guess)."""
     if start is not None:
         return start
+    if solver is None:
+        try:
+            return f.fresh_copy().solve()
+        except QPSVMError as exc:  # the backends' raw answers below decide infeasibility
+            logger.info("the exact solve's certified guess failed: %s", exc)
     model = f.full_model
     for name in backend_order(solver):
         try:
@@ -193,17 +208,11 @@ def solve_exact_ranking(f: BinaryProblem, solver: str | None = None, start: Any 
 def multiclass_qp(f: MulticlassProblem) -> GroupedQP:
     """The exact grouped-slack QP of a multiclass SVM, in the space of ``vec(W)`` (rows
     ``(i, c)``, ``c != y_i``, in the order of ``f.rows, f.cols``)."""
-    k, d = f.n_classes, f.n_features
     X = IntegerRows.from_float(_dense(f.X))
-    A = np.zeros((f.rows.size, k * d), dtype=object)
-    for r, (i, c) in enumerate(zip(f.rows, f.cols, strict=True)):
-        yi = f.y[i]
-        A[r, yi * d : (yi + 1) * d] = X.num[i]
-        A[r, c * d : (c + 1) * d] = -X.num[i]
     group = f.rows.copy() if f.crammer_singer else np.arange(f.rows.size)
     weights = f.sample_weight if f.crammer_singer else f.sample_weight[f.rows]
     return GroupedQP(
-        rows=IntegerRows(A, X.den),
+        rows=ClassRows(X, np.asarray(f.y, dtype=np.intp), f.rows, f.cols, f.n_classes),
         m=to_rational(np.ones(f.rows.size)),
         group=group,
         cap=_caps(f.C, weights),
