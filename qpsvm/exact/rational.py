@@ -121,8 +121,9 @@ class ClassRows:
 
     The same products as :class:`IntegerRows` (``apply``, ``combine``, ``gram``), each through
     the ``n x d`` examples instead of the ``(n (k - 1)) x (k d)`` rows, ``k`` times fewer
-    integer operations: on digits (1797 x 64, 10 classes) the products of the exact solve went
-    from 7.6 s to a fraction of a second.
+    integer operations: on digits (1797 x 64, 10 classes), with the optimum's 2500-bit
+    integers, ``apply`` took 2.3 s against 5.5-6.0 s and ``gram`` of 300 rows 1.8-2.1 s
+    against 4.8-5.2 s (same run).
 
     Attributes
     ----------

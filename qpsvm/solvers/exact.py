@@ -14,7 +14,7 @@ slacks and margins, hard margin, with or without intercept), the ranking SVM, an
 variants. Cost: a float solve (the formulation's own, by its default method), then ``O(n d)`` exact
 operations per round for the margins plus Lemke's pivots on the rows near the margin: a binary
 problem with ``n = 2000, d = 20`` takes about as long as its float solve again (2-3 s on two
-loaded cores), Crammer-Singer on digits 34-36 s (``benchmarks/bench_exact.py``).
+loaded cores), Crammer-Singer on digits about 21 s (``benchmarks/bench_exact.py``).
 python-flint (``pip install qpsvm[exact]``) runs the pivots in C.
 """
 
