@@ -3,9 +3,11 @@ grouped certificate and the 1-slack cutting plane (method="one_slack")."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import qpsvm
@@ -79,6 +81,44 @@ def test_one_slack_reaches_the_optimum_of_the_pairs(levels, C):
     assert sol.certificate.dual_objective <= f.objective(sol.w) <= sol.certificate.primal_objective
 
 
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    sizes=st.lists(st.integers(1, 7), min_size=1, max_size=5),
+    levels=st.integers(2, 4),
+    d=st.integers(1, 4),
+    log_C=st.sampled_from([-3.0, -1.0, 0.0, 1.0, 2.0]),
+    ties=st.booleans(),
+)
+@example(seed=0, sizes=[1, 2, 2], levels=2, d=1, log_C=2.0, ties=True)
+@example(seed=1, sizes=[7, 7, 7], levels=4, d=2, log_C=2.0, ties=True)
+def test_one_slack_is_the_exact_optimum(seed, sizes, levels, d, log_C, ties):
+    # binary and graded relevance, queries of one or two items, tied features and labels: the
+    # certificate encloses the rational optimum P* (compared exactly), w is within its
+    # distance bound of w*, and the proven gap is at most tol
+    rng = np.random.default_rng(seed)
+    n = sum(sizes)
+    X = rng.normal(size=(n, d))
+    y = rng.integers(0, levels, n)
+    if ties:  # equal items inside and across queries, equal scores at every w
+        X = np.round(X, 0)
+        X[n // 2 :] = X[: n - n // 2]
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    try:
+        f = qpsvm.RankingSVM(X, y=y, groups=groups, C=10.0**log_C)
+    except qpsvm.InvalidInputError:
+        return  # no query has two relevance levels: no pair
+    sol = f.solve(method="one_slack")
+    cert = sol.certificate
+    assert sol.status == "optimal" and cert.passed and cert.rigorous
+    opt = qpsvm.RankingSVM(X, y=y, groups=groups, C=10.0**log_C).solve(method="exact")
+    optimum = opt.info["exact"]
+    assert Fraction(cert.dual_objective) <= optimum.objective <= Fraction(cert.primal_objective)
+    dist2 = sum((Fraction(a) - b) ** 2 for a, b in zip(sol.w, optimum.w, strict=True))
+    assert dist2 <= Fraction(cert.distance_bound) ** 2
+    assert cert.relative_gap <= 1e-9
+
+
 def test_grouped_certificate_bounds_the_true_suboptimality():
     X, y, groups = ranking_problem(3, levels=3)
     f = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.5)
@@ -116,6 +156,20 @@ def test_window_dual_is_dual_feasible_and_matches_its_w():
     assert f.dual_objective(alpha) == pytest.approx(
         f.C * point.n_bound + point.alpha.sum() - 0.5 * point.w @ point.w, rel=1e-12
     )
+
+
+def test_one_slack_falls_back_to_the_formed_pairs(caplog):
+    # a cutting plane stopped before its gap reaches STALL_GAP hands over to the working set on
+    # the formed pairs: the same certified optimum, said in a warning
+    X, y, groups = ranking_problem(4, levels=3)
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=100.0)
+    with caplog.at_level("WARNING", logger="qpsvm"):
+        sol = f.solve(method="one_slack", max_iter=1)
+    assert "solving on the formed pairs" in caplog.text
+    assert sol.status == "optimal" and sol.certificate.passed
+    assert sol.info["one_slack_iterations"] == 1
+    reference = qpsvm.RankingSVM(X, y=y, groups=groups, C=100.0).solve(method="qp")
+    assert sol.objective == pytest.approx(reference.objective, rel=2e-9)
 
 
 def test_one_slack_needs_relevance_labels():

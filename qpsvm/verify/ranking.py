@@ -38,7 +38,7 @@ same sweep on enclosures of the scores: both ends of the certificate are rigorou
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,9 +49,9 @@ from qpsvm._numerics import fsum, fsum_dot
 from qpsvm._validation import check_tol
 from qpsvm.contract import RankingProblem
 from qpsvm.solution import Candidate
-from qpsvm.verify.ascent import CoordinateData
 from qpsvm.verify.binary import certify_binary
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, relative
+from qpsvm.verify.projection import bounded_fit
 from qpsvm.verify.ranking_sweep import QueryLayout, pair_sums, pair_window
 from qpsvm.verify.rigorous import (
     TINY,
@@ -82,18 +82,31 @@ __all__ = [
 
 #: Thresholds ``tau`` on ``|r_p - 1|`` for "on the margin", tightest first.
 WINDOW_TAUS = (1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
-#: Rounds of the active-set method on a window's sets.
-ACTIVE_SET_ROUNDS = 50
-#: A fixed multiplier's gradient ``1 - z_p . w`` counts as pointing into the box only beyond
-#: this (relative to the offset's size): round-off must not free it.
-ACTIVE_SET_SLACK = 1e-12
 #: Most pairs listed in a window (a larger window is skipped).
 MAX_WINDOW = 20_000
-#: Spread of the projected gradients, and epochs at most, of the ascent that identifies a
-#: window's sets (the active-set method then solves them exactly, so a loose ascent only costs
-#: active-set rounds).
-WINDOW_ASCENT_TOL = 1e-9
-WINDOW_EPOCHS = 300
+#: The window's smoothed problems: widths ``mu`` from the largest ``|1 - z_p . w|`` at the
+#: start (no pair beyond its quadratic piece) down by ``SMOOTH_SHRINK``
+#: to ``SMOOTH_LAST``, where the smoothed optimum's own dual point is within ``C mu / 4`` per
+#: pair of the hinge's (far below any certificate's tolerance).
+SMOOTH_SHRINK = 10.0
+SMOOTH_LAST = 1e-10
+#: The first width is at least this: from a start whose margins are all within ``1e-12`` of 1
+#: a first width that narrow would make Newton's system ill-conditioned (``cap / mu``).
+SMOOTH_FIRST = 1e-2
+#: Newton steps per width at most (each ends in an exact line search).
+SMOOTH_STEPS = 50
+#: Below this width the exact limit of the width's pieces is tried (:func:`_piece_limit`).
+LIMIT_BELOW = 0.1
+#: A margin counts as on its side (and a free pair's as on the margin) within this of 1: the
+#: margins are measured against 1, and the limit's own round-off stays far below it.
+LIMIT_SLACK = 1e-9
+#: A width's Newton steps stop when the decrease they predict is this small relative to
+#: ``max(1, ||w||^2)`` (round-off of the objective).
+NEWTON_DECREMENT = 1e-15
+#: The line search stops when its bracket is this narrow relative to its right end (round-off),
+#: after at most ``LINE_STEPS`` regula falsi steps.
+LINE_WIDTH = 1e-15
+LINE_STEPS = 100
 
 
 def certify_ranking(
@@ -153,52 +166,128 @@ def _rows(X: Any, idx: np.ndarray) -> np.ndarray:
     return R.toarray() if sp.issparse(R) else R
 
 
-def _active_set(
-    Z: np.ndarray, v0: np.ndarray, alpha: np.ndarray, cap: float
+def _line_step(dphi: Callable[[float], float]) -> float:
+    """The root of a non-decreasing, piecewise linear ``dphi`` with ``dphi(0) < 0``: bracketed
+    by doubling from 1, then regula falsi (Illinois), exact once the bracket lies on one
+    piece."""
+    lo, g_lo = 0.0, dphi(0.0)
+    hi, g_hi = 1.0, dphi(1.0)
+    while g_hi < 0.0:
+        lo, g_lo, hi = hi, g_hi, 2.0 * hi
+        g_hi = dphi(hi)
+    side = 0
+    for _ in range(LINE_STEPS):
+        if g_hi <= 0.0 or hi - lo <= LINE_WIDTH * hi:
+            break
+        t = hi - g_hi * (hi - lo) / (g_hi - g_lo)
+        g = dphi(t)
+        if g == 0.0:
+            return t
+        if g < 0.0:
+            lo, g_lo = t, g
+            g_hi *= 0.5 if side < 0 else 1.0
+            side = -1
+        else:
+            hi, g_hi = t, g
+            g_lo *= 0.5 if side > 0 else 1.0
+            side = 1
+    return hi
+
+
+def _pieces(t: np.ndarray, mu: float) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs on the quadratic (``0 < t_p < mu``) and on the linear (``t_p >= mu``) piece."""
+    return (t > 0.0) & (t < mu), t >= mu
+
+
+def _piece_limit(
+    Z: np.ndarray, v0: np.ndarray, cap: float, t: np.ndarray, mu: float
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """From ``alpha``'s sets, the KKT point of the window's box QP by an active-set method:
-    the free multipliers solve ``z_p . w = 1`` (least squares; at most ``rank Z`` of them
-    generically), those leaving the box are fixed at their bound, the fixed ones whose
-    gradient ``1 - z_p . w`` points into the box are freed, until no sign is wrong (``None``
-    if that does not happen in :data:`ACTIVE_SET_ROUNDS` rounds)."""
-    alpha = alpha.copy()
-    free = (alpha > 0.0) & (alpha < cap)
-    slack = ACTIVE_SET_SLACK * max(1.0, float(np.max(np.abs(v0), initial=0.0)))
-    for _ in range(ACTIVE_SET_ROUNDS):
-        upper = ~free & (alpha >= cap)
-        fixed = v0 + cap * Z[upper].sum(axis=0)
-        ZF = Z[free]
-        exact = np.linalg.lstsq(ZF @ ZF.T, 1.0 - ZF @ fixed, rcond=None)[0]
-        if np.any(exact < 0.0) or np.any(exact > cap):
-            idx = np.flatnonzero(free)
-            alpha[idx] = np.clip(exact, 0.0, cap)
-            free[idx[(exact <= 0.0) | (exact >= cap)]] = False
-            continue
-        alpha[free] = exact
-        w = fixed + ZF.T @ exact
-        g = 1.0 - Z @ w
-        wrong = ~free & (((alpha <= 0.0) & (g > slack)) | ((alpha >= cap) & (g < -slack)))
-        if not np.any(wrong):
-            return alpha, w
-        free |= wrong
-    return None
+    r"""The exact optimum of the window's box QP if the pieces of the smoothed optimum at width
+    ``mu`` are its sets: the pairs on the linear piece at ``alpha_p = cap``, those on the
+    quadratic piece on the margin, ``w`` the projection of ``u = v_0 + cap \sum_L z_p`` onto
+    ``{w : Z_Q w = 1}`` (the limit ``mu -> 0`` of the piece's optimum), and ``alpha_Q`` in
+    ``[0, cap]`` with ``Z_Q^T alpha_Q = w - u`` (least squares, or bounded least squares when
+    the margin's pairs are dependent); ``None`` unless every margin is on its side within
+    :data:`LIMIT_SLACK` and the multipliers reproduce ``w``."""
+    quad, linear = _pieces(t, mu)
+    u = v0 + cap * Z[linear].sum(axis=0)
+    ZQ = Z[quad]
+    alpha_q = np.zeros(ZQ.shape[0])
+    if alpha_q.size:
+        alpha_q = np.linalg.lstsq(ZQ @ ZQ.T, 1.0 - ZQ @ u, rcond=None)[0]
+        if np.any(alpha_q < 0.0) or np.any(alpha_q > cap):
+            w = u + ZQ.T @ alpha_q
+            alpha_q = bounded_fit(ZQ.T, w - u, np.zeros(alpha_q.size), np.full(alpha_q.size, cap))
+    alpha = np.where(linear, cap, 0.0)
+    alpha[quad] = alpha_q
+    w = v0 + Z.T @ alpha
+    g = 1.0 - Z @ w
+    wrong = np.where(quad, np.abs(g), np.where(linear, -g, g))
+    return (alpha, w) if float(np.max(wrong, initial=0.0)) <= LIMIT_SLACK else None
 
 
-def _window_qp(Z: np.ndarray, v0: np.ndarray, cap: float) -> tuple[np.ndarray, np.ndarray]:
+def _window_qp(
+    Z: np.ndarray, v0: np.ndarray, cap: float, start: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     r"""The maximiser of :math:`\sum_p \alpha_p - \tfrac12 \|v_0 + Z^T\alpha\|^2` over
-    ``[0, cap]^k`` and its ``w``: coordinate ascent in ``O(k d)`` a sweep identifies the sets,
-    the active-set method (:func:`_active_set`) solves them exactly. The ascent is
-    :func:`qpsvm.verify.ascent.coordinate_epochs` (``p = 1``, ``d = 0``, ``hi = cap``, no
-    intercept) started from ``v = v0``: it updates ``v`` along with ``alpha``, so the fixed
-    offset of the pairs outside the window is carried as it is."""
-    k = Z.shape[0]
-    ones = np.ones(k)
-    data = CoordinateData(Z, sigma=ones, p=ones, d=np.zeros(k), hi=np.full(k, cap))
-    alpha = np.zeros(k)
-    v = np.append(v0, 0.0)  # starts at the offset: w = v0 + Z^T alpha throughout
-    data.run(alpha, v, WINDOW_ASCENT_TOL, WINDOW_EPOCHS, shift=0.0, seed=0)
-    exact = _active_set(Z, v0, alpha, cap)
-    return (alpha, v[:-1]) if exact is None else exact
+    ``[0, cap]^k`` and its ``w``, through the primal
+
+    .. math::
+
+        \min_w\ \tfrac12\|w\|^2 - v_0 \cdot w + \mathrm{cap} \sum_p h(1 - z_p \cdot w),
+
+    with the hinge ``h`` smoothed (Huber) at widths ``mu`` shrinking from the largest
+    ``|1 - z_p . w|`` at the start ``w`` (``start``, default ``v_0``; at least
+    :data:`SMOOTH_FIRST`): ``h_mu(t) = t^2 / (2 mu)`` on ``0 < t < mu``, ``t - mu/2`` above.
+    Each width is minimised by Newton steps (Hessian ``I + (cap / mu) Z_Q^T Z_Q`` over the
+    quadratic piece ``Q``, ``d x d``) with exact line search, warm started from the last width;
+    its optimum gives ``alpha_p = cap clip(t_p / mu, 0, 1)`` with ``w = v_0 + Z^T alpha``
+    (stationarity). Below :data:`LIMIT_BELOW` each width's pieces are tried as the exact sets
+    (:func:`_piece_limit`); if none passes, the dual point of the last width
+    :data:`SMOOTH_LAST` is returned (within ``cap mu / 4`` per pair of the optimum). Unlike an
+    active-set method on the multipliers this does not cycle when pairs sharing items are
+    dependent on the margin (graded relevance), nor when many pairs lie within ``1e-6`` of it.
+    """
+    d = Z.shape[1]
+    w = (v0 if start is None else start).copy()
+    t = 1.0 - Z @ w
+    mu = max(SMOOTH_FIRST, float(np.max(np.abs(t), initial=0.0)))
+    while True:
+        settled = False
+        for _ in range(SMOOTH_STEPS):
+            quad, _ = _pieces(t, mu)
+            grad = w - v0 - cap * (Z.T @ np.clip(t / mu, 0.0, 1.0))
+            ZQ = Z[quad]
+            H = (cap / mu) * (ZQ.T @ ZQ)
+            H[np.diag_indices(d)] += 1.0
+            dw = np.linalg.solve(H, -grad)
+            if -float(grad @ dw) <= NEWTON_DECREMENT * max(1.0, float(w @ w)):
+                settled = True
+                break
+            dz = Z @ dw
+            base, curve = float((w - v0) @ dw), float(dw @ dw)
+            step = _line_step(
+                lambda s, t=t, dz=dz, base=base, curve=curve, mu=mu: (
+                    base + s * curve - cap * float(dz @ np.clip((t - s * dz) / mu, 0.0, 1.0))
+                )
+            )
+            moved = t - step * dz
+            settled = np.array_equal(_pieces(t, mu)[0], _pieces(moved, mu)[0]) and np.array_equal(
+                t >= mu, moved >= mu
+            )
+            w, t = w + step * dw, moved
+            # on one piece the step lands on its exact minimiser; a step that moves every
+            # margin by less than mu is close enough to go on to the next width
+            if settled or step * float(np.max(np.abs(dz), initial=0.0)) <= mu:
+                break
+        if settled and mu < LIMIT_BELOW:
+            exact = _piece_limit(Z, v0, cap, t, mu)
+            if exact is not None:
+                return exact
+        if mu <= SMOOTH_LAST:
+            alpha = cap * np.clip(t / mu, 0.0, 1.0)
+            return alpha, v0 + Z.T @ alpha
+        mu = max(mu / SMOOTH_SHRINK, SMOOTH_LAST)
 
 
 def bound_sets(
@@ -242,6 +331,7 @@ def window_dual(
     scores: np.ndarray,
     tau: float,
     extra: np.ndarray | None = None,
+    start: np.ndarray | None = None,
 ) -> WindowDual | None:
     r"""The dual point of the pairs' sides at scores ``s`` and window ``tau`` (module docstring).
 
@@ -249,7 +339,8 @@ def window_dual(
     (1 - tau))`` (``B``), ``fl(s_i - (1 + tau)) < s_j <= fl(s_i - (1 - tau))`` (``M``), so they
     partition the pairs exactly. The pairs ``extra`` (rows ``(i, j)`` of pairs of the problem,
     e.g. earlier windows) join ``M`` wherever they lie. ``None`` when ``M`` has more than
-    :data:`MAX_WINDOW` pairs.
+    :data:`MAX_WINDOW` pairs. ``start`` (the ``w`` of the scores, when known) starts the
+    window's QP (:func:`_window_qp`) near its optimum.
     """
     sets = window_sets(lay, scores, tau, extra)
     if sets is None:
@@ -260,7 +351,7 @@ def window_dual(
     w = v0
     if window.shape[0]:
         Z = np.ascontiguousarray(_rows(X, window[:, 0]) - _rows(X, window[:, 1]))
-        alpha, w = _window_qp(Z, v0, C)
+        alpha, w = _window_qp(Z, v0, C, start)
     return WindowDual(n_bound, coef_bound, window, alpha, w)
 
 
@@ -349,7 +440,7 @@ def certify_grouped(f: RankingProblem, w: np.ndarray, tol: float = DEFAULT_TOL) 
     scores = np.asarray(X @ w).ravel()
     dual, best, expansion = 0.0, None, np.zeros_like(w)
     for tau in WINDOW_TAUS:
-        point = window_dual(X, C, lay, scores, tau)
+        point = window_dual(X, C, lay, scores, tau, start=w)
         if point is None:
             break
         value, v = grouped_dual_lower(X, C, point)
