@@ -38,10 +38,11 @@ same sweep on enclosures of the scores: both ends of the certificate are rigorou
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -95,8 +96,12 @@ SMOOTH_LAST = 1e-10
 SMOOTH_FIRST = 1e-2
 #: Newton steps per width at most (each ends in an exact line search).
 SMOOTH_STEPS = 50
-#: Below this width the exact limit of the width's pieces is tried (:func:`_piece_limit`).
+#: Below this width the exact limit of the width's pieces is tried (:func:`_piece_limit`),
+#: when at most ``LIMIT_PAIRS`` times ``d`` pairs are on the quadratic piece (at the optimum
+#: generically at most ``d`` pairs are on the margin; dependent pairs of graded relevance add
+#: a few).
 LIMIT_BELOW = 0.1
+LIMIT_PAIRS = 4
 #: A margin counts as on its side (and a free pair's as on the margin) within this of 1: the
 #: margins are measured against 1, and the limit's own round-off stays far below it.
 LIMIT_SLACK = 1e-9
@@ -166,30 +171,45 @@ def _rows(X: Any, idx: np.ndarray) -> np.ndarray:
     return R.toarray() if sp.issparse(R) else R
 
 
-def _line_step(dphi: Callable[[float], float]) -> float:
-    """The root of a non-decreasing, piecewise linear ``dphi`` with ``dphi(0) < 0``: bracketed
-    by doubling from 1, then regula falsi (Illinois), exact once the bracket lies on one
-    piece."""
-    lo, g_lo = 0.0, dphi(0.0)
-    hi, g_hi = 1.0, dphi(1.0)
+@numba.njit(cache=True)
+def _slope(t, dz, mu, base, curve, cap, s):  # pragma: no cover - compiled
+    """``phi'(s) = base + s curve - cap sum_p dz_p clip((t_p - s dz_p) / mu, 0, 1)``."""
+    total = 0.0
+    for p in range(t.shape[0]):
+        r = (t[p] - s * dz[p]) / mu
+        if r > 0.0:
+            total += dz[p] * (r if r < 1.0 else 1.0)
+    return base + s * curve - cap * total
+
+
+@numba.njit(cache=True)
+def _line_step(t, dz, mu, base, curve, cap, width, steps):  # pragma: no cover - compiled
+    """The exact minimiser ``s > 0`` of the smoothed objective along a Newton direction: the
+    root of its non-decreasing, piecewise linear slope :func:`_slope` (negative at 0),
+    bracketed by doubling from 1, then regula falsi (Illinois), exact once the bracket lies on
+    one piece; stops when the bracket is ``width`` narrow relative to its right end."""
+    lo, g_lo = 0.0, _slope(t, dz, mu, base, curve, cap, 0.0)
+    hi, g_hi = 1.0, _slope(t, dz, mu, base, curve, cap, 1.0)
     while g_hi < 0.0:
         lo, g_lo, hi = hi, g_hi, 2.0 * hi
-        g_hi = dphi(hi)
+        g_hi = _slope(t, dz, mu, base, curve, cap, hi)
     side = 0
-    for _ in range(LINE_STEPS):
-        if g_hi <= 0.0 or hi - lo <= LINE_WIDTH * hi:
+    for _ in range(steps):
+        if g_hi <= 0.0 or hi - lo <= width * hi:
             break
-        t = hi - g_hi * (hi - lo) / (g_hi - g_lo)
-        g = dphi(t)
+        s = hi - g_hi * (hi - lo) / (g_hi - g_lo)
+        g = _slope(t, dz, mu, base, curve, cap, s)
         if g == 0.0:
-            return t
+            return s
         if g < 0.0:
-            lo, g_lo = t, g
-            g_hi *= 0.5 if side < 0 else 1.0
+            lo, g_lo = s, g
+            if side < 0:
+                g_hi *= 0.5
             side = -1
         else:
-            hi, g_hi = t, g
-            g_lo *= 0.5 if side > 0 else 1.0
+            hi, g_hi = s, g
+            if side > 0:
+                g_lo *= 0.5
             side = 1
     return hi
 
@@ -204,20 +224,25 @@ def _piece_limit(
 ) -> tuple[np.ndarray, np.ndarray] | None:
     r"""The exact optimum of the window's box QP if the pieces of the smoothed optimum at width
     ``mu`` are its sets: the pairs on the linear piece at ``alpha_p = cap``, those on the
-    quadratic piece on the margin, ``w`` the projection of ``u = v_0 + cap \sum_L z_p`` onto
-    ``{w : Z_Q w = 1}`` (the limit ``mu -> 0`` of the piece's optimum), and ``alpha_Q`` in
-    ``[0, cap]`` with ``Z_Q^T alpha_Q = w - u`` (least squares, or bounded least squares when
-    the margin's pairs are dependent); ``None`` unless every margin is on its side within
+    quadratic piece ``Q`` on the margin, ``w = u + delta`` with ``u = v_0 + cap \sum_L z_p``
+    and ``delta`` the least-norm solution of ``Z_Q delta = 1 - Z_Q u`` (the projection onto
+    ``{w : Z_Q w = 1}``, the limit ``mu -> 0`` of the piece's optimum), and ``alpha_Q`` in
+    ``[0, cap]`` with ``Z_Q^T alpha_Q = delta`` (least squares, or bounded least squares when
+    the margin's pairs are dependent); ``O(|Q| d^2)``. ``None`` when ``Q`` has more than
+    :data:`LIMIT_PAIRS` ``d`` pairs, or unless every margin is on its side within
     :data:`LIMIT_SLACK` and the multipliers reproduce ``w``."""
     quad, linear = _pieces(t, mu)
+    size = int(np.count_nonzero(quad))
+    if size > LIMIT_PAIRS * Z.shape[1]:
+        return None
     u = v0 + cap * Z[linear].sum(axis=0)
-    ZQ = Z[quad]
-    alpha_q = np.zeros(ZQ.shape[0])
-    if alpha_q.size:
-        alpha_q = np.linalg.lstsq(ZQ @ ZQ.T, 1.0 - ZQ @ u, rcond=None)[0]
+    alpha_q = np.zeros(size)
+    if size:
+        ZQ = Z[quad]
+        delta = np.linalg.lstsq(ZQ, 1.0 - ZQ @ u, rcond=None)[0]
+        alpha_q = np.linalg.lstsq(ZQ.T, delta, rcond=None)[0]
         if np.any(alpha_q < 0.0) or np.any(alpha_q > cap):
-            w = u + ZQ.T @ alpha_q
-            alpha_q = bounded_fit(ZQ.T, w - u, np.zeros(alpha_q.size), np.full(alpha_q.size, cap))
+            alpha_q = bounded_fit(ZQ.T, delta, np.zeros(size), np.full(size, cap))
     alpha = np.where(linear, cap, 0.0)
     alpha[quad] = alpha_q
     w = v0 + Z.T @ alpha
@@ -266,11 +291,7 @@ def _window_qp(
                 break
             dz = Z @ dw
             base, curve = float((w - v0) @ dw), float(dw @ dw)
-            step = _line_step(
-                lambda s, t=t, dz=dz, base=base, curve=curve, mu=mu: (
-                    base + s * curve - cap * float(dz @ np.clip((t - s * dz) / mu, 0.0, 1.0))
-                )
-            )
+            step = _line_step(t, dz, mu, base, curve, cap, LINE_WIDTH, LINE_STEPS)
             moved = t - step * dz
             settled = np.array_equal(_pieces(t, mu)[0], _pieces(moved, mu)[0]) and np.array_equal(
                 t >= mu, moved >= mu
@@ -280,7 +301,7 @@ def _window_qp(
             # margin by less than mu is close enough to go on to the next width
             if settled or step * float(np.max(np.abs(dz), initial=0.0)) <= mu:
                 break
-        if settled and mu < LIMIT_BELOW:
+        if mu < LIMIT_BELOW:
             exact = _piece_limit(Z, v0, cap, t, mu)
             if exact is not None:
                 return exact
