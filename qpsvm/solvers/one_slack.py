@@ -53,7 +53,7 @@ logger = logging.getLogger("qpsvm")
 #: The cutting plane's first target relative gap, divided by 10 after each failed finish.
 START_GAP = 1e-3
 #: The windows ``tau`` of the finish: pairs within it of the margin are solved exactly.
-FINISH_TAUS = (1e-1, 3e-1)
+FINISH_TAUS = (1e-2, 1e-1, 3e-1)
 #: The cutting plane's last target: below it the pairs are formed and the working set
 #: finishes (the window of a tighter gap did not close: many pairs near the margin).
 LAST_GAP = 1e-6
