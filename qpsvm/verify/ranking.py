@@ -251,6 +251,19 @@ def _piece_limit(
     return (alpha, w) if float(np.max(wrong, initial=0.0)) <= LIMIT_SLACK else None
 
 
+def _newton_solve(ZQ: np.ndarray, k: float, g: np.ndarray) -> np.ndarray:
+    r"""``(I + k Z_Q^T Z_Q)^{-1} g`` through the eigenvectors ``V`` and eigenvalues ``lambda``
+    of ``Z_Q^T Z_Q``: ``g - V (k lambda / (1 + k lambda) * V^T g)``. Formed as a matrix, the
+    identity drowns in ``k Z_Q^T Z_Q`` once ``k ||z_p||^2`` passes ``1 / eps`` (features of
+    size ``1e4`` at narrow widths) and the system turns singular; this form stays exact on
+    both subspaces."""
+    if ZQ.shape[0] == 0:
+        return g
+    lam, V = np.linalg.eigh(ZQ.T @ ZQ)
+    r = k * np.maximum(lam, 0.0)
+    return g - V @ (r / (1.0 + r) * (V.T @ g))
+
+
 def _window_qp(
     Z: np.ndarray, v0: np.ndarray, cap: float, start: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -273,7 +286,6 @@ def _window_qp(
     active-set method on the multipliers this does not cycle when pairs sharing items are
     dependent on the margin (graded relevance), nor when many pairs lie within ``1e-6`` of it.
     """
-    d = Z.shape[1]
     w = (v0 if start is None else start).copy()
     t = 1.0 - Z @ w
     mu = max(SMOOTH_FIRST, float(np.max(np.abs(t), initial=0.0)))
@@ -282,10 +294,7 @@ def _window_qp(
         for _ in range(SMOOTH_STEPS):
             quad, _ = _pieces(t, mu)
             grad = w - v0 - cap * (Z.T @ np.clip(t / mu, 0.0, 1.0))
-            ZQ = Z[quad]
-            H = (cap / mu) * (ZQ.T @ ZQ)
-            H[np.diag_indices(d)] += 1.0
-            dw = np.linalg.solve(H, -grad)
+            dw = -_newton_solve(Z[quad], cap / mu, grad)
             if -float(grad @ dw) <= NEWTON_DECREMENT * max(1.0, float(w @ w)):
                 settled = True
                 break
