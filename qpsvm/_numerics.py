@@ -35,12 +35,76 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["fsum", "fsum_dot", "tdot", "tdot2", "two_product"]
+__all__ = [
+    "TINY",
+    "U",
+    "down",
+    "fsum",
+    "fsum_dot",
+    "gamma",
+    "sum_error",
+    "sum_upper",
+    "tdot",
+    "tdot2",
+    "two_product",
+    "up",
+]
+
+#: The unit roundoff of float64, ``u = 2^-53``.
+U = 2.0**-53
+#: Absolute error allowance per term for results that underflow (a few subnormal units).
+TINY = 2.0**-1070
 
 #: Dekker's splitting constant ``2^27 + 1``: ``a = hi + lo`` with 26-bit halves, so the product
 #: of two halves is exact. Valid for ``|a| < 2^996`` (about 1e299); beyond, the split overflows
 #: and :func:`tdot2` falls back to the plain product.
 _SPLIT = 134217729.0
+
+
+def gamma(n: int) -> float:
+    r""":math:`\gamma_n = nu / (1 - nu)`, the bound on ``n`` roundings (Higham, ASNA 3.1)."""
+    return n * U / (1.0 - n * U)
+
+
+def up(x: Any) -> Any:
+    """The next float above ``x`` (covers one rounding to nearest of an operation's result)."""
+    return np.nextafter(x, np.inf)
+
+
+def down(x: Any) -> Any:
+    """The next float below ``x``."""
+    return np.nextafter(x, -np.inf)
+
+
+def sum_error(leaves: Any, magnitude: Any) -> Any:
+    r"""A bound on :math:`|\hat s - s|` for every floating-point evaluation of a sum
+    :math:`s = \sum_k t_k` of at most ``leaves`` terms, each an exact number or the product of
+    two (rounded once), added in any order (any summation tree, fused multiply-adds included),
+    when the computed ``magnitude`` is a floating-point evaluation of
+    :math:`\sum_k |t_k|` (or of a larger sum of the same kind).
+
+    Each term's path through the tree passes at most ``leaves`` roundings, so
+    :math:`|\hat s - s| \le \gamma_N \sum_k |t_k|` (Higham, ASNA Lemma 3.1 and 3.3,
+    ``N = leaves``); the computed magnitude is within :math:`\gamma_N` of its exact value, so
+    :math:`\sum_k |t_k| \le \hat M / (1 - \gamma_N) \le \hat M (1 + 2\gamma_N)`; a product
+    that underflows loses at most half a subnormal unit (:data:`TINY` covers it per term).
+    Rounded up.
+    """
+    leaves = np.asarray(leaves, dtype=np.float64)
+    g = leaves * U / (1.0 - leaves * U)
+    return up(up(g * np.asarray(magnitude) * (1.0 + 2.0 * g) * (1.0 + 8.0 * U)) + leaves * TINY)
+
+
+def sum_upper(a: Any) -> float:
+    r"""An upper bound on the exact sum of floats ``a`` (signs mixed): Sum2 (:func:`fsum`) is
+    within :math:`u |s| + \gamma_{n-1}^2 \sum_i |a_i|` of it (Ogita, Rump and Oishi 2005,
+    Prop. 4.5), every operation of the bound rounded up."""
+    a = np.ravel(np.asarray(a, dtype=np.float64))
+    total = fsum(a)
+    g2 = gamma(a.size) ** 2
+    spread = float(np.sum(np.abs(a))) * (1.0 + 2.0 * gamma(a.size))
+    err = 2.0 * (U + g2) * spread + U * abs(total) + a.size * TINY
+    return float(up(total + float(up(err))))
 
 
 @numba.njit(cache=True)

@@ -287,20 +287,43 @@ class StructuralProblem(Problem, Protocol):
 
     def oracle(self, w: Any, examples: Sequence[int] | None = None) -> list[Any]: ...
 
-    def pair_rows(self, examples: Any, outputs: Sequence[Any]) -> tuple[Any, np.ndarray]: ...
+    def pair_rows(
+        self, examples: Any, outputs: Sequence[Any], joint: Any = None
+    ) -> tuple[Any, np.ndarray]: ...
 
     def slacks(self, w: Any, return_outputs: bool = False) -> Any: ...
 
     #: ``"margin"`` or ``"slack"`` rescaling.
     rescaling: str
 
-    def violations(self, w: Any) -> tuple[list[Any], Any, np.ndarray, np.ndarray]:
+    def violations(
+        self, w: Any, maxima: Any = None, joint: Any = None
+    ) -> tuple[list[Any], Any, np.ndarray, np.ndarray]:
         """One oracle call per example at ``w``: the outputs, their rows (:meth:`pair_rows`),
         offsets and the true slacks."""
 
     def certified_problem(self, planes: Sequence[Any] | None, alpha: np.ndarray | None) -> str:
         """Whose optimum a certificate with the dual point ``(planes, alpha)`` encloses
         (``"exact"`` or ``"relaxed"``)."""
+
+    def maximisers(self, w: Any) -> tuple[list[Any], np.ndarray | None]:
+        """The oracle's outputs at ``w`` and, for a relaxed oracle, its upper bounds."""
+
+    def joint_rows(self, examples: Any, outputs: Sequence[Any]) -> Any:
+        """The model's float joint features of pairs ``(i, y)``, stacked (sparse)."""
+
+    def rounding(self, w: Any) -> Any:
+        """The model's bounds on its rounding (:class:`qpsvm.models.Rounding`) or
+        ``None``."""
+
+    def every_output(self, per_example: int) -> tuple[np.ndarray, list[Any]] | None:
+        """Every output of every example as pairs, when each has at most ``per_example``."""
+
+    #: The float joint features of the training outputs, one row per example (sparse).
+    true_features: Any
+    #: The structured-output model and the training outputs.
+    model: Any
+    Y: list[Any]
 
 
 # ----------------------------------------------------------------------------- registry

@@ -1,7 +1,8 @@
 """Rigorous enclosures of the composed problems, checked in exact rational arithmetic.
 
 For adversarial data (features shifted by up to 1e4 and scaled by 1e-4..1e4, C from 1e-4 to
-1e5, zero weights) and every loss with the L2 and L1 penalties and each intercept mode, the
+1e5, zero weights) and every loss with the L2, L1 and elastic-net penalties (``l1_ratio`` whose
+complement ``1 - r`` rounds, or not) and each intercept mode, the
 certificate of the solve's answer and of perturbed points must satisfy, exactly:
 
 - ``upper >= P(w, b)``, the candidate's objective computed in fractions from the float data;
@@ -31,14 +32,19 @@ LOSSES = ("hinge", "squared_hinge", "epsilon_insensitive", "squared_epsilon_inse
 MODES = [
     (loss, pen, icpt)
     for loss in LOSSES
-    for pen in ("l2", "l1")
+    for pen in ("l2", "l1", "l1_l2")
     for icpt in ("free", "none", "regularized")
     if not (loss == "hinge" and pen == "l2" and icpt != "regularized")
 ]
 
 
+#: Elastic-net ratios: ``1 - r`` exact (0.5, 0.75) or rounded (0.3, 0.1).
+RATIOS = (0.5, 0.75, 0.3, 0.1)
+
+
 def build(loss, penalty, intercept, seed, shift, log_scale, C):
     rng = np.random.default_rng(seed)
+    ratio = {"l1_ratio": RATIOS[seed % len(RATIOS)]} if penalty == "l1_l2" else {}
     n, d = int(rng.integers(6, 14)), int(rng.integers(1, 4))
     X = rng.normal(size=(n, d)) * 10.0**log_scale + shift
     weights = np.where(rng.random(n) < 0.2, 0.0, rng.uniform(0.5, 2.0, n))
@@ -54,6 +60,7 @@ def build(loss, penalty, intercept, seed, shift, log_scale, C):
             intercept=intercept,
             sample_weight=weights,
             intercept_scaling=2.0 ** rng.integers(-2, 3),
+            **ratio,
         )
     target = X @ rng.normal(size=d) / 10.0**log_scale + rng.normal(size=n)
     return qpsvm.SupportVectorRegression(
@@ -66,6 +73,7 @@ def build(loss, penalty, intercept, seed, shift, log_scale, C):
         intercept=intercept,
         sample_weight=weights,
         intercept_scaling=2.0 ** rng.integers(-2, 3),
+        **ratio,
     )
 
 
@@ -87,9 +95,14 @@ def exact_primal(f, w, b) -> Fraction:
         )
         total += Wi * (e * e if f.loss.squared else e)
     coord = b / Fraction(f.intercept.scaling) if f.intercept.regularized else Fraction(0)
+    square = (sum(v * v for v in w) + coord * coord) / 2
+    linear = sum(abs(v) for v in w) + abs(coord)
     if f.penalty.name == "l2":
-        return total + (sum(v * v for v in w) + coord * coord) / 2
-    return total + sum(abs(v) for v in w) + abs(coord)
+        return total + square
+    if f.penalty.name == "l1":
+        return total + linear
+    r = Fraction(f.penalty.l1_ratio)
+    return total + r * linear + (1 - r) * square
 
 
 def exact_dual_lower_check(f, u, lower, upper) -> None:
@@ -117,8 +130,11 @@ def exact_dual_lower_check(f, u, lower, upper) -> None:
             value -= ui * ui / (4 * Wi)
     if f.penalty.name == "l2":
         value -= sum(c * c for c in v) / 2
-    else:
+    elif f.penalty.name == "l1":
         assert max(abs(c) for c in v) <= 1
+    else:
+        r = Fraction(f.penalty.l1_ratio)
+        value -= sum(max(Fraction(0), abs(c) - r) ** 2 for c in v) / (2 * (1 - r))
     if f.intercept.coupled and sum(su) != 0:
         value -= Fraction(_intercept_bound(f, upper)) * abs(sum(su))
     assert Fraction(lower) <= value

@@ -25,6 +25,7 @@ CVXPY problem over any list of planes, and with every output enumerated
 
 from __future__ import annotations
 
+import itertools
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ from qpsvm.contract import method_names
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.model import CvxModel
-from qpsvm.models.base import JointFeatureModel
+from qpsvm.models.base import JointFeatureModel, Rounding
 from qpsvm.solution import Candidate, CuttingPlane, Solution, StructuralCandidate
 from qpsvm.verify.structural import dual_pairs, output_key
 
@@ -222,7 +223,9 @@ class StructuralSVM(Formulation):
             self._true = sp.vstack(blocks, format="csr")
         return self._true
 
-    def pair_rows(self, examples: Any, outputs: Sequence[Any]) -> tuple[sp.csr_matrix, np.ndarray]:
+    def pair_rows(
+        self, examples: Any, outputs: Sequence[Any], joint: sp.csr_matrix | None = None
+    ) -> tuple[sp.csr_matrix, np.ndarray]:
         r"""Rows of the constraints of pairs ``(i, y)``: :math:`H_i(y; w) = c_{iy} - a_{iy}\cdot w`.
 
         Margin rescaling: :math:`a_{iy} = \delta\Psi_i(y)`, slack rescaling:
@@ -232,6 +235,8 @@ class StructuralSVM(Formulation):
         ----------
         examples : array-like of int, shape (p,)
         outputs : sequence of length p
+        joint : csr_matrix, optional
+            Their :meth:`joint_rows`, when already computed.
 
         Returns
         -------
@@ -249,14 +254,28 @@ class StructuralSVM(Formulation):
         c = np.asarray(
             self.model.batch_loss([self.Y[i] for i in examples], list(outputs)), dtype=np.float64
         )
-        blocks = []
-        for s in range(0, examples.size, CHUNK):
-            idx = examples[s : s + CHUNK]
-            dense = self.true_features[idx].toarray() - self._joint(idx, outputs[s : s + CHUNK])
-            if self.rescaling == "slack":
-                dense *= c[s : s + CHUNK, None]
-            blocks.append(sp.csr_matrix(dense))
-        return (blocks[0] if len(blocks) == 1 else sp.vstack(blocks, format="csr")), c
+        if joint is None:
+            joint = self.joint_rows(examples, outputs)
+        A = sp.csr_matrix(self.true_features[examples] - joint)
+        return (sp.csr_matrix(sp.diags(c) @ A) if self.rescaling == "slack" else A), c
+
+    def joint_rows(self, examples: Any, outputs: Sequence[Any]) -> sp.csr_matrix:
+        r""":math:`\hat\Psi(x_i, y)` of pairs ``(i, y)`` as the model computes them, stacked
+        (sparse, shape ``(p, n_joint_features)``)."""
+        examples = np.asarray(examples, dtype=np.intp).ravel()
+        blocks = [
+            sp.csr_matrix(self._joint(examples[s : s + CHUNK], outputs[s : s + CHUNK]))
+            for s in range(0, examples.size, CHUNK)
+        ]
+        if not blocks:
+            return sp.csr_matrix((0, self.n_features))
+        return blocks[0] if len(blocks) == 1 else sp.vstack(blocks, format="csr")
+
+    def rounding(self, w: Any) -> Rounding | None:
+        """The model's bounds on the rounding of its evaluations at ``w``
+        (:meth:`~qpsvm.models.JointFeatureModel.rounding`), on which the rigorous certificate
+        rests; ``None`` when the model gives none."""
+        return self.model.rounding(self.X, self.Y, self.check_w(w))
 
     def _in_chunks(self, call: Any, examples: Sequence[int] | None, w: np.ndarray) -> list[Any]:
         """``call(X_chunk, Y_chunk, w)`` over contiguous chunks of ``examples`` (default all),
@@ -289,7 +308,12 @@ class StructuralSVM(Formulation):
         )
         return [y for chunk in self._in_chunks(call, examples, w) for y in chunk]
 
-    def violations(self, w: Any) -> tuple[list[Any], sp.csr_matrix, np.ndarray, np.ndarray]:
+    def violations(
+        self,
+        w: Any,
+        maxima: tuple[list[Any], np.ndarray | None] | None = None,
+        joint: sp.csr_matrix | None = None,
+    ) -> tuple[list[Any], sp.csr_matrix, np.ndarray, np.ndarray]:
         r"""One oracle call per example at ``w``: the most violated outputs, their rows
         (:meth:`pair_rows`) and the true slacks :math:`\xi_i(w) = \max(0, \max_y H_i(y; w))`.
 
@@ -299,7 +323,9 @@ class StructuralSVM(Formulation):
         relaxed problem, whose feasible outputs include every labelling, so :math:`P(w)` bounds
         both the relaxed and the exact optimum from above. The outputs may then be fractional
         (points of the relaxation, see :attr:`~qpsvm.models.JointFeatureModel.exact_inference`):
-        their rows are constraints of the relaxed problem.
+        their rows are constraints of the relaxed problem. ``maxima``: the result of
+        :meth:`maximisers` at ``w`` and ``joint`` the outputs' :meth:`joint_rows`, when
+        already computed.
 
         Returns
         -------
@@ -309,16 +335,24 @@ class StructuralSVM(Formulation):
         xi : ndarray of shape (n,)
         """
         w = self.check_w(w)
+        outputs, bounds = self.maximisers(w) if maxima is None else maxima
+        A, c = self.pair_rows(np.arange(self.n_samples), outputs, joint)
+        xi = np.maximum(0.0, c - np.asarray(A @ w).ravel())
+        if bounds is None:
+            return outputs, A, c, xi
+        relaxed = bounds - np.asarray(self.true_features @ w).ravel()
+        return outputs, A, c, np.maximum(xi, relaxed)
+
+    def maximisers(self, w: Any) -> tuple[list[Any], np.ndarray | None]:
+        r"""The oracle's output for every example at ``w``, and with a relaxed oracle its upper
+        bounds :math:`u_i` on :math:`\max_\mu \Delta(y_i, \mu) + w\cdot\Psi(x_i, \mu)`
+        (``None`` for exact oracles)."""
+        w = self.check_w(w)
         if self.model.exact_inference:
-            outputs = self.oracle(w)
-            A, c = self.pair_rows(np.arange(self.n_samples), outputs)
-            return outputs, A, c, np.maximum(0.0, c - np.asarray(A @ w).ravel())
+            return self.oracle(w), None
         chunks = self._in_chunks(self.model.loss_augmented_bounds_batch, None, w)
         outputs = [y for chunk, _ in chunks for y in chunk]
-        bounds = np.concatenate([np.asarray(b, dtype=np.float64) for _, b in chunks])
-        A, c = self.pair_rows(np.arange(self.n_samples), outputs)
-        relaxed = np.asarray(bounds, dtype=np.float64) - np.asarray(self.true_features @ w).ravel()
-        return outputs, A, c, np.maximum(0.0, np.maximum(c - np.asarray(A @ w).ravel(), relaxed))
+        return outputs, np.concatenate([np.asarray(b, dtype=np.float64) for _, b in chunks])
 
     def slacks(self, w: Any, return_outputs: bool = False) -> Any:
         r"""True slacks :math:`\xi_i(w) = \max(0, \max_y H_i(y; w))`, from one oracle call each
@@ -392,6 +426,23 @@ class StructuralSVM(Formulation):
                     f"cannot ({exc}). Use method='cutting_plane'."
                 ) from None
         return planes
+
+    def every_output(self, per_example: int) -> tuple[np.ndarray, list[Any]] | None:
+        """Every output of every example as pairs ``(i, y)`` (example indices and outputs),
+        when the model enumerates its outputs and no example has more than ``per_example``;
+        ``None`` otherwise."""
+        examples: list[int] = []
+        outputs: list[Any] = []
+        for i, x in enumerate(self.X):
+            try:
+                found = list(itertools.islice(self.model.enumerate_outputs(x), per_example + 1))
+            except NotImplementedError:
+                return None
+            if len(found) > per_example:
+                return None
+            examples.extend([i] * len(found))
+            outputs.extend(found)
+        return np.asarray(examples, dtype=np.intp), outputs
 
     def plane_matrix(self, planes: Sequence[CuttingPlane]) -> PlaneMatrix:
         """The rows of ``planes`` computed from the raw data (see :class:`PlaneMatrix`)."""

@@ -13,11 +13,13 @@ with any model.
   over the local polytope on graphs with cycles (:mod:`qpsvm.models.pairwise`,
   :mod:`qpsvm.models.local_polytope`), whose fractional maximisers are outputs of the relaxed
   problem.
+* :class:`Rounding` -- the bounds on a model's rounding that make the structural SVM's
+  certificate rigorous (:meth:`JointFeatureModel.rounding`).
 * :class:`LatentModel`, :class:`LatentMulticlassModel` -- outputs ``(y, h)`` with a hidden
   ``h``, for :class:`qpsvm.LatentStructuralSVM`.
 """
 
-from qpsvm.models.base import JointFeatureModel
+from qpsvm.models.base import JointFeatureModel, Rounding
 from qpsvm.models.chain import ChainModel
 from qpsvm.models.graph import GraphModel, grid_edges
 from qpsvm.models.latent import LatentModel, LatentMulticlassModel
@@ -32,6 +34,7 @@ __all__ = [
     "LatentMulticlassModel",
     "MultiLabelModel",
     "MulticlassModel",
+    "Rounding",
     "chow_liu_tree",
     "grid_edges",
 ]

@@ -22,13 +22,14 @@ from __future__ import annotations
 import abc
 import numbers
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 
-__all__ = ["JointFeatureModel"]
+__all__ = ["JointFeatureModel", "Rounding"]
 
 
 def _locate(
@@ -63,6 +64,37 @@ def finite_vector(value: Any, n: int, owner: str, symbol: str, size: str, hint: 
     if not np.all(np.isfinite(arr)):
         raise InvalidInputError(f"{owner}: {symbol} contains NaN or inf.")
     return arr
+
+
+@dataclass(frozen=True)
+class Rounding:
+    r"""Proven bounds on the rounding of a model's floating-point evaluations, one entry per
+    example ``i``, uniform over the outputs ``y`` (fractional outputs of a relaxed oracle
+    included). With :math:`F_i(y) = \Delta(y_i, y) + w\cdot\Psi(x_i, y)` and
+    :math:`\Phi_i(y) = \Delta(y_i, y)(1 + w\cdot\Psi(x_i, y) - w\cdot\Psi(x_i, y_i))` in
+    exact arithmetic on the float64 data:
+
+    Attributes
+    ----------
+    oracle : ndarray of shape (n,)
+        :math:`|\hat F_i(y) - F_i(y)| \le` ``oracle[i]`` for the value :math:`\hat F_i(y)`
+        the loss-augmented oracle compares ``y`` by (its output maximises it); for a relaxed
+        oracle, the bound ``u_i`` it returns satisfies
+        :math:`u_i + \text{oracle}_i \ge \max_\mu F_i(\mu)` over the relaxation.
+    rescaled : ndarray of shape (n,)
+        The same for the slack-rescaled oracle's value of :math:`\Phi_i` (``inf`` where the
+        model does not bound it).
+    feature : ndarray of shape (n,)
+        :math:`\|\hat\Psi(x_i, y) - \Psi(x_i, y)\|_2 \le` ``feature[i]`` for the float joint
+        feature :meth:`JointFeatureModel.joint_feature` returns.
+    loss : ndarray of shape (n,)
+        :math:`|\hat\Delta(y_i, y) - \Delta(y_i, y)| \le` ``loss[i]`` for the float task loss.
+    """
+
+    oracle: np.ndarray
+    rescaled: np.ndarray
+    feature: np.ndarray
+    loss: np.ndarray
 
 
 #: The hint of a wrong-shaped input of the models whose inputs are feature vectors.
@@ -317,6 +349,12 @@ class JointFeatureModel(abc.ABC):
         if delta == 0.0:
             return 0.0
         return delta * (1.0 + self.score(x, y_hat, w) - self.score(x, y, w))
+
+    def rounding(self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray) -> Rounding | None:
+        """Bounds on the rounding of this model's float evaluations (:class:`Rounding`), on
+        which the structural SVM's rigorous certificate rests; ``None`` (the default) when the
+        model does not bound them: its certificates are then not rigorous."""
+        return None
 
     # ------------------------------------------------- checked wrappers for user subclasses
     def _checked_n_joint_features(self) -> int:

@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from qpsvm._numerics import sum_error
 from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
-from qpsvm.models.base import JointFeatureModel
+from qpsvm.models.base import JointFeatureModel, Rounding
 from qpsvm.models.local_polytope import Marginals, RelaxedOracle, maximise_relaxation
 from qpsvm.models.multilabel import _check_class_weight, _check_edges
 from qpsvm.models.pairwise import map_inference
@@ -321,3 +322,41 @@ class GraphModel(RelaxedOracle, JointFeatureModel):
         """Class-weighted Hamming losses, shape ``(n_examples,)``."""
         self._check_pair_lengths(Y_true, Y_pred, "Y_true", "Y_pred")
         return np.array([self.loss(a, b) for a, b in zip(Y_true, Y_pred, strict=True)])
+
+    def rounding(self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray) -> Rounding:
+        r"""Bounds on the rounding of the oracle (:class:`~qpsvm.models.Rounding`).
+
+        A labelling's value sums ``N = V (d + 1) + E m`` terms (each node's ``d`` rounded
+        products and class weight, each edge's ``m = max(1, n_edge_features)`` products) of
+        absolute values at most :math:`M = \sum_v (\max_s |W_s|\cdot|x_v| + \max c)
+        + \sum_e \max_{ab} \sum_j |f_{ej}||P_j[a, b]|`. Max-product on a forest evaluates it
+        as one float sum (monotone rounding makes its value the largest float value of every
+        labelling), and dual decomposition and the LP bound the relaxation of the rounded
+        potentials rigorously, whose values over the local polytope differ from the exact
+        ones by at most the same amount: within ``sum_error(N, M)``
+        (``sum_error``). :math:`\Psi` sums ``V`` node rows and ``E`` edge
+        rows (``sum_error(max(V, E), sum |x| + sum |f|)``), the loss ``V`` class weights.
+        """
+        w = self.check_weights(w)
+        cut = self.n_states * self.n_features
+        unary_w = np.abs(w[:cut].reshape(self.n_states, self.n_features))
+        tables = np.abs(w[cut:].reshape(-1, self.n_pairwise))
+        top = float(np.max(self.class_weight))
+        parts = []
+        for x, y in zip(X, Y, strict=True):
+            x = self.check_input(x)
+            nodes, feats = np.abs(x[0]), np.abs(self._edge_features(x))
+            n_nodes, n_edges = nodes.shape[0], feats.shape[0]
+            size = float(np.sum(np.max(nodes @ unary_w.T, axis=1))) + n_nodes * top
+            size += float(np.sum(np.max(feats @ tables, axis=1), initial=0.0))
+            leaves = n_nodes * (self.n_features + 1) + n_edges * feats.shape[1]
+            weights = float(np.sum(self.class_weight[self.check_output(y, x)]))
+            parts.append(
+                (
+                    sum_error(leaves, size),
+                    sum_error(max(n_nodes, n_edges), float(nodes.sum() + feats.sum())),
+                    sum_error(n_nodes, weights),
+                )
+            )
+        oracle, feature, loss = (np.array([p[j] for p in parts], dtype=float) for j in range(3))
+        return Rounding(oracle=oracle, rescaled=np.full(len(X), np.inf), feature=feature, loss=loss)

@@ -13,14 +13,15 @@ from __future__ import annotations
 import abc
 import itertools
 import numbers
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
+from qpsvm._numerics import sum_error
 from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
-from qpsvm.models.base import JointFeatureModel
+from qpsvm.models.base import JointFeatureModel, Rounding
 from qpsvm.models.multiclass import MulticlassModel
 
 __all__ = ["LatentModel", "LatentMulticlassModel"]
@@ -141,10 +142,30 @@ class LatentMulticlassModel(LatentModel):
 
     def loss_augmented_inference(self, x: Any, y: Any, w: np.ndarray) -> tuple[int, int]:
         r""":math:`\arg\max_{(y', h)} [y \ne y'] + w_{y',h}\cdot x`."""
-        scores = self._scores(x, w) + 1.0
-        scores[self.check_output(y)[0]] -= 1.0
-        label, h = np.unravel_index(np.argmax(scores), scores.shape)
+        scores = self._scores(x, w)
+        augmented = scores + 1.0
+        own = self.check_output(y)[0]
+        augmented[own] = scores[own]
+        label, h = np.unravel_index(np.argmax(augmented), augmented.shape)
         return int(label), int(h)
+
+    def rounding(self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray) -> Rounding:
+        r"""Bounds on the rounding of the oracles (:class:`~qpsvm.models.Rounding`), as for
+        :meth:`MulticlassModel.rounding <qpsvm.models.MulticlassModel.rounding>` over the
+        ``n_classes n_latent`` scores :math:`w_{y,h}\cdot x` (``d`` rounded products each;
+        the slack-rescaled default compares :math:`1 + s - s_y` of the float products
+        :math:`w\cdot\hat\Psi`, whose zero terms add nothing)."""
+        W = np.abs(self.check_weights(w).reshape(-1, self.n_features))
+        xs = np.array([self.check_input(x) for x in X]).reshape(len(X), self.n_features)
+        magnitude = np.max(np.abs(xs) @ W.T, axis=1)
+        d = self.n_features
+        zero = np.zeros(len(X))
+        return Rounding(
+            oracle=sum_error(d + 1, magnitude + 1.0),
+            rescaled=sum_error(2 * d + 1, 1.0 + 2.0 * magnitude),
+            feature=zero,
+            loss=zero,
+        )
 
     def latent_inference(self, x: Any, y: Any, w: np.ndarray) -> int:
         r""":math:`\arg\max_h w_{y,h}\cdot x` for the class ``y``."""

@@ -48,6 +48,7 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse as sp
 
+from qpsvm._numerics import U, gamma, up
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError, SolverError
 from qpsvm.models.pairwise import DD_TOLERANCE, map_inference
 
@@ -72,7 +73,6 @@ _SCALE = float(2**GRID_BITS)
 #: slacks' bounds 1e-7 above the marginals' scores; the snapped point and the bound are valid
 #: whatever the tolerance, this only makes them tight).
 LP_TOLERANCE = 1e-10
-_UNIT = 2.0**-53
 
 
 class Marginals(NamedTuple):
@@ -219,18 +219,12 @@ def dual_bound(
     edge_size = np.abs(pairwise) + np.abs(to_tail)[:, :, None] + np.abs(to_head)[:, None, :]
     terms = np.concatenate([node.max(axis=1), edge.reshape(edge.shape[0], -1).max(axis=1)])
     degree = np.bincount(edges.ravel(), minlength=n_nodes).max(initial=0)
-    inner = _gamma(int(degree) + 1) * (
+    inner = gamma(int(degree) + 1) * (
         float(np.sum(size.max(axis=1))) + float(np.sum(edge_size.max(axis=(1, 2)), initial=0.0))
     )
-    outer = _gamma(terms.size) * float(np.sum(np.abs(terms)))
+    outer = gamma(terms.size) * float(np.sum(np.abs(terms)))
     total = float(np.sum(terms))
-    return total + (inner + outer) * (1.0 + 4.0 * _UNIT)
-
-
-def _gamma(m: int) -> float:
-    """Higham's :math:`\\gamma_m = m u / (1 - m u)` (``u = 2**-53``) for a sum of ``m + 1``
-    terms; every partial sum counted, so ``m`` terms need at most :math:`\\gamma_m`."""
-    return m * _UNIT / (1.0 - m * _UNIT)
+    return float(up(total + float(up((inner + outer) * (1.0 + 4.0 * U)))))
 
 
 def _constraints(n_nodes: int, edges: np.ndarray, k: int) -> sp.csr_matrix:

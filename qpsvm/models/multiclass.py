@@ -8,9 +8,10 @@ from typing import Any, Literal
 
 import numpy as np
 
+from qpsvm._numerics import sum_error
 from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
-from qpsvm.models.base import ONE_EXAMPLE, JointFeatureModel, finite_vector
+from qpsvm.models.base import ONE_EXAMPLE, JointFeatureModel, Rounding, finite_vector
 
 __all__ = ["MulticlassModel"]
 
@@ -178,9 +179,9 @@ class MulticlassModel(JointFeatureModel):
         r""":math:`\arg\max_c\, [c \ne y] + w_c \cdot x`: the scores plus 1 off the true class."""
         scores = self._weight_matrix(w) @ self.check_input(x)
         y = self.check_output(y)
-        scores += 1.0
-        scores[y] -= 1.0
-        return int(np.argmax(scores))
+        augmented = scores + 1.0
+        augmented[y] = scores[y]
+        return int(np.argmax(augmented))
 
     def slack_rescaled_inference(self, x: Any, y: Any, w: np.ndarray) -> int:
         r"""Most violated slack-rescaled constraint for the 0/1 loss.
@@ -247,9 +248,11 @@ class MulticlassModel(JointFeatureModel):
         """:meth:`loss_augmented_inference` for every example with one matrix product."""
         Xa = self._check_matrix(X)
         Ya = self._check_labels(Y, Xa.shape[0])
-        scores = Xa @ self._weight_matrix(w).T + 1.0
-        scores[np.arange(Xa.shape[0]), Ya] -= 1.0
-        return np.argmax(scores, axis=1).tolist()
+        scores = Xa @ self._weight_matrix(w).T
+        rows = np.arange(Xa.shape[0])
+        augmented = scores + 1.0
+        augmented[rows, Ya] = scores[rows, Ya]
+        return np.argmax(augmented, axis=1).tolist()
 
     def slack_rescaled_inference_batch(
         self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray
@@ -263,3 +266,25 @@ class MulticlassModel(JointFeatureModel):
         values[rows, Ya] = -np.inf
         best = np.argmax(values, axis=1)
         return np.where(values[rows, best] > 0.0, best, Ya).tolist()
+
+    def rounding(self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray) -> Rounding:
+        r"""Bounds on the rounding of the oracles (:class:`~qpsvm.models.Rounding`).
+
+        A score :math:`w_c\cdot x` is a sum of ``d = n_features`` rounded products, so with
+        :math:`M = \max_c |w_c|\cdot|x|` the loss-augmented value :math:`[c \ne y] + w_c\cdot x`
+        (``d + 1`` terms, the loss added exactly to the score) is within
+        ``sum_error(d + 1, M + 1)`` of the exact one, and the slack-rescaled value
+        :math:`1 + s_c - s_y` (``2d + 1`` terms) within ``sum_error(2d + 1, 1 + 2M)``
+        (``sum_error``). :math:`\Psi` copies ``x`` and the 0/1 loss is
+        exact.
+        """
+        Xa = self._check_matrix(X)
+        magnitude = np.max(np.abs(Xa) @ np.abs(self._weight_matrix(w)).T, axis=1)
+        d = self.n_features
+        zero = np.zeros(Xa.shape[0])
+        return Rounding(
+            oracle=sum_error(d + 1, magnitude + 1.0),
+            rescaled=sum_error(2 * d + 1, 1.0 + 2.0 * magnitude),
+            feature=zero,
+            loss=zero,
+        )

@@ -9,9 +9,10 @@ from typing import Any, Literal
 import numba
 import numpy as np
 
+from qpsvm._numerics import sum_error
 from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
-from qpsvm.models.base import ONE_EXAMPLE, JointFeatureModel, finite_vector
+from qpsvm.models.base import ONE_EXAMPLE, JointFeatureModel, Rounding, finite_vector
 from qpsvm.models.local_polytope import (
     Marginals,
     RelaxedMaximum,
@@ -376,6 +377,44 @@ class MultiLabelModel(RelaxedOracle, JointFeatureModel):
         """Class-weighted Hamming losses, shape ``(n_examples,)``."""
         self._check_pair_lengths(Y_true, Y_pred, "Y_true", "Y_pred")
         return np.array([self.loss(a, b) for a, b in zip(Y_true, Y_pred, strict=True)])
+
+    def rounding(self, X: Sequence[Any], Y: Sequence[Any], w: np.ndarray) -> Rounding:
+        r"""Bounds on the rounding of the oracles (:class:`~qpsvm.models.Rounding`).
+
+        A labelling's value sums ``N = L (d + 1) + E`` terms (the ``d`` rounded products of each
+        label's score, its class weight, the edge weights) of absolute values at most
+        :math:`M = \sum_l (|W_l|\cdot|x| + \max c) + \sum_e \max|P_e|`; every oracle but the
+        full graph's enumeration (whose Gray-code updates accumulate) evaluates it as one float
+        sum (an argmax per label, max-product on a tree, with monotone rounding) or bounds the
+        relaxation of the rounded potentials rigorously (dual decomposition, the LP's dual
+        bound), so it is within ``sum_error(N, M)`` (``sum_error``). The
+        features :math:`\mu_l(1) x` of marginals round once (``sum_error(1, L |x|_1)``), the
+        class-weighted loss sums ``L`` terms (exactly, for integer weights and labellings: the
+        exact oracles' outputs). Slack rescaling (the default enumeration) and the full graph's
+        Gray code are not bounded (``inf``): their certificates are rigorous where every output
+        is enumerated by the verifier itself.
+        """
+        unary_w, pairwise = self._split(w)
+        xs = np.array([self.check_input(x) for x in X]).reshape(len(X), self.n_features)
+        L, n_edges = self.n_labels, self.edges.shape[0]
+        leaves = L * (self.n_features + 1) + n_edges
+        edge = float(np.sum(np.abs(pairwise).max(axis=(1, 2)), initial=0.0))
+        scores = np.sum(np.abs(xs) @ np.abs(unary_w).T, axis=1) + L * float(
+            np.max(self.class_weight)
+        )
+        oracle = sum_error(leaves, scores + edge)
+        if self.graph == "full" and L <= MAX_ENUMERATED_LABELS:
+            oracle = np.full(len(X), np.inf)
+        weights = np.array([np.sum(self.class_weight[self.check_output(y)]) for y in Y])
+        loss = sum_error(L, weights)
+        if self.exact_inference and np.all(self.class_weight == np.round(self.class_weight)):
+            loss = np.zeros(len(X))  # sums of integer weights of labellings are exact
+        return Rounding(
+            oracle=oracle,
+            rescaled=np.full(len(X), np.inf),
+            feature=sum_error(1, L * np.abs(xs).sum(axis=1)),
+            loss=loss,
+        )
 
 
 def _check_edges(edges: Any, n_nodes: int, owner: str) -> np.ndarray:

@@ -38,9 +38,17 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from qpsvm._numerics import sum_error, sum_upper, up
 from qpsvm.exceptions import InvalidInputError
 
-__all__ = ["MapResult", "energy", "forest_partition", "is_forest", "map_inference"]
+__all__ = [
+    "MapResult",
+    "decomposition_bound",
+    "energy",
+    "forest_partition",
+    "is_forest",
+    "map_inference",
+]
 
 #: Subgradient iterations of dual decomposition at most.
 DD_MAX_ITER = 2000
@@ -62,8 +70,10 @@ class MapResult:
     value : float
         Its score :math:`E(x)`.
     bound : float
-        An upper bound on :math:`\\max_x E(x)` (and on the local-polytope relaxation);
-        equal to ``value`` when ``exact``.
+        An upper bound on :math:`\\max_x E(x)` (and on the local-polytope relaxation): by dual
+        decomposition, proven for the potentials as given, rounding included
+        (:func:`decomposition_bound`); on a forest, max-product's value, which the exact
+        maximum exceeds by at most the float sum's rounding.
     exact : bool
         Whether ``labels`` is proven a maximiser (a forest, or dual decomposition agreed).
     """
@@ -219,10 +229,12 @@ def _dual_decomposition(  # pragma: no cover - compiled
 ):
     """Projected subgradient descent on :math:`B(\\lambda)` (see the module docstring).
 
-    Returns the best labelling, its energy, the best bound and whether the forests agreed."""
+    Returns the best labelling, its energy, the multipliers of the best bound and whether the
+    forests agreed (then the last multipliers, where they agree)."""
     n_forests = orders.shape[0]
     n_nodes, k = unary.shape
     lam = np.zeros((n_forests, n_nodes, k))
+    best_lam = np.zeros((n_forests, n_nodes, k))
     sub = np.empty((n_forests, n_nodes), dtype=np.int64)
     local = np.empty((n_nodes, k))
     belief = np.empty((n_nodes, k))
@@ -251,6 +263,7 @@ def _dual_decomposition(  # pragma: no cover - compiled
                     best_labels[v] = sub[t, v]
         if bound < best_bound:
             best_bound = bound
+            best_lam[:, :, :] = lam
             stale = 0
         else:
             stale += 1
@@ -269,6 +282,7 @@ def _dual_decomposition(  # pragma: no cover - compiled
                     norm += g * g
         if norm == 0.0:
             agreed = True
+            best_lam[:, :, :] = lam
             break
         if best_bound - best_value <= tolerance * max(1.0, abs(best_value)):
             break
@@ -278,7 +292,7 @@ def _dual_decomposition(  # pragma: no cover - compiled
                 for s in range(k):
                     g = (1.0 if sub[t, v] == s else 0.0) - counts[v, s] / n_forests
                     lam[t, v, s] -= step * g
-    return best_labels, best_value, best_bound, agreed
+    return best_labels, best_value, best_lam, agreed
 
 
 # ------------------------------------------------------------------------------ python
@@ -367,9 +381,64 @@ def map_inference(
         )
         return MapResult(labels, float(value), float(value), True)
     orders, parents, pedges = (np.stack([s[j] for s in structures]) for j in range(3))
-    labels, value, bound, agreed = _dual_decomposition(
+    labels, value, lam, agreed = _dual_decomposition(
         unary, edges, pairwise, orders, parents, pedges, int(max_iter), DD_PATIENCE, DD_TOLERANCE
     )
     value = float(value)
-    # rounding can put a bound a few ulps below the value it provably exceeds in exact arithmetic
-    return MapResult(labels, value, value if agreed else max(float(bound), value), bool(agreed))
+    bound = decomposition_bound(unary, edges, pairwise, groups, structures, lam)
+    return MapResult(labels, value, max(bound, value), bool(agreed))
+
+
+def decomposition_bound(
+    unary: np.ndarray,
+    edges: np.ndarray,
+    pairwise: np.ndarray,
+    groups: np.ndarray,
+    structures: list[tuple],
+    lam: np.ndarray,
+) -> float:
+    r""":math:`B(\lambda)` of the module docstring as a proven upper bound on the maximum of
+    :math:`E` over the local polytope of the potentials as given (floats), whatever the
+    rounding of the subgradient steps.
+
+    Forest ``t`` is maximised on its rounded potentials
+    :math:`\ell^t_v = \mathrm{fl}(\theta_v / T + \lambda^t_v)`; the residual
+    :math:`r_v = \theta_v - \sum_t \ell^t_v` (not 0 after rounding) is bounded above, so for
+    every point :math:`\mu` of the local polytope (labellings included)
+    :math:`\theta\cdot\mu = \sum_t \ell^t\cdot\mu_{F_t} + r\cdot\mu
+    \le \sum_t \max_{F_t} + \sum_v \max_s r_v(s)` (each forest's relaxation is tight).
+    Max-product's value is the float sum of the best labelling's terms in its own order, and
+    rounding is monotone, so it is at least the float sum of every labelling in that order:
+    the exact maximum exceeds it by at most ``sum_error`` of the
+    ``V + |F_t|`` terms. The final sums are bounded by ``sum_upper``.
+    """
+    n_forests = lam.shape[0]
+    n_nodes, k = unary.shape
+    total = []
+    residual = [unary]
+    for t in range(n_forests):
+        local = unary / n_forests + lam[t]
+        residual.append(-local)
+        order, parent, pedge, _ = structures[t]
+        members = groups == t
+        value = _tree_map(
+            local,
+            edges,
+            pairwise,
+            order,
+            parent,
+            pedge,
+            np.empty(n_nodes, dtype=np.int64),
+            np.empty((n_nodes, k)),
+            np.empty((n_nodes, k), dtype=np.int64),
+        )
+        size = float(np.sum(np.abs(local).max(axis=1)))
+        if members.any():
+            size += float(np.sum(np.abs(pairwise[members]).max(axis=(1, 2))))
+        total.append(value)
+        total.append(float(sum_error(n_nodes + int(members.sum()), size)))
+    terms = np.stack(residual)  # r_v(s) = sum of these, n_forests + 1 terms each
+    spread = np.abs(terms).sum(axis=0)
+    r_up = up(terms.sum(axis=0) + sum_error(n_forests + 1, spread))
+    total.extend(r_up.max(axis=1).tolist())
+    return sum_upper(np.asarray(total))

@@ -47,7 +47,7 @@ from typing import Any, Protocol
 import numpy as np
 import scipy.sparse as sp
 
-from qpsvm._numerics import fsum, tdot2, two_product
+from qpsvm._numerics import TINY, U, down, fsum, gamma, sum_upper, tdot2, two_product, up
 
 __all__ = [
     "TINY",
@@ -86,16 +86,8 @@ __all__ = [
     "upper_sum",
 ]
 
-U = 2.0**-53
-#: Absolute error allowance per term for results that underflow (a few subnormal units).
-TINY = 2.0**-1070
 #: Magnitude below which Dekker's splitting in Dot2 cannot overflow (:mod:`qpsvm._numerics`).
 SPLIT_LIMIT = 2.0**996
-
-
-def gamma(n: int) -> float:
-    r""":math:`\gamma_n = nu / (1 - nu)`, the bound on ``n`` roundings (Higham, ASNA 3.1)."""
-    return n * U / (1.0 - n * U)
 
 
 class BinaryRows(Protocol):
@@ -124,16 +116,6 @@ class MulticlassRows(Protocol):
     n_classes: int
     n_features: int
     mask: np.ndarray
-
-
-def up(x: Any) -> Any:
-    """The next float above ``x`` (covers one rounding to nearest of an operation's result)."""
-    return np.nextafter(x, np.inf)
-
-
-def down(x: Any) -> Any:
-    """The next float below ``x``."""
-    return np.nextafter(x, -np.inf)
 
 
 def _sum2_slack(n: int) -> float:
@@ -786,11 +768,9 @@ def rbf_score_error(
 
 def dot_upper(a: np.ndarray, b: np.ndarray) -> float:
     """An upper bound on the exact ``a . b`` of floats (signs mixed): the rounded products,
-    each within ``u`` of itself, summed by Sum2 (:func:`qpsvm._numerics.fsum`)."""
-    p = np.multiply(a, b)
-    total = fsum(p)
-    err = 2.0 * (U + gamma(p.size) ** 2) * upper_sum(np.abs(p)) + U * abs(total) + p.size * TINY
-    return float(up(total + float(up(err))))
+    each within ``u`` of itself, summed by Sum2 (``sum_upper``, whose
+    ``2u`` per term covers the products' rounding)."""
+    return sum_upper(np.multiply(a, b))
 
 
 def kernel_primal_upper(

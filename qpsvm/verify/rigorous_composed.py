@@ -1,4 +1,4 @@
-r"""Rigorous enclosures for the composed problems (linear kernel, L2 or L1 penalty).
+r"""Rigorous enclosures for the composed problems (linear kernel, L2, L1 or elastic-net penalty).
 
 The problem of :mod:`qpsvm.verify.fenchel`, ``P(w, b) = R(w[, b/B]) + sum_i W_i ell(z_i)`` with
 ``W_i = C c_i`` and ``z_i = sigma_i (x_i . w + b)``, read as the exact problem its float64 data
@@ -12,7 +12,9 @@ state. As for the binary problems (:mod:`qpsvm.verify.rigorous`, whose tools thi
   losses' term ``u^2 / (4 W_i)`` is bounded above with ``W_i`` bounded below; ``v = sum_i u_i
   sigma_i x_i`` (and ``B sum_i sigma_i u_i`` for a regularised intercept) is enclosed, and
   ``R^*(v)`` bounded above (L2: ``||v||^2 / 2``; L1: ``0`` once ``||v||_inf <= 1`` is proven,
-  the point being scaled down until it is).
+  the point being scaled down until it is; elastic net ``r ||w||_1 + (1 - r)/2 ||w||^2``:
+  ``sum_j max(0, |v_j| - r)^2 / (2 (1 - r))``, with ``|v_j|`` bounded above and the exact
+  ``1 - r`` bounded below, :func:`complement_bounds`).
 
 A free intercept's coupling ``sum_i sigma_i u_i = 0`` holds only to round-off; its residual is
 bounded through an optimal intercept, as for the binary problems:
@@ -20,8 +22,9 @@ bounded through an optimal intercept, as for the binary problems:
 removes the coupling), with :math:`|b^*| \le \max_i |t_i| + \varepsilon + \|w^*\| \max_i
 \|x_i\|` for targets ``t`` (margins or regression targets): some optimal ``b*`` puts a loss at
 a kink, or has positive losses on both sides, either way within that range of
-``-x_i . w*``; and :math:`\|w^*\| \le \sqrt{2U}` (L2) or :math:`\le U` (L1) for any upper bound
-``U`` on ``P*``.
+``-x_i . w*``; and :math:`\|w^*\| \le \sqrt{2U}` (L2), :math:`\le U` (L1) or
+:math:`\le \min(\sqrt{2U / (1 - r)}, U / r)` (elastic net) for any upper bound ``U`` on
+``P*``.
 """
 
 from __future__ import annotations
@@ -46,10 +49,25 @@ from qpsvm.verify.rigorous import (
     upper_sum,
 )
 
-__all__ = ["RIGOROUS_PENALTIES", "composed_dual_lower", "composed_primal_upper"]
+__all__ = [
+    "RIGOROUS_PENALTIES",
+    "complement_bounds",
+    "composed_dual_lower",
+    "composed_primal_upper",
+]
 
 #: Penalties whose enclosures are rigorous here.
-RIGOROUS_PENALTIES = frozenset({"l2", "l1"})
+RIGOROUS_PENALTIES = frozenset({"l2", "l1", "l1_l2"})
+
+
+def complement_bounds(r: float) -> tuple[float, float]:
+    """Floats ``lo <= 1 - r <= hi`` for the exact ``1 - r``: the rounded difference, and one
+    ulp on the side it may have rounded to unless it is exact (then ``1 - fl(1 - r) = r``, by
+    Sterbenz's lemma, since ``fl(1 - r) >= 1/2`` whenever it rounds)."""
+    s = 1.0 - r
+    if 1.0 - s == r:
+        return s, s
+    return float(down(s)), float(up(s))
 
 
 def _excess_upper(f: CompositeProblem, w: np.ndarray, b: float) -> np.ndarray:
@@ -73,10 +91,15 @@ def composed_primal_upper(f: CompositeProblem, w: np.ndarray, b: float) -> float
     terms = up(excess * excess) if f.loss.squared else excess
     cost = float(up(f.C * upper_sum(f.sample_weight * terms) * (1.0 + 2.0 * U)))
     extra = _coordinate_upper(f, b)
+    square = float(up(0.5 * float(up(upper_sum(w * w) + up(extra * extra)))))
+    linear = float(up(upper_sum(np.abs(w)) + extra))
     if f.penalty.name == "l2":
-        penalty = float(up(0.5 * float(up(upper_sum(w * w) + up(extra * extra)))))
+        penalty = square
+    elif f.penalty.name == "l1":
+        penalty = linear
     else:
-        penalty = float(up(upper_sum(np.abs(w)) + extra))
+        r = f.penalty.l1_ratio
+        penalty = float(up(up(r * linear) + up(complement_bounds(r)[1] * square)))
     return float(up(penalty + cost))
 
 
@@ -145,8 +168,10 @@ def composed_dual_lower(
         else:
             return -math.inf, u
         conjugate = 0.0
-    else:
+    elif f.penalty.name == "l2":
         conjugate = float(up(0.5 * float(up(norm2_upper(*enclosure) + up(extra * extra)))))
+    else:
+        conjugate = _elastic_conjugate_upper(f.penalty.l1_ratio, enclosure, extra)
     value = float(down(_loss_part_lower(f, u) - conjugate))
     if f.intercept.coupled:
         su = u * f.sigma
@@ -161,11 +186,28 @@ def composed_dual_lower(
     return value, u
 
 
+def _elastic_conjugate_upper(r: float, enclosure: tuple, extra: float) -> float:
+    r"""An upper bound on :math:`\sum_j \max(0, |v_j| - r)^2 / (2(1 - r))` for ``v``
+    enclosed (``hi + lo`` within ``err``) and the intercept's coordinate at most ``extra``."""
+    hi, lo, err = enclosure
+    top = np.append(up(np.abs(hi + lo) * (1.0 + 2.0 * U) + err), extra)
+    soft = np.maximum(0.0, up(top - r))
+    low = complement_bounds(r)[0]
+    return float(up(upper_sum(up(soft * soft)) / float(down(2.0 * low))))
+
+
 def _intercept_bound(f: CompositeProblem, upper: float) -> float:
     """``|b*| <= max_i |t_i| + eps + ||w*|| max_i ||x_i||`` (module docstring)."""
     if not math.isfinite(upper):
         return math.inf
-    norm = float(up(math.sqrt(2.0 * upper))) if f.penalty.name == "l2" else upper
+    if f.penalty.name == "l2":
+        norm = float(up(math.sqrt(2.0 * upper)))
+    elif f.penalty.name == "l1":
+        norm = upper
+    else:
+        r = f.penalty.l1_ratio
+        ridge = float(up(math.sqrt(float(up(2.0 * upper / complement_bounds(r)[0])))))
+        norm = min(ridge, float(up(upper / r)))
     reach = float(up(norm * row_norm_upper(f.X)))
     epsilon = f.epsilon if f.loss.regression else 0.0
     return float(up(up(float(np.max(np.abs(f.target), initial=0.0)) + epsilon) + reach))

@@ -32,7 +32,10 @@ slack-rescaled inference on every example; ``P`` is 1-strongly convex in ``w``, 
 
 The certifier never reads a QP's objective: it recomputes the planes from the stored outputs and
 the raw data (:meth:`~qpsvm.StructuralSVM.pair_rows`), projects the pairs' weights onto the
-feasible set (one capped simplex per example), and evaluates both objectives in numpy.
+feasible set (one capped simplex per example), and evaluates both objectives in numpy. Where the
+model bounds the rounding of its own evaluations (:meth:`~qpsvm.models.JointFeatureModel.rounding`),
+both ends are then bounded rigorously for the exact problem the float64 data state
+(:mod:`qpsvm.verify.rigorous_structural`) and the certificate says ``rigorous=True``.
 """
 
 from __future__ import annotations
@@ -50,6 +53,12 @@ from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.solution import Candidate, CuttingPlane, Solution, StructuralCandidate
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
 from qpsvm.verify.projection import project_capped_simplex
+from qpsvm.verify.rigorous_structural import (
+    ENUMERATED,
+    proven,
+    structural_dual_lower,
+    structural_primal_upper,
+)
 
 __all__ = [
     "CuttingPlane",
@@ -290,7 +299,8 @@ def certify_structural(
         raw = pairs.weight
         dual_inf = _dual_infeasibility(raw, pairs.example, n, C)
         weight = _project_pairs(raw, pairs.example, n, C)
-        rows, c = f.pair_rows(pairs.example, pairs.outputs)
+        joint = f.joint_rows(pairs.example, pairs.outputs)
+        rows, c = f.pair_rows(pairs.example, pairs.outputs, joint)
         w_alpha = np.asarray(rows.T @ weight).ravel()
     if cand.w is not None:
         w = f.check_w(cand.w)
@@ -298,10 +308,12 @@ def certify_structural(
         w = w_alpha
     else:
         raise InvalidInputError("nothing to certify: the candidate has neither w nor alpha.")
-    xi, y_hat = f.slacks(w, return_outputs=True)
+    maxima = f.maximisers(w)
+    joint_hat = f.joint_rows(np.arange(n), maxima[0])
+    _, rows_hat, c_hat, xi = f.violations(w, maxima, joint_hat)
     primal = 0.5 * fsum(w * w) + C * fsum(xi)
     if pairs is None:
-        rows, c = f.pair_rows(np.arange(n), y_hat)
+        rows, c, joint = rows_hat, c_hat, joint_hat
         weight = _best_single_output_dual(rows, c, C)
         example = np.arange(n)
         w_alpha = np.asarray(rows.T @ weight).ravel()
@@ -309,6 +321,13 @@ def certify_structural(
     else:
         example = pairs.example
     dual = fsum(weight * c) - 0.5 * fsum(w_alpha * w_alpha)
+    rounding = f.rounding(w)
+    every = f.every_output(ENUMERATED) if maxima[1] is None and rounding is not None else None
+    rigorous = proven(f, rounding, every)
+    if rigorous:
+        # the rigorous enclosure (qpsvm.verify.rigorous_structural)
+        primal = structural_primal_upper(f, w, joint_hat, c_hat, maxima[1], rounding, every)
+        dual, weight = structural_dual_lower(f, example, joint, c, weight, rounding)
     values = c - np.asarray(rows @ w).ravel()  # H_i(y; w) of every pair
     spent = np.bincount(example, weights=weight, minlength=n)
     complementarity = max(
@@ -326,6 +345,7 @@ def certify_structural(
         formulation=type(f).__name__,
         max_violation=_max_violation(cand.planes if have_dual else None, pairs, values, xi),
         alpha=weight,
+        rigorous=rigorous,
     )
 
 

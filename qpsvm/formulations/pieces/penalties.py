@@ -29,6 +29,7 @@ import numpy as np
 
 from qpsvm._numerics import fsum, fsum_dot
 from qpsvm.exceptions import InvalidInputError
+from qpsvm.verify.rigorous_composed import complement_bounds
 
 __all__ = ["PENALTIES", "L1Penalty", "L2Penalty", "Penalty", "make_penalty"]
 
@@ -139,7 +140,9 @@ class ElasticNetPenalty(Penalty):
 
     @property
     def strong_convexity(self) -> float:
-        return 1.0 - self.l1_ratio
+        """``1 - r``, one ulp lower where the subtraction rounds (a modulus must not exceed the
+        exact one: the distance bound divides by it)."""
+        return complement_bounds(self.l1_ratio)[0]
 
     def expression(self, w: cp.Expression) -> cp.Expression:
         r = self.l1_ratio
