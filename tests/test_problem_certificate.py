@@ -140,16 +140,35 @@ def test_balance_leaves_multipliers_near_underflow() -> None:
     assert not unbalanced[0]
 
 
-def test_kernel_dual_is_a_maximisation_with_unproven_ends() -> None:
-    # the dual's value is P*; its equality (sum alpha y = 0) and CVXPY's auxiliary variables
-    # (sum_squares of an expression) hold only to rounding, so neither end is claimed
-    X, y = _data()
+@pytest.mark.parametrize("solver", sorted(SOLVERS))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_kernel_dual_is_a_maximisation_proven_at_both_ends(solver: str, seed: int) -> None:
+    # the dual's value is P*. Its balance (sum alpha y = 0, coefficients +-1) is made exact on a
+    # grid, and CVXPY's auxiliary variables (t = X^T (alpha y) for sum_squares) are taken as the
+    # exact values their rows define, enclosed; so both ends are claimed, and hold in rationals
+    X, y = _data(seed=seed)
     f = qpsvm.SoftMarginDual(X, y, C=1.0)
-    _solve(f.problem, "clarabel_high")
+    _solve(f.problem, solver)
     cert = qpsvm.certify_problem(f.problem)
     exact = qpsvm.SoftMarginPrimal(X, y, C=1.0).solve(method="exact").info["exact"]
-    assert not cert.rigorous and cert.notes
-    assert cert.passed and _encloses(cert, exact.objective)
+    assert cert.lower_rigorous and cert.upper_rigorous, cert.notes
+    assert _encloses(cert, exact.objective)
+    if solver.endswith("_high"):
+        assert cert.passed
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "poly"])
+def test_nonlinear_kernel_duals_are_rigorous_for_the_stated_gram(kernel: str) -> None:
+    # CVXPY states the kernel dual with a float64 Gram matrix (through its factor): the
+    # enclosure is of that problem, proven at both ends, and agrees with qpsvm's own solve (whose
+    # certificate bounds the exact kernel's problem) to the kernel's rounding
+    X, y = _data(n=40)
+    f = qpsvm.SoftMarginDual(X, y, C=1.0, kernel=kernel, gamma=0.5)
+    _solve(f.problem, "clarabel_high")
+    cert = qpsvm.certify_problem(f.problem)
+    assert cert.lower_rigorous and cert.upper_rigorous and cert.passed, cert.notes
+    own = f.solve().certificate
+    assert abs(cert.upper - own.primal_objective) <= 1e-9 * own.primal_objective
 
 
 def test_infeasible_candidate_fails() -> None:

@@ -10,9 +10,13 @@ r"""Certificates of a convex QP in standard form, for problems qpsvm did not wri
 (exact), inequality rows a candidate misses by rounding are repaired by raising a column that
 only helps them (a slack: all its coefficients in ``G`` of one sign, no equality row, unbounded
 in that direction), and every row is then checked with its rounding bounded
-(:func:`qpsvm.verify.rigorous.enclosed_product`). Equality rows are proven only when their
-residual is exactly zero (summed without rounding); otherwise ``f(x)`` is reported, with its
-measured infeasibility, but not claimed as a bound.
+(:func:`qpsvm.verify.rigorous.enclosed_product`). Equality rows must hold exactly: a row that
+defines an auxiliary variable (``a t + B_r u = b_r``, ``t`` in no other equality row, ``a`` a
+power of two) gets ``t`` as the exact value it defines, enclosed, and the checks and ``f`` carry
+that radius (:func:`_define_auxiliaries`, :func:`_perturbed`); a row of power-of-two
+coefficients is balanced exactly on a grid (:func:`_balance_rows`); the others are checked in
+rationals. Where one fails, ``f(x)`` is reported, with its measured infeasibility, but not
+claimed as a bound.
 
 **Lower bound.** For multipliers ``z >= 0`` and ``y`` and the residual of stationarity
 ``rho = P x + q + G^T z + A^T y``, convexity of ``f`` gives, for an optimal ``x*`` and
@@ -67,7 +71,7 @@ from scipy.sparse.linalg import lsqr, spsolve
 from qpsvm._numerics import two_product
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, relative
 from qpsvm.verify.psd import psd_reason
-from qpsvm.verify.rigorous import TINY, U, down, enclosed_product, up, upper_sum
+from qpsvm.verify.rigorous import TINY, U, down, enclosed_product, gamma, up, upper_sum
 
 __all__ = ["QPCertificate", "certify_qp"]
 
@@ -215,18 +219,22 @@ class _QP:
         zero = np.zeros(self.b.size)
         return _mid_rad(enclosed_product(self.A.T, x, (-self.b, zero, zero)))
 
-    def equalities_exact(self, x: np.ndarray) -> bool:
-        """Whether ``A x = b`` holds exactly (every product split without error, summed in
-        rationals)."""
+    def equalities_exact(self, x: np.ndarray, rows: np.ndarray | None = None) -> bool:
+        """Whether ``A x = b`` holds exactly on ``rows`` (a mask; all rows by default): every
+        product split without error, summed in rationals."""
         if self.A is None:
             return True
-        if self.A.nnz > _EXACT_NNZ:
+        A = self.A if rows is None else sp.csr_matrix(self.A.multiply(rows[:, None]))
+        if A.nnz > _EXACT_NNZ:
             return False
-        A = sp.coo_matrix(self.A)
+        A = sp.coo_matrix(A)
         p, e = two_product(A.data, x[A.col])
         if not (np.all(np.isfinite(e)) and np.all((p == 0.0) | (np.abs(p) > 2.0**-960))):
             return False  # a product's error is unknown or may have underflowed
-        total = [-Fraction(float(v)) for v in self.b]
+        total = [
+            Fraction(0) if rows is not None and not rows[r] else -Fraction(float(v))
+            for r, v in enumerate(self.b)
+        ]
         for r, pv, ev in zip(A.row.tolist(), p.tolist(), e.tolist(), strict=True):
             total[r] += Fraction(pv) + Fraction(ev)
         return all(t == 0 for t in total)
@@ -340,6 +348,92 @@ def _complete(qp: _QP, x: np.ndarray, known: np.ndarray) -> np.ndarray:
         t = lsqr(B, rhs, atol=1e-15, btol=1e-15)[0]
     x[unknown[cols]] = np.where(np.isfinite(t), t, 0.0)
     return x
+
+
+@dataclass
+class _Defined:
+    """A candidate whose auxiliary variables are the exact values their equality rows define:
+    the point ``x + delta`` (``|delta| <= radius``, nonzero on the auxiliaries only) satisfies
+    the ``rows`` exactly."""
+
+    x: np.ndarray
+    radius: np.ndarray
+    rows: np.ndarray
+
+
+def _define_auxiliaries(qp: _QP, x: np.ndarray) -> _Defined | None:
+    r"""The auxiliary variables of ``x`` set from their equality rows (a canonicalisation's
+    ``t = B u``): a row ``a t + B_r u = b_r`` whose column ``t`` is in no other equality row and
+    whose ``a`` is a power of two defines :math:`t^* = (b_r - B_r u) / a` exactly for the
+    candidate's ``u``; ``t`` is set to its enclosure's midpoint and the radius kept, so that
+    the point proven feasible is ``(u, t*)``. ``None`` when no row defines a variable."""
+    if qp.A is None:
+        return None
+    A = sp.csr_matrix(qp.A)
+    once = np.diff(sp.csc_matrix(A).indptr) == 1
+    rows = np.zeros(A.shape[0], dtype=bool)
+    cols, coefs = np.zeros(A.shape[0], dtype=np.intp), np.zeros(A.shape[0])
+    for r in range(A.shape[0]):
+        idx, vals = A.indices[A.indptr[r] : A.indptr[r + 1]], A.data[A.indptr[r] : A.indptr[r + 1]]
+        ok = np.flatnonzero(once[idx] & (np.frexp(np.abs(vals))[0] == 0.5))
+        if ok.size:
+            rows[r], cols[r], coefs[r] = True, idx[ok[0]], vals[ok[0]]
+    if not rows.any():
+        return None
+    x = _balance_rows(qp, x, ~rows)
+    aux, a = cols[rows], coefs[rows]
+    x = x.copy()
+    x[aux] = 0.0
+    zero = np.zeros(qp.b.size)
+    mid, rad = _mid_rad(enclosed_product(A.T, x, (-qp.b, zero, zero)))
+    x[aux] = -mid[rows] / a
+    radius = np.zeros(qp.n)
+    radius[aux] = up(rad[rows] / np.abs(a) + TINY)
+    return _Defined(x, radius, rows)
+
+
+def _balance_rows(qp: _QP, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    r"""``x`` with each of the equality ``rows`` whose coefficients are powers of two (an SVM's
+    balance :math:`\sum_i y_i \alpha_i = 0`) made to hold exactly: its entries rounded towards
+    zero to a grid :math:`2^e` on which the row's sum is exact, then the entry farthest inside
+    its box set to the exact balance (if that is a float inside the box). Rows it cannot
+    balance are left as they are (the caller checks them in rationals)."""
+    A = sp.csr_matrix(qp.A)
+    x = x.copy()
+    for r in np.flatnonzero(rows):
+        idx, vals = A.indices[A.indptr[r] : A.indptr[r + 1]], A.data[A.indptr[r] : A.indptr[r + 1]]
+        if idx.size < 2 or np.any(np.frexp(np.abs(vals))[0] != 0.5):
+            continue
+        top = float(np.max(np.abs(vals * x[idx]), initial=abs(float(qp.b[r]))))
+        if top == 0.0:
+            continue
+        grid = math.ldexp(1.0, math.frexp(top)[1] - 53 + math.ceil(math.log2(idx.size + 2)) + 2)
+        if grid < 2.0**-1000:
+            continue
+        xr = np.trunc(x[idx] / grid) * grid
+        room = np.minimum(xr - qp.lb[idx], qp.ub[idx] - xr)
+        k = int(np.argmax(room))
+        rest = Fraction(float(qp.b[r])) - sum(
+            Fraction(float(v)) * Fraction(float(t))
+            for j, (v, t) in enumerate(zip(vals, xr, strict=True))
+            if j != k
+        )
+        target = rest / Fraction(float(vals[k]))
+        if Fraction(float(target)) == target and qp.lb[idx[k]] <= float(target) <= qp.ub[idx[k]]:
+            xr[k] = float(target)
+            x[idx] = xr
+    return x
+
+
+def _perturbed(qp: _QP, x: np.ndarray, radius: np.ndarray, Px: tuple) -> float:
+    r"""An upper bound on :math:`f(x + \delta) - f(x)` over :math:`|\delta| \le r`:
+    :math:`|P x + q|^T r + 	frac12 r^T |P| r`."""
+    hi, lo, err = Px
+    grad = up(up(up(np.abs(hi) + np.abs(lo)) + np.abs(qp.q)) + err)
+    linear = upper_sum(up(grad * radius))
+    Pr = abs(qp.P) @ radius
+    quad = upper_sum(up(radius * up(Pr * (1.0 + 2.0 * gamma(qp.n)))))
+    return float(up(linear + 0.5 * quad))
 
 
 def _violation(qp: _QP, x: np.ndarray) -> float:
@@ -528,9 +622,11 @@ def _lower_bound(
     curv: np.ndarray,
     labels: list[str] | None,
     balanced: np.ndarray,
+    radius: np.ndarray,
 ) -> _Lower:
     """The Lagrangian bound at ``(x, z, y)`` (module docstring); ``upper`` is a proven upper
-    bound on ``p*`` or ``None``; the residual of the ``balanced`` coordinates is proven zero."""
+    bound on ``p*`` or ``None``, attained at a feasible point within ``radius`` of ``x``
+    (entrywise); the residual of the ``balanced`` coordinates is proven zero."""
     rlo, rhi = _residual(qp, Px, z, y)
     rlo, rhi = np.where(balanced, 0.0, rlo), np.where(balanced, 0.0, rhi)
     dlo, dhi = down(qp.lb - x), up(qp.ub - x)
@@ -565,6 +661,8 @@ def _lower_bound(
             "curvature only from a candidate proven feasible"
         )
         return _Lower(low, False, note, stationarity, z, y)
+    # d = (x_opt - x_feasible) + (x_feasible - x): the second part costs |rho| radius
+    low = float(down(low - upper_sum(up(spread[free] * radius[free]))))
     a2 = upper_sum(up(up(spread[free] ** 2) / curv[free]))
     c = max(0.0, float(up(upper - low)))
     root = math.sqrt(float(up(2.0 * a2 + 4.0 * c)))
@@ -622,11 +720,25 @@ def certify_qp(
     if np.any(up(np.add(*qp.inequality_residual(x))) > 0.0):
         pushed = _push_inside(qp, x)
         x = pushed if _violation(qp, pushed) <= _violation(qp, x) else x
+    # equality rows that define an auxiliary variable hold exactly at x + delta, |delta| <= radius
+    radius, defining = np.zeros(qp.n), np.zeros(qp.b.size, dtype=bool)
+    if not qp.equalities_exact(x):
+        defined = _define_auxiliaries(qp, x)
+        if defined is not None and qp.equalities_exact(defined.x, ~defined.rows):
+            x, radius, defining = defined.x, defined.radius, defined.rows
     fx, Px = qp.objective(x)
     g_mid, g_rad = qp.inequality_residual(x)
-    proven_ineq = bool(np.all(up(g_mid + g_rad) <= 0.0))
-    proven_eq = qp.equalities_exact(x) if proven_ineq else False
+    if radius.any() and qp.G is not None:
+        g_rad = up(g_rad + up(abs(qp.G) @ radius * (1.0 + 2.0 * gamma(qp.n))))
+    moved = radius > 0
+    in_box = np.all(down(x - radius)[moved] >= qp.lb[moved]) and np.all(
+        up(x + radius)[moved] <= qp.ub[moved]
+    )
+    proven_ineq = bool(np.all(up(g_mid + g_rad) <= 0.0) and in_box)
+    proven_eq = qp.equalities_exact(x, ~defining) if proven_ineq else False
     feasible = proven_ineq and proven_eq
+    if radius.any():
+        fx = (fx[0], float(up(fx[1] + _perturbed(qp, x, radius, Px))))
     if not proven_ineq:
         repaired = float(np.max(up(g_mid + g_rad), initial=0.0))
         notes.append(f"candidate bound not proven: an inequality may be violated by {repaired:.1e}")
@@ -646,7 +758,7 @@ def certify_qp(
         z = _repair_dual(qp, Px, z, y, curv)
         for pick in _PICKS if flat.size else (0.0,):
             zb, balanced = _balance_flat(qp, z, flat, pick)
-            cand = _lower_bound(qp, x, Px, fx, upper, zb, y, curv, labels, balanced)
+            cand = _lower_bound(qp, x, Px, fx, upper, zb, y, curv, labels, balanced, radius)
             if best is None or (cand.rigorous, cand.value) > (best.rigorous, best.value):
                 best = cand
             if best.rigorous:
