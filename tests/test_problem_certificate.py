@@ -157,6 +157,23 @@ def test_kernel_dual_is_a_maximisation_proven_at_both_ends(solver: str, seed: in
         assert cert.passed
 
 
+@pytest.mark.parametrize("solver", sorted(SOLVERS))
+def test_ranking_scores_are_proven_at_both_ends(solver: str) -> None:
+    # RankingSVM states scores s = X w as variables: each is defined by its equality row (the
+    # candidate's end takes it exactly, enclosed) and is free without curvature (its row's
+    # multiplier is set so that its stationarity residual is exactly zero, checked in rationals)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    rel = np.digitize(X @ [1.0, -1.0, 0.5] + 0.3 * rng.normal(size=40), [-1.0, 0.0, 1.0])
+    qid = np.repeat(np.arange(4), 10)
+    f = qpsvm.RankingSVM(X, y=rel, groups=qid, C=0.5)
+    _solve(f.problem, solver)
+    cert = qpsvm.certify_problem(f.problem)
+    exact = qpsvm.RankingSVM(X, y=rel, groups=qid, C=0.5).solve(method="exact").info["exact"]
+    assert cert.lower_rigorous and cert.upper_rigorous, cert.notes
+    assert _encloses(cert, exact.objective)
+
+
 @pytest.mark.parametrize("kernel", ["rbf", "poly"])
 def test_nonlinear_kernel_duals_are_rigorous_for_the_stated_gram(kernel: str) -> None:
     # CVXPY states the kernel dual with a float64 Gram matrix (through its factor): the

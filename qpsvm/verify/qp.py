@@ -257,11 +257,14 @@ class _QP:
 
 
 # ----------------------------------------------------------------------------- the candidate
-def _repair_primal(qp: _QP, x: np.ndarray, allowed: np.ndarray | None = None) -> np.ndarray:
+def _repair_primal(
+    qp: _QP, x: np.ndarray, allowed: np.ndarray | None = None, radius: np.ndarray | None = None
+) -> np.ndarray:
     """``x`` with inequality rows it cannot be proven to satisfy fixed, where a column (among
     ``allowed``, default all) only helps them: raised (all its ``G`` entries ``<= 0``, no ``A``
     entry, no upper bound) or lowered (the mirror case) by the row's violation over its
-    coefficient, rounded up."""
+    coefficient, rounded up. The rows are checked for every point within ``radius`` of ``x``
+    (:func:`_row_residual`)."""
     if qp.G is None:
         return x
     Gc = sp.csc_matrix(qp.G)
@@ -273,7 +276,7 @@ def _repair_primal(qp: _QP, x: np.ndarray, allowed: np.ndarray | None = None) ->
     lower_ok = (col_min >= 0) & (col_max > 0) & ~in_eq & ~np.isfinite(qp.lb) & allowed
     x = x.copy()
     for _ in range(_ROUNDS):
-        mid, rad = qp.inequality_residual(x)
+        mid, rad = _row_residual(qp, x, radius)
         violation = up(mid + rad)
         bad = np.flatnonzero(violation > 0)
         if bad.size == 0:
@@ -294,6 +297,16 @@ def _repair_primal(qp: _QP, x: np.ndarray, allowed: np.ndarray | None = None) ->
             break
         x = np.where(step > 0, up(x + step), np.where(step < 0, down(x + step), x))
     return x
+
+
+def _row_residual(
+    qp: _QP, x: np.ndarray, radius: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``G x - h`` as midpoint and radius, for every point within ``radius`` of ``x``."""
+    mid, rad = qp.inequality_residual(x)
+    if radius is not None and radius.any() and qp.G is not None:
+        rad = up(rad + up(abs(qp.G) @ radius * (1.0 + 2.0 * gamma(qp.n))))
+    return mid, rad
 
 
 def _push_inside(qp: _QP, x: np.ndarray) -> np.ndarray:
@@ -361,25 +374,34 @@ class _Defined:
     rows: np.ndarray
 
 
+def _defining_rows(qp: _QP) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The equality rows that define a variable: a mask of rows, and per row the column it
+    defines (in no other equality row) and its coefficient (a power of two)."""
+    m = 0 if qp.A is None else qp.A.shape[0]
+    rows = np.zeros(m, dtype=bool)
+    cols, coefs = np.zeros(m, dtype=np.intp), np.zeros(m)
+    if qp.A is None:
+        return rows, cols, coefs
+    A = sp.csr_matrix(qp.A)
+    once = np.diff(sp.csc_matrix(A).indptr) == 1
+    for r in range(m):
+        idx, vals = A.indices[A.indptr[r] : A.indptr[r + 1]], A.data[A.indptr[r] : A.indptr[r + 1]]
+        ok = np.flatnonzero(once[idx] & (np.frexp(np.abs(vals))[0] == 0.5))
+        if ok.size:
+            rows[r], cols[r], coefs[r] = True, idx[ok[0]], vals[ok[0]]
+    return rows, cols, coefs
+
+
 def _define_auxiliaries(qp: _QP, x: np.ndarray) -> _Defined | None:
     r"""The auxiliary variables of ``x`` set from their equality rows (a canonicalisation's
     ``t = B u``): a row ``a t + B_r u = b_r`` whose column ``t`` is in no other equality row and
     whose ``a`` is a power of two defines :math:`t^* = (b_r - B_r u) / a` exactly for the
     candidate's ``u``; ``t`` is set to its enclosure's midpoint and the radius kept, so that
     the point proven feasible is ``(u, t*)``. ``None`` when no row defines a variable."""
-    if qp.A is None:
-        return None
-    A = sp.csr_matrix(qp.A)
-    once = np.diff(sp.csc_matrix(A).indptr) == 1
-    rows = np.zeros(A.shape[0], dtype=bool)
-    cols, coefs = np.zeros(A.shape[0], dtype=np.intp), np.zeros(A.shape[0])
-    for r in range(A.shape[0]):
-        idx, vals = A.indices[A.indptr[r] : A.indptr[r + 1]], A.data[A.indptr[r] : A.indptr[r + 1]]
-        ok = np.flatnonzero(once[idx] & (np.frexp(np.abs(vals))[0] == 0.5))
-        if ok.size:
-            rows[r], cols[r], coefs[r] = True, idx[ok[0]], vals[ok[0]]
+    rows, cols, coefs = _defining_rows(qp)
     if not rows.any():
         return None
+    A = sp.csr_matrix(qp.A)
     x = _balance_rows(qp, x, ~rows)
     aux, a = cols[rows], coefs[rows]
     x = x.copy()
@@ -558,6 +580,24 @@ def _exact_residual(qp: _QP, Gc: sp.csc_matrix, j: int, z: np.ndarray) -> Fracti
     return total
 
 
+def _exactly_stationary(qp: _QP, z: np.ndarray, y: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """Which of the columns ``which`` (a mask; columns of ``P`` that are empty) have
+    ``q_j + sum_r G_rj z_r + sum_r A_rj y_r = 0`` exactly, in rationals."""
+    out = np.zeros(qp.n, dtype=bool)
+    Gc = sp.csc_matrix(qp.G) if qp.G is not None else sp.csc_matrix((0, qp.n))
+    Ac = sp.csc_matrix(qp.A) if qp.A is not None else sp.csc_matrix((0, qp.n))
+    for j in np.flatnonzero(which):
+        total = _exact_residual(qp, Gc, j, z)
+        for r, v in zip(
+            Ac.indices[Ac.indptr[j] : Ac.indptr[j + 1]].tolist(),
+            Ac.data[Ac.indptr[j] : Ac.indptr[j + 1]].tolist(),
+            strict=True,
+        ):
+            total += Fraction(v) * Fraction(float(y[r]))
+        out[j] = total == 0
+    return out
+
+
 def _balance_flat(qp: _QP, z: np.ndarray, flat: np.ndarray, pick: float) -> tuple:
     r"""``z`` with the residual of each flat coordinate made exactly zero where its rows'
     coefficients are powers of two: the multipliers on its rows rounded down to a grid
@@ -599,6 +639,43 @@ def _balance_flat(qp: _QP, z: np.ndarray, flat: np.ndarray, pick: float) -> tupl
             z[rows[k]] = float(target)
         balanced[j] = _exact_residual(qp, Gc, j, z) == 0
     return z, balanced
+
+
+def _balance_defined(qp: _QP, z: np.ndarray, y: np.ndarray) -> tuple:
+    r"""``(z, y)`` with the residual of each defined variable that is free and without curvature
+    (a ranking SVM's scores ``s = X w``) made exactly zero: the multipliers of its inequality
+    rows rounded down to one grid :math:`2^e` on which every such sum is exact, then its
+    defining row's multiplier set to :math:`-(q_j + \sum_r G_{rj} z_r) / a` (exact, ``a`` a
+    power of two, if that is a float). Returns ``z``, ``y`` and the variables whose residual is
+    proven zero."""
+    balanced = np.zeros(qp.n, dtype=bool)
+    rows, cols, coefs = _defining_rows(qp)
+    empty = np.diff(sp.csc_matrix(qp.P).indptr) == 0
+    free = ~np.isfinite(qp.lb) & ~np.isfinite(qp.ub) & empty
+    which = np.flatnonzero(rows)
+    which = which[free[cols[which]]]
+    if which.size == 0 or qp.G is None:
+        return z, y, balanced
+    Gc = sp.csc_matrix(qp.G)
+    touched = np.unique(
+        np.concatenate([Gc.indices[Gc.indptr[j] : Gc.indptr[j + 1]] for j in cols[which]])
+    )
+    z, y = z.copy(), y.copy()
+    if touched.size:
+        top = float(np.max(np.abs(qp.G[touched]).max(axis=1).toarray().ravel() * z[touched]))
+        top = max(top, float(np.max(np.abs(qp.q[cols[which]]))))
+        count = int(np.max(np.diff(Gc.indptr)[cols[which]]))
+        if top > 0.0:
+            grid = math.ldexp(1.0, math.frexp(top)[1] - 53 + math.ceil(math.log2(count + 2)) + 2)
+            if grid < 2.0**-1000:
+                return z, y, balanced
+            z[touched] = np.floor(z[touched] / grid) * grid
+    for r in which:
+        target = -_exact_residual(qp, Gc, cols[r], z) / Fraction(float(coefs[r]))
+        if Fraction(float(target)) == target:
+            y[r] = float(target)
+            balanced[cols[r]] = True
+    return z, y, _exactly_stationary(qp, z, y, balanced)
 
 
 @dataclass
@@ -726,10 +803,9 @@ def certify_qp(
         defined = _define_auxiliaries(qp, x)
         if defined is not None and qp.equalities_exact(defined.x, ~defined.rows):
             x, radius, defining = defined.x, defined.radius, defined.rows
+            x = _repair_primal(qp, x, radius=radius)
     fx, Px = qp.objective(x)
-    g_mid, g_rad = qp.inequality_residual(x)
-    if radius.any() and qp.G is not None:
-        g_rad = up(g_rad + up(abs(qp.G) @ radius * (1.0 + 2.0 * gamma(qp.n))))
+    g_mid, g_rad = _row_residual(qp, x, radius)
     moved = radius > 0
     in_box = np.all(down(x - radius)[moved] >= qp.lb[moved]) and np.all(
         up(x + radius)[moved] <= qp.ub[moved]
@@ -756,9 +832,13 @@ def certify_qp(
     for threshold in _THRESHOLDS:
         z, y = _fit_multipliers(qp, x, gradient, threshold)
         z = _repair_dual(qp, Px, z, y, curv)
+        z, yb, defined = _balance_defined(qp, z, y)
         for pick in _PICKS if flat.size else (0.0,):
             zb, balanced = _balance_flat(qp, z, flat, pick)
-            cand = _lower_bound(qp, x, Px, fx, upper, zb, y, curv, labels, balanced, radius)
+            if np.any(zb != z):  # the intercept's balance moved multipliers: check again
+                defined = _exactly_stationary(qp, zb, yb, defined)
+            balanced |= defined
+            cand = _lower_bound(qp, x, Px, fx, upper, zb, yb, curv, labels, balanced, radius)
             if best is None or (cand.rigorous, cand.value) > (best.rigorous, best.value):
                 best = cand
             if best.rigorous:
