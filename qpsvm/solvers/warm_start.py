@@ -374,8 +374,9 @@ def multiclass_dual(
     -------
     Start
         ``W`` (``(k, d)``), ``alpha`` in qpsvm's convention (``(n, k)``, ``alpha_{i y_i} = 0``)
-        and ``band = tol`` (the largest violation bounds the margins' error; where the descent
-        stopped short of ``tol``, the working-set rounds repair the statuses).
+        and ``band``: ``tol``, or the largest violation of the last epoch where the descent
+        stopped short of ``tol`` (the largest violation bounds the margins' error; the
+        working-set rounds repair the statuses it misjudges).
     """
     if tol is None:
         tol = 2e-3 if f.crammer_singer else 1e-2
@@ -394,7 +395,11 @@ def multiclass_dual(
         _ww_dcd(M, y, f.upper, sqnorm, alpha, W, state, float(tol), int(max_epochs), _rng(seed))
     logger.debug("multiclass dual: %d epochs, violation %.3g", int(state[0]), state[1])
     cand = Candidate(w=W, b=0.0, alpha=alpha)
-    return Start(cand, float(tol), "multiclass_dual", int(state[0]))
+    # where the epochs ran out before tol, the band is the violation reached: a band of tol
+    # would leave out of W examples whose status the start has wrong, each found only by a
+    # further restricted QP (measured, 1e4 x 50 with 10 classes: 5 rounds with band tol, 1
+    # with the violation reached)
+    return Start(cand, max(float(tol), float(state[1])), "multiclass_dual", int(state[0]))
 
 
 def _curvature(X: Any, rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
