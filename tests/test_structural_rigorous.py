@@ -298,7 +298,7 @@ def test_models_without_bounds_are_not_rigorous():
     X, y = multiclass_data(0, 0.0)
     f = qpsvm.StructuralSVM(Plain(2, 3), X, y, C=1.0)
     cert = f.solve().certificate
-    assert cert.passed and not cert.rigorous
+    assert cert.passed and not cert.rigorous and cert.rounding_floor == 0.0
 
 
 @pytest.mark.parametrize("rescaling", ["margin", "slack"])
@@ -309,3 +309,6 @@ def test_rigorous_certificate_still_certifies_at_large_C_and_shift(rescaling):
     f = qpsvm.StructuralSVM(MulticlassModel(2, 3), X, y, C=1e4, rescaling=rescaling)
     cert = f.solve().certificate
     assert cert.rigorous and cert.passed
+    # the rounding floor is the enclosure's distance from the float objectives of the same
+    # points: positive on shifted features, part of the gap, and below the tolerance here
+    assert 0.0 < cert.rounding_floor <= cert.gap and cert.relative_floor < cert.tol

@@ -144,7 +144,7 @@ class Certificate:
         (:func:`evaluation_allowance`). A certificate cannot prove a gap below it; when
         ``relative_floor`` exceeds the ``tol`` asked and accounts for the gap, ``solve()``
         raises :class:`~qpsvm.exceptions.RoundingFloorError`. 0 for certificates that do not
-        compute it (not rigorous, structural, Dask, the ranking SVM's 1-slack certificate).
+        compute it (not rigorous, Dask, the ranking SVM's 1-slack certificate).
     """
 
     primal_objective: float

@@ -51,7 +51,7 @@ from qpsvm._validation import check_tol
 from qpsvm.contract import StructuralProblem
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.solution import Candidate, CuttingPlane, Solution, StructuralCandidate
-from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
+from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, evaluation_allowance
 from qpsvm.verify.projection import project_capped_simplex
 from qpsvm.verify.rigorous_structural import (
     ENUMERATED,
@@ -324,10 +324,16 @@ def certify_structural(
     rounding = f.rounding(w)
     every = f.every_output(ENUMERATED) if maxima[1] is None and rounding is not None else None
     rigorous = proven(f, rounding, every)
+    floor = 0.0
     if rigorous:
-        # the rigorous enclosure (qpsvm.verify.rigorous_structural)
+        # the rigorous enclosure (qpsvm.verify.rigorous_structural); its rounding floor is its
+        # distance from the same points' objectives evaluated in floating point
+        primal_float = primal
         primal = structural_primal_upper(f, w, joint_hat, c_hat, maxima[1], rounding, every)
         dual, weight = structural_dual_lower(f, example, joint, c, weight, rounding)
+        w_exact = np.asarray(rows.T @ weight).ravel()
+        dual_float = fsum(weight * c) - 0.5 * fsum(w_exact * w_exact)
+        floor = evaluation_allowance(primal, dual, primal_float, dual_float)
     values = c - np.asarray(rows @ w).ravel()  # H_i(y; w) of every pair
     spent = np.bincount(example, weights=weight, minlength=n)
     complementarity = max(
@@ -346,6 +352,7 @@ def certify_structural(
         max_violation=_max_violation(cand.planes if have_dual else None, pairs, values, xi),
         alpha=weight,
         rigorous=rigorous,
+        rounding_floor=floor,
     )
 
 
