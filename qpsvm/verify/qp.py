@@ -414,6 +414,14 @@ def _define_auxiliaries(qp: _QP, x: np.ndarray) -> _Defined | None:
     return _Defined(x, radius, rows)
 
 
+def _sum_grid(top: float, terms: int) -> float | None:
+    """A power of two ``g`` such that a sum of ``terms`` multiples of ``g``, each at most
+    ``top`` in magnitude, is exact in float64; ``None`` when ``g`` would be subnormal (values
+    near underflow)."""
+    grid = math.ldexp(1.0, math.frexp(top)[1] - 53 + math.ceil(math.log2(terms + 2)) + 2)
+    return None if grid < 2.0**-1000 else grid
+
+
 def _balance_rows(qp: _QP, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
     r"""``x`` with each of the equality ``rows`` whose coefficients are powers of two (an SVM's
     balance :math:`\sum_i y_i \alpha_i = 0`) made to hold exactly: its entries rounded towards
@@ -429,8 +437,8 @@ def _balance_rows(qp: _QP, x: np.ndarray, rows: np.ndarray) -> np.ndarray:
         top = float(np.max(np.abs(vals * x[idx]), initial=abs(float(qp.b[r]))))
         if top == 0.0:
             continue
-        grid = math.ldexp(1.0, math.frexp(top)[1] - 53 + math.ceil(math.log2(idx.size + 2)) + 2)
-        if grid < 2.0**-1000:
+        grid = _sum_grid(top, idx.size)
+        if grid is None:
             continue
         xr = np.trunc(x[idx] / grid) * grid
         room = np.minimum(xr - qp.lb[idx], qp.ub[idx] - xr)
@@ -619,10 +627,8 @@ def _balance_flat(qp: _QP, z: np.ndarray, flat: np.ndarray, pick: float) -> tupl
             balanced[j] = _exact_residual(qp, Gc, j, z) == 0
             continue
         used[rows] = True
-        spread = math.frexp(float(np.max(z[rows] * np.abs(vals))))[1]
-        bits = math.ceil(math.log2(rows.size + 2)) + 2
-        grid = math.ldexp(1.0, spread - 53 + bits)
-        if grid < 2.0**-1000:  # multipliers near underflow: the grid would be subnormal
+        grid = _sum_grid(float(np.max(z[rows] * np.abs(vals))), rows.size)
+        if grid is None:  # multipliers near underflow: the grid would be subnormal
             balanced[j] = _exact_residual(qp, Gc, j, z) == 0
             continue
         zr = np.floor(z[rows] / grid) * grid
@@ -666,8 +672,8 @@ def _balance_defined(qp: _QP, z: np.ndarray, y: np.ndarray) -> tuple:
         top = max(top, float(np.max(np.abs(qp.q[cols[which]]))))
         count = int(np.max(np.diff(Gc.indptr)[cols[which]]))
         if top > 0.0:
-            grid = math.ldexp(1.0, math.frexp(top)[1] - 53 + math.ceil(math.log2(count + 2)) + 2)
-            if grid < 2.0**-1000:
+            grid = _sum_grid(top, count)
+            if grid is None:
                 return z, y, balanced
             z[touched] = np.floor(z[touched] / grid) * grid
     for r in which:
