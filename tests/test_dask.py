@@ -147,6 +147,17 @@ def test_regularized_intercept_same_certified_optimum(client, scaling, min_work)
     assert f.certify(sol).passed
 
 
+def assert_tight_for_any_candidate(f, sol, candidate):
+    """The gap of a bare point off the optimum is its suboptimality ``P - P*`` (at least
+    ``P - P(sol)``) to 1%: the reference solution's dual point is tried; with the point's own
+    statuses alone (``reference=False``) the gap is many times its suboptimality."""
+    cert = f.certify(candidate)
+    excess = cert.primal_objective - sol.certificate.primal_objective
+    assert 0 < excess and cert.gap <= 1.01 * excess
+    own = f.certify(candidate, reference=False)
+    assert own.primal_objective == cert.primal_objective and own.gap > 10 * excess
+
+
 def test_certify_again_and_bare_points(client):
     X, y = problem(3)
     f = qpsvm.SoftMarginPrimal(chunked(X, 1000), chunked(y, 1000), C=1.0)
@@ -161,6 +172,7 @@ def test_certify_again_and_bare_points(client):
     assert off.dual_objective <= sol.certificate.primal_objective
     assert off.primal_objective >= sol.certificate.dual_objective
     assert not off.passed
+    assert_tight_for_any_candidate(f, sol, Candidate(w=sol.w * 1.001, b=sol.b))
 
 
 def test_dataframe_input_and_labels(client):
@@ -273,6 +285,7 @@ def test_multiclass_certify_again_objective_and_predict(client):
     assert off.dual_objective <= sol.certificate.primal_objective
     assert off.primal_objective >= sol.certificate.dual_objective
     assert not off.passed
+    assert_tight_for_any_candidate(f, sol, Candidate(w=sol.w * 1.001))
     np.testing.assert_array_equal(f.predict(chunked(X, 500), sol).compute(), ref.predict(X, sol.w))
 
 
@@ -332,6 +345,7 @@ def test_ranking_same_certified_optimum_as_in_memory(client, seed, dtype, C):
     off = f.certify(Candidate(w=sol.w * 1.1))
     assert off.dual_objective <= cert.primal_objective <= off.primal_objective
     assert not off.passed
+    assert_tight_for_any_candidate(f, sol, Candidate(w=sol.w * 1.001))
 
 
 def test_ranking_bad_input_is_refused(client):

@@ -22,6 +22,7 @@ from qpsvm._validation import check_int, check_number, check_positive, check_tol
 from qpsvm.dask.binary import BinaryFamily, binary_sample
 from qpsvm.dask.blocks import Sort
 from qpsvm.dask.passes import DaskData, as_dask_array
+from qpsvm.dask.reference import ReferenceCertify
 from qpsvm.dask.working_set import (
     MIN_WORK,
     SAMPLE_ROWS,
@@ -29,7 +30,6 @@ from qpsvm.dask.working_set import (
     begin_solve,
     certify_blocks,
     solve_dask_working_set,
-    stored_working_set,
 )
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Solution
@@ -50,7 +50,7 @@ def with_constant_column(X: Any, value: float) -> Any:
     return da.concatenate([X.astype(dtype), column], axis=1)
 
 
-class DaskSoftMarginPrimal:
+class DaskSoftMarginPrimal(ReferenceCertify):
     r"""Soft-margin SVM in the primal over Dask collections (data beyond one machine's memory).
 
     ``qpsvm.SoftMarginPrimal(X, y, ...)`` returns this class when ``X`` or ``y`` is a Dask
@@ -198,16 +198,11 @@ class DaskSoftMarginPrimal:
             sol.w, sol.b = sol.w[:-1], self.scaling * float(sol.w[-1])
         return sol
 
-    def certify(self, candidate: Any, tol: float = DEFAULT_TOL) -> Certificate:
-        """Certify a solution of :meth:`solve` again from the data (one pass), or a bare
-        ``(w, b)`` (any object with ``w`` and ``b``).
-
-        A bare point gets the multipliers of its own statuses (``C s_i`` where its margin is
-        violated, 0 elsewhere): a valid but loose bound away from the optimum.
-        """
-        tol = check_tol(tol)
+    def _certify_with(self, candidate: Any, stored: tuple, tol: float) -> Certificate:
+        """The certificate of ``(w, b)`` at the statuses and multipliers ``stored``; a bare
+        point's own: ``C s_i`` where its margin is violated, 0 elsewhere."""
         w, b = self._folded(candidate.w, getattr(candidate, "b", 0.0) or 0.0)
-        sort, index, alpha = stored_working_set(candidate, ())
+        sort, index, alpha = stored
         sort = Sort(w, b) if sort is None else sort
         self.classes_  # noqa: B018 - the labels, before any block is read
         parts = self.data.check(sort, index, alpha, w, b, STATUS_TOL, MIN_ADD)

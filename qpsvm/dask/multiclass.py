@@ -29,6 +29,7 @@ from qpsvm.dask.blocks import Rows, Sort
 from qpsvm.dask.class_blocks import ClassBlock, class_fold, class_statuses
 from qpsvm.dask.fold import Fold
 from qpsvm.dask.passes import DaskClassData, as_dask_array
+from qpsvm.dask.reference import ReferenceCertify
 from qpsvm.dask.working_set import (
     MIN_WORK,
     SAMPLE_ROWS,
@@ -39,7 +40,6 @@ from qpsvm.dask.working_set import (
     certify_blocks,
     read_sample,
     solve_dask_working_set,
-    stored_working_set,
 )
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.formulations.multiclass import VARIANTS, MulticlassSVM
@@ -161,7 +161,7 @@ class MulticlassFamily:
         return fold.minus(class_fold(found.X, y, found.sample_weight, fixed))
 
 
-class DaskMulticlassSVM:
+class DaskMulticlassSVM(ReferenceCertify):
     r"""Multiclass SVM (Crammer-Singer or Weston-Watkins) over Dask collections.
 
     ``qpsvm.MulticlassSVM(X, y, ...)`` returns this class when ``X`` or ``y`` is a Dask array,
@@ -231,6 +231,11 @@ class DaskMulticlassSVM:
     def n_classes(self) -> int:
         return int(self.classes_.size)
 
+    @property
+    def alpha_shape(self) -> tuple[int, ...]:
+        """One row's multipliers: one per class."""
+        return (self.n_classes,)
+
     def solve(
         self,
         method: str | None = None,
@@ -281,14 +286,11 @@ class DaskMulticlassSVM:
             raise InvalidInputError(f"w must be a finite array of shape {shape}.")
         return W
 
-    def certify(self, candidate: Any, tol: float = DEFAULT_TOL) -> Certificate:
-        """Certify a solution of :meth:`solve` again from the data (one pass), or a bare ``W``
-        (any object with ``w``): then the multipliers of its own statuses (``C s_i`` on each
-        example's most violated class, or on every violated class), a valid but loose bound
-        away from the optimum."""
-        tol = check_tol(tol)
+    def _certify_with(self, candidate: Any, stored: tuple, tol: float) -> Certificate:
+        """The certificate of ``W`` at the statuses and multipliers ``stored``; a bare point's
+        own: ``C s_i`` on each example's most violated class, or on every violated class."""
         W = self._check_w(candidate.w)
-        sort, index, alpha = stored_working_set(candidate, (self.n_classes,))
+        sort, index, alpha = stored
         sort = Sort(W, 0.0) if sort is None else sort
         parts = self.data.check(sort, index, alpha, W, 0.0, STATUS_TOL, MIN_ADD)
         return certify_blocks(

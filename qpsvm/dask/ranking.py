@@ -33,6 +33,7 @@ from qpsvm._validation import check_int, check_number, check_positive, check_tol
 from qpsvm.dask.binary import BinaryFamily
 from qpsvm.dask.passes import DaskRankData, as_dask_array
 from qpsvm.dask.rank_blocks import RankSort, block_queries
+from qpsvm.dask.reference import ReferenceCertify
 from qpsvm.dask.working_set import (
     MIN_WORK,
     SAMPLE_ROWS,
@@ -42,7 +43,6 @@ from qpsvm.dask.working_set import (
     certify_blocks,
     read_sample,
     solve_dask_working_set,
-    stored_working_set,
 )
 from qpsvm.exceptions import InaccurateSolutionError, InvalidInputError
 from qpsvm.solution import Solution
@@ -124,7 +124,7 @@ class RankFamily(BinaryFamily):
         return Begin(sort, ws, band, STATUS_TOL, passes)
 
 
-class DaskRankingSVM:
+class DaskRankingSVM(ReferenceCertify):
     r"""Ranking SVM from relevance labels over Dask collections, every query in one block.
 
     ``qpsvm.RankingSVM(X, y=..., groups=...)`` returns this class when ``X``, ``y`` or
@@ -219,15 +219,13 @@ class DaskRankingSVM:
             **options,
         )
 
-    def certify(self, candidate: Any, tol: float = DEFAULT_TOL) -> Certificate:
-        """Certify a solution of :meth:`solve` again from the data (one pass), or a bare ``w``
-        (any object with ``w``): then ``alpha_p = C`` on the pairs short of the margin at
-        ``w``, 0 elsewhere, a valid but loose bound away from the optimum."""
-        tol = check_tol(tol)
+    def _certify_with(self, candidate: Any, stored: tuple, tol: float) -> Certificate:
+        """The certificate of ``w`` at the statuses and multipliers ``stored``; a bare point's
+        own: ``alpha_p = C`` on the pairs short of the margin at ``w``, 0 elsewhere."""
         w = np.asarray(candidate.w, dtype=np.float64).ravel()
         if w.shape != (self.n_features,) or not np.all(np.isfinite(w)):
             raise InvalidInputError(f"w must be a finite vector of length {self.n_features}.")
-        sort, index, alpha = stored_working_set(candidate, ())
+        sort, index, alpha = stored
         sort = RankSort(w, 0.0) if sort is None else sort
         parts = self.data.check(sort, index, alpha, w, 0.0, STATUS_TOL, MIN_ADD)
         return certify_blocks(self.data, parts, w, sort, index, alpha, tol, "RankingSVM")
