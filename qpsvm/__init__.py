@@ -21,6 +21,7 @@ from qpsvm.exceptions import (
 )
 from qpsvm.formulations import (
     ComposedClassifier,
+    ComposedRanking,
     Formulation,
     HardMargin,
     LatentSolution,
@@ -53,6 +54,7 @@ __all__ = [
     "ChainModel",
     "Comparison",
     "ComposedClassifier",
+    "ComposedRanking",
     "Formulation",
     "GraphModel",
     "HardMargin",

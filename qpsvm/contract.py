@@ -245,6 +245,8 @@ class CompositeProblem(Problem, Protocol):
     sigma: np.ndarray
     target: np.ndarray
     epsilon: float
+    #: ``(items, index pairs)`` when the rows are exact item differences (ranking), else None.
+    item_pairs: tuple | None
     #: The pieces (:mod:`qpsvm.formulations.pieces`).
     loss: Any
     penalty: Any

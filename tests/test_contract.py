@@ -29,9 +29,9 @@ def _separable():
     return X, np.repeat([0, 1], 15)
 
 
-def _ranking():
+def _ranking(**pieces):
     X, y, groups = ranking_problem(0, n_queries=3)
-    return qpsvm.RankingSVM(X, y=y, groups=groups, C=1.0)
+    return qpsvm.RankingSVM(X, y=y, groups=groups, C=1.0, **pieces)
 
 
 def _multiclass():
@@ -53,6 +53,7 @@ FORMULATIONS = {
     "SoftMarginDual": lambda: qpsvm.SoftMarginDual(*_binary(), C=2.0),
     "SoftMarginDual-rbf": lambda: qpsvm.SoftMarginDual(*_binary(), C=2.0, kernel="rbf"),
     "RankingSVM": lambda: _ranking(),
+    "ComposedRanking": lambda: _ranking(loss="squared_hinge"),
     "crammer_singer": lambda: qpsvm.MulticlassSVM(*_multiclass(), C=1.0),
     "weston_watkins": lambda: qpsvm.MulticlassSVM(*_multiclass(), C=1.0, variant="weston_watkins"),
     "StructuralSVM": lambda: qpsvm.StructuralSVM(*_chains(), C=1.0),

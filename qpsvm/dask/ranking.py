@@ -45,6 +45,7 @@ from qpsvm.dask.working_set import (
     solve_dask_working_set,
 )
 from qpsvm.exceptions import InaccurateSolutionError, InvalidInputError
+from qpsvm.formulations.composed_ranking import check_no_intercept
 from qpsvm.solution import Solution
 from qpsvm.solvers.working_set import MIN_ADD, STATUS_TOL
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate
@@ -141,6 +142,8 @@ class DaskRankingSVM(ReferenceCertify):
     groups : dask array or series of shape (n_items,)
         Query identifiers.
     C : float, default=1.0
+    loss, penalty, intercept, l1_ratio
+        Only the hinge loss with the L2 penalty and no intercept with Dask data.
 
     Notes
     -----
@@ -156,7 +159,19 @@ class DaskRankingSVM(ReferenceCertify):
         groups: Any = None,
         C: float = 1.0,
         pair_weight: Any = None,
+        *,
+        loss: str = "hinge",
+        penalty: str = "l2",
+        intercept: str = "none",
+        l1_ratio: float = 0.5,
     ) -> None:
+        check_no_intercept(intercept)
+        if (loss, penalty) != ("hinge", "l2"):
+            raise InvalidInputError(
+                "with Dask data RankingSVM solves the hinge loss with the L2 penalty; got "
+                f"loss={loss!r}, penalty={penalty!r} (l1_ratio={l1_ratio!r}). The other "
+                "combinations (ComposedRanking) need the items in memory: pass X.compute()."
+            )
         if pairs is not None or pair_weight is not None or y is None or groups is None:
             raise InvalidInputError(
                 "with Dask data RankingSVM takes relevance labels y= and query groups= (every "

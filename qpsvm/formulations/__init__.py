@@ -3,6 +3,7 @@
 from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.binary import HardMargin, SoftMarginDual, SoftMarginPrimal
 from qpsvm.formulations.composed import ComposedClassifier, ComposedProblem
+from qpsvm.formulations.composed_ranking import ComposedRanking
 from qpsvm.formulations.latent import LatentSolution, LatentStructuralSVM
 from qpsvm.formulations.multiclass import MulticlassSVM
 from qpsvm.formulations.ranking import RankingSVM
@@ -12,6 +13,7 @@ from qpsvm.formulations.structural import StructuralSVM
 __all__ = [
     "ComposedClassifier",
     "ComposedProblem",
+    "ComposedRanking",
     "Formulation",
     "HardMargin",
     "LatentSolution",

@@ -106,9 +106,11 @@ class BinaryFormulation(KernelRows, Formulation):
     dcd_max_aspect: ClassVar[float] = 10.0
     #: "module:function" of the dual coordinate descent data (the linear hinge SVMs).
     coordinate_problem: ClassVar[str] = "qpsvm.solvers.coordinate:binary_problem"
-    #: Whether the class hands the combinations it does not solve itself (other losses,
-    #: penalties, intercept modes) to :class:`ComposedClassifier`, which it then returns.
-    routes_composed: ClassVar[bool] = False
+    #: ``"module:function"`` mapping ``(cls, args, kwargs)`` to the composed problem the class
+    #: returns for the combinations it does not solve itself (other losses, penalties,
+    #: intercept modes), or ``None`` for its own: :func:`composed_classifier` (a
+    #: :class:`ComposedClassifier`), ``composed_ranking``; ``""``: none.
+    routes_composed: ClassVar[str] = ""
     #: ``"module:Class"`` the class returns for Dask data (``X``, ``y`` or ``groups`` a Dask
     #: collection), e.g. :class:`~qpsvm.dask.formulation.DaskSoftMarginPrimal`; ``""``: none.
     routes_dask: ClassVar[str] = ""
@@ -118,8 +120,9 @@ class BinaryFormulation(KernelRows, Formulation):
         given = (*args[:2], kwargs.get("X"), kwargs.get("y"), kwargs.get("groups"))
         if target and any(is_dask(v) for v in given):
             return load(target)(*args, **kwargs)
-        if cls.__dict__.get("routes_composed") and (args or kwargs):
-            composed = _composed(cls.__init__, args, kwargs)
+        route = cls.__dict__.get("routes_composed")
+        if route and (args or kwargs):
+            composed = load(route)(cls, args, kwargs)
             if composed is not None:
                 return composed
         return super().__new__(cls)
@@ -389,11 +392,11 @@ class BinaryFormulation(KernelRows, Formulation):
 _FAST = {("hinge", "l2", "free"), ("hinge", "l2", "none")}
 
 
-def _composed(init: Callable, args: tuple, kwargs: dict) -> ComposedClassifier | None:
-    """The :class:`ComposedClassifier` for the arguments of ``init`` (``SoftMarginPrimal``'s or
-    ``SoftMarginDual``'s) when their (loss, penalty, intercept) is not one the class solves
+def composed_classifier(cls: type, args: tuple, kwargs: dict) -> ComposedClassifier | None:
+    """The :class:`ComposedClassifier` for the arguments of ``cls`` (``SoftMarginPrimal`` or
+    ``SoftMarginDual``) when their (loss, penalty, intercept) is not one the class solves
     itself (:data:`_FAST`); ``None`` when it is."""
-    bound = inspect.signature(init).bind(None, *args, **kwargs)
+    bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
     bound.apply_defaults()
     params = dict(bound.arguments)
     del params["self"]
@@ -461,7 +464,7 @@ class SoftMarginPrimal(BinaryFormulation):
     True
     """
 
-    routes_composed: ClassVar[bool] = True
+    routes_composed: ClassVar[str] = "qpsvm.formulations.binary:composed_classifier"
     methods: ClassVar[tuple[str, ...]] = (*BinaryFormulation.methods, "dcd")
     routes_dask: ClassVar[str] = "qpsvm.dask.formulation:DaskSoftMarginPrimal"
 
@@ -592,7 +595,7 @@ class SoftMarginDual(BinaryFormulation):
     """
 
     c_parametric: ClassVar[bool] = False
-    routes_composed: ClassVar[bool] = True
+    routes_composed: ClassVar[str] = "qpsvm.formulations.binary:composed_classifier"
     methods: ClassVar[tuple[str, ...]] = (*BinaryFormulation.methods, "dcd")
 
     def __init__(

@@ -120,6 +120,10 @@ class ComposedProblem(Formulation):
     certifier: ClassVar[str] = "qpsvm.verify.fenchel:certify_composed"
     coordinate_problem: ClassVar[str] = "qpsvm.solvers.coordinate:composed_problem"
     regression: ClassVar[bool] = False
+    #: ``(items, pairs)`` when the rows are the exact differences ``items[i] - items[j]`` of
+    #: index pairs (the ranking problems, whose ``X`` is the pair-difference operator), which
+    #: the certificate encloses from the items' scores; ``None`` when the rows are ``X``'s.
+    item_pairs: tuple | None = None
 
     def __init__(
         self,
@@ -149,12 +153,22 @@ class ComposedProblem(Formulation):
         self.epsilon = float(epsilon)
         self._model: CvxModel | None = None
         self._gram: np.ndarray | None = None
+        if self.linear and self.penalty.name == "l2" and not self.regression:
+            # dual coordinate descent: the hinge losses' duals have a box and no kernel
+            self.methods = (*self.methods, "dcd")
         if not self.linear and self.penalty.name != "l2":
             raise InvalidInputError(
                 f"penalty={self.penalty.name!r} has no kernel form (w lives in the kernel's "
                 f"feature space, where only the L2 penalty is stated); use kernel='linear' or "
                 "penalty='l2'."
             )
+
+    def default_method(self) -> str:
+        """``"dcd"`` for sparse data where it applies (measured in
+        benchmarks/regimes/sparse.py), else ``"qp"``."""
+        if "dcd" in self.methods and sp.issparse(self.X):
+            return "dcd"
+        return super().default_method()
 
     @property
     def linear(self) -> bool:
@@ -228,8 +242,8 @@ class ComposedProblem(Formulation):
         if not self.linear:
             return self.build_dual()
         w = cp.Variable(self.n_features, name="w")
-        variables: dict[str, cp.Variable] = {"w": w}
-        prediction = self.X @ w
+        prediction, extra, stated = self.predictions(w)
+        variables: dict[str, cp.Variable] = {"w": w, **extra}
         argument: cp.Expression = w
         if self.intercept.fitted:
             b = cp.Variable(name="b")
@@ -239,11 +253,19 @@ class ComposedProblem(Formulation):
                 argument = cp.hstack([w, cp.reshape(b / self.intercept.scaling, (1,), order="C")])
         z = prediction if self.regression else cp.multiply(self.sigma, prediction)
         term, xi, constraints = self.loss.epigraph(z, self.target, self.epsilon)
+        constraints = {**stated, **constraints}
         variables["xi"] = xi
         C = cp.Parameter(nonneg=True, value=self.C, name="C")
         objective = self.penalty.expression(argument) + C * (self.sample_weight @ term)
         problem = cp.Problem(cp.Minimize(objective), list(constraints.values()))
         return CvxModel(problem, variables, constraints, {"C": C})
+
+    def predictions(
+        self, w: cp.Variable
+    ) -> tuple[cp.Expression, dict[str, cp.Variable], dict[str, cp.Constraint]]:
+        """The predictions ``w . x_i`` in CVXPY, with any variables and constraints they need
+        (none here: ``X @ w``)."""
+        return self.X @ w, {}, {}
 
     def build_dual(self) -> CvxModel:
         """The kernel dual: ``max sum_i (p_i u_i - eps_i |u_i| - d_i u_i^2 / 2)
@@ -546,17 +568,6 @@ class ComposedClassifier(ComposedProblem):
             weights=weights,
             kernel=make_kernel(kernel, X, gamma, degree, coef0),
         )
-
-        if self.linear and self.penalty.name == "l2":
-            # dual coordinate descent: the hinge losses' duals have a box and no kernel
-            self.methods = (*self.methods, "dcd")
-
-    def default_method(self) -> str:
-        """``"dcd"`` for sparse data where it applies (measured in
-        benchmarks/regimes/sparse.py), else ``"qp"``."""
-        if "dcd" in self.methods and sp.issparse(self.X):
-            return "dcd"
-        return super().default_method()
 
     def predict(self, X: Any, solution: Any) -> np.ndarray:
         """Predicted labels: ``classes_[1]`` where the decision is > 0."""

@@ -48,7 +48,7 @@ from qpsvm.formulations.model import CvxModel
 from qpsvm.kernels import Kernel
 from qpsvm.verify.ranking_sweep import QueryLayout, layout
 
-__all__ = ["PairDifferences", "RankingSVM", "check_pairs", "make_pairs"]
+__all__ = ["PairDifferences", "RankingSVM", "check_pairs", "make_pairs", "pair_margins"]
 
 
 def _difference_matrix(pairs: np.ndarray, n_items: int) -> sp.csr_matrix:
@@ -179,6 +179,29 @@ def make_pairs(y: Any, groups: Any = None) -> np.ndarray:
     return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
 
 
+def pair_margins(
+    items: np.ndarray | sp.csr_matrix, pairs: np.ndarray, w: cp.Variable
+) -> tuple[cp.Expression, dict[str, cp.Variable], dict[str, cp.Constraint]]:
+    """The margins ``w . (x_i - x_j)`` of ``pairs`` in CVXPY, with the variables and
+    constraints they need: the differences ``D X[used]`` themselves, or (when that has more
+    nonzeros) a variable ``score == X[used] @ w`` of the items the pairs use, with dense items
+    centred, and margins ``D @ score`` (see :meth:`RankingSVM.build`)."""
+    m = pairs.shape[0]
+    used, local = np.unique(pairs, return_inverse=True)
+    D = _difference_matrix(local.reshape(pairs.shape), used.size)
+    items = items[used]
+    if sp.issparse(items):  # nnz(x_i - x_j) <= nnz(x_i) + nnz(x_j)
+        explicit = int(np.diff(items.indptr)[local].sum()) <= items.nnz + 2 * m
+    else:
+        explicit = m * items.shape[1] <= items.size + 2 * m
+    if explicit:
+        return (D @ items) @ w, {}, {}
+    if not sp.issparse(items):
+        items = items - items.mean(axis=0)
+    score = cp.Variable(used.size, name="score")
+    return D @ score, {"score": score}, {"score": score == items @ w}
+
+
 class PairDifferences:
     r"""The pair-difference matrix :math:`Z = D X` (row ``p``: :math:`x_{i_p} - x_{j_p}`), never
     formed.
@@ -280,6 +303,22 @@ class RankingSVM(BinaryFormulation):
     pair_weight : array-like of shape (n_pairs,), optional
         Slack weights ``s_p >= 0`` in the order of :attr:`pairs` (for pairs built from ``y``,
         that of :func:`make_pairs`).
+    loss : {"hinge", "squared_hinge"}, default="hinge"
+        The loss of each pair's margin ``w . (x_i - x_j)``.
+    penalty : {"l2", "l1", "l1_l2"}, default="l2"
+    intercept : {"none"}, default="none"
+        The only mode: an intercept cancels in every pair difference, so any other is refused
+        with an :class:`~qpsvm.exceptions.InvalidInputError` saying so.
+    l1_ratio : float, default=0.5
+        ``r`` of ``penalty="l1_l2"``: ``r ||w||_1 + (1 - r)/2 ||w||^2``.
+
+    Notes
+    -----
+    The hinge loss with the L2 penalty is this class (working set, 1-slack method, rational
+    oracle). Every other (loss, penalty) returns a
+    :class:`~qpsvm.formulations.composed_ranking.ComposedRanking`: the same pairs, the pieces'
+    CVXPY problem, and the Fenchel certificate of the pieces; see
+    :doc:`/formulations/composed`.
 
     Attributes
     ----------
@@ -315,6 +354,7 @@ class RankingSVM(BinaryFormulation):
         "one_slack",
     )
     exact_oracle: ClassVar[str] = "qpsvm.solvers.exact:solve_exact_ranking"
+    routes_composed: ClassVar[str] = "qpsvm.formulations.composed_ranking:composed_ranking"
     certifier: ClassVar[str] = "qpsvm.verify.ranking:certify_ranking"
     routes_dask: ClassVar[str] = "qpsvm.dask.ranking:DaskRankingSVM"
 
@@ -326,6 +366,11 @@ class RankingSVM(BinaryFormulation):
         groups: Any = None,
         C: float = 1.0,
         pair_weight: Any = None,
+        *,
+        loss: str = "hinge",
+        penalty: str = "l2",
+        intercept: str = "none",
+        l1_ratio: float = 0.5,
     ) -> None:
         items = check_data(X)
         n_items = items.shape[0]
@@ -485,26 +530,10 @@ class RankingSVM(BinaryFormulation):
         if idx is not None and idx.size == 0:
             raise InvalidInputError("subset is empty; give at least one pair index.")
         pairs = self.pairs if idx is None else self.pairs[idx]
-        m = pairs.shape[0]
-        used, local = np.unique(pairs, return_inverse=True)
-        D = _difference_matrix(local.reshape(pairs.shape), used.size)
-        items = self.items[used]
-        if sp.issparse(items):  # nnz(x_i - x_j) <= nnz(x_i) + nnz(x_j)
-            explicit = int(np.diff(items.indptr)[local].sum()) <= items.nnz + 2 * m
-        else:
-            explicit = m * self.n_features <= items.size + 2 * m
         w = cp.Variable(self.n_features, name="w")
-        xi = cp.Variable(m, name="xi")
-        variables = {"w": w, "xi": xi}
-        constraints: dict[str, cp.Constraint] = {}
-        if explicit:
-            margins = (D @ items) @ w
-        else:
-            if not sp.issparse(items):
-                items = items - items.mean(axis=0)
-            score = variables["score"] = cp.Variable(used.size, name="score")
-            constraints["score"] = score == items @ w
-            margins = D @ score
+        xi = cp.Variable(pairs.shape[0], name="xi")
+        margins, variables, constraints = pair_margins(self.items, pairs, w)
+        variables = {"w": w, "xi": xi, **variables}
         constraints["margin"] = margins >= 1 - xi
         constraints["slack"] = xi >= 0
         C = cp.Parameter(nonneg=True, value=self.C, name="C")

@@ -16,6 +16,11 @@ state. As for the binary problems (:mod:`qpsvm.verify.rigorous`, whose tools thi
   ``sum_j max(0, |v_j| - r)^2 / (2 (1 - r))``, with ``|v_j|`` bounded above and the exact
   ``1 - r`` bounded below, :func:`complement_bounds`).
 
+For the ranking problems the rows are the exact differences ``x_i - x_j`` of item pairs
+(``f.item_pairs``): the margins and ``v`` are enclosed from the items, never from rounded
+differences (:func:`~qpsvm.verify.rigorous.binary_margins`,
+:func:`~qpsvm.verify.rigorous.binary_expansion`).
+
 A free intercept's coupling ``sum_i sigma_i u_i = 0`` holds only to round-off; its residual is
 bounded through an optimal intercept, as for the binary problems:
 :math:`P^* \ge D(u) - |b^*|\,|\sum_i \sigma_i u_i|` (fixing ``b = b*`` keeps the optimum and
@@ -39,8 +44,9 @@ from qpsvm.verify.rigorous import (
     TINY,
     U,
     _capped,
+    binary_expansion,
+    binary_margins,
     down,
-    enclosed_product,
     gamma,
     norm2_upper,
     row_norm_upper,
@@ -72,7 +78,7 @@ def complement_bounds(r: float) -> tuple[float, float]:
 
 def _excess_upper(f: CompositeProblem, w: np.ndarray, b: float) -> np.ndarray:
     """Upper bounds on each exact excess ``max(0, m - z)`` or ``max(0, |z - y| - eps)``."""
-    r, e = shortfall(f.target, f.sigma, enclosed_product(f.X.T, w), b)
+    r, e = shortfall(f.target, f.sigma, binary_margins(f, w, f.item_pairs), b)
     if not f.loss.regression:
         return np.maximum(0.0, up(r + e))
     return np.maximum(0.0, up(up(np.abs(r) + e) - f.epsilon))
@@ -137,7 +143,7 @@ def _v(f: CompositeProblem, u: np.ndarray) -> tuple[tuple, float]:
     """``v = sum_i u_i sigma_i x_i`` enclosed, and an upper bound on ``|B sum_i sigma_i u_i|``
     (the regularised intercept's coordinate; 0 otherwise)."""
     su = u * f.sigma  # exact: sigma is +-1
-    enclosure = enclosed_product(f.X, su)
+    enclosure = binary_expansion(f, su, f.item_pairs)
     if not f.intercept.regularized:
         return enclosure, 0.0
     total = abs(fsum(su)) * (1.0 + 2.0 * U) + 4.0 * gamma(su.size) ** 2 * upper_sum(np.abs(su))
