@@ -55,6 +55,7 @@ from qpsvm.verify.rigorous import (
     rbf_pair_error,
     rbf_score_error,
 )
+from qpsvm.verify.rigorous_poly import PolyBound, poly_bound, poly_rows, poly_score_error
 
 __all__ = [
     "ascent_points",
@@ -79,29 +80,29 @@ KERNEL_ULPS = 4.0
 ROW_BLOCK_BYTES = 2**25
 
 
-def kernel_ulps(f: BinaryProblem) -> float | RbfError:
+def kernel_ulps(f: BinaryProblem) -> float | RbfError | PolyBound:
     """Units of round-off ``c`` in one computed kernel value, ``|K^_ij - K_ij| <= c eps |K_ij|``,
-    or for rbf a proven bound per pair of rows.
+    or a proven bound per pair of rows.
 
     RBF, ``exp(-gamma (||a||^2 + ||b||^2 - 2 a.b))``: the proven bound
     :func:`~qpsvm.verify.rigorous.rbf_pair_error`, tighter than the global
     :func:`~qpsvm.verify.rigorous.rbf_value_error` where the rows' norms are below the largest.
-    Poly, ``(gamma a.b + c0)^p``: the inner product over ``d`` features, the affine map and the
-    power give ``p (d + 2)`` (without cancellation in ``gamma a.b + c0``). A precomputed Gram
-    matrix is the data (0); a callable :data:`KERNEL_ULPS`.
+    Poly, ``(gamma a.b + c0)^p``: the values the certificate evaluates itself, each with its
+    proven bound (:mod:`qpsvm.verify.rigorous_poly`). A precomputed Gram matrix is the data
+    (0); a callable :data:`KERNEL_ULPS`.
     """
-    name = f.kernel.name
-    if name == "precomputed":
+    kernel = f.kernel
+    if kernel.name == "precomputed":
         return 0.0
-    if name == "rbf":
-        return rbf_pair_error(f.kernel.gamma, f.X)
-    if name == "poly":
-        return float(f.kernel.degree * (f.n_features + 2))
+    if kernel.name == "rbf":
+        return rbf_pair_error(kernel.gamma, f.X)
+    if kernel.name == "poly":
+        return poly_bound(kernel.gamma, kernel.coef0, kernel.degree, f.X)
     return KERNEL_ULPS
 
 
 def kernel_scores(
-    f: BinaryProblem, alphas: Sequence[np.ndarray], ulps: float | RbfError
+    f: BinaryProblem, alphas: Sequence[np.ndarray], ulps: float | RbfError | PolyBound
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     r"""Kernel scores ``g = K (alpha y)`` and a bound ``e`` on their error, from the data, for
     each of ``alphas`` (poly and callable kernels: in one pass over the rows of their support).
@@ -118,7 +119,9 @@ def kernel_scores(
     Oishi 2005); ``|K| |alpha|`` is summed in the same pass. For rbf the bound is proven
     (:func:`~qpsvm.verify.rigorous.rbf_score_error`, with the values' underflow; ``ulps`` is
     then the per-pair bound, and ``K (|alpha| q)`` with ``q`` the squared row norms is summed in
-    the same pass too).
+    the same pass too); for poly too: the rows are the certificate's own evaluation
+    (:func:`~qpsvm.verify.rigorous_poly.poly_rows`) with a proven bound on every value, summed
+    with ``|alpha|`` in the same pass (:func:`~qpsvm.verify.rigorous_poly.poly_score_error`).
     ``e`` is negligible for kernel values of order 1 and decisive when they are huge and the
     scores small: on raw features ``~ N(100, 1)`` the poly kernel ``(0.1 x.x' + 1)^3`` is
     ``~ 1e10``, each value is rounded by ``~ 1e-6`` and the optimum of the rounded Gram matrix
@@ -132,12 +135,21 @@ def kernel_scores(
     totals = [(np.zeros(f.n_samples), np.zeros(f.n_samples)) for _ in alphas]
     magnitudes = [np.zeros(f.n_samples) for _ in alphas]
     pair = isinstance(ulps, RbfError)
+    poly = isinstance(ulps, PolyBound)
     weights = [ak * ulps.sqnorm for ak in a] if pair else []
     weighted = [np.zeros(f.n_samples) for _ in weights]
+    # poly: the values' bounds summed with |alpha|
+    errors = [np.zeros(f.n_samples) for _ in alphas] if poly else []
     step = max(1, ROW_BLOCK_BYTES // (8 * f.n_samples))
     for start in range(0, support.size, step):
         idx = support[start : start + step]
-        rows = f.gram_rows(idx)
+        if poly:
+            rows, bounds = poly_rows(ulps, f.X, idx)
+            for k in range(len(alphas)):
+                errors[k] += bounds.T @ a[k][idx]
+            del bounds
+        else:
+            rows = f.gram_rows(idx)
         # rbf values are positive: the rows are their own absolute values
         absolute = rows if pair else np.abs(rows)
         for k in range(len(alphas)):
@@ -150,6 +162,8 @@ def kernel_scores(
         g = hi + lo
         if pair:
             e = rbf_score_error(ulps, alpha, mag, weighted[k], g)
+        elif poly:
+            e = poly_score_error(alpha, mag, errors[k], g)
         else:
             e = (ulps + mk * mk * eps) * eps * mag
         out.append((g, e + eps * np.abs(g)))
@@ -285,7 +299,7 @@ class _KernelScores:
     """The scores of a kernel candidate and of its nearest feasible point, with the bounds
     ``e`` on their rounding errors (:func:`kernel_scores`)."""
 
-    ulps: float
+    ulps: float | RbfError | PolyBound
     scores: np.ndarray
     error: np.ndarray
     first: np.ndarray
@@ -418,16 +432,18 @@ def _kernel_bounds(
     """``P``, ``D`` and the dual point of a kernel candidate, through the scores' error ``e``
     (:func:`kernel_scores`), which no dual point can remove: ``||w||^2 = (alpha y) . g`` is off
     by up to ``sum_i |alpha_i| e_i``, and a slack by ``e_i`` wherever it could be nonzero
-    (kernels have a finite ``C``); ``D`` is recomputed likewise. For rbf every rounding is
-    bounded (``rbf_value_error``): a rigorous enclosure."""
+    (kernels have a finite ``C``); ``D`` is recomputed likewise. For rbf and for poly with
+    ``c0 >= 0`` every rounding is bounded (``rbf_pair_error``, :mod:`~qpsvm.verify.rigorous_poly`)
+    and the kernel is positive semidefinite: a rigorous enclosure (:func:`_proven`)."""
     k = side.kernel
     if alpha is k.first:
         g, e_dual = k.first_scores, k.first_error
     else:
         g, e_dual = kernel_scores(f, [alpha], k.ulps)[0]
-    if f.kernel.name == "rbf":
+    if _proven(k.ulps):
+        diagonal = k.ulps.diagonal if isinstance(k.ulps, PolyBound) else 1.0
         primal = kernel_primal_upper(f, side.alpha, side.b, k.scores, k.error)
-        dual, alpha = kernel_dual_lower(f, alpha, g, e_dual, primal)
+        dual, alpha = kernel_dual_lower(f, alpha, g, e_dual, primal, diagonal)
     else:
         near = side.residual < k.error
         primal = side.primal + 0.5 * fsum_dot(np.abs(side.alpha), k.error)
@@ -437,6 +453,14 @@ def _kernel_bounds(
     if dual < 0.0:
         alpha, dual = np.zeros(f.n_samples), 0.0
     return primal, dual, alpha
+
+
+def _proven(ulps: float | RbfError | PolyBound) -> bool:
+    """Whether the kernel certificate is a proof: every value's rounding bounded and the
+    kernel positive semidefinite (rbf; poly with ``c0 >= 0``)."""
+    return isinstance(ulps, RbfError) or (
+        isinstance(ulps, PolyBound) and ulps.positive_semidefinite
+    )
 
 
 def _stationarity(
@@ -480,10 +504,12 @@ def certify_binary(
     alpha, dual_float, expansions = _search_dual(f, side, tol, hints)
     if f.linear:
         primal, primal_inf, dual, alpha, floor = _linear_bounds(f, side, alpha, pairs)
+        rigorous = True
     else:
         primal, dual, alpha = _kernel_bounds(f, side, alpha)
         primal_inf = side.infeasibility
         floor = evaluation_allowance(primal, dual, side.primal, dual_float)
+        rigorous = _proven(side.kernel.ulps)
     comp = np.abs(alpha * (side.residual + side.hinge))
     if not side.hard:
         comp = np.maximum(comp, np.abs((f.upper - alpha) * side.hinge))
@@ -497,6 +523,6 @@ def certify_binary(
         tol=tol,
         formulation=type(f).__name__,
         alpha=alpha,
-        rigorous=f.linear or f.kernel.name == "rbf",
+        rigorous=rigorous,
         rounding_floor=floor,
     )

@@ -788,22 +788,29 @@ def kernel_primal_upper(
 
 
 def kernel_dual_lower(
-    f: BinaryRows, alpha: np.ndarray, scores: np.ndarray, err: np.ndarray, upper: float
+    f: BinaryRows,
+    alpha: np.ndarray,
+    scores: np.ndarray,
+    err: np.ndarray,
+    upper: float,
+    diagonal: float = 1.0,
 ) -> tuple[float, np.ndarray]:
-    r"""A lower bound on ``P*`` from ``alpha`` with rbf scores ``g = K (alpha y)`` within ``err``:
+    r"""A lower bound on ``P*`` from ``alpha`` with scores ``g = K (alpha y)`` within ``err`` of
+    a positive semidefinite kernel with :math:`\max_i K_{ii} \le` ``diagonal`` (1 for rbf):
     ``alpha`` is clipped into the exact box (:func:`binary_feasible`; a clipped entry moves
-    each score by at most its change, since :math:`0 < K \le 1`), and
+    each score by at most its change times ``diagonal``, since
+    :math:`|K_{ij}| \le \sqrt{K_{ii} K_{jj}}`), and
 
     .. math::
 
         D = \sum_i m_i \alpha_i - \tfrac12 (\alpha y)^T K (\alpha y)
           - B \Big|\sum_i \alpha_i y_i\Big|,
 
-    with ``B`` for rbf features :math:`\|\phi(x)\| = 1` (:func:`intercept_bound`, ``upper`` a
-    rigorous upper bound on ``P*``)."""
+    with ``B`` for features :math:`\|\phi(x)\| \le \sqrt{\text{diagonal}}`
+    (:func:`intercept_bound`, ``upper`` a rigorous upper bound on ``P*``)."""
     a = binary_feasible(f, alpha)
     moved = upper_sum(np.abs(a - alpha)) if np.any(a != alpha) else 0.0
-    err = err + moved
+    err = err + float(up(moved * diagonal))
     gain = lower_sum(f.margin * a)
     quad = float(up(dot_upper(a * f.y, scores) + upper_sum(a * err)))
     value = float(down(gain - float(up(0.5 * max(quad, 0.0)))))
@@ -811,6 +818,6 @@ def kernel_dual_lower(
         balance = fsum(a * f.y)
         off = float(up(abs(balance) * (1.0 + 2.0 * U) + 8.0 * gamma(a.size) ** 2 * fsum(a)))
         if off > 0.0:
-            bound = intercept_bound(f.margin, f.X, upper, feature_norm=1.0)
+            bound = intercept_bound(f.margin, f.X, upper, feature_norm=_sqrt_up(diagonal))
             value = float(down(value - float(up(bound * off)))) if bound < math.inf else -math.inf
     return value, a
