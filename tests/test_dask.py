@@ -15,6 +15,7 @@ from qpsvm.dask.multiclass import DaskMulticlassSVM  # noqa: E402
 from qpsvm.dask.ranking import DaskRankingSVM  # noqa: E402
 from qpsvm.exceptions import InvalidInputError  # noqa: E402
 from qpsvm.solution import Candidate  # noqa: E402
+from qpsvm.verify.certificate import DEFAULT_TOL  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +40,15 @@ def problem(seed: int, n: int = 3000, d: int = 4, noise: float = 1.0):
 
 def chunked(v: np.ndarray, rows: int):
     return da.from_array(v, chunks=(rows, *v.shape[1:]))
+
+
+def assert_rounding_floor(cert) -> None:
+    """The rounding floor ``(upper - P^) + (D^ - lower)`` of a Dask certificate: positive (the
+    enclosures add their error bounds to the same sums evaluated in floating point), part of
+    the gap, and on standardised data a hundredth of the default tol at most, as in memory
+    (tests/test_rounding_floor.py)."""
+    assert 0.0 < cert.rounding_floor <= cert.gap
+    assert cert.relative_floor <= 1e-2 * DEFAULT_TOL
 
 
 @pytest.mark.parametrize(
@@ -75,6 +85,7 @@ def test_same_certified_optimum_as_in_memory(
     assert sol.info["working"] <= len(y)
     cert = sol.certificate
     assert cert.passed and cert.rigorous
+    assert_rounding_floor(cert)
     ref = qpsvm.SoftMarginPrimal(
         X.astype(np.float64), y, C=0.3, fit_intercept=fit_intercept, sample_weight=s, margin=m
     ).solve()
@@ -249,6 +260,7 @@ def test_multiclass_same_certified_optimum_as_in_memory(
     sol = f.solve(sample_rows=500, min_work=min_work)
     cert = sol.certificate
     assert cert.passed and cert.rigorous
+    assert_rounding_floor(cert)
     ref_f = qpsvm.MulticlassSVM(X.astype(np.float64), y, C=0.3, variant=variant, sample_weight=s)
     ref = ref_f.solve()
     # both enclose the one optimum P* of the problem the float data state, W* is unique
@@ -326,6 +338,7 @@ def test_ranking_same_certified_optimum_as_in_memory(client, seed, dtype, C):
     sol = f.solve(sample_rows=600)
     cert = sol.certificate
     assert cert.passed and cert.rigorous
+    assert_rounding_floor(cert)
     ref = qpsvm.RankingSVM(X.astype(np.float64), y=rel, groups=groups, C=C).solve()
     # both enclose the one optimum P*, and w* is unique
     assert cert.dual_objective <= ref.certificate.primal_objective

@@ -18,6 +18,7 @@ from qpsvm.verify.certificate import (
     evaluation_allowance,
     uncertified_error,
 )
+from qpsvm.verify.ranking import certify_grouped
 
 #: Six points on a line, two of them on the margin: ``w* = 1``, ``b* = 0``, ``alpha* = 1/2``
 #: on the two, ``P* = 1/2``, every one a float64 number, for any ``C >= 1/2``.
@@ -95,6 +96,7 @@ def _ordinary():
         "no intercept": qpsvm.SoftMarginPrimal(X, y, C=10.0, fit_intercept=False),
         "hard margin": qpsvm.HardMargin(separable, y),
         "rbf": qpsvm.SoftMarginDual(X[:200], y[:200], C=10.0, kernel="rbf"),
+        "poly": qpsvm.SoftMarginDual(X[:200], y[:200], C=10.0, kernel="poly", degree=3),
         "crammer_singer": qpsvm.MulticlassSVM(Xi, yi, C=1.0),
         "ranking": qpsvm.RankingSVM(Xi[:60], y=yi[:60], C=1.0),
         "squared hinge": qpsvm.SoftMarginPrimal(X, y, C=1.0, loss="squared_hinge"),
@@ -104,8 +106,8 @@ def _ordinary():
 @pytest.mark.parametrize("name", list(_ordinary()))
 def test_ordinary_problems_are_unaffected(name):
     """On standardised data the floor is a hundredth of the default tol at most (measured:
-    1e-15 for linear problems, 4e-12 for rbf with its kernel values' proven error): solves
-    pass as before."""
+    1e-15 for linear problems, 4e-12 for rbf and poly with their kernel values' proven
+    errors): solves pass as before."""
     cert = _ordinary()[name].solve().certificate
     assert cert.passed
     assert 0.0 <= cert.relative_floor <= 1e-2 * DEFAULT_TOL
@@ -119,3 +121,18 @@ def test_the_allowance_is_the_difference_to_float_evaluations():
     assert evaluation_allowance(10.0, 9.0, 10.5, 8.0) == 0.0
     assert evaluation_allowance(math.inf, 9.0, 10.0, 9.5) == 0.5
     assert evaluation_allowance(10.0, 9.9, 9.5, 10.5) == pytest.approx(0.1)
+
+
+def test_the_grouped_ranking_certificate_has_its_floor():
+    """The 1-slack ranking certificate (pairs never formed,
+    :func:`~qpsvm.verify.ranking.certify_grouped`) measures its floor as the others do: at the
+    optimum of a standardised problem the gap (about 5e-15 relative) is almost all floor, so a
+    tol below it is the typed stop, not a solver's failure."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 3)), rng.integers(0, 3, 40)
+    f = qpsvm.RankingSVM(X, y=y, groups=np.repeat(np.arange(5), 8), C=1.0)
+    w = f.solve(method="one_slack").w
+    cert = certify_grouped(f, w, tol=2e-15)
+    assert cert.rigorous and 0.0 < cert.rounding_floor <= cert.gap
+    assert cert.relative_floor > cert.tol and not cert.passed
+    assert isinstance(uncertified_error(cert, "m"), RoundingFloorError)

@@ -31,8 +31,9 @@ from qpsvm.verify.ranking import (
     grouped_expansion,
     grouped_gain_lower,
     grouped_hinge_upper,
+    grouped_hinge_value,
 )
-from qpsvm.verify.ranking_sweep import QueryLayout, layout, pair_sums, pair_window
+from qpsvm.verify.ranking_sweep import QueryLayout, layout, pair_window
 from qpsvm.verify.rigorous import DualSums
 
 __all__ = [
@@ -208,7 +209,6 @@ def rank_round_parts(
     top = np.argsort(-out_wrong[:found], kind="stable")[:cap]
     n_bound, coef = bound_sets(lay, s0, sort.band, work)
     short = C * float(sort.fractions(np.ones((1, 1)), np.ones(1))[0])  # alpha_p = t C on B
-    cnt, _, total, _ = pair_sums(lay, s - 1.0, s)
     r = s[work[:, 0]] - s[work[:, 1]]
     xi = np.maximum(0.0, 1.0 - r)
     comp = np.maximum(np.abs(alpha_work * (r - 1.0 + xi)), (C - alpha_work) * xi)
@@ -229,5 +229,5 @@ def rank_round_parts(
         box=0.0,
         balance=0.0,
         complementarity=float(np.max(comp, initial=0.0)),
-        slack_sum=float(np.sum(cnt * (1.0 - s)) + np.sum(total)),
+        slack_sum=grouped_hinge_value(lay, s),
     )

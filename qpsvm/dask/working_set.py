@@ -45,9 +45,15 @@ from qpsvm.dask.passes import DaskData
 from qpsvm.exceptions import InaccurateSolutionError, InvalidInputError
 from qpsvm.solution import History, Solution
 from qpsvm.solvers.working_set import MIN_ADD, WIDTH
-from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, uncertified_error
+from qpsvm.verify.certificate import (
+    DEFAULT_TOL,
+    Certificate,
+    evaluation_allowance,
+    uncertified_error,
+)
 from qpsvm.verify.rigorous import (
     combine_dual_sums,
+    dual_estimate,
     dual_lower_value,
     intercept_bound_from,
     primal_upper,
@@ -68,6 +74,7 @@ __all__ = [
     "certified",
     "certify_blocks",
     "dask_solution",
+    "float_objective",
     "pass_info",
     "read_sample",
     "run_rounds",
@@ -244,8 +251,7 @@ def run_rounds(
         sort = replace(begun.sort, share=point.share)
         cap = max(MIN_ADD, len(ws.rows))
         parts = data.check(sort, ws.rows.index, alpha_work, point.w, point.b, begun.eps, cap)
-        slack = fsum(np.array([p.slack_sum for p in parts]))
-        objective = 0.5 * float(np.sum(point.w * point.w)) + data.C * slack
+        objective = float_objective(point.w, data.C, parts)
         history.append((rnd, objective, time.perf_counter() - began))
         violated = sum(p.n_violated for p in parts)
         logger.info(
@@ -269,6 +275,12 @@ def run_rounds(
     )
 
 
+def float_objective(w: np.ndarray, C: float, parts: list[RoundParts]) -> float:
+    """``P = 1/2 ||w||^2 + C sum_i s_i xi_i`` in floating point from the blocks' plain slack
+    sums (no bound on its rounding: progress reports and the rounding floor)."""
+    return 0.5 * fsum(w * w) + C * fsum(np.array([p.slack_sum for p in parts]))
+
+
 def certify_blocks(
     data: DaskData,
     parts: list[RoundParts],
@@ -289,7 +301,11 @@ def certify_blocks(
     ``alpha_work`` on the working set ``work``, ``C s_i`` on fixed constraints, 0 elsewhere,
     made exactly feasible. With a free intercept the balance residual costs ``B |sum_i alpha_i
     y_i|`` (:func:`~qpsvm.verify.rigorous.intercept_bound_from`). The certificate's ``alpha``
-    is that point as a Dask array.
+    is that point as a Dask array. Its rounding floor
+    (:func:`~qpsvm.verify.certificate.evaluation_allowance`) measures both bounds against the
+    same point's objectives in floating point: ``P`` from the blocks' plain slack sums, ``D``
+    from the dual sums without their error bounds
+    (:func:`~qpsvm.verify.rigorous.dual_estimate`).
     """
     P = primal_upper(
         upper_sum(w * w),
@@ -304,9 +320,12 @@ def certify_blocks(
         bound = intercept_bound_from(max_margin, max(p.max_row_norm for p in parts), P)
     hi, lo, _ = sums.expansion
     balance = abs(fsum(np.array([p.balance for p in parts]))) if data.fit_intercept else 0.0
+    D = dual_lower_value(sums, bound)
+    estimates = float_objective(w, data.C, parts), dual_estimate(sums, bound)
+    floor = evaluation_allowance(P, D, *estimates)
     return Certificate(
         primal_objective=P,
-        dual_objective=dual_lower_value(sums, bound),
+        dual_objective=D,
         primal_infeasibility=0.0,
         dual_infeasibility=max(0.0, max(p.box for p in parts), balance),
         complementarity=max(p.complementarity for p in parts),
@@ -315,6 +334,7 @@ def certify_blocks(
         formulation=formulation,
         alpha=data.alpha(sort, work, alpha_work),
         rigorous=True,
+        rounding_floor=floor,
     )
 
 

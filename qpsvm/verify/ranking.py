@@ -51,7 +51,13 @@ from qpsvm._validation import check_tol
 from qpsvm.contract import RankingProblem
 from qpsvm.solution import Candidate
 from qpsvm.verify.binary import certify_binary
-from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, relative
+from qpsvm.verify.certificate import (
+    DEFAULT_TOL,
+    GOOD_ENOUGH,
+    Certificate,
+    evaluation_allowance,
+    relative,
+)
 from qpsvm.verify.projection import bounded_fit
 from qpsvm.verify.ranking_sweep import QueryLayout, pair_sums, pair_window
 from qpsvm.verify.rigorous import (
@@ -60,6 +66,7 @@ from qpsvm.verify.rigorous import (
     U,
     _abs_product,
     down,
+    dual_estimate,
     dual_lower_value,
     enclosed_product,
     gamma,
@@ -77,6 +84,7 @@ __all__ = [
     "grouped_expansion",
     "grouped_gain_lower",
     "grouped_hinge_upper",
+    "grouped_hinge_value",
     "window_dual",
     "window_sets",
 ]
@@ -417,6 +425,15 @@ def grouped_hinge_upper(X: Any, lay: QueryLayout, w: np.ndarray) -> float:
     return float(up(max(0.0, s) + up(2.0 * U * abs(s) + rounding)))
 
 
+def grouped_hinge_value(lay: QueryLayout, scores: np.ndarray) -> float:
+    r"""The hinge sum :math:`\sum_p \max(0, 1 - s_i + s_j)` over the pairs of ``lay`` from the
+    item scores ``s`` in floating point, per preferred item ``cnt_i (1 - s_i) + sum_j s_j``
+    (no bound on its rounding: the value :func:`grouped_hinge_upper` bounds, for progress
+    reports and :func:`~qpsvm.verify.certificate.evaluation_allowance`)."""
+    cnt, _, total, _ = pair_sums(lay, scores - 1.0, scores)
+    return fsum(cnt * (1.0 - scores)) + fsum(total)
+
+
 def grouped_expansion(X: Any, C: float, point: WindowDual) -> tuple:
     r"""The expansion ``X^T coef`` of ``point`` enclosed (``hi, lo, err``): ``coef = C a_B +
     D_M^T alpha_M`` rounded, its rounding bounded and carried through ``|X|^T``. Over disjoint
@@ -442,14 +459,15 @@ def grouped_gain_lower(C: float, n_bound: int, alpha: np.ndarray) -> float:
     return float(down(float(down(C * float(n_bound))) + lower_sum(alpha)))
 
 
-def grouped_dual_lower(X: Any, C: float, point: WindowDual) -> tuple[float, np.ndarray]:
+def grouped_dual_lower(X: Any, C: float, point: WindowDual) -> tuple[float, float, np.ndarray]:
     r"""A lower bound on ``D(alpha)`` at ``point`` (exactly feasible: ``alpha = C`` on ``B``,
     ``alpha_M`` in ``[0, C]``), with the expansion enclosed (:func:`grouped_expansion`).
-    Returns the bound and the rounded expansion."""
+    Returns the bound, ``D`` from the same sums without their error bounds
+    (:func:`~qpsvm.verify.rigorous.dual_estimate`) and the rounded expansion."""
     hi, lo, err = grouped_expansion(X, C, point)
     zero = np.zeros(1)
     sums = DualSums(grouped_gain_lower(C, point.n_bound, point.alpha), (hi, lo, err), (zero,) * 3)
-    return dual_lower_value(sums, None), hi + lo
+    return dual_lower_value(sums, None), dual_estimate(sums), hi + lo
 
 
 def certify_grouped(f: RankingProblem, w: np.ndarray, tol: float = DEFAULT_TOL) -> Certificate:
@@ -468,14 +486,15 @@ def certify_grouped(f: RankingProblem, w: np.ndarray, tol: float = DEFAULT_TOL) 
     X, C, lay = f.items, f.C, f.query_layout
     primal = grouped_primal_upper(X, C, lay, w)
     scores = np.asarray(X @ w).ravel()
-    dual, best, expansion = 0.0, None, np.zeros_like(w)
+    primal_float = 0.5 * fsum(w * w) + C * grouped_hinge_value(lay, scores)
+    dual, dual_float, best, expansion = 0.0, 0.0, None, np.zeros_like(w)
     for tau in WINDOW_TAUS:
         point = window_dual(X, C, lay, scores, tau, start=w)
         if point is None:
             break
-        value, v = grouped_dual_lower(X, C, point)
+        value, estimate, v = grouped_dual_lower(X, C, point)
         if value > dual:
-            dual, best, expansion = value, point, v
+            dual, dual_float, best, expansion = value, estimate, point, v
         if relative(primal - dual, primal) <= GOOD_ENOUGH * tol:
             break
     comp = 0.0
@@ -494,4 +513,5 @@ def certify_grouped(f: RankingProblem, w: np.ndarray, tol: float = DEFAULT_TOL) 
         tol=tol,
         formulation=type(f).__name__,
         rigorous=True,
+        rounding_floor=evaluation_allowance(primal, dual, primal_float, dual_float),
     )
