@@ -4,6 +4,7 @@ relaxed structural SVM certified with fractional cutting planes (Finley & Joachi
 from __future__ import annotations
 
 import itertools
+from fractions import Fraction as F
 
 import cvxpy as cp
 import numpy as np
@@ -178,8 +179,19 @@ def test_joint_feature_and_loss_extend_linearly(model):
     )
     w = rng.standard_normal(model.n_joint_features)
     (output,), (bound,) = model.loss_augmented_bounds_batch([x], [truth], w)
-    value = model.loss(truth, output) + model.score(x, output, w)
-    assert value <= bound + 1e-12
+    # the relaxed oracle's bound plus the model's bound on its rounding is at least the exact
+    # maximum of F(mu) = Delta(truth, mu) + w . Psi(x, mu) over the polytope
+    # (models.Rounding.oracle), so at least F(output), which lies within the model's bounds on
+    # the rounding of its float loss and joint feature of the float value; in fractions
+    rounding = model.rounding([x], [truth], w)
+    psi = model.joint_feature(x, output)
+    value = F(model.loss(truth, output)) + sum(
+        (F(a) * F(b) for a, b in zip(w, psi, strict=True)), F(0)
+    )
+    norm = F(float(np.nextafter(np.sqrt(w @ w), np.inf)))
+    assert norm**2 >= sum((F(v) ** 2 for v in w), F(0))  # an upper bound on ||w||
+    worst = value + F(rounding.loss[0]) + norm * F(rounding.feature[0])
+    assert worst <= F(bound) + F(rounding.oracle[0])
 
 
 # ------------------------------------------------------------ the relaxed structural SVM

@@ -10,13 +10,16 @@ Two halves, as for the binary formulations (``test_hard_numerics.py``, ``test_re
 
 Reasons for the asserted numbers:
 
-* Weak duality. The certificate's dual point is feasible, so ``D <= P*``; the solver's point has
-  ``P(w_sol) >= P*``. Hence ``D <= P(w_sol)`` and ``gap = P(cand) - D >= P(cand) - P* >=
-  P(cand) - P(w_sol)`` for every candidate, whatever the solver's accuracy; and a candidate with
-  ``P(cand) - P(w_sol) > tol * max(1, |P(cand)|)`` cannot pass.
-* Two certified answers of one problem: ``P*`` lies in each ``[D, P]``, so their objectives
-  differ by at most the larger gap, and ``||w_a - w_b|| <= sqrt(2 gap_a) + sqrt(2 gap_b)``
-  (the objective is 1-strongly convex in ``w``).
+* Rigorous enclosures (every certificate here is rigorous: ``lower <= P* <= upper`` and
+  ``upper >= P(cand)`` in exact arithmetic), checked in fractions: ``P(cand)`` is evaluated
+  exactly from the float data, and the solver's own certificate gives ``U >= P*``. Hence
+  ``lower <= U`` and ``gap >= P(cand) - P* >= P(cand) - U`` for every candidate, whatever the
+  solver's accuracy; and a candidate with ``P(cand) - U > tol * max(1, |P(cand)|)`` cannot pass.
+* Two certified answers of one problem: ``P*`` lies in each ``[lower, upper]``, so the
+  enclosures meet, and ``||w_a - w_b|| <= sqrt(2 gap_a) + sqrt(2 gap_b)`` (the objective is
+  1-strongly convex in ``w``). Two certificates of the same point: each upper end lies in
+  ``[P(w), P(w) + gap]`` and each lower end in ``[P* - gap, P*]``, so they differ by at most
+  the larger gap.
 * Permuting samples, pairs, queries, class names or chain states restates the same problem:
   the optimum and ``w`` (relabelled) are the same, and a relabelled certificate adds the same
   numbers in another order.
@@ -30,6 +33,7 @@ Reasons for the asserted numbers:
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -41,11 +45,11 @@ import qpsvm
 from qpsvm.datasets import make_chains
 from qpsvm.models import ChainModel, MulticlassModel
 from qpsvm.solution import Candidate, CuttingPlane, StructuralCandidate
+from qpsvm.verify.structural import dual_pairs
+from tests.test_structural_rigorous import exact_primal
 
 TOL = 1e-9
-#: Round-off allowed in identities between objectives evaluated in floating point (relative):
-#: sums of ~100 terms of data as large as 1e3 (shifted features); measured up to 5e-12.
-ROUND = 1e-11
+F = Fraction
 VARIANTS = ("crammer_singer", "weston_watkins")
 
 
@@ -78,38 +82,68 @@ def tiny_chains(seed: int, n: int = 4):
     return data.X, data.Y
 
 
-def distance_bound(cert) -> float:
-    """``sqrt(2 gap)``: proven by a rigorous certificate; otherwise with the gap's round-off
-    added (a computed gap of 0 bounds nothing finer than the error of ``P`` and ``D``)."""
-    if cert.rigorous:
-        return cert.distance_bound
-    return math.sqrt(2.0 * (cert.gap + ROUND * max(1.0, abs(cert.primal_objective))))
-
-
 def agree(a, b, what: str = "", w_a=None) -> None:
     """Two certified solutions of the same problem (see the module docstring); ``w_a`` is
     ``a.w`` in ``b``'s labelling when the problems differ by a relabelling."""
     ca, cb = a.certificate, b.certificate
     assert ca.passed and cb.passed, what
-    if ca.rigorous and cb.rigorous:
-        # both enclose P*, so they meet
-        assert max(ca.lower, cb.lower) <= min(ca.upper, cb.upper), f"{what}: P* in each [D, P]"
-    else:
-        slack = max(ca.gap, cb.gap) + ROUND * max(1.0, abs(a.objective))
-        assert abs(a.objective - b.objective) <= slack, f"{what}: P* lies in each [D, P]"
+    assert ca.rigorous and cb.rigorous, what
+    # both enclose P*, so they meet
+    assert max(ca.lower, cb.lower) <= min(ca.upper, cb.upper), f"{what}: P* in each [D, P]"
     w_a = a.w if w_a is None else w_a
     gap = np.linalg.norm(np.ravel(w_a) - np.ravel(b.w))
-    assert gap <= distance_bound(ca) + distance_bound(cb), f"{what}: ||w - w*|| <= sqrt(2 gap)"
+    assert gap <= ca.distance_bound + cb.distance_bound, f"{what}: ||w - w*|| <= sqrt(2 gap)"
 
 
-def assert_sound(cert, value: float, optimum: float) -> None:
-    """``cert`` certifies a candidate of objective ``value``; ``optimum`` is the objective of a
-    solver's point (``>= P*``). Weak duality, as in the module docstring."""
-    assert cert.dual_objective <= optimum + ROUND * max(1.0, abs(optimum)), "D <= P* <= P(w_sol)"
+def same_point(ca, cb) -> None:
+    """Two rigorous certificates of the same point (the same problem restated): their ends
+    differ by at most the larger gap (module docstring)."""
+    assert ca.rigorous and cb.rigorous
+    slack = F(max(ca.gap, cb.gap))
+    assert abs(F(ca.upper) - F(cb.upper)) <= slack
+    assert abs(F(ca.lower) - F(cb.lower)) <= slack
+
+
+def exact_objective(f, w) -> Fraction:
+    """``P(w)`` of the exact problem the float data state, in fractions: the ranking SVM
+    (pairs, pair weights, no intercept), Crammer-Singer / Weston-Watkins, or the structural SVM
+    (every output enumerated, :func:`tests.test_structural_rigorous.exact_primal`)."""
+    if isinstance(f, qpsvm.StructuralSVM):
+        return exact_primal(f, w)
+    W = np.atleast_2d(np.asarray(w, dtype=np.float64))
+    norm2 = sum((F(float(v)) ** 2 for v in W.ravel()), F(0))
+    C = F(float(f.C))
+    if isinstance(f, qpsvm.RankingSVM):
+        wf = [F(float(v)) for v in W.ravel()]
+        items = [[F(float(v)) for v in x] for x in f.items]
+        total = F(0)
+        for (i, j), s in zip(f.pairs, f.sample_weight, strict=True):
+            r = sum((wk * (a - b) for wk, a, b in zip(wf, items[i], items[j], strict=True)), F(0))
+            total += F(float(s)) * max(F(0), 1 - r)
+        return norm2 / 2 + C * total
+    Wf = [[F(float(v)) for v in row] for row in W]
+    total = F(0)
+    for x, yi, s in zip(f.X, f.y, f.sample_weight, strict=True):
+        xf = [F(float(v)) for v in x]
+        scores = [sum((a * b for a, b in zip(row, xf, strict=True)), F(0)) for row in Wf]
+        hinges = [max(F(0), 1 - scores[yi] + sc) for c, sc in enumerate(scores) if c != yi]
+        total += F(float(s)) * (max(hinges) if f.crammer_singer else sum(hinges, F(0)))
+    return norm2 / 2 + C * total
+
+
+def assert_sound(cert, f, cand_w, reference) -> None:
+    """``cert`` certifies the candidate ``cand_w`` of ``f``; ``reference`` is a solver's
+    rigorous certificate (``upper >= P*``). The enclosures, as in the module docstring, in
+    fractions."""
+    assert cert.rigorous and reference.rigorous
+    value = exact_objective(f, cand_w)
+    optimum = F(reference.upper)  # >= P*
+    assert F(cert.upper) >= value, "upper >= P(cand)"
+    assert F(cert.lower) <= optimum, "lower <= P* <= U"
     excess = value - optimum
-    assert cert.gap >= excess - ROUND * max(1.0, abs(value)), "gap >= P(cand) - P*"
+    assert F(cert.gap) >= excess, "gap >= P(cand) - P*"
     assert cert.distance_bound == pytest.approx(math.sqrt(2.0 * cert.gap))
-    if excess > 2.0 * TOL * max(1.0, abs(value)):
+    if excess > 2 * F(TOL) * max(1, abs(value)):
         assert not cert.passed, "a suboptimal candidate cannot be certified"
 
 
@@ -137,14 +171,14 @@ def test_ranking_verifier_is_sound(seed, C, eps):
     assert f.certify(alpha=sol.alpha).passed
     # perturbed w
     w = sol.w + perturbation(rng, sol.w.shape, eps)
-    assert_sound(f.certify(w=w), f.objective(w), sol.objective)
+    assert_sound(f.certify(w=w), f, w, sol.certificate)
     # perturbed duals, even infeasible ones: the verifier projects them, w is their expansion
     alpha = sol.alpha + perturbation(rng, sol.alpha.shape, eps * C)
     cert = f.certify(alpha=alpha)
     assert cert.dual_infeasibility == pytest.approx(
         max(0.0, np.max(-alpha), np.max(alpha - C * weight)), abs=1e-15
     )
-    assert_sound(cert, f.objective(f.expansion(alpha)), sol.objective)
+    assert_sound(cert, f, f.expansion(alpha), sol.certificate)
     # slacks claimed below the true ones are reported as primal infeasibility
     short = f.certify(Candidate(w=sol.w, b=0.0, xi=sol.xi - eps))
     assert short.primal_infeasibility == pytest.approx(eps, rel=1e-6, abs=1e-12)
@@ -198,8 +232,7 @@ def test_ranking_does_not_depend_on_the_order(seed, C, given_pairs, score_form):
         (f.certify(alpha=a.alpha), g.certify(alpha=a.alpha[sigma])),
     ]:
         assert ca.passed and cb.passed
-        assert cb.primal_objective == pytest.approx(ca.primal_objective, rel=ROUND)
-        assert cb.dual_objective == pytest.approx(ca.dual_objective, rel=TOL)
+        same_point(ca, cb)
 
 
 # ============================================================= verifier soundness: multiclass
@@ -220,12 +253,12 @@ def test_multiclass_verifier_is_sound(seed, C, eps, variant):
     assert f.certify(sol).passed and f.certify(w=sol.w).passed
     assert f.certify(alpha=sol.alpha).passed
     W = sol.w + perturbation(rng, sol.w.shape, eps)
-    assert_sound(f.certify(w=W), f.objective(W), sol.objective)
+    assert_sound(f.certify(w=W), f, W, sol.certificate)
     # perturbed duals on the constraints (i, c), c != y_i; the verifier projects them
     alpha = np.where(f.mask, sol.alpha + perturbation(rng, sol.alpha.shape, eps * C), 0.0)
     cert = f.certify(alpha=alpha)
     assert cert.dual_infeasibility == pytest.approx(f.dual_infeasibility(alpha), abs=0)
-    assert_sound(cert, f.objective(f.expansion(alpha)), sol.objective)
+    assert_sound(cert, f, f.expansion(alpha), sol.certificate)
     # claimed slacks below the true ones
     short = f.certify(Candidate(w=sol.w, xi=sol.xi - eps))
     assert short.primal_infeasibility == pytest.approx(eps, rel=1e-6, abs=1e-12)
@@ -258,8 +291,7 @@ def test_multiclass_does_not_depend_on_sample_order_or_class_names(seed, C, vari
         (f.certify(alpha=a.alpha), g.certify(alpha=alpha[perm])),
     ]:
         assert ca.passed and cb.passed
-        assert cb.primal_objective == pytest.approx(ca.primal_objective, rel=ROUND)
-        assert cb.dual_objective == pytest.approx(ca.dual_objective, rel=TOL)
+        same_point(ca, cb)
 
 
 # ============================================================= verifier soundness: structural
@@ -288,21 +320,24 @@ def test_structural_verifier_is_sound(seed, C, eps, kind, rescaling):
         assert sol.certificate.passed and sol.certificate.relative_gap <= TOL
         assert f.certify(sol).passed
     agree(full, cut, "the cutting plane reaches the full QP")
-    optimum = min(full.objective, cut.objective)
+    reference = min(full.certificate, cut.certificate, key=lambda c: c.upper)  # upper >= P*
     planes = cut.info["constraints"]
     # perturbed w: a bare w gets a valid (loose) dual point
     w = cut.w + perturbation(rng, cut.w.shape, eps)
-    assert_sound(f.certify(w=w), f.objective(w), optimum)
+    assert_sound(f.certify(w=w), f, w, reference)
     # perturbed plane multipliers, kept feasible (scaled down): w is their expansion
     alpha = cut.alpha * (1.0 - eps) * rng.uniform(0.5, 1.0, cut.alpha.shape)
-    w_alpha = f.plane_matrix(planes).A.T @ alpha
     cert = f.certify(StructuralCandidate(alpha=alpha, planes=planes))
     assert cert.dual_infeasibility == 0.0
-    assert cert.primal_objective == pytest.approx(f.objective(w_alpha), rel=ROUND)
-    assert_sound(cert, f.objective(w_alpha), optimum)
+    # the verifier's w is the expansion of the pairs' weights (dual_pairs, summed as it sums)
+    pairs = dual_pairs(planes, alpha, f.n_samples)
+    rows, _ = f.pair_rows(pairs.example, pairs.outputs, f.joint_rows(pairs.example, pairs.outputs))
+    w_pairs = np.asarray(rows.T @ pairs.weight).ravel()
+    assert_sound(cert, f, w_pairs, reference)
+    assert F(cert.upper) - exact_objective(f, w_pairs) <= F(cert.gap)  # upper in [P, P + gap]
     # too much weight on the planes: reported, projected, and still a lower bound
     heavy = f.certify(StructuralCandidate(w=cut.w, alpha=(1.0 + eps) * cut.alpha, planes=planes))
-    assert_sound(heavy, cut.objective, optimum)
+    assert_sound(heavy, f, cut.w, reference)
     # claimed slacks below the true ones
     short = f.certify(StructuralCandidate(w=cut.w, alpha=cut.alpha, planes=planes, xi=cut.xi - eps))
     assert short.primal_infeasibility == pytest.approx(eps, rel=1e-6, abs=1e-12)
@@ -368,7 +403,8 @@ def test_structural_does_not_depend_on_example_order_or_labels(seed, C, kind, re
         # QP moved by 2e-7 (relative) between two orders of one chain problem
         agree(a, b, method, w_a=relabel_w(a.w))
         assert a.objective == pytest.approx(b.objective, rel=TOL, abs=TOL)
-        assert g.objective(relabel_w(a.w)) == pytest.approx(a.objective, rel=ROUND)
+        # the same problem: the exact objective of the relabelled w is the same number
+        assert exact_objective(g, relabel_w(a.w)) == exact_objective(f, a.w)
         # the same multipliers on the relabelled planes: the same certificate
         planes = [
             CuttingPlane(new_index[p.examples], tuple(relabel_output(o) for o in p.outputs))
@@ -377,8 +413,7 @@ def test_structural_does_not_depend_on_example_order_or_labels(seed, C, kind, re
         ca = f.certify(a)
         cb = g.certify(StructuralCandidate(w=relabel_w(a.w), alpha=a.alpha, planes=planes))
         assert cb.passed
-        assert cb.primal_objective == pytest.approx(ca.primal_objective, rel=ROUND)
-        assert cb.dual_objective == pytest.approx(ca.dual_objective, rel=ROUND)
+        same_point(ca, cb)
 
 
 # ==================================================================== hard problems: ranking
