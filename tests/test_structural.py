@@ -180,6 +180,24 @@ def test_certificate_brackets_the_optimum():
     assert np.linalg.norm(sgd.w - w_star) <= cert.distance_bound + 1e-6
 
 
+def test_certificate_of_a_bare_w_is_tight():
+    """The gap of a bare ``w`` is its suboptimality ``P(w) - P*`` (at least ``P(w) - P`` of
+    the certified solution) to 1%, however it was found: the problem's own solution's dual point
+    is tried; the dual point of ``w``'s own most violated outputs alone is many times looser."""
+    X, Y = tiny_chains(5)
+    f = StructuralSVM(ChainModel(4, 3), X, Y, C=1.0)
+    best = f.solve().certificate.primal_objective
+    for w in (
+        f.solve(method="subgradient", epochs=3, random_state=0).w,
+        f.solve(tol=1e-2).w,
+    ):
+        cert = f.certify(w)
+        excess = cert.primal_objective - best
+        assert 0 < excess and cert.gap <= 1.01 * excess
+        own = f.certify(w, reference=False)
+        assert own.primal_objective == cert.primal_objective and own.gap > 2 * excess
+
+
 def test_certificate_recomputes_the_bound_from_the_raw_data():
     X, Y = tiny_chains(6)
     f = StructuralSVM(ChainModel(4, 3), X, Y, C=1.0)

@@ -245,10 +245,15 @@ class Formulation(ABC):
         reference = self.reference_solution()
         if reference is None:
             return cert
-        other = certifier(self, cand, tol=tol, hints=(reference.alpha,))
+        other = certifier(self, cand, tol=tol, hints=(self.dual_hint(reference),))
         if other.dual_objective > cert.dual_objective:
             cert = other
         return cert
+
+    def dual_hint(self, solution: Solution) -> Any:
+        """The dual point of ``solution`` that :meth:`certify` gives its certifier to try:
+        ``solution.alpha``."""
+        return solution.alpha
 
     def reference_solution(self) -> Solution | None:
         """This problem's own certified solution, computed once and kept: :meth:`certify`

@@ -44,7 +44,7 @@ from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.model import CvxModel
 from qpsvm.models.base import JointFeatureModel, Rounding
 from qpsvm.solution import Candidate, CuttingPlane, Solution, StructuralCandidate
-from qpsvm.verify.structural import dual_pairs, output_key
+from qpsvm.verify.structural import dual_pairs, output_key, read_structural_candidate
 
 __all__ = ["RESCALINGS", "StructuralCvxModel", "StructuralSVM"]
 
@@ -195,6 +195,11 @@ class StructuralSVM(Formulation):
     def check_w(self, w: Any) -> np.ndarray:
         """A candidate ``w`` as a finite float64 vector of length ``n_joint_features``."""
         return self.model.check_weights(w)
+
+    def dual_hint(self, solution: Solution) -> StructuralCandidate:
+        """The dual point of ``solution`` for :meth:`certify` to try: its multipliers with
+        their cutting planes (``info["constraints"]``)."""
+        return read_structural_candidate(self, solution)
 
     def check_b(self, b: Any) -> float:
         """The structural SVM has no intercept: ``b`` must be 0."""

@@ -63,6 +63,7 @@ from qpsvm.verify.rigorous_structural import (
 __all__ = [
     "CuttingPlane",
     "DualPairs",
+    "DualSide",
     "StructuralCandidate",
     "certify_structural",
     "dual_pairs",
@@ -260,7 +261,10 @@ def read_structural_candidate(
 
 
 def certify_structural(
-    f: StructuralProblem, cand: StructuralCandidate, tol: float = DEFAULT_TOL
+    f: StructuralProblem,
+    cand: StructuralCandidate,
+    tol: float = DEFAULT_TOL,
+    hints: Sequence[StructuralCandidate] = (),
 ) -> Certificate:
     r"""Certify a structural-SVM candidate from the raw data (see the module docstring).
 
@@ -272,7 +276,11 @@ def certify_structural(
     feasible set; the planes recomputed from the stored outputs by ``f.pair_rows``. For a bare
     ``w`` the dual point puts multipliers :math:`\beta_i \in [0, C]` on the most violated
     output of each example at ``w``, maximised by coordinate ascent: valid, but loose unless the
-    optimum needs one output per example (the optimum usually spreads over several).
+    optimum needs one output per example (the optimum usually spreads over several). The dual
+    points of ``hints`` (other candidates' multipliers over their planes, e.g. the problem's own
+    solution) are tried as well and the one of highest value is kept, so that the gap of any
+    ``w`` is tight however the candidate was found. ``dual_infeasibility`` is always that of the
+    candidate's own multipliers (0 for a bare ``w``).
 
     ``max_violation`` is the cutting-plane violation: the largest, over the groups of examples the
     planes sum over (single examples for n-slack planes, all of them for 1-slack planes, and
@@ -286,6 +294,8 @@ def certify_structural(
     cand : StructuralCandidate
     tol : float
         Relative tolerance of the test.
+    hints : sequence of StructuralCandidate, optional
+        Further dual points (``alpha`` with its ``planes``) to try.
 
     Returns
     -------
@@ -295,32 +305,28 @@ def certify_structural(
     n, C = f.n_samples, f.C
     have_dual = cand.alpha is not None and cand.planes is not None
     pairs = dual_pairs(cand.planes, cand.alpha, n) if have_dual else None
-    if pairs is not None:
-        raw = pairs.weight
-        dual_inf = _dual_infeasibility(raw, pairs.example, n, C)
-        weight = _project_pairs(raw, pairs.example, n, C)
-        joint = f.joint_rows(pairs.example, pairs.outputs)
-        rows, c = f.pair_rows(pairs.example, pairs.outputs, joint)
-        w_alpha = np.asarray(rows.T @ weight).ravel()
+    own = None if pairs is None else DualSide.of(f, pairs)
     if cand.w is not None:
         w = f.check_w(cand.w)
-    elif pairs is not None:
-        w = w_alpha
+    elif own is not None:
+        w = own.w_alpha
     else:
         raise InvalidInputError("nothing to certify: the candidate has neither w nor alpha.")
     maxima = f.maximisers(w)
     joint_hat = f.joint_rows(np.arange(n), maxima[0])
     _, rows_hat, c_hat, xi = f.violations(w, maxima, joint_hat)
     primal = 0.5 * fsum(w * w) + C * fsum(xi)
-    if pairs is None:
-        rows, c, joint = rows_hat, c_hat, joint_hat
-        weight = _best_single_output_dual(rows, c, C)
-        example = np.arange(n)
-        w_alpha = np.asarray(rows.T @ weight).ravel()
-        dual_inf = 0.0
+    if own is None:
+        weight = _best_single_output_dual(rows_hat, c_hat, C)
+        w_alpha = np.asarray(rows_hat.T @ weight).ravel()
+        side = DualSide(np.arange(n), weight, joint_hat, rows_hat, c_hat, w_alpha, 0.0)
     else:
-        example = pairs.example
-    dual = fsum(weight * c) - 0.5 * fsum(w_alpha * w_alpha)
+        side = own
+    for hint in hints:
+        other = DualSide.of(f, dual_pairs(hint.planes, hint.alpha, n))
+        if other.value > side.value:
+            side = other
+    weight, dual = side.weight, side.value
     rounding = f.rounding(w)
     every = f.every_output(ENUMERATED) if maxima[1] is None and rounding is not None else None
     rigorous = proven(f, rounding, every)
@@ -330,30 +336,74 @@ def certify_structural(
         # distance from the same points' objectives evaluated in floating point
         primal_float = primal
         primal = structural_primal_upper(f, w, joint_hat, c_hat, maxima[1], rounding, every)
-        dual, weight = structural_dual_lower(f, example, joint, c, weight, rounding)
-        w_exact = np.asarray(rows.T @ weight).ravel()
-        dual_float = fsum(weight * c) - 0.5 * fsum(w_exact * w_exact)
+        dual, weight = structural_dual_lower(f, side.example, side.joint, side.c, weight, rounding)
+        w_exact = np.asarray(side.rows.T @ weight).ravel()
+        dual_float = fsum(weight * side.c) - 0.5 * fsum(w_exact * w_exact)
         floor = evaluation_allowance(primal, dual, primal_float, dual_float)
-    values = c - np.asarray(rows @ w).ravel()  # H_i(y; w) of every pair
-    spent = np.bincount(example, weights=weight, minlength=n)
+    values = side.values(w)
+    spent = np.bincount(side.example, weights=weight, minlength=n)
     complementarity = max(
-        float(np.max(np.abs(weight * (xi[example] - values)), initial=0.0)),
+        float(np.max(np.abs(weight * (xi[side.example] - values)), initial=0.0)),
         float(np.max(np.abs((C - spent) * xi), initial=0.0)),
+    )
+    violation = _max_violation(
+        cand.planes if have_dual else None,
+        pairs,
+        None if own is None else (values if own is side else own.values(w)),
+        xi,
     )
     return Certificate(
         primal_objective=float(primal),
         dual_objective=float(dual),
         primal_infeasibility=_slack_infeasibility(cand.xi, xi, n),
-        dual_infeasibility=dual_inf,
+        dual_infeasibility=0.0 if own is None else own.infeasibility,
         complementarity=complementarity,
-        stationarity=float(np.linalg.norm(w - w_alpha)),
+        stationarity=float(np.linalg.norm(w - side.w_alpha)),
         tol=tol,
         formulation=type(f).__name__,
-        max_violation=_max_violation(cand.planes if have_dual else None, pairs, values, xi),
+        max_violation=violation,
         alpha=weight,
         rigorous=rigorous,
         rounding_floor=floor,
     )
+
+
+@dataclass(frozen=True)
+class DualSide:
+    r"""A dual point of the full problem over pairs ``(i, y)``: the weights
+    :math:`\alpha_{iy}` (feasible: one capped simplex per example), their examples, joint
+    features, plane rows :math:`a_{iy}` and offsets :math:`c_{iy}`, and
+    :math:`w_\alpha = \sum \alpha_{iy} a_{iy}`; ``infeasibility`` is how far the weights
+    it was projected from were outside the feasible set."""
+
+    example: np.ndarray
+    weight: np.ndarray
+    joint: Any
+    rows: Any
+    c: np.ndarray
+    w_alpha: np.ndarray
+    infeasibility: float
+
+    @classmethod
+    def of(cls, f: StructuralProblem, pairs: DualPairs) -> DualSide:
+        """The pairs' weights projected onto the feasible set, with their planes."""
+        n, C = f.n_samples, f.C
+        weight = _project_pairs(pairs.weight, pairs.example, n, C)
+        joint = f.joint_rows(pairs.example, pairs.outputs)
+        rows, c = f.pair_rows(pairs.example, pairs.outputs, joint)
+        w_alpha = np.asarray(rows.T @ weight).ravel()
+        infeasibility = _dual_infeasibility(pairs.weight, pairs.example, n, C)
+        return cls(pairs.example, weight, joint, rows, c, w_alpha, infeasibility)
+
+    @property
+    def value(self) -> float:
+        r""":math:`D = \sum \alpha_{iy} c_{iy} - \tfrac12 \|w_\alpha\|^2` in floating
+        point."""
+        return fsum(self.weight * self.c) - 0.5 * fsum(self.w_alpha * self.w_alpha)
+
+    def values(self, w: np.ndarray) -> np.ndarray:
+        r""":math:`H_i(y; w) = c_{iy} - a_{iy} \cdot w` of every pair."""
+        return self.c - np.asarray(self.rows @ w).ravel()
 
 
 def _best_single_output_dual(
@@ -399,7 +449,7 @@ def _slack_infeasibility(claimed: Any, true: np.ndarray, n: int) -> float:
 def _max_violation(
     planes: Sequence[CuttingPlane] | None,
     pairs: DualPairs | None,
-    values: np.ndarray,
+    values: np.ndarray | None,
     xi: np.ndarray,
 ) -> float:
     """The largest cutting-plane violation over the groups of examples (see
