@@ -4,8 +4,12 @@ The kernels (subgradient epochs, SMO, dual coordinate descent) take the data as 
 ``M = (X, data, indices, indptr, sparse, pairs)`` (:func:`data_arrays`) and reach a row only
 through :func:`_row_dot` and :func:`_row_axpy` (or :func:`_example_dot` and
 :func:`_example_axpy`, which read example ``p = (a, b)`` of a ranking SVM as the difference
-``x_a - x_b`` without forming it), so one compiled loop serves dense and sparse data, and a step
-costs ``O(nnz(x_i))``. This module is a shared leaf: the solvers and the verifier use it.
+``x_a - x_b`` without forming it), so one loop, written once, serves dense and sparse data, and
+a step costs ``O(nnz(x_i))``. The accessors are chosen by the types of ``M``'s arrays when a
+kernel is compiled (a two-dimensional ``X`` for dense rows, a two-dimensional ``pairs`` for pair
+differences), so each kind of data gets its own machine code: a loop that tests a run-time flag
+for every row runs about three times slower on sparse rows (measured: CSR rows of 20 nonzeros,
+dual coordinate descent). This module is a shared leaf: the solvers and the verifier use it.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 import numba
 import numpy as np
 import scipy.sparse as sp
+from numba.extending import overload
 
 __all__ = ["data_arrays", "linear_data", "pair_sq_norms", "row_sq_norms"]
 
@@ -22,12 +27,17 @@ __all__ = ["data_arrays", "linear_data", "pair_sq_norms", "row_sq_norms"]
 def data_arrays(X: np.ndarray | sp.csr_matrix, pairs: np.ndarray | None = None) -> tuple:
     """The matrix argument ``M = (X, data, indices, indptr, sparse, pairs)`` of the kernels.
 
-    ``X`` dense, or ``sparse=True`` with the CSR arrays (``X`` empty); unused arrays are empty.
-    With ``pairs`` (rows ``(i, j)``), example ``p`` is the difference ``x_i - x_j``.
+    ``X`` dense (two-dimensional), or ``sparse=True`` with the CSR arrays (``X`` an empty vector:
+    the kernels are compiled for one kind or the other); unused arrays are empty.
+    With ``pairs`` (rows ``(i, j)``), example ``p`` is the difference ``x_i - x_j``; without,
+    ``pairs`` is an empty vector.
     """
-    pairs = np.empty((0, 2), dtype=np.int64) if pairs is None else np.asarray(pairs, np.int64)
+    if pairs is None:
+        pairs = np.empty(0, dtype=np.int64)
+    else:
+        pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     if sp.issparse(X):
-        return np.empty((0, 0)), X.data, X.indices, X.indptr, True, pairs
+        return np.empty(0), X.data, X.indices, X.indptr, True, pairs
     empty = np.empty(0, dtype=np.int32)
     return np.ascontiguousarray(X), np.empty(0), empty, empty, False, pairs
 
@@ -39,50 +49,120 @@ def row_sq_norms(X: np.ndarray | sp.csr_matrix) -> np.ndarray:
     return np.einsum("ij,ij->i", X, X)
 
 
-@numba.njit(cache=True, inline="always")
-def _row_dot(i, M, v):  # pragma: no cover - compiled
+def _row_dot(i, M, v):  # pragma: no cover - compiled (typed by the overload below)
     """``v . x_i`` for the row ``i`` of ``M``."""
-    X, data, indices, indptr, sparse, _ = M
-    dot = 0.0
-    if sparse:
+
+
+def _row_axpy(i, M, c, v):  # pragma: no cover - compiled (typed by the overload below)
+    """``v <- v + c x_i``."""
+
+
+def _row_clear(i, M, v):  # pragma: no cover - compiled (typed by the overload below)
+    """``v_j <- 0`` on the nonzeros of ``x_i`` (every ``j`` for a dense row)."""
+
+
+# chosen by the type of ``M[0]`` (two-dimensional: dense rows), see the module docstring
+@overload(_row_dot)
+def _row_dot_typed(i, M, v):  # pragma: no cover - compiled
+    if M[0].ndim == 2:
+
+        def dense(i, M, v):
+            X = M[0]
+            dot = 0.0
+            for j in range(v.shape[0]):
+                dot += v[j] * X[i, j]
+            return dot
+
+        return dense
+
+    def sparse(i, M, v):
+        data, indices, indptr = M[1], M[2], M[3]
+        dot = 0.0
         for p in range(indptr[i], indptr[i + 1]):
             dot += v[indices[p]] * data[p]
-    else:
-        for j in range(v.shape[0]):
-            dot += v[j] * X[i, j]
-    return dot
+        return dot
+
+    return sparse
 
 
-@numba.njit(cache=True, inline="always")
-def _row_axpy(i, M, c, v):  # pragma: no cover - compiled
-    """``v <- v + c x_i``."""
-    X, data, indices, indptr, sparse, _ = M
-    if sparse:
+@overload(_row_axpy)
+def _row_axpy_typed(i, M, c, v):  # pragma: no cover - compiled
+    if M[0].ndim == 2:
+
+        def dense(i, M, c, v):
+            X = M[0]
+            for j in range(v.shape[0]):
+                v[j] += c * X[i, j]
+
+        return dense
+
+    def sparse(i, M, c, v):
+        data, indices, indptr = M[1], M[2], M[3]
         for p in range(indptr[i], indptr[i + 1]):
             v[indices[p]] += c * data[p]
-    else:
-        for j in range(v.shape[0]):
-            v[j] += c * X[i, j]
+
+    return sparse
 
 
-@numba.njit(cache=True, inline="always")
-def _example_dot(i, M, v):  # pragma: no cover - compiled
+@overload(_row_clear)
+def _row_clear_typed(i, M, v):  # pragma: no cover - compiled
+    if M[0].ndim == 2:
+
+        def dense(i, M, v):
+            v[:] = 0.0
+
+        return dense
+
+    def sparse(i, M, v):
+        indices, indptr = M[2], M[3]
+        for p in range(indptr[i], indptr[i + 1]):
+            v[indices[p]] = 0.0
+
+    return sparse
+
+
+def _example_dot(i, M, v):  # pragma: no cover - compiled (typed by the overload below)
     """``v . z_i``: the row ``x_i``, or ``x_a - x_b`` for the pair ``i = (a, b)``."""
-    pairs = M[5]
-    if pairs.shape[0] > 0:
-        return _row_dot(pairs[i, 0], M, v) - _row_dot(pairs[i, 1], M, v)
-    return _row_dot(i, M, v)
 
 
-@numba.njit(cache=True, inline="always")
-def _example_axpy(i, M, c, v):  # pragma: no cover - compiled
+def _example_axpy(i, M, c, v):  # pragma: no cover - compiled (typed by the overload below)
     """``v <- v + c z_i``."""
-    pairs = M[5]
-    if pairs.shape[0] > 0:
-        _row_axpy(pairs[i, 0], M, c, v)
-        _row_axpy(pairs[i, 1], M, -c, v)
-    else:
-        _row_axpy(i, M, c, v)
+
+
+def _example_clear(i, M, v):  # pragma: no cover - compiled (typed by the overload below)
+    """``v_j <- 0`` wherever ``z_i`` has a nonzero (:func:`_row_clear`)."""
+
+
+# chosen by the type of ``M[5]`` (two-dimensional: pairs), like the row accessors
+@overload(_example_dot)
+def _example_dot_typed(i, M, v):  # pragma: no cover - compiled
+    if M[5].ndim == 2:
+        return lambda i, M, v: _row_dot(M[5][i, 0], M, v) - _row_dot(M[5][i, 1], M, v)
+    return lambda i, M, v: _row_dot(i, M, v)
+
+
+@overload(_example_axpy)
+def _example_axpy_typed(i, M, c, v):  # pragma: no cover - compiled
+    if M[5].ndim == 2:
+
+        def pair(i, M, c, v):
+            _row_axpy(M[5][i, 0], M, c, v)
+            _row_axpy(M[5][i, 1], M, -c, v)
+
+        return pair
+    return lambda i, M, c, v: _row_axpy(i, M, c, v)
+
+
+@overload(_example_clear)
+def _example_clear_typed(i, M, v):  # pragma: no cover - compiled
+    if M[5].ndim == 2:
+
+        def pair(i, M, v):
+            _row_clear(M[5][i, 0], M, v)
+            _row_clear(M[5][i, 1], M, v)
+
+        return pair
+    return lambda i, M, v: _row_clear(i, M, v)
 
 
 @numba.njit(cache=True)

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import qpsvm
+from qpsvm.verify import ascent
 from qpsvm.verify.ascent import CoordinateData, ascend
 
 PROBLEMS = [
@@ -144,3 +145,52 @@ def test_default_method_follows_the_measured_crossovers():
     assert qpsvm.SoftMarginPrimal(X, y, loss="squared_hinge").default_method() == "dcd"
     # dense data keep the working set and the full QP
     assert qpsvm.SoftMarginPrimal(X.toarray()[:50], y[:50]).default_method() == "qp"
+
+
+def _spy_free_set(monkeypatch) -> list:
+    """Record the calls of the ascent's free-set solve."""
+    calls: list = []
+    original = ascent.free_set_step
+
+    def spy(*args, **kwargs):
+        out = original(*args, **kwargs)
+        calls.append(out)
+        return out
+
+    monkeypatch.setattr(ascent, "free_set_step", spy)
+    return calls
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_free_set_finish_of_a_slow_ascent_equals_the_rational_oracle(seed, monkeypatch):
+    # n > d with the hinge: coordinate descent is slow (most multipliers at a bound), the
+    # conjugate-gradient solve on the free set ends it
+    X, y = sparse_problem(seed, n=150, d=25, k=4)
+    calls = _spy_free_set(monkeypatch)
+    sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False).solve(method="dcd")
+    assert calls and any(c is not None for c in calls)
+    assert sol.certificate.passed
+    exact = qpsvm.SoftMarginPrimal(X.toarray(), y, C=1.0, fit_intercept=False).solve(method="exact")
+    optimum = exact.info["exact"].objective
+    assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
+
+
+def test_free_set_step_solves_the_kkt_equations_of_the_optimal_sets():
+    # started from a point whose free set is the optimum's, one step lands on the optimum:
+    # G_i = 0 on the free set (the margin met), in the box, and the certificate proves it
+    X, y = sparse_problem(9, n=150, d=25, k=4)
+    n = X.shape[0]
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False)
+    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.full(n, 1.0))
+    u = np.zeros(n)
+    v = np.zeros(X.shape[1] + 1)
+    ascent.coordinate_epochs(
+        data.rows, data.sigma, data.p, data.d, data.hi, 0.0, data.qd, u, v, 10_000, 1e-4, 0, 10
+    )
+    step = ascent.free_set_step(data, u, data.expansion(u))
+    assert np.all(step >= 0) and np.all(step <= 1.0)
+    free = (step > 0) & (step < 1.0)
+    gradient = y * (X @ (X.T @ (step * y))) - 1.0
+    assert np.max(np.abs(gradient[free])) <= 1e-10
+    cert = f.certify(alpha=step)
+    assert cert.passed and cert.relative_gap <= 1e-12
