@@ -42,6 +42,7 @@ __all__ = [
     "fsum",
     "fsum_dot",
     "gamma",
+    "rows_dot2",
     "sum_error",
     "sum_upper",
     "tdot",
@@ -196,6 +197,40 @@ def _csr_tdot2(data, indices, indptr, v, s, c):  # pragma: no cover - compiled
             vh, vl = _split(v[i])
             for k in range(indptr[i], indptr[i + 1]):
                 _dot2_step(data[k], v[i], vh, vl, s, c, indices[k])
+
+
+@numba.njit(cache=True)
+def _csr_rows_dot2(data, indices, indptr, v):  # pragma: no cover - compiled
+    """Per row ``i``: Dot2 of ``x_i . v`` (as :func:`_dot2_step`, the accumulators in
+    registers) and ``sum_j |x_ij v_j|`` in floating point."""
+    n = indptr.shape[0] - 1
+    s = np.zeros(n)
+    c = np.zeros(n)
+    magnitude = np.zeros(n)
+    for i in range(n):
+        si, ci, mi = 0.0, 0.0, 0.0
+        for k in range(indptr[i], indptr[i + 1]):
+            a, b = data[k], v[indices[k]]
+            p = a * b
+            ah, al = _split(a)
+            bh, bl = _split(b)
+            e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+            u = si + p
+            z = u - si
+            ci += ((si - (u - z)) + (p - z)) + e
+            si = u
+            mi += abs(p)
+        s[i], c[i], magnitude[i] = si, ci, mi
+    return s, c, magnitude
+
+
+def rows_dot2(X: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""``X v`` for a CSR matrix, one Ogita-Rump-Oishi Dot2 per row over its nonzeros, as an
+    unevaluated sum ``hi + lo``, and the magnitudes ``sum_j |x_ij v_j|`` (floating point) for
+    its error bound: the same operations as :func:`tdot2` on ``X^T`` (each output entry a
+    Dot2 over its terms), read along the rows in one pass, without transposing ``X``."""
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    return _csr_rows_dot2(X.data, X.indices, X.indptr, v)
 
 
 def tdot2(

@@ -381,7 +381,7 @@ def ascend(
         otherwise).
     """
     u = np.clip(np.asarray(u, dtype=np.float64), 0.0, data.hi)
-    v = data.expansion(u)
+    v = data.expansion(u, exact=False)  # steers the ascent only
     epochs = 0
     primal = data.primal(v, shift)
     dual = data.dual(u, v, shift)

@@ -47,7 +47,18 @@ from typing import Any, Protocol
 import numpy as np
 import scipy.sparse as sp
 
-from qpsvm._numerics import TINY, U, down, fsum, gamma, sum_upper, tdot2, two_product, up
+from qpsvm._numerics import (
+    TINY,
+    U,
+    down,
+    fsum,
+    gamma,
+    rows_dot2,
+    sum_upper,
+    tdot2,
+    two_product,
+    up,
+)
 
 __all__ = [
     "TINY",
@@ -174,8 +185,12 @@ def enclosed_product(M: Any, v: np.ndarray, start: tuple | None = None) -> tuple
     """
     n = M.shape[0] + (0 if start is None else 2)
     dot2 = _dot2_applies(M, v, start)
-    hi, lo = tdot2(M, v, None if start is None else start[:2])
-    magnitude = _abs_product(M, v)
+    if dot2 and start is None and sp.issparse(M) and M.format == "csc":
+        # M^T is a CSR matrix (the scores X w of CSR rows): one pass along its rows
+        hi, lo, magnitude = rows_dot2(M.T, v)
+    else:
+        hi, lo = tdot2(M, v, None if start is None else start[:2])
+        magnitude = _abs_product(M, v)
     if start is not None:
         magnitude = magnitude + np.abs(start[0]) + np.abs(start[1])
     factor = 8.0 * gamma(2 * n) ** 2 if dot2 else 2.0 * gamma(n)
