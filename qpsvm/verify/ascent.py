@@ -61,11 +61,11 @@ STALL = 8
 TOLERANCES = tuple(10.0**-k for k in range(1, 15, 2))
 #: The ascent tries the free-set solve (:func:`free_set_step`) after each tolerance from this
 #: one on (by then the free set is the optimum's or close to it) that took at least
-#: ``FINISH_EPOCHS`` epochs: where the ascent is fast (text-like data with n < d: about 4 epochs
-#: a tolerance) the solve costs more than it saves, where it is slow (n > d, the hinge: 30-35)
-#: it ends the ascent (measured on benchmarks/regimes/sparse.py).
+#: ``FINISH_EPOCHS`` epochs: where the ascent is fast (text-like data with n < d: 8-13 epochs a
+#: tolerance, up to n = 20000, d = 50000) the solve costs more than it saves, where it is slow
+#: (n > d, the hinge: 47-71) it ends the ascent (measured on benchmarks/regimes/sparse.py).
 FINISH_FROM = 1e-3
-FINISH_EPOCHS = 10
+FINISH_EPOCHS = 25
 #: Active-set rounds of one free-set solve at most (each adds the bound coordinates whose
 #: gradient points into the box).
 FREE_SET_ROUNDS = 3
