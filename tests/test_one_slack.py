@@ -14,6 +14,7 @@ import qpsvm
 from qpsvm.conventions import C_from_dlib_rank
 from qpsvm.formulations.ranking import _group_codes, make_pairs
 from qpsvm.solution import Candidate
+from qpsvm.solvers.one_slack import _CuttingPlane, _Planes
 from qpsvm.verify.ranking import certify_grouped, window_dual
 from qpsvm.verify.ranking_sweep import layout, pair_sums, pair_window
 from qpsvm.verify.rigorous import distance_lower
@@ -62,6 +63,11 @@ def test_sweeps_match_the_pairs_one_by_one(seed, levels, queries, rounded):
     inside = (b[P[:, 1]] > lo[P[:, 0]]) & (b[P[:, 1]] <= hi[P[:, 0]])
     assert sorted(map(tuple, window)) == sorted(map(tuple, P[inside]))
     assert pair_window(lay, lo, hi, b, 0) is None or not inside.any()
+    # keys in the same order (a = fl(b - 1)): one sort per query gives the same sums
+    shifted = b - 1.0
+    once = pair_sums(lay, shifted, b, monotone=True)
+    for got, want in zip(once, pair_sums(lay, shifted, b), strict=True):
+        assert np.array_equal(got, want)
 
 
 @pytest.mark.parametrize("levels", [2, 3])
@@ -117,6 +123,27 @@ def test_one_slack_is_the_exact_optimum(seed, sizes, levels, d, log_C, ties):
     dist2 = sum((Fraction(a) - b) ** 2 for a, b in zip(sol.w, optimum.w, strict=True))
     assert dist2 <= Fraction(cert.distance_bound) ** 2
     assert cert.relative_gap <= 1e-9
+
+
+@pytest.mark.parametrize("levels", [2, 3])
+@pytest.mark.parametrize("C", [1e-2, 0.1, 1.0])
+def test_line_search_planes_bracket_the_optimum(levels, C):
+    # every plane is a valid cut, so the planes' dual value stays below P*; the best point's
+    # objective is the objective of its w over the formed pairs, never increases, and stays
+    # above P* (enclosed by the working set's certificate); the gap closes
+    X, y, groups = ranking_problem(3 + levels, levels=levels)
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=C)
+    ref = qpsvm.RankingSVM(X, y=y, groups=groups, C=C).solve(method="working_set").certificate
+    low, high = ref.dual_objective, ref.primal_objective  # rigorous: low <= P* <= high
+    loop = _CuttingPlane(f, f.query_layout.n_pairs, _Planes(f.n_features, C * f.n_pairs))
+    last = loop.best.primal
+    for it in range(1, 30):
+        loop.advance(0.0, it)
+        assert loop.best.primal == pytest.approx(f.objective(loop.best.w), rel=1e-12)
+        assert loop.dual <= high and loop.best.primal >= low
+        assert loop.best.primal <= last
+        last = loop.best.primal
+    assert loop.gap() < 1e-6
 
 
 def test_grouped_certificate_bounds_the_true_suboptimality():

@@ -116,6 +116,10 @@ LIMIT_SLACK = 1e-9
 #: A width's Newton steps stop when the decrease they predict is this small relative to
 #: ``max(1, ||w||^2)`` (round-off of the objective).
 NEWTON_DECREMENT = 1e-15
+#: Newton's system ``I + k Z_Q^T Z_Q`` is solved directly while ``k tr(Z_Q^T Z_Q)`` (a bound
+#: on its condition number less 1) is at most this: the direction then keeps about 8 digits,
+#: plenty for a descent direction whose step is found by an exact line search.
+NEWTON_DIRECT = 1e8
 #: The line search stops when its bracket is this narrow relative to its right end (round-off),
 #: after at most ``LINE_STEPS`` regula falsi steps.
 LINE_WIDTH = 1e-15
@@ -244,19 +248,27 @@ def _piece_limit(
     if size > LIMIT_PAIRS * Z.shape[1]:
         return None
     u = v0 + cap * Z[linear].sum(axis=0)
+    ZQ = Z[quad]
+    delta = np.linalg.lstsq(ZQ, 1.0 - ZQ @ u, rcond=None)[0] if size else np.zeros_like(u)
+    if not _on_sides(Z, u + delta, quad, linear):  # the multipliers' fit is not needed
+        return None
     alpha_q = np.zeros(size)
     if size:
-        ZQ = Z[quad]
-        delta = np.linalg.lstsq(ZQ, 1.0 - ZQ @ u, rcond=None)[0]
         alpha_q = np.linalg.lstsq(ZQ.T, delta, rcond=None)[0]
         if np.any(alpha_q < 0.0) or np.any(alpha_q > cap):
             alpha_q = bounded_fit(ZQ.T, delta, np.zeros(size), np.full(size, cap))
     alpha = np.where(linear, cap, 0.0)
     alpha[quad] = alpha_q
     w = v0 + Z.T @ alpha
+    return (alpha, w) if _on_sides(Z, w, quad, linear) else None
+
+
+def _on_sides(Z: np.ndarray, w: np.ndarray, quad: np.ndarray, linear: np.ndarray) -> bool:
+    """Every margin ``z_p . w`` on its side of 1 within :data:`LIMIT_SLACK`: on it for the
+    pairs ``quad``, below it for ``linear``, above it for the others."""
     g = 1.0 - Z @ w
     wrong = np.where(quad, np.abs(g), np.where(linear, -g, g))
-    return (alpha, w) if float(np.max(wrong, initial=0.0)) <= LIMIT_SLACK else None
+    return float(np.max(wrong, initial=0.0)) <= LIMIT_SLACK
 
 
 def _newton_solve(ZQ: np.ndarray, k: float, g: np.ndarray) -> np.ndarray:
@@ -264,10 +276,16 @@ def _newton_solve(ZQ: np.ndarray, k: float, g: np.ndarray) -> np.ndarray:
     of ``Z_Q^T Z_Q``: ``g - V (k lambda / (1 + k lambda) * V^T g)``. Formed as a matrix, the
     identity drowns in ``k Z_Q^T Z_Q`` once ``k ||z_p||^2`` passes ``1 / eps`` (features of
     size ``1e4`` at narrow widths) and the system turns singular; this form stays exact on
-    both subspaces."""
+    both subspaces. Below :data:`NEWTON_DIRECT` the matrix is solved as it stands (its
+    condition number is at most ``1 + k tr(Z_Q^T Z_Q)``)."""
     if ZQ.shape[0] == 0:
         return g
-    lam, V = np.linalg.eigh(ZQ.T @ ZQ)
+    A = ZQ.T @ ZQ
+    if k * float(np.trace(A)) <= NEWTON_DIRECT:
+        M = k * A
+        M[np.diag_indices_from(M)] += 1.0
+        return np.linalg.solve(M, g)
+    lam, V = np.linalg.eigh(A)
     r = k * np.maximum(lam, 0.0)
     return g - V @ (r / (1.0 + r) * (V.T @ g))
 
@@ -335,7 +353,7 @@ def bound_sets(
     fl(s_i - (1 - tau))``), less the pairs ``extra`` (rows ``(i, j)``): their number ``n_B``
     and ``a_B = cnt - cnt'`` (:func:`~qpsvm.verify.ranking_sweep.pair_sums`)."""
     inner = scores - (1.0 - tau)
-    cnt, cnt_other, _, _ = pair_sums(lay, inner, scores)
+    cnt, cnt_other, _, _ = pair_sums(lay, inner, scores, monotone=True)
     n_bound = int(cnt.sum())
     coef_bound = cnt - cnt_other
     if extra is not None and extra.size:
@@ -430,7 +448,7 @@ def grouped_hinge_value(lay: QueryLayout, scores: np.ndarray) -> float:
     item scores ``s`` in floating point, per preferred item ``cnt_i (1 - s_i) + sum_j s_j``
     (no bound on its rounding: the value :func:`grouped_hinge_upper` bounds, for progress
     reports and :func:`~qpsvm.verify.certificate.evaluation_allowance`)."""
-    cnt, _, total, _ = pair_sums(lay, scores - 1.0, scores)
+    cnt, _, total, _ = pair_sums(lay, scores - 1.0, scores, monotone=True)
     return fsum(cnt * (1.0 - scores)) + fsum(total)
 
 

@@ -17,9 +17,11 @@ for per-item keys ``a`` (the preferred item's) and ``b`` (the other's). With sco
 1: their count, the hinge sum :math:`\sum_A (1 - s_i + s_j) = \sum_i \mathrm{cnt}_i (1 - s_i)
 + \mathrm{sum}_i` and the aggregated difference vector :math:`\sum_A (x_i - x_j) = X^T
 (\mathrm{cnt} - \mathrm{cnt}')` (Joachims, "Training linear SVMs in linear time", KDD 2006,
-Algorithm 3). Per query the items are sorted once by ``a`` and once by ``b``; each relevance
-level ``l`` is then swept with two pointers (the pairs ``y_i > l = y_j``): ``O(q log q + L q)``
-for ``L`` levels.
+Algorithm 3). The items are sorted once by ``a`` and once by ``b`` (all queries together,
+then regrouped by query in linear time); each relevance level ``l`` of a query is then swept
+with two pointers (the pairs ``y_i > l = y_j``): ``O(n log n + L n)`` for ``L`` levels. When
+``a`` is a non-decreasing function of ``b`` (``a = fl(s - 1)``, ``b = s``: rounding is
+monotone), the order by ``b`` is also an order by ``a`` and the items are sorted once.
 
 A window of pairs (``lo_i < b_j <= hi_i``: those near the margin) is listed explicitly by the
 same sweep with a binary search; only these few pairs are ever formed.
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-__all__ = ["QueryLayout", "layout", "pair_sums", "pair_window"]
+__all__ = ["QueryLayout", "layout", "pair_sums", "pair_window", "sorted_by_query"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ class QueryLayout:
         ``order[starts[q]:starts[q + 1]]`` are the items of query ``q``.
     level : ndarray of intp
         Dense rank of each item's relevance (``0`` the least relevant value of all).
+    query : ndarray of intp
+        Query code of each item (``0 .. Q - 1``).
     n_pairs : int
         Number of pairs ``(i, j)`` with ``y_i > y_j`` inside a query.
     max_query : int
@@ -58,6 +62,7 @@ class QueryLayout:
     order: np.ndarray
     starts: np.ndarray
     level: np.ndarray
+    query: np.ndarray
     n_pairs: int
     max_query: int
     max_levels: int
@@ -93,34 +98,57 @@ def layout(relevance: np.ndarray, codes: np.ndarray) -> QueryLayout:
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
     n_levels = int(level.max()) + 1 if level.size else 0
     n_pairs, most = _count_pairs(order, starts, level, n_levels)
-    return QueryLayout(order, starts, level, int(n_pairs), int(sizes.max()), int(most))
+    query = np.asarray(codes, dtype=np.intp)
+    return QueryLayout(order, starts, level, query, int(n_pairs), int(sizes.max()), int(most))
 
 
 @numba.njit(cache=True)
-def _sums(order, starts, level, a, b, cnt, cnt_other, total, magnitude):  # pragma: no cover
-    """The sweep of :func:`pair_sums` (outputs accumulated in place)."""
+def _by_query(perm, query, starts):  # pragma: no cover - compiled
+    """The items in the order ``perm``, regrouped by query (stable): a counting sort."""
+    out = np.empty(perm.shape[0], dtype=np.intp)
+    pos = starts[:-1].copy()
+    for k in range(perm.shape[0]):
+        i = perm[k]
+        q = query[i]
+        out[pos[q]] = i
+        pos[q] += 1
+    return out
+
+
+def sorted_by_query(lay: QueryLayout, key: np.ndarray) -> np.ndarray:
+    """Item indices grouped by query as ``lay.order`` is (``starts`` delimits the queries),
+    each query's items in non-decreasing ``key``: one sort of all items, then a counting sort
+    on the query codes."""
+    return _by_query(np.argsort(key), lay.query, lay.starts)
+
+
+@numba.njit(cache=True)
+def _sums(starts, level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude):  # pragma: no cover
+    """The sweep of :func:`pair_sums` (outputs accumulated in place); ``by_a`` and ``by_b``
+    hold each query's items sorted by ``a`` and by ``b``."""
+    most = 0
+    for q in range(starts.shape[0] - 1):
+        most = max(most, starts[q + 1] - starts[q])
+    A = np.empty(most, dtype=np.intp)
+    B = np.empty(most, dtype=np.intp)
+    suffix = np.empty(most + 1)
+    suffix_abs = np.empty(most + 1)
     for q in range(starts.shape[0] - 1):
         s, e = starts[q], starts[q + 1]
-        n = e - s
-        if n < 2:
+        if e - s < 2:
             continue
-        items = order[s:e]
-        by_a = items[np.argsort(a[items], kind="mergesort")]
-        by_b = items[np.argsort(b[items], kind="mergesort")]
-        lv = level[items]
-        lo_level, hi_level = lv.min(), lv.max()
-        A = np.empty(n, dtype=np.intp)
-        B = np.empty(n, dtype=np.intp)
-        suffix = np.empty(n + 1)
-        suffix_abs = np.empty(n + 1)
+        lo_level = hi_level = level[by_b[s]]
+        for k in range(s, e):
+            lo_level = min(lo_level, level[by_b[k]])
+            hi_level = max(hi_level, level[by_b[k]])
         for lvl in range(lo_level, hi_level):
             nA = 0
-            for k in range(n):
+            for k in range(s, e):
                 if level[by_a[k]] > lvl:
                     A[nA] = by_a[k]
                     nA += 1
             nB = 0
-            for k in range(n):
+            for k in range(s, e):
                 if level[by_b[k]] == lvl:
                     B[nB] = by_b[k]
                     nB += 1
@@ -148,7 +176,7 @@ def _sums(order, starts, level, a, b, cnt, cnt_other, total, magnitude):  # prag
 
 
 def pair_sums(
-    lay: QueryLayout, a: np.ndarray, b: np.ndarray
+    lay: QueryLayout, a: np.ndarray, b: np.ndarray, monotone: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     r"""Per-item sums over the pairs ``A = {(i, j): y_i > y_j, b_j > a_i}`` (module docstring).
 
@@ -157,6 +185,9 @@ def pair_sums(
     lay : QueryLayout
     a, b : ndarray of shape (n_items,)
         Keys of the preferred and of the other item of a pair.
+    monotone : bool, default=False
+        ``a`` is a non-decreasing function of ``b`` (``b_j <= b_k`` implies ``a_j <= a_k``,
+        e.g. ``a = b - c`` rounded): the items are then sorted once.
 
     Returns
     -------
@@ -175,35 +206,41 @@ def pair_sums(
     cnt_other = np.zeros(n, dtype=np.int64)
     total = np.zeros(n)
     magnitude = np.zeros(n)
-    _sums(lay.order, lay.starts, lay.level, a, b, cnt, cnt_other, total, magnitude)
+    by_b = sorted_by_query(lay, b)
+    by_a = by_b if monotone else sorted_by_query(lay, a)
+    _sums(lay.starts, lay.level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude)
     return cnt, cnt_other, total, magnitude
 
 
 @numba.njit(cache=True)
-def _window(order, starts, level, lo, hi, b, limit, out):  # pragma: no cover - compiled
-    """Pairs with ``lo_i < b_j <= hi_i``, written to ``out`` up to ``limit``; returns the count."""
+def _window(order, starts, level, by_b, lo, hi, b, limit, out):  # pragma: no cover - compiled
+    """Pairs with ``lo_i < b_j <= hi_i``, written to ``out`` up to ``limit``; returns the count
+    (``by_b``: each query's items sorted by ``b``)."""
     found = 0
+    most = 0
+    for q in range(starts.shape[0] - 1):
+        most = max(most, starts[q + 1] - starts[q])
+    keys = np.empty(most)
+    B = np.empty(most, dtype=np.intp)
     for q in range(starts.shape[0] - 1):
         s, e = starts[q], starts[q + 1]
-        n = e - s
-        if n < 2:
+        if e - s < 2:
             continue
-        items = order[s:e]
-        by_b = items[np.argsort(b[items], kind="mergesort")]
-        lv = level[items]
-        keys = np.empty(n)
-        B = np.empty(n, dtype=np.intp)
-        for lvl in range(lv.min(), lv.max()):
+        lo_level = hi_level = level[by_b[s]]
+        for k in range(s, e):
+            lo_level = min(lo_level, level[by_b[k]])
+            hi_level = max(hi_level, level[by_b[k]])
+        for lvl in range(lo_level, hi_level):
             nB = 0
-            for k in range(n):
+            for k in range(s, e):
                 if level[by_b[k]] == lvl:
                     B[nB] = by_b[k]
                     keys[nB] = b[by_b[k]]
                     nB += 1
             if nB == 0:
                 continue
-            for k in range(n):
-                i = items[k]
+            for k in range(s, e):
+                i = order[k]
                 if level[i] <= lvl:
                     continue
                 first = np.searchsorted(keys[:nB], lo[i], side="right")
@@ -222,5 +259,6 @@ def pair_window(
     """The pairs ``(i, j)``, ``y_i > y_j``, with ``lo_i < b_j <= hi_i``, as rows ``(i, j)``;
     ``None`` when there are more than ``limit``."""
     out = np.empty((limit, 2), dtype=np.intp)
-    found = _window(lay.order, lay.starts, lay.level, lo, hi, b, limit, out)
+    by_b = sorted_by_query(lay, b)
+    found = _window(lay.order, lay.starts, lay.level, by_b, lo, hi, b, limit, out)
     return out[:found] if found <= limit else None
