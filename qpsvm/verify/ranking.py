@@ -243,7 +243,14 @@ def _piece_limit(
     the margin's pairs are dependent); ``O(|Q| d^2)``. ``None`` when ``Q`` has more than
     :data:`LIMIT_PAIRS` ``d`` pairs, or unless every margin is on its side within
     :data:`LIMIT_SLACK` and the multipliers reproduce ``w``."""
-    quad, linear = _pieces(t, mu)
+    return _sets_limit(Z, v0, cap, *_pieces(t, mu))
+
+
+def _sets_limit(
+    Z: np.ndarray, v0: np.ndarray, cap: float, quad: np.ndarray, linear: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The exact optimum of the window's box QP if ``quad`` are the pairs on the margin and
+    ``linear`` those at ``alpha_p = cap`` (:func:`_piece_limit`), else ``None``."""
     size = int(np.count_nonzero(quad))
     if size > LIMIT_PAIRS * Z.shape[1]:
         return None
@@ -306,15 +313,21 @@ def _window_qp(
     Each width is minimised by Newton steps (Hessian ``I + (cap / mu) Z_Q^T Z_Q`` over the
     quadratic piece ``Q``, ``d x d``) with exact line search, warm started from the last width;
     its optimum gives ``alpha_p = cap clip(t_p / mu, 0, 1)`` with ``w = v_0 + Z^T alpha``
-    (stationarity). Below :data:`LIMIT_BELOW` each width's pieces are tried as the exact sets
-    (:func:`_piece_limit`); if none passes, the dual point of the last width
+    (stationarity). The start's own sets (margins within :data:`LIMIT_SLACK` of 1 on the
+    margin) are tried first, so that a start at the optimum (the certificate of an exact
+    point) costs one least-squares fit. Below :data:`LIMIT_BELOW` each width's pieces are
+    tried as the exact sets (:func:`_piece_limit`); if none passes, the dual point of the last width
     :data:`SMOOTH_LAST` is returned (within ``cap mu / 4`` per pair of the optimum). Unlike an
     active-set method on the multipliers this does not cycle when pairs sharing items are
     dependent on the margin (graded relevance), nor when many pairs lie within ``1e-6`` of it.
     """
     w = (v0 if start is None else start).copy()
     t = 1.0 - Z @ w
+    exact = _sets_limit(Z, v0, cap, np.abs(t) <= LIMIT_SLACK, t > LIMIT_SLACK)
+    if exact is not None:  # the start's own sets: a start at the optimum returns at once
+        return exact
     mu = max(SMOOTH_FIRST, float(np.max(np.abs(t), initial=0.0)))
+    wider = None  # the last width, whose pieces predict the first step of the next one
     while True:
         settled = False
         for _ in range(SMOOTH_STEPS):
@@ -324,6 +337,9 @@ def _window_qp(
             if -float(grad @ dw) <= NEWTON_DECREMENT * max(1.0, float(w @ w)):
                 settled = True
                 break
+            if wider is not None:
+                dw = _predicted_step(Z, v0, cap, w, t, mu, wider, grad, dw)
+                wider = None
             dz = Z @ dw
             base, curve = float((w - v0) @ dw), float(dw @ dw)
             step = _line_step(t, dz, mu, base, curve, cap, LINE_WIDTH, LINE_STEPS)
@@ -343,7 +359,31 @@ def _window_qp(
         if mu <= SMOOTH_LAST:
             alpha = cap * np.clip(t / mu, 0.0, 1.0)
             return alpha, v0 + Z.T @ alpha
-        mu = max(mu / SMOOTH_SHRINK, SMOOTH_LAST)
+        wider, mu = mu, max(mu / SMOOTH_SHRINK, SMOOTH_LAST)
+
+
+def _predicted_step(
+    Z: np.ndarray,
+    v0: np.ndarray,
+    cap: float,
+    w: np.ndarray,
+    t: np.ndarray,
+    mu: float,
+    wider: float,
+    grad: np.ndarray,
+    newton: np.ndarray,
+) -> np.ndarray:
+    r"""The first step at a new width ``mu``: the Newton step of the smoothed objective with
+    the pieces of the last width ``wider`` kept (its quadratic pieces ``Q`` stay quadratic at
+    ``mu``), which lands on the new width's optimum when no pair changes piece. Each width's
+    optimum moves its margins' ``t_p`` on ``Q`` to about ``t_p mu / wider``; read at ``mu``
+    they all sit on the linear piece, and Newton steps on the pieces as read bring them back a
+    few at a time (measured: 15 to 20 steps per width). Returns ``newton`` (the step on the
+    pieces as read) unless the predicted step descends the objective at ``mu`` (``grad``)."""
+    quad, linear = _pieces(t, wider)
+    model = w - v0 - cap * (Z[linear].sum(axis=0) + Z[quad].T @ (t[quad] / mu))
+    step = -_newton_solve(Z[quad], cap / mu, model)
+    return step if float(grad @ step) < 0.0 else newton
 
 
 def bound_sets(
