@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Any, Protocol
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -154,10 +155,47 @@ def lower_sum(a: np.ndarray) -> float:
     return float(down(max(0.0, low - a.size * TINY)))
 
 
+@numba.njit(cache=True)
+def _abs_rows(R, v):  # pragma: no cover - compiled
+    """``|R| |v|`` for a C-contiguous ``R``, one output entry at a time (no copy of ``|R|``)."""
+    out = np.zeros(R.shape[0])
+    for j in range(R.shape[0]):
+        total = 0.0
+        for i in range(R.shape[1]):
+            total += abs(R[j, i]) * abs(v[i])
+        out[j] = total
+    return out
+
+
+@numba.njit(cache=True)
+def _abs_columns(M, v):  # pragma: no cover - compiled
+    """``|M|^T |v|`` for a C-contiguous ``M``, row by row (no copy of ``|M|``)."""
+    out = np.zeros(M.shape[1])
+    for i in range(M.shape[0]):
+        a = abs(v[i])
+        for j in range(M.shape[1]):
+            out[j] += abs(M[i, j]) * a
+    return out
+
+
 def _abs_product(M: Any, v: np.ndarray) -> np.ndarray:
-    """``|M|^T |v|`` in floating point (an estimate; callers scale it by 2)."""
+    """``|M|^T |v|`` in floating point (an estimate; callers scale it by 2). A dense float64
+    ``M`` is read in its memory order without forming ``|M|`` (a copy the size of the data)."""
+    v = np.ascontiguousarray(v, dtype=np.float64).ravel()
+    if isinstance(M, np.ndarray) and M.dtype == np.float64 and M.ndim == 2:
+        if M.flags.c_contiguous:
+            return _abs_columns(M, v)
+        if M.flags.f_contiguous:
+            return _abs_rows(M.T, v)
     A = abs(M) if sp.issparse(M) else np.abs(M)
     return np.asarray(A.T @ np.abs(v)).ravel()
+
+
+def _max_abs(a: np.ndarray) -> float:
+    """``max |a|`` (0 for an empty array) without forming ``|a|``."""
+    if a.size == 0:
+        return 0.0
+    return float(max(a.max(), -a.min()))
 
 
 def _dot2_applies(M: Any, v: np.ndarray, start: tuple | None) -> bool:
@@ -168,7 +206,7 @@ def _dot2_applies(M: Any, v: np.ndarray, start: tuple | None) -> bool:
     if not (isinstance(M, np.ndarray) or sp.issparse(M)):
         return False
     entries = [M.data if sp.issparse(M) else M, v] + ([] if start is None else list(start[:2]))
-    return all(np.max(np.abs(a), initial=0.0) < SPLIT_LIMIT for a in entries)
+    return all(_max_abs(np.asarray(a)) < SPLIT_LIMIT for a in entries)
 
 
 def enclosed_product(M: Any, v: np.ndarray, start: tuple | None = None) -> tuple:
