@@ -24,8 +24,9 @@ maximiser ``w_t``, whose slope ``w(k) . d - C X^T (cnt - cnt')(k) . d`` (``d = w
 is one sweep at each ``k``; the line's best point becomes ``w_b``, and every point the
 search evaluated adds its plane (its sweep already gave it). Plain cutting planes jump between
 the planes' maximisers, which approach the optimum slowly at large ``C`` (measured at dlib's
-``c = 100``: 62 iterations to a relative gap of ``1e-3``, where the line search reaches
-``1e-6`` in about 25).
+``c = 100``, 8000 items, binary and graded relevance: 54 to 62 iterations, one sweep each, to
+a relative gap of ``1e-3`` and 195 to 198 to ``1e-6``; with the line search ``1e-6`` took 19
+to 29 iterations, 56 to 84 sweeps).
 
 The cutting plane stops at a loose gap; the exact optimum is then reached on the pairs' sides:
 pairs short of the margin by more than a window ``tau`` are fixed at ``alpha_p = C``, those
