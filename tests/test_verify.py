@@ -265,12 +265,16 @@ def test_distance_lower_bounds_the_exact_distance(seed, log_scale, close):
 
 def test_abs_product_reads_any_layout():
     # |M|^T |v| without forming |M|: row-major, column-major (a transposed view) and sparse
-    # matrices give the product of the absolute values, up to the order of summation
+    # matrices (np.matrix too) give the product of the absolute values, up to
+    # the order of summation
     from qpsvm.verify.rigorous import _abs_product
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 7))
-    for M in (X, X.T, np.asfortranarray(X), sp.csr_matrix(X), X.astype(np.float32)):
+    with warnings.catch_warnings():  # np.matrix is pending deprecation, still accepted
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        matrix = np.asmatrix(X)
+    for M in (X, X.T, np.asfortranarray(X), sp.csr_matrix(X), X.astype(np.float32), matrix):
         v = rng.normal(size=M.shape[0])
         want = np.abs(np.asarray(M.todense() if sp.issparse(M) else M)).T @ np.abs(v)
         np.testing.assert_allclose(_abs_product(M, v), want, rtol=1e-12)
