@@ -64,11 +64,15 @@ def _certificate(gap: float, floor: float, tol: float = 1e-9) -> Certificate:
 def test_the_stop_needs_a_floor_above_tol_that_accounts_for_the_gap():
     """The typed stop only when rounding explains the failure: floor above ``tol`` and the
     rest of the gap within ``tol``; a solver's poor point is an ordinary failure."""
-    assert isinstance(uncertified_error(_certificate(3e-9, 2.5e-9), "m"), RoundingFloorError)
-    poor = uncertified_error(_certificate(1e-6, 2e-9), "m")
+    stop = uncertified_error(_certificate(3e-9, 2.5e-9), "m", exact=True)
+    assert isinstance(stop, RoundingFloorError) and "method='exact'" in str(stop)
+    poor = uncertified_error(_certificate(1e-6, 2e-9), "m", exact=True)
     assert type(poor) is UncertifiedSolutionError
-    below = uncertified_error(_certificate(3e-9, 5e-10), "m")
+    below = uncertified_error(_certificate(3e-9, 5e-10), "m", exact=True)
     assert type(below) is UncertifiedSolutionError
+    # a problem without the rational oracle (structural, Dask) is not told to use it
+    other = uncertified_error(_certificate(3e-9, 2.5e-9), "m", exact=False)
+    assert isinstance(other, RoundingFloorError) and "exact" not in str(other)
 
 
 def test_centring_keeps_the_floor_of_shifted_features_low():
@@ -135,4 +139,4 @@ def test_the_grouped_ranking_certificate_has_its_floor():
     cert = certify_grouped(f, w, tol=2e-15)
     assert cert.rigorous and 0.0 < cert.rounding_floor <= cert.gap
     assert cert.relative_floor > cert.tol and not cert.passed
-    assert isinstance(uncertified_error(cert, "m"), RoundingFloorError)
+    assert isinstance(uncertified_error(cert, "m", exact=True), RoundingFloorError)

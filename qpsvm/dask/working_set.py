@@ -352,6 +352,7 @@ def certified(cert: Certificate, tol: float) -> Certificate:
             f"the working-set optimum over Dask blocks is certified only to a relative gap of "
             f"{cert.relative_gap:.2e} > tol {tol:.0e}. Standardise the features, or pass a "
             "larger tol.",
+            exact=False,
         )
     return cert
 

@@ -74,5 +74,6 @@ def finish(
             cert,
             f"{what} is certified only to a relative gap of {cert.relative_gap:.2e} > tol "
             f"{tol:.0e} (primal infeasibility {cert.primal_infeasibility:.2e}). {advice}",
+            exact="exact" in f.methods,
         )
     return cand, cert

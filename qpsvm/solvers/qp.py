@@ -100,6 +100,7 @@ def solve_certified_model(
             cert,
             f"{result.solver}: certified relative gap {cert.relative_gap:.2e} > tol {tol:.0e}. "
             "Tighten the backend's tolerances or use solver=None.",
+            exact="exact" in f.methods,
         )
         if result.status in INACCURATE and not isinstance(error, RoundingFloorError):
             return inaccurate_error(result.solver, result.status, cert.relative_gap)

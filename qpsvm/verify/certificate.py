@@ -44,12 +44,13 @@ def evaluation_allowance(upper: float, lower: float, primal: float, dual: float)
     return min(allowance, max(0.0, upper - lower)) if upper - lower < math.inf else allowance
 
 
-def uncertified_error(cert: Certificate, message: str) -> UncertifiedSolutionError:
+def uncertified_error(cert: Certificate, message: str, *, exact: bool) -> UncertifiedSolutionError:
     """The error for a solve whose best point ``cert`` did not pass: ``message``, as a
     :class:`~qpsvm.exceptions.RoundingFloorError` when the certificate's rounding floor
     exceeds its ``tol`` and accounts for the gap (the gap is within ``tol`` of the floor: the
     point is optimal as far as float64 can tell, so neither refining it nor another backend
-    would pass), stating the floor and what would help; else as an
+    would pass), stating the floor and what would help (the exact rational optimum only where
+    the problem has one: ``exact``); else as an
     :class:`~qpsvm.exceptions.UncertifiedSolutionError`."""
     floor, gap = cert.relative_floor, cert.relative_gap
     if floor <= cert.tol or gap > floor + cert.tol:
@@ -59,8 +60,8 @@ def uncertified_error(cert: Certificate, message: str) -> UncertifiedSolutionErr
         f"to the objective (its allowance for float64 rounding, whatever the solver), above "
         f"tol {cert.tol:.0e}. What helps: a looser tol (this point is certified at "
         f"{gap:.1e}); centring and rescaling the features (shifted or badly scaled features "
-        "make large sums whose rounding sets the floor); or the exact rational optimum, "
-        "method='exact'."
+        "make large sums whose rounding sets the floor)"
+        + ("; or the exact rational optimum, method='exact'." if exact else ".")
     )
     error.relative_floor, error.relative_gap = floor, gap
     return error
