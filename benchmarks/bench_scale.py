@@ -293,7 +293,7 @@ def case_curve(args: argparse.Namespace) -> None:
 
 
 def case_crossover(args: argparse.Namespace) -> None:
-    sizes = (250, 500, 1000) if args.quick else (250, 500, 1000, 2000, 4000)
+    sizes = (50, 250, 500, 1000) if args.quick else (20, 50, 100, 250, 500, 1000, 2000, 4000)
     print(f"{'n':>6} {'case':<12} {'qp':>8} {'working_set':>12}")
     for n in sizes:
         cases = [("primal d=50", qpsvm.SoftMarginPrimal, primal_data(n, 50), {})]

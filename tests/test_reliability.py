@@ -57,6 +57,10 @@ def test_solver_failure_not_swallowed(monkeypatch, cancer):
         raise cp.error.SolverError("simulated crash")
 
     monkeypatch.setattr(cp.Problem, "solve", crash)
+    # (the primal's direct Clarabel solve leaves a failure to the CVXPY path, as simulated here)
+    from qpsvm.solvers import direct
+
+    monkeypatch.setattr(direct, "solve_primal_direct", lambda f, tol, refine: None)
     with pytest.raises(qpsvm.SolverError, match="CLARABEL failed"):
         f.solve(solver="CLARABEL")
     # ... and with solver=None every backend is tried, then the failures are reported together
@@ -80,8 +84,12 @@ def test_feasible_problem_reported_infeasible_falls_back(monkeypatch, cancer, me
             raise qpsvm.InfeasibleProblemError("CLARABEL reports the problem infeasible")
         return run(problem, solver, options)
 
-    # every exact method goes through the one backend loop, backends.solve_model
+    # every exact method goes through the one backend loop, backends.solve_model; the primal's
+    # direct Clarabel solve (qpsvm.solvers.direct) leaves a failure to it, as simulated here
+    from qpsvm.solvers import direct
+
     monkeypatch.setattr(backends, "run_backend", liar)
+    monkeypatch.setattr(direct, "solve_primal_direct", lambda f, tol, refine: None)
     sol = f.solve(method=method)
     assert sol.solver == "OSQP" and sol.certificate.passed
     with pytest.raises(qpsvm.SolverError) as info:

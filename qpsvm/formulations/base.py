@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import cvxpy as cp
 import numpy as np
 
-from qpsvm.contract import check_method, load
+from qpsvm.contract import check_method, load, signature_of
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Solution
 from qpsvm.verify.certificate import DEFAULT_TOL
@@ -50,6 +50,10 @@ class Formulation(ABC):
     #: "module:function" ``(f, cand) -> list[Candidate]``: exact refinements of an approximate
     #: optimum (:mod:`qpsvm.solvers.refine`); ``""`` without one.
     refinement: ClassVar[str] = ""
+    #: "module:function" ``(f, tol, refine) -> Solution | None``: the full QP given to its
+    #: backend as matrices, without CVXPY's compilation (:mod:`qpsvm.solvers.direct`), tried
+    #: first by ``method="qp"`` with the default backend; ``""`` without one.
+    direct_qp: ClassVar[str] = ""
     #: "module:function" ``(f, solver, start) -> Solution``: the exact rational optimum
     #: (:mod:`qpsvm.solvers.exact`, ``method="exact"``); ``""`` without one.
     exact_oracle: ClassVar[str] = ""
@@ -191,7 +195,7 @@ class Formulation(ABC):
                 "an exact method such as method='qp' to solve with that solver)."
             )
         run = load(spec.run)
-        parameters = inspect.signature(run).parameters
+        parameters = signature_of(run).parameters
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
             unknown = sorted(set(options) - set(parameters))
             if unknown:
@@ -238,7 +242,7 @@ class Formulation(ABC):
         cand = load(self.candidate_reader)(self, candidate, w=w, b=b, alpha=alpha)
         certifier = load(self.certifier)
         cert = certifier(self, cand, tol=tol)
-        if not reference or cert.passed or "hints" not in inspect.signature(certifier).parameters:
+        if not reference or cert.passed or "hints" not in signature_of(certifier).parameters:
             return cert
         # the bounds must not depend on the candidate: try this problem's own solution (cached),
         # its multipliers made exactly feasible and evaluated rigorously

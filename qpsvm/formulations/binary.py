@@ -42,7 +42,7 @@ from qpsvm._validation import (
     check_weight_vector,
     is_dask,
 )
-from qpsvm.contract import load, method_names
+from qpsvm.contract import load, method_names, signature_of
 from qpsvm.exceptions import InvalidInputError, NotSeparableError
 from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.binary_models import dual_model, primal_model
@@ -95,9 +95,12 @@ class BinaryFormulation(KernelRows, Formulation):
     certifier: ClassVar[str] = "qpsvm.verify.binary:certify_binary"
     #: Above this many samples :meth:`default_method` is ``"working_set"``: the measured
     #: crossover of the two exact methods (``--crossover`` of benchmarks/bench_scale.py), for the
-    #: linear kernel and for the others (whose full QP factors the n x n Gram matrix).
+    #: linear kernel and for the others. With a nonlinear kernel the working set's SMO start
+    #: certifies without a QP, 10-100x faster than the full QP (which factors the n x n Gram
+    #: matrix) from n = 20 up (measured: rbf and poly, n = 20-400), so it is the default at every
+    #: size.
     working_set_min_samples: ClassVar[int] = 1000
-    working_set_min_samples_kernel: ClassVar[int] = 200
+    working_set_min_samples_kernel: ClassVar[int] = 0
     #: Most samples per feature for which :meth:`default_method` is ``"dcd"`` on sparse data:
     #: with many more samples than features most multipliers of the hinge loss sit at a bound
     #: and the descent needs thousands of epochs to prove the gap (measured, 50000 x 2000 with
@@ -396,7 +399,7 @@ def composed_classifier(cls: type, args: tuple, kwargs: dict) -> ComposedClassif
     """The :class:`ComposedClassifier` for the arguments of ``cls`` (``SoftMarginPrimal`` or
     ``SoftMarginDual``) when their (loss, penalty, intercept) is not one the class solves
     itself (:data:`_FAST`); ``None`` when it is."""
-    bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
+    bound = signature_of(cls.__init__).bind(None, *args, **kwargs)
     bound.apply_defaults()
     params = dict(bound.arguments)
     del params["self"]
@@ -466,6 +469,7 @@ class SoftMarginPrimal(BinaryFormulation):
 
     routes_composed: ClassVar[str] = "qpsvm.formulations.binary:composed_classifier"
     methods: ClassVar[tuple[str, ...]] = (*BinaryFormulation.methods, "dcd")
+    direct_qp: ClassVar[str] = "qpsvm.solvers.direct:solve_primal_direct"
     routes_dask: ClassVar[str] = "qpsvm.dask.formulation:DaskSoftMarginPrimal"
 
     def __init__(

@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 from qpsvm._validation import check_tol
-from qpsvm.contract import METHODS, Problem, supported
+from qpsvm.contract import METHODS, Problem, load, supported
 from qpsvm.exceptions import (
     InfeasibleProblemError,
     RoundingFloorError,
@@ -44,6 +44,9 @@ def solve_qp(
 ) -> Solution:
     """Solve the full problem ``f.problem`` exactly and certify the answer.
 
+    With the default backend, a formulation naming a ``direct_qp`` (the soft-margin primal)
+    is first solved from its matrices (:mod:`qpsvm.solvers.direct`), without CVXPY.
+
     Parameters
     ----------
     f : Problem
@@ -66,9 +69,16 @@ def solve_qp(
     RoundingFloorError
         The best point fails only by the certificate's rounding floor, which exceeds ``tol``.
     """
-    return solve_certified_model(
-        f, f.full_model, backend_order(solver), options, check_tol(tol), refine
-    )
+    tol = check_tol(tol)
+    order = backend_order(solver)
+    direct = getattr(f, "direct_qp", "")
+    if direct and solver is None and not options and order[:1] == ["CLARABEL"]:
+        # the same QP as matrices (no CVXPY compilation); anything but a certified point is
+        # left to the CVXPY path below, which reports failures
+        solution = load(direct)(f, tol, refine)
+        if solution is not None:
+            return solution
+    return solve_certified_model(f, f.full_model, order, options, tol, refine)
 
 
 def solve_certified_model(

@@ -55,8 +55,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from qpsvm._threads import one_blas_thread
 from qpsvm._validation import check_flag, check_int, check_number
 from qpsvm.contract import BinaryProblem, check_method
 from qpsvm.exceptions import InvalidInputError
@@ -414,7 +414,7 @@ def _polish(f: BinaryProblem, alpha: np.ndarray, G: np.ndarray, target: float) -
     Near the optimum SMO has found the sets long before its linear convergence has made the
     free multipliers exact; the equations give them to round-off at once."""
     M = np.flatnonzero((alpha > 0) & (alpha < f.upper))
-    with threadpool_limits(1, user_api="blas"):  # threaded LAPACK stalls on busy cores
+    with one_blas_thread():  # threaded LAPACK stalls on busy cores
         trial = kkt_on_sets(f, M, alpha >= f.upper)[0]
     G_trial = f.y * f.scores(alpha=trial) - f.margin
     if gradient_gap(f, trial, G_trial)[1] > target:

@@ -37,9 +37,9 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
 
 from qpsvm._numerics import fsum
+from qpsvm._threads import one_blas_thread
 from qpsvm._validation import check_tol
 from qpsvm.contract import MulticlassProblem
 from qpsvm.exceptions import InvalidInputError
@@ -90,7 +90,7 @@ def _fit_tight(
     upper = f.upper[fi]
     # one BLAS thread: threaded LAPACK stalls on busy cores (measured on 2 shared cores, digits:
     # 0.67 s a solve threaded, 0.2 s on one thread)
-    with threadpool_limits(1, user_api="blas"):
+    with one_blas_thread():
         x = np.linalg.lstsq(A, target, rcond=None)[0]
         if np.any(x < 0) or np.any(x > upper):
             # the unconstrained fit leaves the box: solve the bounded problem

@@ -1,0 +1,93 @@
+"""The soft-margin primal handed to Clarabel as matrices (qpsvm.solvers.direct), checked against
+the math it states, the exact rational optimum and the CVXPY path it bypasses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import random_problem
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import qpsvm
+from qpsvm.solvers import direct
+from qpsvm.solvers.backends import SETTINGS, backend_order
+from qpsvm.solvers.qp import solve_certified_model
+
+
+def weighted_problem(seed: int, n: int, d: int, intercept: bool, sparse: bool):
+    """A random primal with slack weights (some 0), margins other than 1 and sparse rows."""
+    X, y = random_problem(seed, n=n, d=d)
+    rng = np.random.default_rng(seed)
+    X[rng.random(X.shape) < 0.3] = 0.0
+    weights = rng.choice([0.0, 0.5, 1.0, 2.0], size=n)
+    margin = rng.choice([0.5, 1.0, 1.5], size=n)
+    data = sp.csr_matrix(X) if sparse else X
+    f = qpsvm.SoftMarginPrimal(
+        data, y, C=1.7, fit_intercept=intercept, sample_weight=weights, margin=margin
+    )
+    return f, X, np.where(y > 0, 1.0, -1.0), weights, margin
+
+
+@pytest.mark.parametrize("intercept", [True, False])
+@pytest.mark.parametrize("sparse", [True, False])
+def test_matrices_state_the_primal(intercept, sparse):
+    # row i of A is -(y_i x_i, y_i, e_i) (margin) and row n + i is -(0, 0, e_i) (slack sign);
+    # P is the identity on w only and q = (0, 0, C s): the primal written out by hand
+    f, X, y, s, m = weighted_problem(1, 9, 4, intercept, sparse)
+    P, q, A, b = direct._primal_matrices(f)
+    n, d = X.shape
+    k = d + int(intercept)
+    expected = np.zeros((2 * n, k + n))
+    expected[:n, :d] = -(X * y[:, None])
+    if intercept:
+        expected[:n, d] = -y
+    expected[:n, k:] = -np.eye(n)
+    expected[n:, k:] = -np.eye(n)
+    np.testing.assert_array_equal(A.toarray(), expected)
+    np.testing.assert_array_equal(P.toarray(), np.diag(np.r_[np.ones(d), np.zeros(k - d + n)]))
+    np.testing.assert_array_equal(q, np.r_[np.zeros(k), 1.7 * s])
+    np.testing.assert_array_equal(b, np.r_[-m, np.zeros(n)])
+
+
+def test_known_optimum_without_cvxpy():
+    # 0, 1 negative and 3, 4 positive: w* = 1, b* = -2, P* = 1/2, alpha* = (0, 1/2, 1/2, 0)
+    f = qpsvm.SoftMarginPrimal([[0.0], [1.0], [3.0], [4.0]], [0, 0, 1, 1], C=10.0)
+    sol = f.solve()
+    assert f._model is None  # the CVXPY model was never built
+    assert sol.solver == "CLARABEL" and sol.certificate.passed
+    assert sol.w[0] == pytest.approx(1.0, abs=1e-12) and sol.b == pytest.approx(-2.0, abs=1e-12)
+    np.testing.assert_allclose(sol.alpha, [0.0, 0.5, 0.5, 0.0], atol=1e-12)
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), intercept=st.booleans(), sparse=st.booleans())
+def test_encloses_the_exact_optimum(seed, intercept, sparse):
+    # the certified enclosure [D, P] of the direct answer holds the rational optimum P*, and the
+    # CVXPY path's certified answer has the same value within the two gaps
+    f, *_ = weighted_problem(seed, 24, 3, intercept, sparse)
+    sol = direct.solve_primal_direct(f, 1e-9)
+    assert sol is not None and sol.certificate.passed
+    exact = f.solve(method="exact").info["exact"].objective
+    assert sol.certificate.lower <= exact <= sol.certificate.upper
+    g = qpsvm.SoftMarginPrimal(
+        f.X, f.y, C=f.C, fit_intercept=intercept, sample_weight=f.sample_weight, margin=f.margin
+    )
+    other = solve_certified_model(g, g.full_model, backend_order(None), {}, 1e-9)
+    slack = sol.certificate.gap + other.certificate.gap
+    assert abs(sol.objective - other.objective) <= slack
+
+
+def test_failure_is_left_to_the_cvxpy_path(monkeypatch, cancer):
+    X, y = cancer
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0)
+    # Clarabel stopped before it solved: no answer from the direct path ...
+    monkeypatch.setitem(SETTINGS, "CLARABEL", {**SETTINGS["CLARABEL"], "max_iter": 2})
+    assert direct.solve_primal_direct(f, 1e-9) is None
+    monkeypatch.undo()
+    # ... and then method="qp" solves the CVXPY model, certified as before
+    monkeypatch.setattr(direct, "solve_primal_direct", lambda f, tol, refine: None)
+    sol = f.solve()
+    assert f._model is not None and sol.certificate.passed
+    assert sol.info["backend_status"] == "optimal"
