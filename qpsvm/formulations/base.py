@@ -8,13 +8,15 @@ import time
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import cvxpy as cp
 import numpy as np
 
+from qpsvm._lazy import lazy_module
 from qpsvm.contract import check_method, load, signature_of
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Solution
 from qpsvm.verify.certificate import DEFAULT_TOL
+
+cp = lazy_module("cvxpy")
 
 if TYPE_CHECKING:
     from qpsvm.formulations.model import CvxModel

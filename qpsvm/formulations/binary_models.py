@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._lazy import lazy_module
 from qpsvm.formulations.model import CvxModel
 from qpsvm.kernels import gram_factor
+
+cp = lazy_module("cvxpy")
 
 if TYPE_CHECKING:
     from qpsvm.formulations.binary import BinaryFormulation, SoftMarginDual

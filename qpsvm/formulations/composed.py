@@ -29,11 +29,11 @@ from __future__ import annotations
 import copy
 from typing import Any, ClassVar
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize_scalar
 
+from qpsvm._lazy import lazy_module
 from qpsvm._numerics import fsum_dot, tdot
 from qpsvm._validation import (
     check_binary_labels,
@@ -51,6 +51,8 @@ from qpsvm.formulations.pieces import make_intercept, make_loss, make_penalty
 from qpsvm.kernels import Kernel, check_precomputed, gram_factor, make_kernel
 from qpsvm.solution import Candidate, Solution
 from qpsvm.verify.fenchel import LossConjugate
+
+cp = lazy_module("cvxpy")
 
 __all__ = ["ComposedClassifier", "ComposedProblem", "checked_data", "class_weights"]
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import cvxpy as cp
 import numpy as np
+
+from qpsvm._lazy import lazy_module
+
+cp = lazy_module("cvxpy")
 
 __all__ = ["CvxModel"]
 

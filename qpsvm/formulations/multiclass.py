@@ -35,10 +35,10 @@ from __future__ import annotations
 import inspect
 from typing import Any, ClassVar
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._lazy import lazy_module
 from qpsvm._numerics import fsum
 from qpsvm._validation import (
     check_data,
@@ -52,6 +52,8 @@ from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.model import CvxModel
 from qpsvm.solution import Candidate, Solution
 from qpsvm.verify.projection import project_capped_simplex
+
+cp = lazy_module("cvxpy")
 
 __all__ = ["VARIANTS", "MulticlassSVM", "rows_multiclass_model"]
 

@@ -31,10 +31,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._lazy import lazy_module
 from qpsvm._validation import (
     _check_label_vector,
     check_data,
@@ -47,6 +47,8 @@ from qpsvm.formulations.binary import BinaryFormulation
 from qpsvm.formulations.model import CvxModel
 from qpsvm.kernels import Kernel
 from qpsvm.verify.ranking_sweep import QueryLayout, layout
+
+cp = lazy_module("cvxpy")
 
 __all__ = ["PairDifferences", "RankingSVM", "check_pairs", "make_pairs", "pair_margins"]
 

@@ -31,11 +31,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed, effective_n_jobs
 
+from qpsvm._lazy import lazy_module
 from qpsvm._numerics import fsum
 from qpsvm._validation import check_positive
 from qpsvm.contract import method_names
@@ -45,6 +44,8 @@ from qpsvm.formulations.model import CvxModel
 from qpsvm.models.base import JointFeatureModel, Rounding
 from qpsvm.solution import Candidate, CuttingPlane, Solution, StructuralCandidate
 from qpsvm.verify.structural import dual_pairs, output_key, read_structural_candidate
+
+cp = lazy_module("cvxpy")
 
 __all__ = ["RESCALINGS", "StructuralCvxModel", "StructuralSVM"]
 
@@ -285,6 +286,10 @@ class StructuralSVM(Formulation):
     def _in_chunks(self, call: Any, examples: Sequence[int] | None, w: np.ndarray) -> list[Any]:
         """``call(X_chunk, Y_chunk, w)`` over contiguous chunks of ``examples`` (default all),
         in parallel with ``n_jobs`` joblib threads; the list of the chunks' results, in order."""
+        # joblib is imported here, by the calls that run in parallel (its import costs a tenth
+        # of ``import qpsvm``)
+        from joblib import Parallel, delayed, effective_n_jobs
+
         if examples is None:
             examples = range(self.n_samples)
         index = np.asarray(examples, dtype=np.intp)

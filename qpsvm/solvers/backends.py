@@ -15,8 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import cvxpy as cp
-
+from qpsvm._lazy import lazy_module
 from qpsvm.exceptions import (
     InaccurateSolutionError,
     InfeasibleProblemError,
@@ -26,6 +25,8 @@ from qpsvm.exceptions import (
     SolverNotInstalledError,
     UncertifiedSolutionError,
 )
+
+cp = lazy_module("cvxpy")
 
 if TYPE_CHECKING:
     from qpsvm.formulations.model import CvxModel
@@ -78,8 +79,11 @@ _PACKAGES = {
     "QOCO": "qoco",
 }
 
-INACCURATE = {cp.OPTIMAL_INACCURATE, cp.USER_LIMIT}
-INFEASIBLE = {cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE, cp.UNBOUNDED, cp.UNBOUNDED_INACCURATE}
+#: CVXPY's statuses (``cvxpy.OPTIMAL_INACCURATE``, ...) by value: naming them through ``cp``
+#: would import CVXPY with this module, which the paths that never build a CVXPY problem avoid
+#: (:mod:`qpsvm._lazy`); a test checks the values against CVXPY's.
+INACCURATE = {"optimal_inaccurate", "user_limit"}
+INFEASIBLE = {"infeasible", "infeasible_inaccurate", "unbounded", "unbounded_inaccurate"}
 
 
 @dataclass

@@ -68,8 +68,10 @@ def solve_primal_direct(f: BinaryProblem, tol: float, refine: bool = True) -> So
     and return the certified solution, or ``None`` when Clarabel does not report it solved or no
     point (it or a refinement, :func:`~qpsvm.solvers.finish.best_certified`) passes at ``tol``.
     """
-    import clarabel
-
+    try:
+        import clarabel
+    except ImportError:  # the CVXPY path uses the other backends of the default order
+        return None
     P, q, A, b = _primal_matrices(f)
     settings = clarabel.DefaultSettings()
     settings.verbose = False

@@ -70,15 +70,15 @@ def solve_qp(
         The best point fails only by the certificate's rounding floor, which exceeds ``tol``.
     """
     tol = check_tol(tol)
-    order = backend_order(solver)
     direct = getattr(f, "direct_qp", "")
-    if direct and solver is None and not options and order[:1] == ["CLARABEL"]:
-        # the same QP as matrices (no CVXPY compilation); anything but a certified point is
-        # left to the CVXPY path below, which reports failures
+    if direct and solver is None and not options:
+        # the same QP as matrices for the first backend of the default order (no CVXPY
+        # compilation); anything but a certified point is left to the CVXPY path below, which
+        # reports failures
         solution = load(direct)(f, tol, refine)
         if solution is not None:
             return solution
-    return solve_certified_model(f, f.full_model, order, options, tol, refine)
+    return solve_certified_model(f, f.full_model, backend_order(solver), options, tol, refine)
 
 
 def solve_certified_model(

@@ -595,12 +595,15 @@ def run_working_set(
         A restricted problem, hence the full one, is infeasible.
     """
     f = ws.f
-    order = backend_order(solver)
+    # a named backend is checked at once; the default order is probed (importing CVXPY) only
+    # when a restricted QP is solved
+    order = backend_order(solver) if solver is not None else None
     start = time.perf_counter()
     if ws.start.exact:
         solution = _certified_start(ws, tol, start)
         if solution is not None:
             return solution
+    order = backend_order(solver) if order is None else order
     grown = _grow(ws, order, options or {}, max_rounds, start)
     certifying = time.perf_counter()
     cand, cert = finish(

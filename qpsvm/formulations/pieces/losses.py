@@ -26,11 +26,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-import cvxpy as cp
 import numpy as np
 
+from qpsvm._lazy import lazy_module
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.verify.fenchel import LossConjugate
+
+cp = lazy_module("cvxpy")
 
 __all__ = [
     "LOSSES",

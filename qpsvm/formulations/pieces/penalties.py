@@ -24,12 +24,14 @@ from abc import ABC, abstractmethod
 from numbers import Real
 from typing import Any, ClassVar
 
-import cvxpy as cp
 import numpy as np
 
+from qpsvm._lazy import lazy_module
 from qpsvm._numerics import fsum, fsum_dot
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.verify.rigorous_composed import complement_bounds
+
+cp = lazy_module("cvxpy")
 
 __all__ = ["PENALTIES", "L1Penalty", "L2Penalty", "Penalty", "make_penalty"]
 

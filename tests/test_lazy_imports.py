@@ -1,0 +1,49 @@
+"""CVXPY is imported on first use: ``import qpsvm`` and the solves that state their problem as
+matrices never execute it (it was about half of ``import qpsvm``), and the CVXPY path still works
+when it is needed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import cvxpy as cp
+
+from qpsvm.solvers import backends
+
+SCRIPT = """
+import sys
+import numpy as np
+import qpsvm
+
+def executed():
+    return "cvxpy.atoms" in sys.modules  # cvxpy's package body imports its atoms
+
+rng = np.random.default_rng(0)
+X = rng.normal(size=(60, 3))
+y = np.where(X[:, 0] + 0.3 * rng.normal(size=60) > 0, 1, -1)
+print(executed())
+print(qpsvm.SoftMarginPrimal(X, y).solve().certificate.passed, executed())
+print(qpsvm.SoftMarginDual(X, y, kernel="rbf").solve().certificate.passed, executed())
+print(qpsvm.HardMargin(X + 5.0 * y[:, None], y).solve().certificate.passed, executed())
+"""
+
+
+def test_cvxpy_runs_only_when_a_cvxpy_problem_is_built():
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert out[0] == "False"  # import qpsvm
+    assert out[1] == "True False"  # the primal's direct Clarabel solve
+    assert out[2] == "True False"  # the kernel working set's certified SMO start
+    assert out[3] == "True True"  # the hard margin's CVXPY problem
+
+
+def test_status_values_are_cvxpys():
+    assert backends.INACCURATE == {cp.OPTIMAL_INACCURATE, cp.USER_LIMIT}
+    assert backends.INFEASIBLE == {
+        cp.INFEASIBLE,
+        cp.INFEASIBLE_INACCURATE,
+        cp.UNBOUNDED,
+        cp.UNBOUNDED_INACCURATE,
+    }
