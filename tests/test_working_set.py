@@ -252,9 +252,12 @@ def test_default_method_switches_with_size():
     X, y = overlapping(n=1001, d=2)
     assert qpsvm.SoftMarginPrimal(X[:1000], y[:1000]).default_method() == "qp"
     assert qpsvm.SoftMarginPrimal(X, y).default_method() == "working_set"
-    # with a kernel the working set (its certified SMO start) is the default at every size
+    # with the rbf kernel the working set (its certified SMO start) is the default at every
+    # size; another kernel's full QP stays the default up to 200 samples
     assert qpsvm.SoftMarginDual(X[:5], y[:5], kernel="rbf").default_method() == "working_set"
     assert qpsvm.SoftMarginDual(X[:200], y[:200], kernel="rbf").default_method() == "working_set"
+    assert qpsvm.SoftMarginDual(X[:200], y[:200], kernel="poly").default_method() == "qp"
+    assert qpsvm.SoftMarginDual(X[:201], y[:201], kernel="poly").default_method() == "working_set"
 
 
 def test_large_problem_solves_by_default():

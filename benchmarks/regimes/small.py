@@ -1,7 +1,8 @@
 """Small problems, where fixed costs (CVXPY compilation, backend probing, numba dispatch)
 dominate: qpsvm's certified solve against the specialised solver at its defaults.
 
-Binary soft margin (n = 200, d = 10) against ``LinearSVC(loss="hinge")``, Crammer-Singer
+Binary soft margin (n = 200, d = 10) against ``LinearSVC(loss="hinge")``, the rbf kernel dual
+(n = 200, d = 10) against ``SVC`` (libsvm), Crammer-Singer
 (n = 300, d = 10, 4 classes) against ``LinearSVC(multi_class="crammer_singer")`` (liblinear
 ``-s 4``), a ranking problem of 20 queries x 10 items from relevance labels against dlib's
 ``svm_rank_trainer``.
@@ -13,7 +14,7 @@ import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.svm import LinearSVC
+from sklearn.svm import SVC, LinearSVC
 
 import qpsvm
 from qpsvm.conventions import C_from_dlib_rank
@@ -51,6 +52,13 @@ def points(scale: str) -> list[Point]:
             "liblinear",
             lambda: qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False).solve().certificate,
             _quiet(lambda: LinearSVC(C=1.0, loss="hinge", fit_intercept=False).fit(X, y)),
+        ),
+        Point(
+            "small",
+            "rbf n=200 d=10 gamma=0.1 C=1",
+            "libsvm",
+            lambda: qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.1).solve().certificate,
+            lambda: SVC(C=1.0, gamma=0.1).fit(X, y),
         ),
         Point(
             "small",

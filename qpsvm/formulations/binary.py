@@ -95,12 +95,14 @@ class BinaryFormulation(KernelRows, Formulation):
     certifier: ClassVar[str] = "qpsvm.verify.binary:certify_binary"
     #: Above this many samples :meth:`default_method` is ``"working_set"``: the measured
     #: crossover of the two exact methods (``--crossover`` of benchmarks/bench_scale.py), for the
-    #: linear kernel and for the others. With a nonlinear kernel the working set's SMO start
-    #: certifies without a QP, 10-100x faster than the full QP (which factors the n x n Gram
-    #: matrix) from n = 20 up (measured: rbf and poly, n = 20-400), so it is the default at every
-    #: size.
+    #: linear kernel and for the other kernels but rbf (whose full QP factors the n x n Gram
+    #: matrix). The rbf kernel's entries lie in (0, 1], and there the working set's SMO start
+    #: certifies without a QP, 10-100x faster than the full QP from n = 20 up (measured, n =
+    #: 20-400): it is the default at every size. A poly kernel on raw features has entries of
+    #: any size (~1e10 on the data of tests/test_hard_numerics.py), where the full QP on the
+    #: Gram factor certifies at 1e-2 and the working set does not.
     working_set_min_samples: ClassVar[int] = 1000
-    working_set_min_samples_kernel: ClassVar[int] = 0
+    working_set_min_samples_kernel: ClassVar[int] = 200
     #: Most samples per feature for which :meth:`default_method` is ``"dcd"`` on sparse data:
     #: with many more samples than features most multipliers of the hinge loss sit at a bound
     #: and the descent needs thousands of epochs to prove the gap (measured, 50000 x 2000 with
@@ -170,10 +172,13 @@ class BinaryFormulation(KernelRows, Formulation):
         samples per feature (dual coordinate descent touches only the nonzeros; measured in
         benchmarks/regimes/sparse.py), else ``"working_set"`` above
         :attr:`working_set_min_samples` samples (linear kernel) or
-        :attr:`working_set_min_samples_kernel` (other kernels), else ``"qp"``."""
+        :attr:`working_set_min_samples_kernel` (other kernels) and at every size for the rbf
+        kernel, else ``"qp"``."""
         sparse = self.linear and sp.issparse(self.X) and "dcd" in self.methods
         if sparse and self.n_samples <= self.dcd_max_aspect * self.n_features:
             return "dcd"
+        if self.kernel.name == "rbf":
+            return "working_set"
         large = self.working_set_min_samples if self.linear else self.working_set_min_samples_kernel
         return "working_set" if self.n_samples > large else "qp"
 
