@@ -20,16 +20,18 @@ set, 1-slack method and rational oracle); :class:`~qpsvm.RankingSVM` returns a
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
-import cvxpy as cp
 import numpy as np
 
+from qpsvm._lazy import lazy_module
+from qpsvm.contract import signature_of
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.formulations.composed import ComposedProblem
 from qpsvm.formulations.pieces import make_intercept, make_loss, make_penalty
 from qpsvm.formulations.ranking import RankingSVM, pair_margins
+
+cp = lazy_module("cvxpy")
 
 __all__ = ["ComposedRanking", "composed_ranking"]
 
@@ -44,7 +46,7 @@ def composed_ranking(cls: type, args: tuple, kwargs: dict) -> ComposedRanking | 
         For an intercept other than ``"none"`` (it cancels in every pair difference), or an
         unknown loss or penalty.
     """
-    bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
+    bound = signature_of(cls.__init__).bind(None, *args, **kwargs)
     bound.apply_defaults()
     params = dict(bound.arguments)
     del params["self"]
