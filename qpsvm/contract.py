@@ -233,6 +233,13 @@ class MulticlassProblem(Problem, Protocol):
 
     def dual_infeasibility(self, alpha: np.ndarray) -> float: ...
 
+    def joint_weights(self, w: Any, b: Any = None) -> np.ndarray:
+        """The weights over the problem's features of a candidate ``(w, b)`` (with a
+        regularised intercept, ``[w, b / B]``)."""
+
+    def intercepts(self, W: np.ndarray) -> Any:
+        """The per-class intercepts of ``W`` (0 without an intercept)."""
+
 
 class CompositeProblem(Problem, Protocol):
     r"""A composed binary problem (a loss, a penalty and an intercept mode,

@@ -179,6 +179,9 @@ class DaskMulticlassSVM(ReferenceCertify):
     sample_weight : dask array of shape (n_samples,), optional
     fit_intercept : bool, default=False
         Only ``False``, as in memory.
+    intercept, intercept_scaling
+        Only no intercept with Dask data: append the constant column ``B`` for a regularised
+        one.
 
     Notes
     -----
@@ -194,13 +197,18 @@ class DaskMulticlassSVM(ReferenceCertify):
         variant: str = "crammer_singer",
         sample_weight: Any = None,
         fit_intercept: bool = False,
+        *,
+        intercept: str | None = None,
+        intercept_scaling: float = 1.0,
     ) -> None:
         if variant not in VARIANTS:
             raise InvalidInputError(f"unknown variant {variant!r}; choose one of {VARIANTS}.")
-        if fit_intercept:
+        if fit_intercept or intercept not in (None, "none"):
             raise InvalidInputError(
-                "MulticlassSVM supports fit_intercept=False only (see MulticlassSVM); append "
-                "a constant column for a regularised intercept."
+                "with Dask data MulticlassSVM has no intercept (got fit_intercept="
+                f"{fit_intercept!r}, intercept={intercept!r}, intercept_scaling="
+                f"{intercept_scaling!r}); for a regularised intercept append the constant "
+                "column B to X (qpsvm.dask.formulation.with_constant_column)."
             )
         self.variant = variant
         self.C = check_positive(C, "C")

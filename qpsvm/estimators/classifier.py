@@ -21,7 +21,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
@@ -31,6 +30,7 @@ from qpsvm._validation import check_positive, check_sample_weight
 from qpsvm.estimators._base import solve_certified, typed_errors
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.formulations.base import Formulation
+from qpsvm.formulations.pieces.intercepts import with_bias_column
 from qpsvm.verify.certificate import DEFAULT_TOL
 
 __all__ = ["SVMClassifier"]
@@ -253,9 +253,7 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         """``[X, intercept_scaling]`` when the multiclass SVM needs an intercept, else ``X``."""
         if not self.fit_intercept:
             return X
-        scaling = check_positive(self.intercept_scaling, "intercept_scaling")
-        column = np.full((X.shape[0], 1), scaling)
-        return sp.hstack([X, column], format="csr") if sp.issparse(X) else np.hstack([X, column])
+        return with_bias_column(X, check_positive(self.intercept_scaling, "intercept_scaling"))
 
     def build_formulation(self, X: Any, y: Any, sample_weight: Any = None) -> Formulation:
         """The formulation :meth:`fit` solves on ``(X, y)``, with this estimator's parameters.

@@ -24,10 +24,12 @@ with :math:`W = A^T X` at the optimum, under :math:`\sum_{c} \alpha_{ic} \le C s
 (Crammer-Singer) or :math:`\alpha_{ic} \le C s_i` (Weston-Watkins). The certificate is in
 :mod:`qpsvm.verify.multiclass`.
 
-There is no free intercept: per-class intercepts ``b_c`` would add the equality constraints
-:math:`\sum_i A_{ic} = 0` to the dual, and a regularised intercept (what liblinear and
-scikit-learn's ``LinearSVC(multi_class="crammer_singer")`` fit) is a constant feature column the
-user appends.
+A regularised per-class intercept (``intercept="regularized"``, what liblinear's ``-s 4 -B``
+and scikit-learn's ``LinearSVC(multi_class="crammer_singer", fit_intercept=True,
+intercept_scaling=B)`` fit) is a constant feature ``B`` whose weights ``b_c / B`` are penalised
+like ``W``: the problem is the one above on ``[X, B]``, and every method and the certificate
+apply to it unchanged. There is no free intercept: per-class intercepts ``b_c`` would add the
+equality constraints :math:`\sum_i A_{ic} = 0` to the dual.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from qpsvm._validation import (
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.model import CvxModel
+from qpsvm.formulations.pieces.intercepts import make_intercept, with_bias_column
 from qpsvm.solution import Candidate, Solution
 from qpsvm.verify.projection import project_capped_simplex
 
@@ -77,9 +80,15 @@ class MulticlassSVM(Formulation):
     sample_weight : array-like of shape (n_samples,), optional
         Slack weights ``s_i >= 0`` (default 1).
     fit_intercept : bool, default=False
-        Only ``False`` is supported: a free per-class intercept adds ``n_classes`` equality
-        constraints to the dual, for which qpsvm has no exact certificate. For a regularised
-        intercept (liblinear's), append a constant feature column.
+        ``True`` asks for a free per-class intercept, which is refused: it adds ``n_classes``
+        equality constraints to the dual, for which qpsvm has no exact certificate yet.
+    intercept : {"none", "regularized"}, optional
+        Overrides ``fit_intercept``. ``"regularized"``: liblinear's bias, a constant feature
+        ``intercept_scaling`` appended to ``X`` whose weights are penalised like ``W``; then
+        ``n_features`` counts it, ``w`` has shape ``(n_classes, n_features + 1)`` with last column
+        ``b_c / B``, and a solution's ``b`` is the per-class intercepts ``B w[:, -1]``.
+    intercept_scaling : float, default=1.0
+        ``B`` of the regularised intercept (liblinear's ``-B``).
 
     Attributes
     ----------
@@ -128,8 +137,24 @@ class MulticlassSVM(Formulation):
         variant: str = "crammer_singer",
         sample_weight: Any = None,
         fit_intercept: bool = False,
+        *,
+        intercept: str | None = None,
+        intercept_scaling: float = 1.0,
     ) -> None:
+        mode = make_intercept(
+            bool(fit_intercept) if intercept is None else intercept, intercept_scaling
+        )
+        if mode.coupled or (fit_intercept and not mode.fitted):
+            raise InvalidInputError(
+                "MulticlassSVM has no free intercept: free per-class intercepts add the dual "
+                "constraints sum_i A_ic = 0, for which qpsvm has no exact certificate yet. Use "
+                "intercept='regularized' with intercept_scaling=B (liblinear's -B, LinearSVC's "
+                "intercept_scaling) or intercept='none'."
+            )
+        self.intercept = mode
         self.X = check_data(X)
+        if mode.regularized:
+            self.X = with_bias_column(self.X, mode.scaling)
         n = self.X.shape[0]
         self.y, self.classes_ = check_multiclass_labels(y, n)
         self.C = check_positive(C, "C")
@@ -139,13 +164,6 @@ class MulticlassSVM(Formulation):
             raise InvalidInputError(f"unknown variant {variant!r}; choose one of {VARIANTS}.")
         self.variant = variant
         self.sample_weight = check_sample_weight(sample_weight, n)
-        if fit_intercept:
-            raise InvalidInputError(
-                "MulticlassSVM supports fit_intercept=False only: free per-class intercepts add "
-                "the dual constraints sum_i A_ic = 0, for which qpsvm has no exact certificate. "
-                "For a regularised intercept (what liblinear / LinearSVC fit), append a constant "
-                "column: np.column_stack([X, intercept_scaling * np.ones(len(X))])."
-            )
         self.fit_intercept = False
         k = self.n_classes
         self.mask = np.ones((n, k), dtype=bool)
@@ -189,17 +207,56 @@ class MulticlassSVM(Formulation):
         return arr
 
     def check_b(self, b: Any) -> float:
-        """A candidate intercept, which must be 0 (a scalar or one zero per class)."""
+        """A candidate intercept, which must be 0 (a scalar or one zero per class) without a
+        regularised intercept; with one, see :meth:`joint_weights`."""
         arr = np.asarray(b, dtype=np.float64).ravel()
         if arr.size not in (1, self.n_classes) or np.any(arr != 0.0):
             raise InvalidInputError(
                 f"MulticlassSVM has no intercept but the candidate has b={b!r}. liblinear's "
-                "intercept is regularised: certify against a formulation built on "
-                "np.column_stack([X, intercept_scaling * np.ones(len(X))]) with "
-                "w = np.column_stack([coef_, intercept_ / intercept_scaling]), or fit with "
-                "fit_intercept=False."
+                "intercept is regularised: build the problem with intercept='regularized' and "
+                "intercept_scaling=B, or fit with fit_intercept=False."
             )
         return 0.0
+
+    def joint_weights(self, w: Any, b: Any = None) -> np.ndarray:
+        """The weights over the problem's features of a candidate ``(w, b)``.
+
+        Without an intercept: ``w`` (``b`` must be 0 or ``None``). With the regularised one,
+        ``w`` of shape ``(n_classes, n_features - 1)`` and per-class intercepts ``b`` become
+        ``[w, b / B]`` (``b / B`` rounded: the point certified is the one whose intercepts are
+        ``B fl(b / B)``, exactly ``b`` for ``B`` a power of 2), and a ``w`` that already has
+        the bias column is taken as it is (``b``, unless ``None`` or a scalar 0, must be
+        ``B w[:, -1]``).
+        """
+        if not self.intercept.regularized:
+            if b is not None:
+                self.check_b(b)
+            return self.check_w(w)
+        B, k = self.intercept.scaling, self.n_classes
+        arr = np.asarray(w, dtype=np.float64)
+        if arr.ndim == 2 and arr.shape == (k, self.n_features - 1):
+            if b is None:
+                raise InvalidInputError(
+                    "the regularised intercept needs the per-class intercepts: pass b "
+                    f"(shape ({k},)) with w of shape {arr.shape}, or w with the bias column."
+                )
+            bias = np.broadcast_to(np.asarray(b, dtype=np.float64).ravel(), (k,))
+            return self.check_w(np.hstack([arr, (bias / B)[:, None]]))
+        W = self.check_w(arr)
+        if np.ndim(b) == 0 and b is not None and float(b) == 0.0:
+            b = None  # the weights carry the intercepts (solvers' candidates say b = 0)
+        if b is not None and not np.array_equal(
+            np.broadcast_to(np.asarray(b, dtype=np.float64).ravel(), (k,)), B * W[:, -1]
+        ):
+            raise InvalidInputError(
+                f"b={b!r} disagrees with w's bias column: with the regularised intercept b is "
+                "intercept_scaling * w[:, -1]; pass w without the column, or b=None."
+            )
+        return W
+
+    def intercepts(self, W: np.ndarray) -> Any:
+        """Per-class intercepts ``B W[:, -1]`` (regularised intercept), else 0."""
+        return self.intercept.scaling * W[:, -1] if self.intercept.regularized else 0.0
 
     def check_alpha(self, alpha: Any) -> np.ndarray:
         """Candidate duals as a finite ``(n_samples, n_classes)`` array (entries at ``y_i``
@@ -254,8 +311,7 @@ class MulticlassSVM(Formulation):
 
     def objective(self, w: Any, b: Any = 0.0) -> float:
         """Primal objective ``P(W) = 1/2 ||W||_F^2 + C sum_i s_i loss_i(W)``."""
-        W = self.check_w(w)
-        self.check_b(b)
+        W = self.joint_weights(w, None if np.ndim(b) == 0 and b == 0.0 else b)
         return self.primal_value(fsum(W * W), self.scores(W))
 
     def coefficients(self, alpha: np.ndarray) -> np.ndarray:
@@ -330,7 +386,10 @@ class MulticlassSVM(Formulation):
 
         ``solution`` is a :class:`~qpsvm.Solution` or a weight matrix ``W``.
         """
-        return np.asarray(self.check_features(check_data(X)) @ self.weights_of(solution).T)
+        Xn = check_data(X)
+        if self.intercept.regularized:
+            Xn = with_bias_column(Xn, self.intercept.scaling)
+        return np.asarray(self.check_features(Xn) @ self.weights_of(solution).T)
 
     def predict(self, X: Any, solution: Any) -> np.ndarray:
         """Predicted labels: ``classes_[argmax_c w_c . x]`` (smallest index on ties)."""
@@ -419,7 +478,7 @@ class MulticlassSVM(Formulation):
             alpha = certificate.alpha
         return Solution(
             w=W,
-            b=0.0,
+            b=self.intercepts(W),
             xi=self.slacks_from_scores(S),
             alpha=alpha,
             objective=float(self.primal_value(fsum(W * W), S)),

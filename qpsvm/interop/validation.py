@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from qpsvm._validation import check_data, check_sample_weight
 from qpsvm.conventions import C_from_svmrank
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
+from qpsvm.formulations.pieces.intercepts import with_bias_column
 from qpsvm.interop.answer import ForeignAnswer, ProblemSpec
 from qpsvm.interop.files import read_model_file
 from qpsvm.interop.liblinear import from_liblinear
@@ -175,12 +176,6 @@ def _settle(spec: ProblemSpec, value: float | None, name: str, recorded: float |
     return float(value)
 
 
-def _with_bias(X: Any, spec: ProblemSpec) -> Any:
-    """LIBLINEAR's bias: ``X`` with a last constant feature ``intercept_scaling``."""
-    column = np.full((X.shape[0], 1), spec.intercept_scaling)
-    return sp.hstack([X, column], format="csr") if sp.issparse(X) else np.hstack([X, column])
-
-
 def _weights(
     spec: ProblemSpec, labels: np.ndarray, base: np.ndarray, rest: Any = None
 ) -> np.ndarray:
@@ -203,7 +198,8 @@ def _binary_linear(
     if spec.l1_ratio is not None:
         kwargs["l1_ratio"] = spec.l1_ratio
     if spec.intercept == "regularized":
-        X, w, b = _with_bias(X, spec), np.append(w, b / spec.intercept_scaling), 0.0
+        B = spec.intercept_scaling
+        X, w, b = with_bias_column(X, B), np.append(w, b / B), 0.0
     free = spec.intercept == "free"
     f = SoftMarginPrimal(X, y_pm, C=spec.C, fit_intercept=free, sample_weight=s, **kwargs)
     return f, {"w": w, "b": float(b) if free else None}
@@ -219,7 +215,8 @@ def _regression(
     if answer.dual_coef is None:
         w, b = answer.coef[0], float(answer.intercept[0])
         if spec.intercept == "regularized":
-            X, w, b = _with_bias(X, spec), np.append(w, b / spec.intercept_scaling), 0.0
+            B = spec.intercept_scaling
+        X, w, b = with_bias_column(X, B), np.append(w, b / B), 0.0
         free = spec.intercept == "free"
         f = SupportVectorRegression(X, y, intercept="free" if free else "none", **common)
         return f, {"w": w, "b": b if free else None}
@@ -337,13 +334,19 @@ def _multiclass_part(
     from qpsvm.formulations import MulticlassSVM
 
     spec = answer.spec
-    Xm, W = X, answer.coef
-    if spec.intercept == "regularized":
-        Xm = _with_bias(X, spec)
-        W = np.hstack([W, (answer.intercept / spec.intercept_scaling)[:, None]])
-    f = MulticlassSVM(Xm, y, C=spec.C, variant=spec.multi_class, sample_weight=_weights(spec, y, s))
+    regularized = spec.intercept == "regularized"
+    f = MulticlassSVM(
+        X,
+        y,
+        C=spec.C,
+        variant=spec.multi_class,
+        sample_weight=_weights(spec, y, s),
+        intercept="regularized" if regularized else "none",
+        intercept_scaling=spec.intercept_scaling if regularized else 1.0,
+    )
     order = [labels.index(c) for c in f.classes_.tolist()]
-    return "model", f, {"w": W[order]}
+    b = np.asarray(answer.intercept)[order] if regularized else None
+    return "model", f, {"w": answer.coef[order], "b": b}
 
 
 def _linear_parts(answer: ForeignAnswer, X: Any, y: np.ndarray, s: np.ndarray, labels: tuple):

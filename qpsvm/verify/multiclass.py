@@ -158,10 +158,13 @@ def certify_multiclass(
     tol = check_tol(tol)
     if cand.w is None and cand.alpha is None:
         raise InvalidInputError("nothing to certify: pass a solution, w, or alpha.")
-    if cand.b is not None:
-        f.check_b(cand.b)
     alpha_in = f.check_alpha(cand.alpha) if cand.alpha is not None else None
-    W = f.check_w(cand.w) if cand.w is not None else f.expansion(alpha_in)
+    if cand.w is not None:
+        W = f.joint_weights(cand.w, cand.b)
+    else:
+        W = f.expansion(alpha_in)
+        if cand.b is not None and not np.array_equal(np.ravel(cand.b), np.ravel(f.intercepts(W))):
+            f.check_b(cand.b)
     S = f.scores(W)
     margins = f.margins(S)
     xi = f.slacks_from_scores(S)

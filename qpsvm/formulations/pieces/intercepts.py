@@ -17,11 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from qpsvm._validation import check_positive
 from qpsvm.exceptions import InvalidInputError
 
-__all__ = ["INTERCEPTS", "Intercept", "make_intercept"]
+__all__ = ["INTERCEPTS", "Intercept", "make_intercept", "with_bias_column"]
 
 #: The intercept modes by name.
 INTERCEPTS: tuple[str, ...] = ("free", "none", "regularized")
@@ -71,3 +72,11 @@ def make_intercept(intercept: Any, intercept_scaling: Any = 1.0) -> Intercept:
         )
     scaling = check_positive(intercept_scaling, "intercept_scaling")
     return Intercept(intercept, scaling)
+
+
+def with_bias_column(X: Any, scaling: float) -> Any:
+    """``[X, B]``: the data with a last constant feature ``B`` (the regularised intercept's
+    feature, liblinear's ``-B``), CSR for sparse ``X``. The column is exact, so a problem on it
+    states exactly the regularised intercept."""
+    column = np.full((X.shape[0], 1), scaling)
+    return sp.hstack([X, column], format="csr") if sp.issparse(X) else np.hstack([X, column])

@@ -1,0 +1,149 @@
+"""The multiclass SVMs with a regularised per-class intercept (``intercept="regularized"``,
+liblinear's ``-s 4 -B``, ``LinearSVC(multi_class="crammer_singer", fit_intercept=True)``):
+the problem on ``[X, B]``, checked against the rational oracle, the official LIBLINEAR bindings
+and scikit-learn; certificates enclose the exact optimum, reject perturbed answers and bound the
+suboptimality within 2x; a free intercept is refused with the reason."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from sklearn.svm import LinearSVC
+
+import qpsvm
+from qpsvm.exceptions import InvalidInputError
+
+VARIANTS = ("crammer_singer", "weston_watkins")
+
+
+def three_classes(seed: int, n: int = 30, d: int = 3):
+    rng = np.random.default_rng(seed)
+    y = np.repeat([0, 1, 2], n // 3)
+    return rng.normal(size=(n, d)) + 1.5 * np.eye(3, d)[y] + 2.0, y  # shifted: b matters
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_regularized_intercept_is_the_problem_on_a_constant_column(variant):
+    X, y = three_classes(0)
+    B = 3.0
+    f = qpsvm.MulticlassSVM(
+        X, y, C=2.0, variant=variant, intercept="regularized", intercept_scaling=B
+    )
+    sol = f.solve()
+    assert sol.certificate.passed and sol.certificate.rigorous
+    assert f.n_features == X.shape[1] + 1 and sol.w.shape == (3, X.shape[1] + 1)
+    np.testing.assert_array_equal(sol.b, B * sol.w[:, -1])
+    plain = qpsvm.MulticlassSVM(np.hstack([X, np.full((len(X), 1), B)]), y, C=2.0, variant=variant)
+    assert sol.objective == pytest.approx(plain.solve().objective, rel=1e-9)
+    # (w, b) candidates, as other tools give them, and the scores of new points
+    cert = f.certify(w=sol.w[:, :-1], b=sol.b)
+    assert cert.passed
+    assert f.objective(sol.w[:, :-1], sol.b) == pytest.approx(sol.objective, rel=1e-12)
+    np.testing.assert_allclose(
+        f.decision_function(X[:4], sol), X[:4] @ sol.w[:, :-1].T + sol.b, rtol=1e-12
+    )
+    assert (f.predict(X, sol) == plain.predict(np.hstack([X, np.full((len(X), 1), B)]), sol)).all()
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_regularized_intercept_against_the_rational_oracle(variant):
+    """The exact rational optimum (B = 2: the column is exact) lies in the certified interval
+    of the float solve, and the oracle's intercepts are its own weights' column times B."""
+    X, y = three_classes(1)
+    f = qpsvm.MulticlassSVM(
+        X, y, C=1.0, variant=variant, intercept="regularized", intercept_scaling=2.0
+    )
+    sol, exact = f.solve(method="qp"), f.solve(method="exact")
+    optimum = exact.info["exact"].objective
+    assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
+    np.testing.assert_allclose(sol.b, exact.b, atol=1e-6)
+
+
+@pytest.mark.parametrize("B", [1.0, 3.0])
+def test_linearsvc_crammer_singer_with_intercept_is_certified(B):
+    """LinearSVC(multi_class="crammer_singer", fit_intercept=True, intercept_scaling=B) at a
+    tight tolerance is certified against the problem it solves (directly, and through
+    qpsvm.validate), a perturbed answer is rejected, and the gap is within 2x of the true
+    suboptimality measured from the exact optimum."""
+    X, y = three_classes(2, n=60)
+    est = LinearSVC(
+        multi_class="crammer_singer",
+        fit_intercept=True,
+        intercept_scaling=B,
+        C=1.0,
+        tol=1e-12,
+        max_iter=10**6,
+    ).fit(X, y)
+    f = qpsvm.MulticlassSVM(X, y, C=1.0, intercept="regularized", intercept_scaling=B)
+    assert f.certify(w=est.coef_, b=est.intercept_).passed
+    assert f.certify(est).passed  # the estimator read as (coef_, intercept_), no warning
+    report = qpsvm.validate(est, X, y)
+    assert report.passed and "regularized intercept" in report.spec.describe()
+    optimum = float(f.solve(method="exact").info["exact"].objective)
+    w, b = est.coef_ * 1.01, est.intercept_ + 0.01
+    cert = f.certify(w=w, b=b)
+    true = f.objective(w, b) - optimum
+    floor = 1e-9 * optimum
+    assert not cert.passed
+    assert true - floor <= cert.gap <= 2.0 * true + floor
+
+
+def test_official_liblinear_crammer_singer_with_bias():
+    """liblinear -s 4 -B 2 (the official bindings) at -e 1e-10: qpsvm.validate builds the
+    regularised-intercept problem and certifies the model."""
+    liblinear = pytest.importorskip("liblinear.liblinearutil")
+    X, y = three_classes(3, n=60)
+    rows = [dict(enumerate(map(float, r), start=1)) for r in X]
+    model = liblinear.train(list(map(float, y)), rows, "-s 4 -c 1 -B 2 -e 1e-10 -q")
+    report = qpsvm.validate(model, X, y)
+    assert report.passed, report
+    assert report.spec.intercept == "regularized" and report.spec.intercept_scaling == 2.0
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**16),
+    variant=st.sampled_from(VARIANTS),
+    C=st.sampled_from([0.1, 1.0, 10.0]),
+    B=st.sampled_from([0.5, 1.0, 4.0]),
+)
+@example(seed=0, variant="crammer_singer", C=10.0, B=0.5)
+def test_certificate_encloses_the_exact_optimum(seed, variant, C, B):
+    """For a random candidate ``(w, b)``: ``lower <= P* <= upper`` with the exact rational
+    ``P*``, and the gap between the true suboptimality and twice it."""
+    X, y = three_classes(seed, n=12, d=2)
+    f = qpsvm.MulticlassSVM(
+        X, y, C=C, variant=variant, intercept="regularized", intercept_scaling=B
+    )
+    optimum = f.solve(method="exact").info["exact"].objective
+    rng = np.random.default_rng(seed)
+    w, b = rng.normal(size=(3, 2)), rng.normal(size=3) * B  # b / B exact: B a power of 2
+    cert = f.certify(w=w, b=b)
+    assert cert.rigorous
+    assert Fraction(cert.lower) <= optimum <= Fraction(cert.upper)
+    true = f.objective(w, b) - float(optimum)
+    floor = 2e-9 * max(1.0, float(optimum))
+    assert true - floor <= cert.gap <= 2.0 * true + floor
+
+
+def test_bad_input_gives_typed_errors():
+    X, y = three_classes(4)
+    for kwargs in ({"fit_intercept": True}, {"intercept": "free"}):
+        with pytest.raises(InvalidInputError, match="no free intercept"):
+            qpsvm.MulticlassSVM(X, y, **kwargs)
+    with pytest.raises(InvalidInputError, match="intercept"):
+        qpsvm.MulticlassSVM(X, y, intercept="maybe")
+    with pytest.raises(InvalidInputError, match="intercept_scaling"):
+        qpsvm.MulticlassSVM(X, y, intercept="regularized", intercept_scaling=0.0)
+    f = qpsvm.MulticlassSVM(X, y, intercept="regularized")
+    with pytest.raises(InvalidInputError, match="per-class intercepts"):
+        f.certify(w=np.zeros((3, X.shape[1])))
+    with pytest.raises(InvalidInputError, match="disagrees"):
+        f.certify(w=np.zeros((3, X.shape[1] + 1)), b=np.ones(3))
+    none = qpsvm.MulticlassSVM(X, y)
+    with pytest.raises(InvalidInputError, match="intercept='regularized'"):
+        none.certify(w=np.zeros((3, X.shape[1])), b=np.ones(3))
