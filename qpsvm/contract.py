@@ -211,6 +211,8 @@ class MulticlassProblem(Problem, Protocol):
     crammer_singer: bool
     #: ``"crammer_singer"`` or ``"weston_watkins"``.
     variant: str
+    #: Whether the slacks are squared (``loss="squared_hinge"``).
+    squared: bool
     #: Budgets ``C s_i`` of the examples.
     upper: np.ndarray
 

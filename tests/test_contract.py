@@ -56,6 +56,9 @@ FORMULATIONS = {
     "ComposedRanking": lambda: _ranking(loss="squared_hinge"),
     "crammer_singer": lambda: qpsvm.MulticlassSVM(*_multiclass(), C=1.0),
     "weston_watkins": lambda: qpsvm.MulticlassSVM(*_multiclass(), C=1.0, variant="weston_watkins"),
+    "crammer_singer-squared": lambda: qpsvm.MulticlassSVM(
+        *_multiclass(), C=1.0, loss="squared_hinge", intercept="regularized"
+    ),
     "StructuralSVM": lambda: qpsvm.StructuralSVM(*_chains(), C=1.0),
 }
 

@@ -179,6 +179,8 @@ class DaskMulticlassSVM(ReferenceCertify):
     sample_weight : dask array of shape (n_samples,), optional
     fit_intercept : bool, default=False
         Only ``False``, as in memory.
+    loss : {"hinge"}
+        Only the hinge with Dask data.
     intercept, intercept_scaling
         Only no intercept with Dask data: append the constant column ``B`` for a regularised
         one.
@@ -198,9 +200,15 @@ class DaskMulticlassSVM(ReferenceCertify):
         sample_weight: Any = None,
         fit_intercept: bool = False,
         *,
+        loss: str = "hinge",
         intercept: str | None = None,
         intercept_scaling: float = 1.0,
     ) -> None:
+        if loss != "hinge":
+            raise InvalidInputError(
+                f"with Dask data MulticlassSVM solves the hinge loss; got loss={loss!r}. The "
+                "squared hinge is solved in memory: pass X.compute() and y.compute()."
+            )
         if variant not in VARIANTS:
             raise InvalidInputError(f"unknown variant {variant!r}; choose one of {VARIANTS}.")
         if fit_intercept or intercept not in (None, "none"):

@@ -53,6 +53,7 @@ from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.model import CvxModel
 from qpsvm.formulations.pieces.intercepts import make_intercept, with_bias_column
+from qpsvm.formulations.pieces.losses import make_loss
 from qpsvm.solution import Candidate, Solution
 from qpsvm.verify.projection import project_capped_simplex
 
@@ -79,6 +80,11 @@ class MulticlassSVM(Formulation):
     variant : {"crammer_singer", "weston_watkins"}, default="crammer_singer"
     sample_weight : array-like of shape (n_samples,), optional
         Slack weights ``s_i >= 0`` (default 1).
+    loss : {"hinge", "squared_hinge"}, default="hinge"
+        ``"squared_hinge"`` squares the slacks: ``C sum_i s_i xi_i^2`` (Crammer-Singer: the
+        squared largest violation) or ``C sum_i s_i sum_c xi_ic^2`` (Weston-Watkins). Its dual
+        has no cap and subtracts ``sum_i (sum_c alpha_ic)^2 / (4 C s_i)`` (or the per-entry
+        squares); it is solved by the full CVXPY problem (``method="qp"``).
     fit_intercept : bool, default=False
         ``True`` asks for a free per-class intercept, which is refused: it adds ``n_classes``
         equality constraints to the dual, for which qpsvm has no exact certificate yet.
@@ -114,6 +120,12 @@ class MulticlassSVM(Formulation):
     """
 
     methods: ClassVar[tuple[str, ...]] = ("qp", "full", "working_set", "subgradient", "exact")
+    refusals: ClassVar[dict[str, str]] = {
+        name: "the squared hinge (loss='squared_hinge') is solved by the full CVXPY problem "
+        "(method='qp'); the working set, the subgradient method and the rational oracle serve "
+        "the hinge"
+        for name in ("working_set", "subgradient", "exact")
+    }
     working_set: ClassVar[str] = "qpsvm.solvers.working_set:multiclass_sets"
     online_problem: ClassVar[str] = "qpsvm.solvers.subgradient:multiclass_problem"
     exact_oracle: ClassVar[str] = "qpsvm.solvers.exact:solve_exact_multiclass"
@@ -138,9 +150,14 @@ class MulticlassSVM(Formulation):
         sample_weight: Any = None,
         fit_intercept: bool = False,
         *,
+        loss: str = "hinge",
         intercept: str | None = None,
         intercept_scaling: float = 1.0,
     ) -> None:
+        self.loss = make_loss(loss, regression=False)
+        if self.loss.squared:
+            # the working set, the online method and the rational oracle state the hinge
+            self.methods = ("qp", "full")
         mode = make_intercept(
             bool(fit_intercept) if intercept is None else intercept, intercept_scaling
         )
@@ -173,7 +190,9 @@ class MulticlassSVM(Formulation):
 
     def default_method(self) -> str:
         """``"working_set"`` above :attr:`working_set_min_samples` examples, else ``"qp"``."""
-        return "working_set" if self.n_samples > self.working_set_min_samples else "qp"
+        if "working_set" in self.methods and self.n_samples > self.working_set_min_samples:
+            return "working_set"
+        return "qp"
 
     # ----------------------------------------------------------------- sizes and shapes
     @property
@@ -185,6 +204,11 @@ class MulticlassSVM(Formulation):
     def crammer_singer(self) -> bool:
         """True for the Crammer-Singer variant (one slack per example)."""
         return self.variant == "crammer_singer"
+
+    @property
+    def squared(self) -> bool:
+        """True for the squared hinge (``loss="squared_hinge"``)."""
+        return bool(self.loss.squared)
 
     @property
     def upper(self) -> np.ndarray:
@@ -306,6 +330,8 @@ class MulticlassSVM(Formulation):
         """``1/2 ||W||^2 + C sum_i s_i loss_i`` from ``||W||^2`` and the scores, with careful
         sums (``loss_i = xi_i`` or ``sum_c xi_ic``)."""
         xi = self.slacks_from_scores(S)
+        if self.squared:
+            xi = xi * xi
         loss = xi if self.crammer_singer else xi.sum(axis=1)
         return 0.5 * norm2 + self.C * fsum(self.sample_weight * loss)
 
@@ -333,7 +359,13 @@ class MulticlassSVM(Formulation):
         """
         alpha = self.check_alpha(alpha)
         W = self.expansion(alpha)
-        return fsum(np.where(self.mask, alpha, 0.0)) - 0.5 * fsum(W * W)
+        a = np.where(self.mask, alpha, 0.0)
+        value = fsum(a) - 0.5 * fsum(W * W)
+        if self.squared:  # - sum_i (sum_c alpha_ic)^2 / (4 C s_i), or per entry (WW)
+            live = self.upper > 0
+            t = a[live].sum(axis=1, keepdims=True) if self.crammer_singer else a[live]
+            value -= fsum(t * t / (4.0 * self.upper[live, None]))
+        return value
 
     def project_dual(self, alpha: Any) -> np.ndarray:
         """Euclidean projection onto the dual feasible set: per example onto
@@ -341,6 +373,8 @@ class MulticlassSVM(Formulation):
         :func:`~qpsvm.verify.projection.project_capped_simplex`) or onto the box
         ``[0, C s_i]`` (Weston-Watkins); ``alpha_{i y_i} = 0``."""
         alpha = self.check_alpha(alpha)
+        if self.squared:
+            return np.where(self.mask & (self.upper > 0)[:, None], np.maximum(alpha, 0.0), 0.0)
         if self.crammer_singer:
             return project_capped_simplex(alpha, self.upper, self.mask)
         return np.where(self.mask, np.clip(alpha, 0.0, self.upper[:, None]), 0.0)
@@ -351,7 +385,9 @@ class MulticlassSVM(Formulation):
         off = float(np.max(np.abs(alpha[~self.mask]), initial=0.0))
         negative = float(np.max(-alpha, initial=0.0))
         a = np.where(self.mask, alpha, 0.0)
-        if self.crammer_singer:
+        if self.squared:
+            over = float(np.max(np.abs(a[self.upper <= 0]), initial=0.0))
+        elif self.crammer_singer:
             over = float(np.max(a.sum(axis=1) - self.upper, initial=0.0))
         else:
             over = float(np.max(a - self.upper[:, None], initial=0.0))
@@ -430,6 +466,7 @@ class MulticlassSVM(Formulation):
             self.crammer_singer,
             folded,
             None if subset is None else idx,
+            squared=self.squared,
         )
 
     def _bound_term(self, at_bound: Any, used: np.ndarray) -> np.ndarray:
@@ -506,6 +543,7 @@ def rows_multiclass_model(
     crammer_singer: bool,
     folded: np.ndarray | None = None,
     index: np.ndarray | None = None,
+    squared: bool = False,
 ) -> CvxModel:
     r"""The multiclass primal over the examples ``X`` (class indices ``y``, slack weights ``s``)
     and their constraints ``(local, cols)``: ``m_{ic} >= 1 - xi`` for example ``local[j]``
@@ -541,12 +579,17 @@ def rows_multiclass_model(
     if crammer_singer:
         xi = cp.Variable(n, name="xi")
         spread = sp.csr_matrix((np.ones(m), (np.arange(m), local)), shape=(m, n))
-        cons = {"margin": margin >= 1 - spread @ xi, "slack": xi >= 0}
-        objective = 0.5 * cp.sum_squares(W) + Cp * (s @ xi)
+        cons = {"margin": margin >= 1 - spread @ xi}
+        weights = s
     else:
         xi = cp.Variable(m, name="xi")
-        cons = {"margin": margin >= 1 - xi, "slack": xi >= 0}
-        objective = 0.5 * cp.sum_squares(W) + Cp * (s[local] @ xi)
+        cons = {"margin": margin >= 1 - xi}
+        weights = s[local]
+    if squared:  # xi <= 0 is never better than xi = 0: no slack constraint is needed
+        objective = 0.5 * cp.sum_squares(W) + Cp * (weights @ cp.square(xi))
+    else:
+        cons["slack"] = xi >= 0
+        objective = 0.5 * cp.sum_squares(W) + Cp * (weights @ xi)
     if folded is not None:
         objective = objective - Cp * cp.sum(cp.multiply(folded, W))
     problem = cp.Problem(cp.Minimize(objective), list(cons.values()))

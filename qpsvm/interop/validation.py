@@ -346,7 +346,8 @@ def _multiclass_part(
     )
     order = [labels.index(c) for c in f.classes_.tolist()]
     b = np.asarray(answer.intercept)[order] if regularized else None
-    return "model", f, {"w": answer.coef[order], "b": b}
+    # W over the problem's features (the bias column b / B last): what f.compare reads too
+    return "model", f, {"w": f.joint_weights(answer.coef[order], b)}
 
 
 def _linear_parts(answer: ForeignAnswer, X: Any, y: np.ndarray, s: np.ndarray, labels: tuple):

@@ -52,7 +52,12 @@ from qpsvm.verify.certificate import (
     evaluation_allowance,
 )
 from qpsvm.verify.projection import bounded_fit
-from qpsvm.verify.rigorous import multiclass_dual_lower, multiclass_primal_upper
+from qpsvm.verify.rigorous import (
+    multiclass_dual_lower,
+    multiclass_primal_upper,
+    squared_multiclass_dual_lower,
+    squared_multiclass_primal_upper,
+)
 
 __all__ = ["certify_multiclass", "dual_points"]
 
@@ -63,13 +68,18 @@ def _slack_matrix(f: MulticlassProblem, xi: np.ndarray) -> np.ndarray:
 
 
 def _fit_tight(
-    f: MulticlassProblem, alpha: np.ndarray, free: np.ndarray, budget: np.ndarray, W: np.ndarray
+    f: MulticlassProblem,
+    alpha: np.ndarray,
+    free: np.ndarray,
+    budget: np.ndarray,
+    W: np.ndarray,
+    total: np.ndarray,
 ) -> None:
-    """Fit ``alpha[free]`` in ``[0, C s_i]`` to ``W = A^T X`` by bounded least squares, in place
-    (one unconstrained solve when its answer is in the box, as it is near an optimum).
+    """Fit ``alpha[free]`` in ``[0, total_ic]`` to ``W = A^T X`` by bounded least squares, in
+    place (one unconstrained solve when its answer is in the box, as it is near an optimum).
 
-    ``budget`` marks (Crammer-Singer) examples whose free entries must sum to ``C s_i``; each adds
-    one weighted equation.
+    ``budget`` marks (Crammer-Singer) examples whose free entries must sum to ``total_i``
+    (``C s_i``; ``2 C s_i xi_i`` for the squared hinge); each adds one weighted equation.
     """
     fi, fc = np.nonzero(free)
     k, d = f.n_classes, f.n_features
@@ -86,8 +96,8 @@ def _fit_tight(
         weight = max(1.0, float(np.sqrt(np.max(np.sum(A * A, axis=0)))))
         member = (fi[None, :] == ex[:, None]).astype(np.float64)
         A = np.vstack([A, weight * member])
-        target = np.append(target, weight * f.upper[ex])
-    upper = f.upper[fi]
+        target = np.append(target, weight * total[ex, 0])
+    upper = total[fi, fc]
     # one BLAS thread: threaded LAPACK stalls on busy cores (measured on 2 shared cores, digits:
     # 0.67 s a solve threaded, 0.2 s on one thread)
     with one_blas_thread():
@@ -110,6 +120,11 @@ def dual_points(
     slack = _slack_matrix(f, xi)
     residual = np.where(f.mask, margins - 1.0 + slack, np.inf)
     slack = np.broadcast_to(slack, residual.shape)
+    # the value a violated constraint's multiplier (or an example's budget) takes at the
+    # optimum: C s_i for the hinge, 2 C s_i xi for the squared hinge (stationarity in xi)
+    total = np.broadcast_to(
+        2.0 * f.upper[:, None] * slack if f.squared else f.upper[:, None], residual.shape
+    )
     seen: set[bytes] = set()
     for tau in MARGIN_TAUS:
         tight = residual <= tau
@@ -121,16 +136,16 @@ def dual_points(
         else:
             fixed = over
             budget = np.zeros(f.n_samples, dtype=bool)
-        free = tight & ~fixed & (f.upper > 0)[:, None]  # a box [0, 0] leaves nothing to fit
+        free = tight & ~fixed & (total > 0)  # a box [0, 0] leaves nothing to fit
         # the budgets too: an example with a slack of 1e-10 and two tight classes has the same
         # tight and fixed sets at tau = 1e-10 (a budget row) and 1e-8 (free, as it should be)
         key = tight.tobytes() + fixed.tobytes() + budget.tobytes()
         if key in seen:
             continue
         seen.add(key)
-        alpha = np.where(fixed, f.upper[:, None], 0.0)
+        alpha = np.where(fixed, total, 0.0)
         if 0 < np.count_nonzero(free) <= MAX_MARGIN_SET:
-            _fit_tight(f, alpha, free, budget, W)
+            _fit_tight(f, alpha, free, budget, W, total)
         yield f.project_dual(alpha)
 
 
@@ -194,11 +209,19 @@ def certify_multiclass(
     alpha, _, _ = best_dual_point(f.dual_objective, candidates, np.zeros_like(margins), primal, tol)
 
     # the rigorous enclosure (qpsvm.verify.rigorous)
-    primal, primal_estimate = multiclass_primal_upper(f, W)
-    dual, alpha, dual_estimate = multiclass_dual_lower(f, alpha)
+    if f.squared:
+        primal, primal_estimate = squared_multiclass_primal_upper(f, W)
+        dual, alpha, dual_estimate = squared_multiclass_dual_lower(f, alpha)
+    else:
+        primal, primal_estimate = multiclass_primal_upper(f, W)
+        dual, alpha, dual_estimate = multiclass_dual_lower(f, alpha)
     slack = _slack_matrix(f, xi)
     comp = np.where(f.mask, np.abs(alpha * (margins - 1.0 + slack)), 0.0)
-    if f.crammer_singer:
+    if f.squared and f.crammer_singer:  # stationarity in xi: sum_c alpha_ic = 2 C s_i xi_i
+        unused = np.abs(alpha.sum(axis=1) - 2.0 * f.upper * xi)
+    elif f.squared:  # per entry: alpha_ic = 2 C s_i xi_ic
+        unused = np.where(f.mask, np.abs(alpha - 2.0 * f.upper[:, None] * xi), 0.0)
+    elif f.crammer_singer:
         unused = np.abs((f.upper - alpha.sum(axis=1)) * xi)
     else:
         unused = np.where(f.mask, np.abs((f.upper[:, None] - alpha) * xi), 0.0)
@@ -210,7 +233,7 @@ def certify_multiclass(
         complementarity=max(float(np.max(comp, initial=0.0)), float(np.max(unused, initial=0.0))),
         stationarity=float(np.linalg.norm(W - f.expansion(alpha))),
         tol=tol,
-        formulation=f"{type(f).__name__}({f.variant})",
+        formulation=f"{type(f).__name__}({f.variant}{', squared hinge' if f.squared else ''})",
         alpha=alpha,
         rigorous=True,
         rounding_floor=evaluation_allowance(primal, dual, primal_estimate, dual_estimate),

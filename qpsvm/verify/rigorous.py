@@ -85,6 +85,7 @@ __all__ = [
     "multiclass_dual_lower",
     "multiclass_dual_sums",
     "multiclass_feasible",
+    "multiclass_hinge_upper",
     "multiclass_primal_upper",
     "multiclass_slack_upper",
     "primal_upper",
@@ -95,6 +96,8 @@ __all__ = [
     "scale_to_feasible",
     "shortfall",
     "slack_cost",
+    "squared_multiclass_dual_lower",
+    "squared_multiclass_primal_upper",
     "upper_sum",
 ]
 
@@ -582,6 +585,16 @@ def multiclass_slack_upper(f: MulticlassRows, W: np.ndarray) -> np.ndarray:
 def _multiclass_slacks(f: MulticlassRows, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:func:`multiclass_slack_upper` and the slacks from the same enclosed scores without
     their error bounds (estimates)."""
+    worst, middle = multiclass_hinge_upper(f, W)
+    if f.crammer_singer:
+        return worst.max(axis=1), middle.max(axis=1)
+    return np.array([upper_sum(r) for r in worst]), middle.sum(axis=1)
+
+
+def multiclass_hinge_upper(f: MulticlassRows, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""Upper bounds on the exact hinge terms ``max(0, 1 - (w_{y_i} - w_c).x_i)``, shape
+    ``(n, k)`` (0 at ``c = y_i``), and the terms from the same enclosed scores without their
+    error bounds (estimates)."""
     S = multiclass_scores(f, W)
     n = f.X.shape[0]
     rows = np.arange(n)
@@ -592,9 +605,7 @@ def _multiclass_slacks(f: MulticlassRows, W: np.ndarray) -> tuple[np.ndarray, np
         r, e = shortfall(np.ones(n), np.ones(n), dd_sub(own, S[c]))
         worst[:, c] = np.where(f.y == c, 0.0, np.maximum(0.0, up(r + e)))
         middle[:, c] = np.where(f.y == c, 0.0, np.maximum(0.0, r))
-    if f.crammer_singer:
-        return worst.max(axis=1), middle.max(axis=1)
-    return np.array([upper_sum(r) for r in worst]), middle.sum(axis=1)
+    return worst, middle
 
 
 def multiclass_primal_upper(f: MulticlassRows, W: np.ndarray) -> tuple[float, float]:
@@ -658,6 +669,46 @@ def multiclass_dual_lower(f: MulticlassRows, alpha: np.ndarray) -> tuple[float, 
     a = multiclass_feasible(f, alpha)
     sums = multiclass_dual_sums(f, a)
     return dual_lower_value(sums, None), a, dual_estimate(sums)
+
+
+def squared_multiclass_primal_upper(f: MulticlassRows, W: np.ndarray) -> tuple[float, float]:
+    r"""An upper bound on the exact ``P(W) = 1/2 ||W||_F^2 + C sum_i s_i loss_i`` of the
+    squared hinge: ``loss_i = xi_i^2`` with ``xi_i = max_c max(0, 1 - (w_{y_i} - w_c).x_i)``
+    (Crammer-Singer) or ``sum_c xi_ic^2`` (Weston-Watkins), from
+    :func:`multiclass_hinge_upper` (each square rounded up), and its estimate."""
+    worst, middle = multiclass_hinge_upper(f, W)
+    if f.crammer_singer:
+        top = worst.max(axis=1)
+        terms, estimate = up(top * top), middle.max(axis=1) ** 2
+    else:
+        terms = np.array([upper_sum(up(r * r)) for r in worst])
+        estimate = (middle * middle).sum(axis=1)
+    value = 0.5 * fsum(W * W) + f.C * fsum(f.sample_weight * estimate)
+    return _primal_from_shortfall(upper_sum(W * W), f.C, f.sample_weight, terms), value
+
+
+def squared_multiclass_dual_lower(
+    f: MulticlassRows, alpha: np.ndarray
+) -> tuple[float, np.ndarray, float]:
+    r"""A lower bound on ``P*`` of the squared hinge from ``alpha`` made exactly feasible
+    (``>= 0``, 0 at ``y_i`` and on examples of weight 0; no cap): ``D(alpha) = sum alpha -
+    sum_i (sum_c alpha_ic)^2 / (4 C s_i) - 1/2 ||A^T X||_F^2`` (Crammer-Singer) or with
+    ``sum_c alpha_ic^2 / (4 C s_i)`` (Weston-Watkins), the quadratic terms bounded above with
+    ``C s_i`` bounded below (:func:`_capped`); the point; and ``D`` estimated."""
+    a = np.where(f.mask, np.maximum(np.asarray(alpha, dtype=np.float64), 0.0), 0.0)
+    cap = _capped(f.C, f.sample_weight)
+    live = cap > 0.0
+    a[~live] = 0.0
+    if f.crammer_singer:
+        total = np.array([upper_sum(row) for row in a[live]])
+        quad = up(up(total * total) / (4.0 * cap[live]))
+    else:
+        quad = up(up(a[live] * a[live]) / (4.0 * cap[live][:, None]))
+    bound = upper_sum(quad)
+    sums = multiclass_dual_sums(f, a)
+    estimate = dual_estimate(sums) - float(fsum(np.ravel(quad)))
+    sums.gain = float(down(sums.gain - bound))
+    return dual_lower_value(sums, None), a, estimate
 
 
 # ----------------------------------------------------------------------------- rbf kernels

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import cvxpy as cp
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -147,3 +148,126 @@ def test_bad_input_gives_typed_errors():
     none = qpsvm.MulticlassSVM(X, y)
     with pytest.raises(InvalidInputError, match="intercept='regularized'"):
         none.certify(w=np.zeros((3, X.shape[1])), b=np.ones(3))
+
+
+# ------------------------------------------------------------------ the squared hinge
+def squared_oracle_rows(f):
+    """The squared-hinge multiclass problem with ``C s_i = 2`` as a hard margin: over
+    ``(vec W, t)`` each constraint ``(i, c)`` reads ``(w_{y_i} - w_c).x_i + t_g / 2 >= 1``
+    (``t_g = 2 xi_g``, so ``1/2 ||t||^2 = 2 sum xi_g^2 = C sum xi_g^2``), with one slack
+    coordinate ``g`` per example (Crammer-Singer) or per constraint (Weston-Watkins); the rows
+    and their negatives, labelled +1 and -1, for :class:`~qpsvm.HardMargin` without intercept."""
+    X = np.asarray(f.X)
+    k, d = f.n_classes, X.shape[1]
+    groups = f.n_samples if f.crammer_singer else f.rows.size
+    rows = np.zeros((f.rows.size, k * d + groups))
+    for j, (i, c) in enumerate(zip(f.rows, f.cols, strict=True)):
+        rows[j, f.y[i] * d : (f.y[i] + 1) * d] += X[i]
+        rows[j, c * d : (c + 1) * d] -= X[i]
+        rows[j, k * d + (i if f.crammer_singer else j)] = 0.5
+    labels = np.r_[np.ones(len(rows)), -np.ones(len(rows))]
+    return np.vstack([rows, -rows]), labels
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_squared_hinge_against_the_rational_oracle(variant):
+    """With ``C = 2`` and unit weights the squared hinge is a hard margin with rational rows:
+    its exact optimum lies in the certified interval; the CVXPY problem agrees."""
+    X, y = three_classes(5, n=12, d=2)
+    X = np.round(X * 8) / 8  # dyadic data: exact rows
+    f = qpsvm.MulticlassSVM(X, y, C=2.0, variant=variant, loss="squared_hinge")
+    sol = f.solve()
+    assert sol.certificate.passed and sol.certificate.rigorous
+    oracle = qpsvm.HardMargin(*squared_oracle_rows(f), fit_intercept=False).solve(method="exact")
+    optimum = oracle.info["exact"].objective
+    assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
+    assert f.problem.value == pytest.approx(sol.objective, rel=1e-7)
+
+
+def independent_squared(X, y, C, variant):
+    """The squared hinge multiclass problem written from scratch in CVXPY (Clarabel, tight)."""
+    n, k = X.shape[0], int(y.max()) + 1
+    W = cp.Variable((k, X.shape[1]))
+    S = X @ W.T
+    own = cp.hstack([S[i, y[i]] for i in range(n)])
+    hinge = [cp.multiply(y != c, cp.pos(1 - own + S[:, c])) for c in range(k)]
+    if variant == "crammer_singer":
+        loss = cp.sum_squares(cp.max(cp.vstack(hinge), axis=0))
+    else:
+        loss = sum(cp.sum_squares(h) for h in hinge)
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(W) + C * loss))
+    problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    return float(problem.value)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("C", [0.1, 100.0])
+def test_squared_hinge_is_exact_and_rejects_perturbed_answers(variant, C):
+    X, y = three_classes(6, n=60)
+    f = qpsvm.MulticlassSVM(X, y, C=C, variant=variant, loss="squared_hinge")
+    sol = f.solve()
+    assert sol.certificate.passed and sol.certificate.rigorous
+    assert sol.objective == pytest.approx(independent_squared(X, y, C, variant), rel=1e-8)
+    w = sol.w * 1.01 + 0.01
+    cert = f.certify(w=w)
+    true = f.objective(w) - sol.objective
+    floor = 1e-9 * sol.objective
+    assert not cert.passed
+    assert true - floor <= cert.gap <= 2.0 * true + floor
+    # with a regularised intercept: the same problem on [X, B]
+    g = qpsvm.MulticlassSVM(
+        X,
+        y,
+        C=C,
+        variant=variant,
+        loss="squared_hinge",
+        intercept="regularized",
+        intercept_scaling=2.0,
+    )
+    plain = qpsvm.MulticlassSVM(
+        np.hstack([X, np.full((len(X), 1), 2.0)]), y, C=C, variant=variant, loss="squared_hinge"
+    )
+    assert g.solve().objective == pytest.approx(plain.solve().objective, rel=1e-9)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**16),
+    variant=st.sampled_from(VARIANTS),
+    scale=st.sampled_from([1e-3, 0.1, 3.0]),
+)
+@example(seed=0, variant="crammer_singer", scale=1e-3)
+def test_squared_hinge_certificate_encloses_the_exact_optimum(seed, variant, scale):
+    """Random and near-optimal candidates: ``lower <= P* <= upper`` with the oracle's exact
+    ``P*``; the gap between the true suboptimality and twice it."""
+    X, y = three_classes(seed, n=9, d=2)
+    X = np.round(X * 8) / 8
+    f = qpsvm.MulticlassSVM(X, y, C=2.0, variant=variant, loss="squared_hinge")
+    optimum = (
+        qpsvm.HardMargin(*squared_oracle_rows(f), fit_intercept=False)
+        .solve(method="exact")
+        .info["exact"]
+        .objective
+    )
+    best = f.solve()
+    rng = np.random.default_rng(seed)
+    for w in (rng.normal(size=(3, 2)), best.w + scale * rng.normal(size=(3, 2))):
+        cert = f.certify(w=w)
+        assert cert.rigorous
+        assert Fraction(cert.lower) <= optimum <= Fraction(cert.upper)
+        true = f.objective(w) - float(optimum)
+        floor = 2e-9 * max(1.0, float(optimum))
+        assert true - floor <= cert.gap <= 2.0 * true + floor
+
+
+def test_squared_hinge_bad_input_and_refused_methods():
+    X, y = three_classes(7)
+    with pytest.raises(InvalidInputError, match="loss"):
+        qpsvm.MulticlassSVM(X, y, loss="logistic")
+    with pytest.raises(InvalidInputError, match="loss"):
+        qpsvm.MulticlassSVM(X, y, loss="epsilon_insensitive")
+    f = qpsvm.MulticlassSVM(X, y, loss="squared_hinge")
+    assert f.default_method() == "qp"
+    for method in ("working_set", "exact", "subgradient"):
+        with pytest.raises(InvalidInputError, match="squared hinge"):
+            f.solve(method=method)
