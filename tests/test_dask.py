@@ -315,6 +315,10 @@ def test_multiclass_bad_input_is_refused():
         qpsvm.MulticlassSVM(chunked(bad, 100), chunked(y, 100)).solve(sample_rows=50)
     with pytest.raises(InvalidInputError, match="method"):
         qpsvm.MulticlassSVM(chunked(X, 100), chunked(y, 100)).solve(method="qp")
+    with pytest.raises(InvalidInputError, match="squared hinge is solved in memory"):
+        qpsvm.MulticlassSVM(chunked(X, 100), chunked(y, 100), loss="squared_hinge")
+    with pytest.raises(InvalidInputError, match="constant column"):
+        qpsvm.MulticlassSVM(chunked(X, 100), chunked(y, 100), intercept="regularized")
 
 
 # ---------------------------------------------------------------------------- ranking
@@ -370,6 +374,11 @@ def test_ranking_bad_input_is_refused(client):
         )
     with pytest.raises(InvalidInputError, match="relevance labels y= and query groups="):
         qpsvm.RankingSVM(chunked(X, 100), pairs=[[0, 1]])
+    data = (chunked(X, 100), chunked(rel, 100), chunked(groups, 100))
+    with pytest.raises(InvalidInputError, match="need the items in memory"):
+        qpsvm.RankingSVM(data[0], y=data[1], groups=data[2], loss="squared_hinge")
+    with pytest.raises(InvalidInputError, match="cancels in every difference"):
+        qpsvm.RankingSVM(data[0], y=data[1], groups=data[2], intercept="free")
     with pytest.raises(InvalidInputError, match="no query holds two relevance levels"):
         qpsvm.RankingSVM(
             chunked(X, 100), y=chunked(np.ones(len(rel)), 100), groups=chunked(groups, 100)

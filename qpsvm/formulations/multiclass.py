@@ -158,6 +158,7 @@ class MulticlassSVM(Formulation):
         if self.loss.squared:
             # the working set, the online method and the rational oracle state the hinge
             self.methods = ("qp", "full")
+            self.working_set = self.online_problem = self.exact_oracle = ""
         mode = make_intercept(
             bool(fit_intercept) if intercept is None else intercept, intercept_scaling
         )
