@@ -91,8 +91,9 @@ class MulticlassSVM(Formulation):
     intercept : {"none", "regularized"}, optional
         Overrides ``fit_intercept``. ``"regularized"``: liblinear's bias, a constant feature
         ``intercept_scaling`` appended to ``X`` whose weights are penalised like ``W``; then
-        ``n_features`` counts it, ``w`` has shape ``(n_classes, n_features + 1)`` with last column
-        ``b_c / B``, and a solution's ``b`` is the per-class intercepts ``B w[:, -1]``.
+        ``n_features`` counts it (``d + 1`` for ``d`` columns of ``X``), ``w`` has the bias
+        column last (``b_c / B``), and a solution's ``b`` is the per-class intercepts
+        ``B w[:, -1]``.
     intercept_scaling : float, default=1.0
         ``B`` of the regularised intercept (liblinear's ``-B``).
 
