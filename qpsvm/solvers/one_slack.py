@@ -244,10 +244,11 @@ def solve_one_slack(
 
 @dataclass
 class _Point:
-    """A point ``w`` with its objective and plane: ``X^T coef / m`` and ``count / m`` (``coef =
-    cnt - cnt'`` and ``count`` of the pairs short of the margin)."""
+    """A point ``w`` with its scores ``X w``, objective and plane: ``X^T coef / m`` and ``count /
+    m`` (``coef = cnt - cnt'`` and ``count`` of the pairs short of the margin)."""
 
     w: np.ndarray
+    scores: np.ndarray
     primal: float
     coef: np.ndarray
     count: int
@@ -267,16 +268,16 @@ class _CuttingPlane:
     it: int = 0
 
     def __post_init__(self) -> None:
-        self.best = self.point(np.zeros(self.f.n_features))
+        self.best = self.point(np.zeros(self.f.n_features), np.zeros(self.f.items.shape[0]))
 
-    def point(self, w: np.ndarray) -> _Point:
-        """The objective and plane at ``w`` (one sweep), the plane added to the planes."""
-        scores = np.asarray(self.f.items @ w).ravel()
+    def point(self, w: np.ndarray, scores: np.ndarray) -> _Point:
+        """The objective and plane at ``w`` with scores ``X w`` (one sweep), the plane added
+        to the planes."""
         hinge, cnt, cnt_other = hinge_sum(self.f, scores)
         coef = (cnt - cnt_other).astype(np.float64)
         count = int(cnt.sum())
         self.planes.add(np.asarray(self.f.items.T @ coef).ravel() / self.m, count / self.m)
-        return _Point(w, 0.5 * float(w @ w) + self.f.C * hinge, coef, count)
+        return _Point(w, scores, 0.5 * float(w @ w) + self.f.C * hinge, coef, count)
 
     def gap(self) -> float:
         """The relative gap of the best point to the planes' dual value."""
@@ -300,7 +301,9 @@ class _CuttingPlane:
         (a subgradient, from the sweep at ``w(k)``) is non-decreasing; from ``k = 0`` (the
         best point's own sweep) and ``k = 1`` (``w_t``), :data:`LINE_STEPS` secant steps
         towards its root. Every evaluated point adds its plane; the lowest objective seen
-        becomes the best point."""
+        becomes the best point. The scores along the line are ``X w_b + k X d``: one product
+        with ``X`` per iteration (any set of pairs gives a valid plane, and the objective of
+        the best point only steers the search; the certificate recomputes everything)."""
         f, best = self.f, self.best
         X, C = f.items, f.C
         d = w_t - best.w
@@ -310,14 +313,14 @@ class _CuttingPlane:
         def slope(p: _Point, k: float) -> float:
             return wd + k * dd - C * float(p.coef @ sd)
 
-        p = self.point(w_t)
+        p = self.point(w_t, best.scores + sd)
         found = [p]
         lo, slope_lo, hi, slope_hi = 0.0, slope(best, 0.0), 1.0, slope(p, 1.0)
         for _ in range(LINE_STEPS):
             if slope_lo >= 0.0 or slope_hi <= 0.0:  # the root is not inside (0, 1)
                 break
             k = lo - slope_lo * (hi - lo) / (slope_hi - slope_lo)
-            p = self.point(best.w + k * d)
+            p = self.point(best.w + k * d, best.scores + k * sd)
             found.append(p)
             g = slope(p, k)
             if g < 0.0:

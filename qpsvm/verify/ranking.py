@@ -59,7 +59,7 @@ from qpsvm.verify.certificate import (
     relative,
 )
 from qpsvm.verify.projection import bounded_fit
-from qpsvm.verify.ranking_sweep import QueryLayout, pair_sums, pair_window
+from qpsvm.verify.ranking_sweep import QueryLayout, pair_sums, pair_window, sorted_by_query
 from qpsvm.verify.rigorous import (
     TINY,
     DualSums,
@@ -387,13 +387,18 @@ def _predicted_step(
 
 
 def bound_sets(
-    lay: QueryLayout, scores: np.ndarray, tau: float, extra: np.ndarray | None = None
+    lay: QueryLayout,
+    scores: np.ndarray,
+    tau: float,
+    extra: np.ndarray | None = None,
+    order: np.ndarray | None = None,
 ) -> tuple[int, np.ndarray]:
     r"""The pairs short of the margin at scores ``s`` and window ``tau`` (``B``: ``s_j >
     fl(s_i - (1 - tau))``), less the pairs ``extra`` (rows ``(i, j)``): their number ``n_B``
-    and ``a_B = cnt - cnt'`` (:func:`~qpsvm.verify.ranking_sweep.pair_sums`)."""
+    and ``a_B = cnt - cnt'`` (:func:`~qpsvm.verify.ranking_sweep.pair_sums`; ``order`` the
+    items sorted by score, when known)."""
     inner = scores - (1.0 - tau)
-    cnt, cnt_other, _, _ = pair_sums(lay, inner, scores, monotone=True)
+    cnt, cnt_other, _, _ = pair_sums(lay, inner, scores, monotone=True, order=order)
     n_bound = int(cnt.sum())
     coef_bound = cnt - cnt_other
     if extra is not None and extra.size:
@@ -410,14 +415,15 @@ def window_sets(
     """The sides of the pairs at scores ``s`` and window ``tau`` (:func:`window_dual`): ``n_B``,
     ``a_B`` (:func:`bound_sets`) and the window ``M`` with the pairs ``extra``; ``None`` when
     ``M`` has more than :data:`MAX_WINDOW` pairs."""
-    window = pair_window(lay, scores - (1.0 + tau), scores - (1.0 - tau), scores, MAX_WINDOW)
+    order = sorted_by_query(lay, scores)  # one sort for both sweeps
+    window = pair_window(lay, scores - (1.0 + tau), scores - (1.0 - tau), scores, MAX_WINDOW, order)
     if window is None:
         return None
     if extra is not None and extra.size:
         window = np.unique(np.vstack([window, extra]), axis=0)
         if window.shape[0] > MAX_WINDOW:
             return None
-    return (*bound_sets(lay, scores, tau, extra), window)
+    return (*bound_sets(lay, scores, tau, extra, order), window)
 
 
 def window_dual(

@@ -176,7 +176,11 @@ def _sums(starts, level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude):  #
 
 
 def pair_sums(
-    lay: QueryLayout, a: np.ndarray, b: np.ndarray, monotone: bool = False
+    lay: QueryLayout,
+    a: np.ndarray,
+    b: np.ndarray,
+    monotone: bool = False,
+    order: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     r"""Per-item sums over the pairs ``A = {(i, j): y_i > y_j, b_j > a_i}`` (module docstring).
 
@@ -188,6 +192,8 @@ def pair_sums(
     monotone : bool, default=False
         ``a`` is a non-decreasing function of ``b`` (``b_j <= b_k`` implies ``a_j <= a_k``,
         e.g. ``a = b - c`` rounded): the items are then sorted once.
+    order : ndarray of intp, optional
+        ``sorted_by_query(lay, b)``, when the caller has it.
 
     Returns
     -------
@@ -206,7 +212,7 @@ def pair_sums(
     cnt_other = np.zeros(n, dtype=np.int64)
     total = np.zeros(n)
     magnitude = np.zeros(n)
-    by_b = sorted_by_query(lay, b)
+    by_b = sorted_by_query(lay, b) if order is None else order
     by_a = by_b if monotone else sorted_by_query(lay, a)
     _sums(lay.starts, lay.level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude)
     return cnt, cnt_other, total, magnitude
@@ -254,11 +260,17 @@ def _window(order, starts, level, by_b, lo, hi, b, limit, out):  # pragma: no co
 
 
 def pair_window(
-    lay: QueryLayout, lo: np.ndarray, hi: np.ndarray, b: np.ndarray, limit: int
+    lay: QueryLayout,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    b: np.ndarray,
+    limit: int,
+    order: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """The pairs ``(i, j)``, ``y_i > y_j``, with ``lo_i < b_j <= hi_i``, as rows ``(i, j)``;
-    ``None`` when there are more than ``limit``."""
+    ``None`` when there are more than ``limit``. ``order`` is ``sorted_by_query(lay, b)``,
+    when the caller has it."""
     out = np.empty((limit, 2), dtype=np.intp)
-    by_b = sorted_by_query(lay, b)
+    by_b = sorted_by_query(lay, b) if order is None else order
     found = _window(lay.order, lay.starts, lay.level, by_b, lo, hi, b, limit, out)
     return out[:found] if found <= limit else None
