@@ -14,6 +14,7 @@ __all__ = [
     "InfeasibleProblemError",
     "InvalidInputError",
     "InvalidTypeError",
+    "NonConvexProblemError",
     "NotSeparableError",
     "ProblemMismatchWarning",
     "QPSVMError",
@@ -41,6 +42,15 @@ class NotSeparableError(InvalidInputError):
     """The hard-margin problem is infeasible: no hyperplane separates the two classes.
 
     Use :class:`qpsvm.SoftMarginPrimal` (slack variables) instead.
+    """
+
+
+class NonConvexProblemError(InvalidInputError):
+    """The kernel's Gram matrix on the data is proven not positive semidefinite (the poly
+    kernel with ``coef0 < 0`` can be): the dual is then a nonconvex QP, whose global maximum
+    no duality gap can certify (and the primal over the kernel expansion is unbounded below).
+
+    Use a positive semidefinite kernel (poly with ``coef0 >= 0``, rbf, linear).
     """
 
 

@@ -12,9 +12,12 @@ fresh random examples on every run, remembered in ``.hypothesis/`` when they fai
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import matplotlib
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import settings
 from sklearn.datasets import load_breast_cancer
 from sklearn.preprocessing import StandardScaler
@@ -48,6 +51,17 @@ def random_problem(seed: int, n: int = 40, d: int = 5, shift: float = 0.5):
     y = np.where(rng.random(n) < 0.5, -1, 1)
     X = rng.normal(size=(n, d)) + shift * y[:, None]
     return X, y
+
+
+def exact_poly(X, gamma, coef0, degree) -> list[list[Fraction]]:
+    """``(gamma x_i . x_j + c0)^p`` in rationals, the float data taken as they are."""
+    X = X.toarray() if sp.issparse(X) else X
+    rows = [[Fraction(float(v)) for v in x] for x in X]
+    g, c = Fraction(float(gamma)), Fraction(float(coef0))
+    return [
+        [(g * sum(a * b for a, b in zip(xi, xj, strict=True)) + c) ** degree for xj in rows]
+        for xi in rows
+    ]
 
 
 def ranking_problem(seed: int, n_queries: int = 6, per_query: int = 8, d: int = 4):

@@ -14,8 +14,8 @@ import pytest
 
 import qpsvm
 from qpsvm.exact.rational import to_rational
-from qpsvm.solvers.exact import multiclass_qp
-from tests.conftest import random_problem, ranking_problem
+from qpsvm.solvers.exact import binary_qp, multiclass_qp
+from tests.conftest import exact_poly, random_problem, ranking_problem
 
 
 def exact_binary_duality(f, opt) -> None:
@@ -154,10 +154,115 @@ def test_class_rows_equal_the_dense_rows():
     assert rows.shape == dense.shape
 
 
-def test_nonlinear_kernel_is_refused():
+def exact_kernel_duality(f, opt) -> None:
+    """Poly kernel: ``alpha*`` exactly dual feasible and ``P(alpha*, b*) = D(alpha*)`` with
+    the Gram matrix computed here in fractions (no ``w*``: it lives in the feature space)."""
+    kernel = f.kernel
+    K = exact_poly(f.X, kernel.gamma, kernel.coef0, kernel.degree)
+    n = f.n_samples
+    y = [Fraction(int(v)) for v in f.y]
+    m = [Fraction(float(v)) for v in f.margin]
+    caps = [Fraction(f.C) * Fraction(float(s)) for s in f.sample_weight]
+    a = opt.alpha
+    assert opt.w is None
+    assert all(0 <= a[i] <= caps[i] for i in range(n))
+    if f.fit_intercept:
+        assert sum(a[i] * y[i] for i in range(n)) == 0
+    v = [a[i] * y[i] for i in range(n)]
+    g = [sum((K[i][j] * v[j] for j in range(n)), Fraction(0)) for i in range(n)]
+    quad = sum((v[i] * g[i] for i in range(n)), Fraction(0))
+    slack = [max(Fraction(0), m[i] - y[i] * (g[i] + opt.b)) for i in range(n)]
+    primal = quad / 2 + sum((c * s for c, s in zip(caps, slack, strict=True)), Fraction(0))
+    assert primal == sum((m[i] * a[i] for i in range(n)), Fraction(0)) - quad / 2
+    assert primal == opt.objective
+
+
+def opposite_duplicates(X, y):
+    """The problem with its first three points repeated under the opposite label."""
+    return np.vstack([X, X[:3]]), np.concatenate([y, -y[:3]])
+
+
+@pytest.mark.parametrize(
+    ("seed", "shift", "scale", "degree", "coef0", "C", "intercept", "duplicates"),
+    [
+        (0, 0.0, 1.0, 3, 1.0, 1.0, True, False),
+        (1, 0.0, 1.0, 2, 0.0, 10.0, False, False),
+        (2, 1e3, 1.0, 2, 1.0, 1e3, True, False),  # shifted: huge, uncancelled values
+        (3, 0.0, 1e-4, 3, 0.5, 1e4, True, False),  # scaled down: the constant dominates
+        (4, 0.0, 1e2, 4, 1.0, 0.01, True, False),  # scaled up: every alpha at its cap
+        (5, 0.0, 1.0, 3, 1.0, 1e5, True, True),  # duplicates with opposite labels
+        (6, 0.0, 1.0, 1, 0.25, 1.0, True, True),
+    ],
+)
+def test_poly_exact_optimum(seed, shift, scale, degree, coef0, C, intercept, duplicates):
+    X, y = random_problem(seed, n=14, d=3)
+    if duplicates:
+        X, y = opposite_duplicates(X, y)
+    rng = np.random.default_rng(seed)
+    f = qpsvm.SoftMarginDual(
+        X * scale + shift,
+        y,
+        C=C,
+        kernel="poly",
+        gamma=0.3,
+        degree=degree,
+        coef0=coef0,
+        fit_intercept=intercept,
+        sample_weight=rng.uniform(0.2, 2.0, y.size),
+    )
+    sol = f.solve(method="exact")
+    exact_kernel_duality(f, sol.info["exact"])
+    assert sol.w is None and sol.objective == float(sol.info["exact"].objective)
+
+
+def test_poly_with_negative_coef0_where_the_gram_matrix_is_semidefinite():
+    # 8 points in 10 dimensions: x.x' positive definite, and so its Hadamard powers minus a
+    # small constant; proven by the shifted Cholesky factor. Duplicated, the Gram matrix is
+    # singular: undecided in floating point, decided by exact elimination
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(8, 10))
+    y = np.array([1, -1] * 4)
+    for data, labels in ((X, y), (np.vstack([X, X[:2]]), np.concatenate([y, y[:2]]))):
+        f = qpsvm.SoftMarginDual(
+            data, labels, C=1.0, kernel="poly", gamma=0.1, degree=2, coef0=-0.01
+        )
+        exact_kernel_duality(f, f.solve(method="exact").info["exact"])
+
+
+def test_poly_with_an_indefinite_gram_matrix_is_nonconvex():
+    # (0.2 x.x' - 1)^3 on 12 points in 3 dimensions is indefinite on these data
+    X, y = random_problem(0, n=12, d=3)
+    f = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="poly", gamma=0.2, degree=3, coef0=-1.0)
+    with pytest.raises(qpsvm.NonConvexProblemError, match="not positive semidefinite"):
+        f.solve(method="exact")
+
+
+def test_gram_rows_equal_the_poly_kernel():
+    # the integer Gram matrix and its products against the fractions of the kernel's definition
+    X, y = random_problem(2, n=9, d=3)
+    X = X * 10.0 ** np.random.default_rng(2).uniform(-3, 3, size=(9, 1))
+    f = qpsvm.SoftMarginDual(X, y, kernel="poly", gamma=0.3, degree=3, coef0=0.7)
+    rows = binary_qp(f).rows
+    K = exact_poly(f.X, 0.3, 0.7, 3)
+    Q = np.array([[K[i][j] * int(y[i] * y[j]) for j in range(9)] for i in range(9)], dtype=object)
+    v = to_rational(np.random.default_rng(3).normal(size=9))
+    some = np.array([0, 4, 7])
+    assert (rows.gram(np.arange(9)) == Q).all()
+    assert all(rows.apply(v) == Q.dot(v))
+    assert all(rows.apply(v, some) == Q[some].dot(v))
+    assert rows.norm2(v) == v.dot(Q.dot(v))
+    coef = rows.combine(some, v[some])
+    assert all(coef[some] == v[some]) and sum(coef != 0) <= 3
+
+
+@pytest.mark.parametrize(
+    ("kernel", "message"), [("rbf", "irrational"), ("precomputed", "floating point")]
+)
+def test_kernels_without_rational_values_are_refused(kernel, message):
     X, y = random_problem(0, n=10, d=2)
-    with pytest.raises(qpsvm.exceptions.InvalidInputError, match="linear kernel"):
-        qpsvm.SoftMarginDual(X, y, kernel="rbf").solve(method="exact")
+    data = X @ X.T if kernel == "precomputed" else X
+    with pytest.raises(qpsvm.exceptions.InvalidInputError, match=message):
+        qpsvm.SoftMarginDual(data, y, kernel=kernel).solve(method="exact")
 
 
 @pytest.mark.slow

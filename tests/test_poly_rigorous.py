@@ -8,6 +8,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 import qpsvm
 from qpsvm._numerics import tdot2
 from qpsvm.verify.binary import kernel_ulps
+from qpsvm.verify.psd import gram_verdict
 from qpsvm.verify.rigorous_poly import (
     PolyBound,
     int_power,
@@ -22,20 +24,9 @@ from qpsvm.verify.rigorous_poly import (
     poly_rows,
     poly_score_error,
 )
-from tests.conftest import random_problem
+from tests.conftest import exact_poly, random_problem
 
 F = Fraction
-
-
-def exact_poly(X, gamma, coef0, degree) -> list[list[Fraction]]:
-    """``(gamma x_i . x_j + c0)^p`` in rationals, the float data taken as they are."""
-    X = X.toarray() if sp.issparse(X) else X
-    rows = [[F(float(v)) for v in x] for x in X]
-    g, c = F(float(gamma)), F(float(coef0))
-    return [
-        [(g * sum(a * b for a, b in zip(xi, xj, strict=True)) + c) ** degree for xj in rows]
-        for xi in rows
-    ]
 
 
 def cancelling_rows(seed: int, shift: float, n: int = 9, d: int = 4) -> np.ndarray:
@@ -138,40 +129,112 @@ def exact_objectives(f, alpha_p, b, alpha_d):
     return q / 2 + slack, dual, balance
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     C=st.sampled_from([0.05, 1.0, 1e3]),
-    shift=st.sampled_from([0.0, 10.0]),
+    shift=st.sampled_from([0.0, 10.0, 1e3]),
+    scale=st.sampled_from([1e-3, 1.0, 30.0]),
     degree=st.integers(2, 4),
     coef0=st.sampled_from([0.0, 1.0]),
     rough=st.booleans(),
+    duplicates=st.booleans(),
 )
-def test_poly_certificate_encloses_the_exact_objectives(seed, C, shift, degree, coef0, rough):
-    # upper >= P(candidate) and lower <= D(its dual point) - B |sum a y| <= P*, both exact
+@example(seed=0, C=1e3, shift=0.0, scale=1.0, degree=3, coef0=1.0, rough=False, duplicates=True)
+@example(seed=1, C=1.0, shift=1e3, scale=1.0, degree=2, coef0=1.0, rough=True, duplicates=False)
+@example(seed=2, C=1e3, shift=0.0, scale=1e-3, degree=4, coef0=0.0, rough=False, duplicates=False)
+@example(seed=3, C=0.05, shift=10.0, scale=30.0, degree=3, coef0=1.0, rough=True, duplicates=True)
+@example(seed=0, C=0.05, shift=10.0, scale=1e-3, degree=4, coef0=0.0, rough=False, duplicates=False)
+@example(seed=2, C=1e3, shift=0.0, scale=1e-3, degree=4, coef0=0.0, rough=False, duplicates=False)
+@example(seed=0, C=1e3, shift=1e3, scale=1e-3, degree=2, coef0=0.0, rough=False, duplicates=True)
+def test_poly_certificate_against_the_exact_optimum(
+    seed, C, shift, scale, degree, coef0, rough, duplicates
+):
+    # against P* of the rational oracle: [lower, upper] contains P*, upper >= P(candidate)
+    # exactly, no false accept, and the gap bounds the true suboptimality P(candidate) - P*
+    # within a factor 2 plus the rounding allowance, computed here exactly: (upper - P) of
+    # the candidate and (D - lower) of the certificate's dual point, and the resolution of
+    # its search, an ulp of D* (it compares dual points by their float64 values of D, which
+    # cannot tell apart two points closer than that) and what a float64 dual point can reach,
+    # |D* - D(fl(alpha*))|: so the dual point is within the candidate's suboptimality of D*.
+    # Where the rounding of huge kernel values costs more than the dual value (the rigorous
+    # lower end below 0), the certificate keeps the zero point, D = lower = 0, and its
+    # rounding floor reports what rounding cost instead. Adversarial data: shifted or scaled
+    # features, points repeated under the opposite label
     X, y = random_problem(seed, n=12, d=3)
+    if duplicates:
+        X, y = np.vstack([X, X[:3]]), np.concatenate([y, -y[:3]])
     f = qpsvm.SoftMarginDual(
-        X + shift, y, C=C, kernel="poly", gamma=0.2, degree=degree, coef0=coef0
+        X * scale + shift, y, C=C, kernel="poly", gamma=0.2, degree=degree, coef0=coef0
     )
+    optimum = f.solve(method="exact").info["exact"]
+    star = optimum.objective
     sol = f.solve(method="smo", tol=1e-1 if rough else 1e-3, certify=False)
     cert = f.certify(alpha=sol.alpha, b=sol.b)
     assert cert.rigorous
-    primal, dual, balance = exact_objectives(f, sol.alpha, sol.b, cert.alpha)
-    assert F(cert.upper) >= primal
+    primal, dual, _ = exact_objectives(f, sol.alpha, sol.b, cert.alpha)
+    assert F(cert.upper) >= primal >= star
+    assert F(cert.lower) <= star
     assert F(cert.lower) <= dual  # the balance's residual is subtracted, B |sum a y|
-    assert cert.lower <= cert.upper
-    if balance == 0:
-        assert F(cert.lower) <= primal
+    true = primal - star
+    assert F(cert.gap) >= true
+    if cert.passed:
+        assert true <= F(cert.tol) * max(F(1), abs(F(cert.upper)))
+    allowance = (F(cert.upper) - primal) + (dual - F(cert.lower))
+    nearest = optimum.alpha_float
+    reach = abs(star - exact_objectives(f, nearest, 0.0, nearest)[1])
+    resolution = F(2.0**-52) * abs(star)
+    rounding = max(allowance + reach + resolution, F(cert.rounding_floor))
+    assert F(cert.gap) <= 2 * true + rounding
 
 
-def test_poly_with_negative_coef0_is_not_rigorous():
-    # (gamma x.x' + c0)^p with c0 < 0 need not be positive semidefinite: no duality to prove
-    # anything with, though its values' bounds still hold
+def test_poly_with_negative_coef0_and_an_indefinite_gram_matrix_is_refused():
+    # (gamma x.x' + c0)^p with c0 < 0 need not be positive semidefinite; on these data it is
+    # proven not to be: the dual is nonconvex and no certificate exists
     X, y = random_problem(0, n=12, d=3)
     f = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="poly", gamma=0.2, degree=2, coef0=-1.0)
     bound = kernel_ulps(f)
     assert isinstance(bound, PolyBound) and not bound.positive_semidefinite
+    assert gram_verdict(bound, f.X).psd is False
     sol = f.solve(method="smo", tol=1e-3, certify=False)
+    with pytest.raises(qpsvm.NonConvexProblemError):
+        f.certify(alpha=sol.alpha, b=sol.b)
+    # the vector the proof found: v^T K v < 0 with K in fractions
+    K = exact_poly(f.X, 0.2, -1.0, 2)
+    v = [F(float(t)) for t in np.linalg.eigh(np.array(K, dtype=float))[1][:, 0]]
+    assert sum(v[i] * K[i][j] * v[j] for i in range(12) for j in range(12)) < 0
+
+
+def negative_coef0_problem(duplicates: bool):
+    """8 points in 10 dimensions, ``(0.1 x.x' - 0.01)^2``: positive definite on the data (and
+    only semidefinite with two points repeated)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(8, 10))
+    y = np.array([1, -1] * 4)
+    if duplicates:
+        X, y = np.vstack([X, X[:2]]), np.concatenate([y, y[:2]])
+    return qpsvm.SoftMarginDual(X, y, C=1.0, kernel="poly", gamma=0.1, degree=2, coef0=-0.01)
+
+
+@pytest.mark.parametrize("C", [0.1, 1.0, 100.0])
+def test_poly_with_negative_coef0_proven_semidefinite_is_rigorous(C):
+    # the Gram matrix proven positive definite on the data: weak duality holds and the
+    # certificate is a proof, checked against P* of the oracle
+    f = negative_coef0_problem(duplicates=False).with_C(C)
+    assert gram_verdict(kernel_ulps(f), f.X).psd is True
+    star = f.solve(method="exact").info["exact"].objective
+    sol = f.solve()
+    cert = sol.certificate
+    assert cert.rigorous and cert.passed
+    assert F(cert.lower) <= star <= F(cert.upper)
+
+
+def test_poly_with_negative_coef0_undecided_is_not_rigorous():
+    # singular (repeated points): semidefinite, but neither the shifted Cholesky factor nor an
+    # eigenvector decides it in floating point; the certificate says it is not a proof
+    f = negative_coef0_problem(duplicates=True)
+    assert gram_verdict(kernel_ulps(f), f.X).psd is None
+    sol = f.solve(method="smo", tol=1e-6, certify=False)
     assert not f.certify(alpha=sol.alpha, b=sol.b).rigorous
 
 

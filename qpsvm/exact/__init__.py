@@ -1,4 +1,5 @@
-"""Exact rational optima of the linear SVMs: the oracle certificates are tested against.
+"""Exact rational optima of the linear SVMs and the poly kernel dual: the oracle certificates
+are tested against.
 
 :func:`solve_grouped` solves the grouped-slack QP every linear formulation is an instance of
 (:mod:`qpsvm.exact.kkt`) by Lemke's method in exact integer arithmetic

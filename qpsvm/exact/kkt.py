@@ -11,7 +11,10 @@ the slack they share:
 with the intercept ``b`` only when the rows carry labels ``y_k = +-1`` (binary with
 ``fit_intercept``), ``c_g = inf`` for a hard constraint (no slack). Binary and ranking SVMs
 have one row per group (``a_k = y_k x_k``, or a pair difference), Weston-Watkins one row per
-``(i, c)``, Crammer-Singer one group per example. Its dual is
+``(i, c)``, Crammer-Singer one group per example. A kernel SVM is one too, with rows
+``a_k = y_k phi(x_k)`` in its feature space: everything below uses the rows only through their
+inner products, so its exact Gram matrix suffices (:class:`~qpsvm.exact.rational.GramRows`).
+Its dual is
 
 .. math::
 
@@ -42,8 +45,11 @@ from fractions import Fraction
 import numpy as np
 
 from qpsvm.exact.lemke import LCPInfeasibleError, solve_lcp
-from qpsvm.exact.rational import ZERO, IntegerRows, to_float
+from qpsvm.exact.rational import ZERO, ClassRows, GramRows, IntegerRows, exact_dot, to_float
 from qpsvm.exceptions import InfeasibleProblemError, SolverError
+
+#: The rows of any grouped QP: explicit, multiclass by structure, or a kernel's by its Gram.
+Rows = IntegerRows | ClassRows | GramRows
 
 __all__ = ["ExactOptimum", "GroupedQP", "solve_grouped"]
 
@@ -56,9 +62,10 @@ class GroupedQP:
 
     Attributes
     ----------
-    rows : IntegerRows or ClassRows
+    rows : IntegerRows, ClassRows or GramRows
         Rows ``a_k``, exact (integers over a common denominator; the multiclass rows by their
-        structure).
+        structure; a kernel's rows ``y_k phi(x_k)`` by their Gram matrix, a point ``w`` then
+        by its coefficients over the rows).
     m : ndarray of Fraction, shape (n_rows,)
         Margins ``m_k``.
     group : ndarray of int, shape (n_rows,)
@@ -69,7 +76,7 @@ class GroupedQP:
         ``y_k`` (``+-1``) of each row when ``b`` is free, else ``None``.
     """
 
-    rows: IntegerRows
+    rows: Rows
     m: np.ndarray
     group: np.ndarray
     cap: list[Fraction | None]
@@ -86,7 +93,8 @@ class GroupedQP:
     def objective(self, w: np.ndarray, b: Fraction = ZERO) -> Fraction:
         """The exact primal objective of any point ``(w, b)`` (rationals, or floats read
         exactly): ``1/2 ||w||^2 + sum_g c_g max(0, max_{k in g} m_k - a_k.w - y_k b)``, ``inf``
-        (a float) when a hard constraint fails."""
+        (a float) when a hard constraint fails. For :class:`GramRows` ``w`` is the point's
+        coefficient vector over the rows, ``w = sum_k w_k a_k``."""
         w = np.asarray([Fraction(v) for v in np.ravel(w)], dtype=object)
         b = Fraction(b)
         margins = self.rows.apply(w) + (self.label * b if self.label is not None else 0)
@@ -95,7 +103,7 @@ class GroupedQP:
         for k, g in enumerate(self.group):
             if short[k] > xi[g]:
                 xi[g] = short[k]
-        total = _dot(w, w) / 2
+        total = self.rows.norm2(w) / 2
         for g, c in enumerate(self.cap):
             if c is None and xi[g] > 0:
                 return float("inf")
@@ -110,8 +118,10 @@ class ExactOptimum:
 
     Attributes
     ----------
-    w : ndarray of Fraction
-        ``w* = sum_k alpha_k a_k`` (unique: the objective is strongly convex in ``w``).
+    w : ndarray of Fraction or None
+        ``w* = sum_k alpha_k a_k`` (unique: the objective is strongly convex in ``w``), where
+        it is explicit; ``None`` for a kernel, whose ``w*`` lives in the feature space and is
+        ``sum_k alpha_k y_k phi(x_k)`` (it is unique there, ``alpha*`` need not be).
     b : Fraction
         An optimal intercept (0 without one; it need not be unique).
     alpha : ndarray of Fraction
@@ -124,7 +134,7 @@ class ExactOptimum:
         Lemke pivots it took, over all rounds.
     """
 
-    w: np.ndarray
+    w: np.ndarray | None
     b: Fraction
     alpha: np.ndarray
     xi: np.ndarray
@@ -132,18 +142,14 @@ class ExactOptimum:
     iterations: int
 
     @property
-    def w_float(self) -> np.ndarray:
-        """``w*`` rounded to float64."""
-        return to_float(self.w)
+    def w_float(self) -> np.ndarray | None:
+        """``w*`` rounded to float64 (``None`` for a kernel)."""
+        return None if self.w is None else to_float(self.w)
 
     @property
     def alpha_float(self) -> np.ndarray:
         """``alpha*`` rounded to float64."""
         return to_float(self.alpha)
-
-
-def _dot(a: np.ndarray, b: np.ndarray) -> Fraction:
-    return sum((x * y for x, y in zip(a, b, strict=True)), ZERO)
 
 
 @dataclass
@@ -157,7 +163,7 @@ class _Round:
 class _Reduced:
     """The complementarity problem on the free rows, the others fixed (at 0 or at ``c_g``)."""
 
-    def __init__(self, qp: GroupedQP, rows: IntegerRows, sets: _Round, dead: np.ndarray) -> None:
+    def __init__(self, qp: GroupedQP, rows: Rows, sets: _Round, dead: np.ndarray) -> None:
         self.qp, self.rows, self.sets, self.dead = qp, rows, sets, dead
         free = np.flatnonzero(sets.free)
         self.free = free
@@ -230,7 +236,7 @@ def _first_round(qp: GroupedQP, active: np.ndarray, saturated: np.ndarray, dead:
     return _Round(free=active & ~capped, capped=capped)
 
 
-def _kkt_point(qp: GroupedQP, rows: IntegerRows, reduced: _Reduced, z: list[Fraction]):
+def _kkt_point(qp: GroupedQP, rows: Rows, reduced: _Reduced, z: list[Fraction]):
     """``alpha, w, b, xi`` and the margins from the reduced problem's solution ``z``."""
     free, groups = reduced.free, reduced.groups
     alpha = reduced.alpha_fixed()
@@ -326,10 +332,10 @@ def _optimum(
         g = qp.group[k]
         if shortfall[k] > xi[g]:
             xi[g] = shortfall[k]
-    norm2 = _dot(w, w)
+    norm2 = qp.rows.norm2(w)
     cost = sum((qp.cap[g] * xi[g] for g in range(qp.n_groups) if qp.cap[g] is not None), ZERO)
     primal = norm2 / 2 + cost
-    dual = _dot(qp.m, alpha) - norm2 / 2
+    dual = exact_dot(qp.m, alpha) - norm2 / 2
     if primal != dual:
         raise SolverError(f"exact KKT point with P - D = {float(primal - dual):.3e} != 0.")
     return ExactOptimum(w=w, b=b, alpha=alpha, xi=xi, objective=primal, iterations=pivots)

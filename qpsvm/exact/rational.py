@@ -15,7 +15,15 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["ClassRows", "IntegerRows", "over_common", "to_float", "to_rational"]
+__all__ = [
+    "ClassRows",
+    "GramRows",
+    "IntegerRows",
+    "exact_dot",
+    "over_common",
+    "to_float",
+    "to_rational",
+]
 
 ZERO = Fraction(0)
 
@@ -102,16 +110,16 @@ class IntegerRows:
 
     def apply(self, w: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """``a_k . w`` for ``rows`` (default all), exact."""
-        num = self.num if rows is None else self.num[rows]
-        top, bottom = over_common(w)
-        return _divide(
-            num.dot(top) if num.size else np.zeros(num.shape[0], object), bottom * self.den
-        )
+        return _products(self.num if rows is None else self.num[rows], self.den, w)
 
     def gram(self, rows: np.ndarray) -> np.ndarray:
         """``a_j . a_k`` over ``rows``, exact."""
         num = self.num[rows]
         return _divide(num.dot(num.T), self.den * self.den)
+
+    def norm2(self, w: np.ndarray) -> Fraction:
+        """``||w||^2``, exact."""
+        return exact_dot(w, w)
 
 
 @dataclass
@@ -195,12 +203,95 @@ class ClassRows:
         )
         return _divide(inner * sign.astype(object), self.X.den * self.X.den)
 
+    def norm2(self, w: np.ndarray) -> Fraction:
+        """``||vec(W)||^2``, exact."""
+        return exact_dot(w, w)
+
+
+@dataclass
+class GramRows:
+    r"""The rows of a kernel SVM, ``a_k = y_k \phi(x_k)``, known only through their exact
+    Gram matrix :math:`Q_{jk} = a_j\cdot a_k = y_j y_k K(x_j, x_k)`, integers over one
+    denominator.
+
+    The feature space is implicit, so a point ``w = sum_k v_k a_k`` is held by its coefficients
+    ``v`` (an array of length ``n``): :meth:`combine` returns coefficients, :meth:`apply` the
+    products ``a_k . w = (Q v)_k``, :meth:`norm2` ``||w||^2 = v^T Q v``; the same products as
+    :class:`IntegerRows`, so the exact KKT solve (:mod:`qpsvm.exact.kkt`) runs on either.
+
+    Attributes
+    ----------
+    num : ndarray of int (object), shape (n, n)
+        ``Q = num / den``, symmetric.
+    den : int
+    """
+
+    num: np.ndarray
+    den: int
+
+    @classmethod
+    def poly(
+        cls, X: IntegerRows, y: np.ndarray, gamma: float, coef0: float, degree: int
+    ) -> GramRows:
+        r"""The exact Gram matrix of the poly kernel :math:`(\gamma\, x\cdot x' + c_0)^p` on
+        the rows of ``X`` (``x = X.num / X.den``) with labels ``y`` (``+-1``), ``gamma`` and
+        ``coef0`` the rationals their float64 values are: with ``gamma = g / h`` and
+        ``coef0 = c / e``, the base is :math:`B / D` with the integers
+        :math:`B_{jk} = g e\, (X_j\cdot X_k) + c h\, \mathrm{den}^2` and
+        :math:`D = h e\, \mathrm{den}^2`, so :math:`Q = y y^T B^{\circ p} / D^p`, reduced
+        by the greatest common divisor of its entries and denominator."""
+        g, c = Fraction(float(gamma)), Fraction(float(coef0))
+        inner = X.num.dot(X.num.T)
+        square = X.den * X.den
+        base = inner * (g.numerator * c.denominator) + c.numerator * g.denominator * square
+        power = base**degree
+        sign = np.asarray(y, dtype=np.int64)
+        num = power * np.outer(sign, sign).astype(object)
+        den = (g.denominator * c.denominator * square) ** degree
+        common = math.gcd(den, *(int(v) for v in num.ravel()))
+        return cls(num // common, den // common)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.num.shape
+
+    def combine(self, rows: np.ndarray, coef: np.ndarray) -> np.ndarray:
+        """The coefficients ``v`` of ``sum_j coef_j a_{rows_j}`` (``v_k = coef_j`` at
+        ``k = rows_j``, else 0)."""
+        v = np.array([ZERO] * self.num.shape[0], dtype=object)
+        for k, c in zip(np.asarray(rows).tolist(), coef, strict=True):
+            v[k] += Fraction(c)
+        return v
+
+    def apply(self, v: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """``a_k . w = (Q v)_k`` for ``rows`` (default all), exact."""
+        return _products(self.num if rows is None else self.num[rows], self.den, v)
+
+    def gram(self, rows: np.ndarray) -> np.ndarray:
+        """``Q`` over ``rows``, exact."""
+        return _divide(self.num[np.ix_(rows, rows)], self.den)
+
+    def norm2(self, v: np.ndarray) -> Fraction:
+        """``||w||^2 = v^T Q v``, exact."""
+        return exact_dot(v, self.apply(v))
+
 
 def over_common(v: Any) -> tuple[np.ndarray, int]:
     """Integers ``num`` and ``den`` with ``v = num / den`` (``v`` rationals or floats)."""
     v = [Fraction(x) for x in np.ravel(v)]
     den = math.lcm(1, *(x.denominator for x in v))
     return np.array([int(x * den) for x in v], dtype=object), den
+
+
+def exact_dot(a: np.ndarray, b: np.ndarray) -> Fraction:
+    """``sum_k a_k b_k`` in exact arithmetic."""
+    return sum((x * y for x, y in zip(a, b, strict=True)), ZERO)
+
+
+def _products(num: np.ndarray, den: int, v: Any) -> np.ndarray:
+    """``(num / den) v`` for an integer matrix ``num``, exact."""
+    top, bottom = over_common(v)
+    return _divide(num.dot(top) if num.size else np.zeros(num.shape[0], object), bottom * den)
 
 
 def _divide(num: np.ndarray, den: int) -> np.ndarray:

@@ -10,16 +10,22 @@ views (each rational correctly rounded) and ``info["exact"]``, the
 :class:`~qpsvm.exact.ExactOptimum` with ``w*, b*, alpha*, P*`` as fractions.
 
 Covered: the binary formulations with the linear kernel (soft margin primal and dual, weighted
-slacks and margins, hard margin, with or without intercept), the ranking SVM, and both multiclass
-variants. Cost: a float solve (the formulation's own, by its default method), then ``O(n d)`` exact
-operations per round for the margins plus Lemke's pivots on the rows near the margin: a binary
-problem with ``n = 2000, d = 20`` takes about as long as its float solve again (2-3 s on two
-loaded cores), Crammer-Singer on digits about 21 s (``benchmarks/bench_exact.py``).
+slacks and margins, hard margin, with or without intercept), the kernel dual with the poly
+kernel (its exact Gram matrix, :func:`poly_gram`; ``w*`` is implicit there), the ranking SVM, and
+both multiclass variants. The rbf, precomputed and callable kernels are refused: their values
+are not rational in the data.
+
+Cost: a float solve (the formulation's own, by its default method), then ``O(n d)`` exact
+operations per round for the margins (``O(n^2)`` on a kernel's Gram matrix) plus Lemke's
+pivots on the rows near the margin: a binary problem with ``n = 2000, d = 20`` takes about as
+long as its float solve again (2-3 s on two loaded cores), Crammer-Singer on digits about 21 s,
+the poly kernel 1 s at ``n = 200`` and 4 s at ``n = 400`` (``benchmarks/bench_exact.py``).
 python-flint (``pip install qpsvm[exact]``) runs the pivots in C.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from fractions import Fraction
@@ -30,19 +36,23 @@ import scipy.sparse as sp
 
 from qpsvm.contract import BinaryProblem, MulticlassProblem, Problem, part
 from qpsvm.exact.kkt import ExactOptimum, GroupedQP, solve_grouped
-from qpsvm.exact.rational import ClassRows, IntegerRows, to_rational
+from qpsvm.exact.rational import ClassRows, GramRows, IntegerRows, to_rational
 from qpsvm.exceptions import (
     InfeasibleProblemError,
     InvalidInputError,
+    NonConvexProblemError,
     QPSVMError,
     SolverError,
 )
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.backends import backend_order, run_backend
+from qpsvm.verify.psd import gram_verdict, is_psd_integer
+from qpsvm.verify.rigorous_poly import poly_bound
 
 __all__ = [
     "binary_qp",
     "multiclass_qp",
+    "poly_gram",
     "ranking_qp",
     "solve_exact",
     "solve_exact_binary",
@@ -111,10 +121,49 @@ def _start(f: Problem, solver: str | None, start: Any) -> Candidate | None:
 
 
 def binary_qp(f: BinaryProblem) -> GroupedQP:
-    """The exact grouped-slack QP of a binary formulation (linear kernel): rows ``y_i x_i``."""
-    _check_linear(f)
-    # y_i x_i is exact in float64 (a sign change)
-    return _binary_qp(f, IntegerRows.from_float(f.y[:, None] * _dense(f.X)))
+    """The exact grouped-slack QP of a binary formulation: rows ``y_i x_i`` (linear kernel),
+    or ``y_i phi(x_i)`` by their exact Gram matrix (poly kernel, :func:`poly_gram`)."""
+    if f.linear:
+        # y_i x_i is exact in float64 (a sign change)
+        return _binary_qp(f, IntegerRows.from_float(f.y[:, None] * _dense(f.X)))
+    return _binary_qp(f, poly_gram(f))
+
+
+def poly_gram(f: BinaryProblem) -> GramRows:
+    r"""The exact Gram matrix :math:`y_i y_j (\gamma\, x_i\cdot x_j + c_0)^p` of a poly
+    kernel, every float64 number (data, ``gamma``, ``coef0``) the rational it is, proven
+    positive semidefinite.
+
+    With :math:`c_0 \ge 0` the kernel is positive semidefinite (a sum of products of such
+    kernels, Schur's product theorem). With :math:`c_0 < 0` it need not be, and the QP is
+    convex exactly when the Gram matrix on the data is: proven by a shifted floating-point
+    Cholesky factor of the certificate's enclosure of it
+    (:func:`~qpsvm.verify.psd.gram_verdict`), else decided by exact elimination on the
+    rational matrix.
+
+    Raises
+    ------
+    InvalidInputError
+        For a kernel other than poly (and linear, which has its rows): its values are not
+        rational in the data.
+    NonConvexProblemError
+        When the Gram matrix on the data is not positive semidefinite.
+    """
+    kernel = f.kernel
+    if kernel.name != "poly":
+        raise InvalidInputError(_REFUSALS.get(kernel.name, _REFUSALS["callable"]))
+    X = IntegerRows.from_float(_dense(f.X))
+    rows = GramRows.poly(X, f.y, kernel.gamma, kernel.coef0, kernel.degree)
+    verdict = gram_verdict(poly_bound(kernel.gamma, kernel.coef0, kernel.degree, f.X), f.X)
+    # undecided in floating point (a singular Gram matrix): exact elimination decides
+    if verdict.psd is False or (verdict.psd is None and not is_psd_integer(rows.num)):
+        raise NonConvexProblemError(
+            f"the poly kernel with coef0 = {kernel.coef0:g} < 0 has a Gram matrix on these data "
+            "that is not positive semidefinite (proven): the SVM's dual is then a nonconvex QP, "
+            "which has no optimum a duality gap can certify. Use coef0 >= 0 (the kernel is then "
+            "positive semidefinite on any data)."
+        )
+    return rows
 
 
 def ranking_qp(f: BinaryProblem) -> GroupedQP:
@@ -144,11 +193,15 @@ def _solve_binary_like(f: BinaryProblem, qp: GroupedQP, solver: str | None, star
     sol = _start(f, solver, start)
     margins = None
     if sol is not None:
-        w0 = np.asarray(sol.w, dtype=np.float64)
-        margins = qp.rows.to_float() @ w0 + (f.y * float(sol.b) if f.fit_intercept else 0.0)
+        intercept = f.y * float(sol.b) if f.fit_intercept else 0.0
+        if isinstance(qp.rows, GramRows):
+            margins = f.y * f.scores(alpha=f.check_alpha(sol.alpha)) + intercept
+        else:
+            margins = qp.rows.to_float() @ np.asarray(sol.w, dtype=np.float64) + intercept
     opt = _solve_from(qp, margins, f.margin)
-    w = opt.w_float
-    cand = f.make_feasible(Candidate(w=w, b=float(opt.b), alpha=opt.alpha_float))
+    if isinstance(qp.rows, GramRows):
+        opt = dataclasses.replace(opt, w=None)  # its coefficients are alpha* y
+    cand = f.make_feasible(Candidate(w=opt.w_float, b=float(opt.b), alpha=opt.alpha_float))
     return _exact_solution(f, cand, opt)
 
 
@@ -160,12 +213,20 @@ def _exact_solution(f: Problem, cand: Candidate, opt: ExactOptimum) -> Solution:
     return sol
 
 
-def _check_linear(f: BinaryProblem) -> None:
-    if not f.linear:
-        raise InvalidInputError(
-            f"method='exact' covers the linear kernel; the {f.kernel.name!r} kernel's values "
-            "are not rational in the data."
-        )
+_REFUSALS = {
+    "rbf": (
+        "method='exact' covers the linear and poly kernels, whose values are rational in the "
+        "data; the rbf kernel's values exp(-gamma ||x - x'||^2) are irrational for rational "
+        "data (Lindemann: exp of a nonzero rational is transcendental), so its optimum has no "
+        "exact rational form. Use f.solve(): its certificate encloses the exact optimum "
+        "rigorously (every exp bounded), or a poly kernel where an exact optimum is needed."
+    ),
+    "callable": (
+        "method='exact' covers the linear and poly kernels, whose values are rational in the "
+        "data; a precomputed or callable kernel's values are only known in floating point. "
+        "Use f.solve(), whose certificate bounds their rounding, or a poly kernel."
+    ),
+}
 
 
 def solve_exact(f: Problem, solver: str | None = None, start: Any = None) -> Solution:
@@ -180,7 +241,12 @@ def solve_exact(f: Problem, solver: str | None = None, start: Any = None) -> Sol
 
 
 def solve_exact_binary(f: BinaryProblem, solver: str | None = None, start: Any = None) -> Solution:
-    """The exact optimum of a binary formulation with the linear kernel.
+    """The exact optimum of a binary formulation with the linear or the poly kernel.
+
+    For the poly kernel ``w*`` lives in the feature space: ``info["exact"].w`` is ``None``
+    and ``w* = sum_i alpha*_i y_i phi(x_i)`` (``alpha*`` and ``b*`` need not be unique,
+    ``P*`` and the scores of ``w*`` are). With ``coef0 < 0`` the Gram matrix on the data
+    must be positive semidefinite (:func:`poly_gram`).
 
     Parameters
     ----------

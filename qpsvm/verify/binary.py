@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ import scipy.sparse as sp
 from qpsvm._numerics import fsum_dot, tdot2
 from qpsvm._validation import check_tol
 from qpsvm.contract import BinaryProblem
-from qpsvm.exceptions import InvalidInputError
+from qpsvm.exceptions import InvalidInputError, NonConvexProblemError
 from qpsvm.solution import Candidate
 from qpsvm.support_sets import kkt_on_sets, support_sets
 from qpsvm.verify.ascent import CERTIFY_EPOCHS, CoordinateData, ascend, balanced_ascent
@@ -45,6 +46,7 @@ from qpsvm.verify.certificate import (
     evaluation_allowance,
 )
 from qpsvm.verify.projection import bounded_fit
+from qpsvm.verify.psd import gram_verdict
 from qpsvm.verify.rigorous import (
     RbfError,
     binary_dual_lower,
@@ -67,6 +69,8 @@ __all__ = [
     "kernel_ulps",
     "rebalance",
 ]
+
+logger = logging.getLogger("qpsvm")
 
 #: Thresholds on ``|y_i f(x_i) - m_i| / max(1, max m)`` for "on the margin".
 MARGIN_TAUS = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
@@ -305,6 +309,7 @@ class _KernelScores:
     first: np.ndarray
     first_scores: np.ndarray
     first_error: np.ndarray
+    proven: bool
 
 
 @dataclass
@@ -345,7 +350,7 @@ def _candidate_scores(
         None,
         scores,
         fsum_dot(alpha * f.y, scores),
-        _KernelScores(ulps, scores, e, first, g_first, e_first),
+        _KernelScores(ulps, scores, e, first, g_first, e_first, _proven(f, ulps)),
     )
 
 
@@ -440,7 +445,7 @@ def _kernel_bounds(
         g, e_dual = k.first_scores, k.first_error
     else:
         g, e_dual = kernel_scores(f, [alpha], k.ulps)[0]
-    if _proven(k.ulps):
+    if k.proven:
         diagonal = k.ulps.diagonal if isinstance(k.ulps, PolyBound) else 1.0
         primal = kernel_primal_upper(f, side.alpha, side.b, k.scores, k.error)
         dual, alpha = kernel_dual_lower(f, alpha, g, e_dual, primal, diagonal)
@@ -455,12 +460,49 @@ def _kernel_bounds(
     return primal, dual, alpha
 
 
-def _proven(ulps: float | RbfError | PolyBound) -> bool:
-    """Whether the kernel certificate is a proof: every value's rounding bounded and the
-    kernel positive semidefinite (rbf; poly with ``c0 >= 0``)."""
-    return isinstance(ulps, RbfError) or (
-        isinstance(ulps, PolyBound) and ulps.positive_semidefinite
-    )
+def _proven(f: BinaryProblem, ulps: float | RbfError | PolyBound) -> bool:
+    r"""Whether the kernel certificate is a proof: every value's rounding bounded (rbf, poly)
+    and the Gram matrix on the data positive semidefinite.
+
+    Semidefiniteness on the data is all weak duality needs. The problem the certificate
+    encloses is the dual QP stated on the data, :math:`\max D(\alpha) = m\cdot\alpha -
+    \tfrac12 (\alpha y)^T K (\alpha y)` over the box and the balance, with the primal value of
+    a candidate :math:`P(\alpha, b) = \tfrac12 (\alpha y)^T K (\alpha y) + C \sum_i s_i
+    \max(0, m_i - y_i ((K \alpha y)_i + b))`. When the exact ``K`` on the ``n`` points is
+    positive semidefinite it factors as :math:`K = L L^T` (real ``L``, ``n x r``), and both are
+    the dual and the primal objective of the linear SVM on the rows of ``L`` (with ``w =
+    L^T (\alpha y)``), whose weak duality gives :math:`D(\alpha') \le P^* \le P(\alpha, b)`
+    for every feasible :math:`\alpha'`; the kernel's values off the data never enter. rbf and
+    poly with ``coef0 >= 0`` are positive semidefinite kernels; poly with ``coef0 < 0`` is
+    checked on the data (:func:`~qpsvm.verify.psd.gram_verdict`, up to
+    :data:`~qpsvm.verify.psd.GRAM_PROOF_SIZE` points): proven semidefinite, the certificate is
+    rigorous; undecided, it is not (``rigorous=False``, the reason logged); proven indefinite,
+    the dual is nonconvex and the "primal" over the expansion unbounded below (along a
+    direction of negative curvature the quadratic wins over the hinge), so no certificate
+    exists.
+
+    Raises
+    ------
+    NonConvexProblemError
+        When the Gram matrix on the data is proven not positive semidefinite.
+    """
+    if isinstance(ulps, RbfError):
+        return True
+    if not isinstance(ulps, PolyBound):
+        return False
+    if ulps.positive_semidefinite:
+        return True
+    verdict = gram_verdict(ulps, f.X)
+    if verdict.psd is False:
+        raise NonConvexProblemError(
+            f"the poly kernel with coef0 = {ulps.coef0:g} < 0 has a Gram matrix on these data "
+            "that is not positive semidefinite (proven: v^T K v < 0 for a vector v): the SVM's "
+            "dual is a nonconvex QP, which no duality gap can certify. Use coef0 >= 0 (then "
+            "the kernel is positive semidefinite on any data)."
+        )
+    if verdict.psd is None:
+        logger.info("poly certificate not rigorous: the Gram matrix is %s", verdict.reason)
+    return bool(verdict.psd)
 
 
 def _stationarity(
@@ -509,7 +551,7 @@ def certify_binary(
         primal, dual, alpha = _kernel_bounds(f, side, alpha)
         primal_inf = side.infeasibility
         floor = evaluation_allowance(primal, dual, side.primal, dual_float)
-        rigorous = _proven(side.kernel.ulps)
+        rigorous = side.kernel.proven
     comp = np.abs(alpha * (side.residual + side.hinge))
     if not side.hard:
         comp = np.maximum(comp, np.abs((f.upper - alpha) * side.hinge))
