@@ -10,6 +10,12 @@ Each point is solved by qpsvm to a passing certificate (the point fails otherwis
 anchor at its defaults, in the same process; times are medians after one untimed warm call.
 The summary gives the geometric mean of the ratios and the worst point. The JSON output feeds
 the performance profile of notebook 08.
+
+The last three columns are the certificate's cost: ``cert s`` re-certifies qpsvm's answer as a
+user would, ``f.certify(solution)`` on a formulation built afresh (its construction untimed, no
+cache of the solve reused); ``in-solve s`` is the time ``solve()`` spent inside the certifier;
+``cert/fit`` is ``cert s`` over the anchor's fit (the target: at most 1 at every point). The
+cold start has no separate certificate (``-``).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import pkgutil
 import sys
 from pathlib import Path
@@ -34,6 +41,17 @@ def families() -> list[str]:
     return sorted(m.name for m in modules if not m.name.startswith("_"))
 
 
+#: The certificate's columns, after the solve's.
+CERT_COLUMNS = ("cert s", "in-solve s", "cert/fit")
+
+
+def certificate_columns(t: Timing) -> str:
+    """``cert s``, ``in-solve s`` and ``cert/fit`` of one point (``-`` where it has none)."""
+    if math.isnan(t.certify):
+        return f"{'-':>8} {'-':>10} {'-':>8}"
+    return f"{t.certify:>8.3f} {t.in_solve:>10.3f} {t.certify_ratio:>8.2f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", choices=SCALES, default="quick")
@@ -42,8 +60,8 @@ def main() -> None:
     args = parser.parse_args()
 
     timings: list[Timing] = []
-    header = ("family", "point", "anchor", "qpsvm s", "anchor s", "ratio")
-    print("{:<11} {:<44} {:<10} {:>9} {:>9} {:>7}".format(*header))
+    header = ("family", "point", "anchor", "qpsvm s", "anchor s", "ratio", *CERT_COLUMNS)
+    print("{:<11} {:<44} {:<10} {:>9} {:>9} {:>7} {:>8} {:>10} {:>8}".format(*header))
     for family in args.family or families():
         module = importlib.import_module(f"regimes.{family}")
         for point in module.points(args.scale):
@@ -51,7 +69,7 @@ def main() -> None:
             timings.append(t)
             print(
                 f"{point.family:<11} {point.name:<44} {point.anchor:<10} "
-                f"{t.qpsvm:>9.3f} {t.anchor:>9.3f} {t.ratio:>7.2f}",
+                f"{t.qpsvm:>9.3f} {t.anchor:>9.3f} {t.ratio:>7.2f} {certificate_columns(t)}",
                 flush=True,
             )
     if not timings:
@@ -60,6 +78,15 @@ def main() -> None:
     print(f"\ngeometric mean of ratios: {geometric_mean([t.ratio for t in timings]):.2f}")
     where = f"{worst.point.family} {worst.point.name}"
     print(f"worst point: {where} ({worst.ratio:.2f}x {worst.point.anchor})")
+    certified = [t for t in timings if not math.isnan(t.certify)]
+    if certified:
+        held = sum(t.certify <= t.anchor for t in certified)
+        worst = max(certified, key=lambda t: t.certify_ratio)
+        print(
+            f"certificate <= anchor fit: {held} of {len(certified)} points; worst "
+            f"{worst.point.family} {worst.point.name} ({worst.certify_ratio:.2f}x "
+            f"{worst.point.anchor}'s fit)"
+        )
     if args.json:
         rows = [
             {
@@ -69,6 +96,8 @@ def main() -> None:
                 "qpsvm_seconds": t.qpsvm,
                 "anchor_seconds": t.anchor,
                 "ratio": t.ratio,
+                "certify_seconds": None if math.isnan(t.certify) else t.certify,
+                "in_solve_certify_seconds": None if math.isnan(t.in_solve) else t.in_solve,
             }
             for t in timings
         ]

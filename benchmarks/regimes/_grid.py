@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import math
 import statistics
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from qpsvm.solution import Solution
+
 SCALES = ("quick", "full")
+
+#: The certifiers of qpsvm's families (the formulations' ``certifier`` entry points).
+CERTIFIERS = (
+    "qpsvm.verify.binary:certify_binary",
+    "qpsvm.verify.fenchel:certify_composed",
+    "qpsvm.verify.multiclass:certify_multiclass",
+    "qpsvm.verify.ranking:certify_ranking",
+    "qpsvm.verify.structural:certify_structural",
+)
 
 
 @dataclass(frozen=True)
@@ -26,12 +40,18 @@ class Point:
     anchor : str
         The specialised solver timed against qpsvm (``"liblinear"``, ``"libsvm"``, ``"dlib"``, ...).
     qpsvm : callable
-        Runs qpsvm's certified solve and returns its certificate; it must raise when the answer
-        is not certified, so a fast wrong answer never counts.
+        Runs qpsvm's certified solve and returns its :class:`~qpsvm.Solution` (or a stand-in
+        with ``passed``); the point fails when the answer is not certified, so a fast wrong
+        answer never counts.
     reference : callable
         Runs the anchor at its defaults on the same data.
     repeat : int
         Calls per side; the median time is reported.
+    formulation : callable, optional
+        Builds the formulation ``qpsvm`` solves. The certificate is timed as a user runs it,
+        ``f.certify(solution)`` of the answer ``qpsvm`` returned, on a formulation built afresh
+        for each call (its construction untimed; no cache of the solve reused). ``None`` when
+        the point has no separate certificate (the cold start).
     """
 
     family: str
@@ -40,19 +60,75 @@ class Point:
     qpsvm: Callable[[], Any]
     reference: Callable[[], Any]
     repeat: int = 3
+    formulation: Callable[[], Any] | None = None
 
 
 @dataclass(frozen=True)
 class Timing:
-    """Median times of one point and their ratio (qpsvm / anchor)."""
+    """Median times of one point and their ratios.
+
+    ``qpsvm`` and ``anchor`` are the solves; ``certify`` the re-certification of qpsvm's answer
+    alone and ``in_solve`` the time ``solve()`` spent inside the certifier (``nan`` where the
+    point has none).
+    """
 
     point: Point
     qpsvm: float
     anchor: float
+    certify: float = math.nan
+    in_solve: float = math.nan
 
     @property
     def ratio(self) -> float:
+        """qpsvm's solve over the anchor's fit."""
         return self.qpsvm / self.anchor
+
+    @property
+    def certify_ratio(self) -> float:
+        """The certificate alone over the anchor's fit (issue target: at most 1)."""
+        return self.certify / self.anchor
+
+
+class CertifierClock:
+    """Wall time spent inside qpsvm's certifiers while :meth:`running` (outermost calls only:
+    a certifier that calls another is counted once)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._depth = 0
+
+    def _timed(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            self._depth += 1
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._depth -= 1
+                if self._depth == 0:
+                    self.seconds += time.perf_counter() - start
+
+        timed.__wrapped__ = fn  # type: ignore[attr-defined]
+        return timed
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[CertifierClock]:
+        """Every qpsvm module's binding of a certifier replaced by its timed wrapper."""
+        originals = []
+        for path in CERTIFIERS:
+            module, _, name = path.partition(":")
+            fn = getattr(importlib.import_module(module), name)
+            wrapper = self._timed(fn)
+            ours = [m for m in list(sys.modules.values()) if m.__name__.startswith("qpsvm")]
+            for mod in ours:
+                if mod.__dict__.get(name) is fn:
+                    originals.append((mod, name, fn))
+                    setattr(mod, name, wrapper)
+        try:
+            yield self
+        finally:
+            for mod, name, fn in originals:
+                setattr(mod, name, fn)
 
 
 def median_time(fn: Callable[[], Any], repeat: int) -> float:
@@ -65,14 +141,48 @@ def median_time(fn: Callable[[], Any], repeat: int) -> float:
     return statistics.median(times)
 
 
+def certificate_of(result: Any) -> Any:
+    """The certificate of a :class:`~qpsvm.Solution`, or ``result`` itself (a stand-in)."""
+    return result.certificate if isinstance(result, Solution) else result
+
+
+def checked(certificate: Any, point: Point, what: str) -> None:
+    """Raise when ``certificate`` did not pass."""
+    if not getattr(certificate, "passed", False):
+        raise RuntimeError(f"{point.family} {point.name}: {what} is not certified")
+
+
 def time_point(point: Point) -> Timing:
     """Time one point; a first untimed call of each side pays compilation and caches."""
-    certificate = point.qpsvm()
-    if not getattr(certificate, "passed", False):
-        raise RuntimeError(f"{point.family} {point.name}: qpsvm's answer is not certified")
+    answer = point.qpsvm()
+    checked(certificate_of(answer), point, "qpsvm's answer")
     point.reference()
-    ours = median_time(point.qpsvm, point.repeat)
-    return Timing(point, ours, median_time(point.reference, point.repeat))
+    shares = []
+    times = []
+    for _ in range(point.repeat):
+        clock = CertifierClock()
+        with clock.running():
+            start = time.perf_counter()
+            point.qpsvm()
+            times.append(time.perf_counter() - start)
+        shares.append(clock.seconds)
+    anchor = median_time(point.reference, point.repeat)
+    if point.formulation is None:
+        return Timing(point, statistics.median(times), anchor)
+    checked(point.formulation().certify(answer), point, "the re-certified answer")
+    certify = []
+    for _ in range(point.repeat):
+        f = point.formulation()
+        start = time.perf_counter()
+        f.certify(answer)
+        certify.append(time.perf_counter() - start)
+    return Timing(
+        point,
+        statistics.median(times),
+        anchor,
+        statistics.median(certify),
+        statistics.median(shares),
+    )
 
 
 def geometric_mean(values: list[float]) -> float:

@@ -39,13 +39,17 @@ def point(n: int, kernel: str, C: float, gamma: float = 0.05, degree: int = 3) -
         params.update(degree=degree, coef0=1.0)
         name += f" degree={degree}"
 
+    def build() -> qpsvm.SoftMarginDual:
+        return qpsvm.SoftMarginDual(X, y, **params)
+
     def ours() -> Any:
-        return qpsvm.SoftMarginDual(X, y, **params).solve().certificate
+        return build().solve()
 
     def anchor() -> Any:
         return SVC(**params).fit(X, y)
 
-    return Point("kernel", name, "libsvm", ours, anchor, repeat=3 if n <= 2000 else 1)
+    repeat = 3 if n <= 2000 else 1
+    return Point("kernel", name, "libsvm", ours, anchor, repeat, build)
 
 
 def points(scale: str) -> list[Point]:

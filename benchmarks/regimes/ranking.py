@@ -63,9 +63,11 @@ def points(scale: str) -> list[Point]:
                 trainer.c = c * n_pairs / binary_pairs  # the same C on dlib's binary cut
                 C = C_from_dlib_rank(c, n_pairs)
 
-                def ours(X=X, y=y, groups=groups, C=C):
-                    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=C)
-                    return f.solve(method="one_slack").certificate
+                def build(X=X, y=y, groups=groups, C=C):
+                    return qpsvm.RankingSVM(X, y=y, groups=groups, C=C)
+
+                def ours(build=build):
+                    return build().solve(method="one_slack")
 
                 kind = "graded" if graded else "binary"
                 out.append(
@@ -75,6 +77,7 @@ def points(scale: str) -> list[Point]:
                         "dlib",
                         ours,
                         lambda trainer=trainer, data=data: trainer.train(data),
+                        formulation=build,
                     )
                 )
     return out

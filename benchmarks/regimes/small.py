@@ -45,41 +45,54 @@ def points(scale: str) -> list[Point]:
     n_pairs = qpsvm.RankingSVM(Xr, y=yr, groups=groups).n_pairs
     trainer = dlib.svm_rank_trainer()
     trainer.c = 10.0
+
+    def binary() -> qpsvm.SoftMarginPrimal:
+        return qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False)
+
+    def rbf() -> qpsvm.SoftMarginDual:
+        return qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.1)
+
+    def crammer_singer() -> qpsvm.MulticlassSVM:
+        return qpsvm.MulticlassSVM(Xm, ym, C=1.0)
+
+    def ranking() -> qpsvm.RankingSVM:
+        return qpsvm.RankingSVM(Xr, y=yr, groups=groups, C=C_from_dlib_rank(10.0, n_pairs))
+
     return [
         Point(
             "small",
             "binary n=200 d=10 C=1",
             "liblinear",
-            lambda: qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False).solve().certificate,
+            lambda: binary().solve(),
             _quiet(lambda: LinearSVC(C=1.0, loss="hinge", fit_intercept=False).fit(X, y)),
+            formulation=binary,
         ),
         Point(
             "small",
             "rbf n=200 d=10 gamma=0.1 C=1",
             "libsvm",
-            lambda: qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.1).solve().certificate,
+            lambda: rbf().solve(),
             lambda: SVC(C=1.0, gamma=0.1).fit(X, y),
+            formulation=rbf,
         ),
         Point(
             "small",
             "crammer_singer n=300 d=10 k=4 C=1",
             "liblinear",
-            lambda: qpsvm.MulticlassSVM(Xm, ym, C=1.0).solve().certificate,
+            lambda: crammer_singer().solve(),
             _quiet(
                 lambda: LinearSVC(C=1.0, multi_class="crammer_singer", fit_intercept=False).fit(
                     Xm, ym
                 )
             ),
+            formulation=crammer_singer,
         ),
         Point(
             "small",
             f"ranking 20x10 d=5 ({n_pairs} pairs) dlib c=10",
             "dlib",
-            lambda: (
-                qpsvm.RankingSVM(Xr, y=yr, groups=groups, C=C_from_dlib_rank(10.0, n_pairs))
-                .solve(method="one_slack")
-                .certificate
-            ),
+            lambda: ranking().solve(method="one_slack"),
             lambda: trainer.train(data),
+            formulation=ranking,
         ),
     ]

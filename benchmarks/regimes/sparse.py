@@ -71,10 +71,12 @@ def points(scale: str) -> list[Point]:
     for n, d, k in SIZES[scale]:
         X, y = text_like(n, d, k)
         for loss, intercept in PROBLEMS[scale]:
-            f = qpsvm.SoftMarginPrimal(X, y, C=1.0, loss=loss, intercept=intercept)
 
-            def ours(f=f):
-                return f.solve().certificate
+            def build(X=X, y=y, loss=loss, intercept=intercept):
+                return qpsvm.SoftMarginPrimal(X, y, C=1.0, loss=loss, intercept=intercept)
+
+            def ours(build=build):
+                return build().solve()
 
             def anchor(X=X, y=y, loss=loss, intercept=intercept):
                 return LinearSVC(loss=loss, fit_intercept=intercept != "none").fit(X, y)
@@ -87,6 +89,7 @@ def points(scale: str) -> list[Point]:
                     ours,
                     anchor,
                     repeat=1 if scale == "full" else 3,
+                    formulation=build,
                 )
             )
     return out

