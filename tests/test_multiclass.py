@@ -4,12 +4,13 @@ certificates, the dual projection and the numpy oracles."""
 from __future__ import annotations
 
 import warnings
+from fractions import Fraction
 
 import cvxpy as cp
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn.datasets import load_iris, load_wine
@@ -21,7 +22,7 @@ import qpsvm
 from qpsvm.exceptions import ProblemMismatchWarning
 from qpsvm.solvers.warm_start import multiclass_dual
 from qpsvm.verify.projection import project_capped_simplex
-from qpsvm.verify.rigorous import lower_sum
+from qpsvm.verify.rigorous import lower_sum, multiclass_feasible, upper_row_sums
 
 VARIANTS = ("crammer_singer", "weston_watkins")
 
@@ -304,6 +305,54 @@ def test_capped_simplex_projection_is_the_projection(V, r, seed):
         Q *= (r * rng.random(len(r)) / np.maximum(Q.sum(axis=1), 1e-12))[:, None]
         assert np.sum((np.where(mask, V, 0.0) - P) * (Q - P)) <= 1e-9
     np.testing.assert_allclose(project_capped_simplex(P, r, mask), P, atol=1e-12)
+
+
+# ----------------------------------------------------------------- rigorous row sums
+ROWS = arrays(
+    np.float64,
+    st.tuples(st.integers(1, 6), st.integers(1, 12)),
+    elements=st.floats(0.0, 1e300, allow_subnormal=True) | st.sampled_from([0.0, 1.0, 2.0**-53]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=ROWS)
+@example(a=np.array([[1.0, 2.0**-53, 2.0**-53]]))  # the float sum rounds down to 1
+@example(a=np.array([[5e-324, 5e-324, 1e-310]]))  # subnormal terms
+def test_upper_row_sums_bound_the_exact_sums_tightly(a):
+    # every row's exact rational sum is below its bound, and the bound exceeds it by at most
+    # the rounding of k terms (a relative (k + 2) u, plus a few subnormal units)
+    bound = upper_row_sums(a)
+    k = a.shape[1]
+    for row, b in zip(a, bound, strict=True):
+        exact = sum((Fraction(float(v)) for v in row), Fraction(0))
+        assert exact <= Fraction(float(b))
+        slack = exact * Fraction(2 * (k + 2), 2**53) + Fraction(k + 2) * Fraction(2.0**-1070)
+        assert Fraction(float(b)) <= exact + slack
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), k=st.integers(2, 8), excess=st.integers(-3, 3))
+def test_crammer_singer_rows_are_made_exactly_feasible(seed, k, excess):
+    # rows summing to the budget C s_i up to a few ulps either way: after multiclass_feasible
+    # every row's exact rational sum is within its budget, every entry nonnegative and 0 at
+    # the label, and rows already feasible by a margin are unchanged
+    rng = np.random.default_rng(seed)
+    n = 30
+    X, y = rng.normal(size=(n, 2)), np.arange(n) % k
+    weight = rng.uniform(0.5, 2.0, n)
+    f = qpsvm.MulticlassSVM(X, y, C=0.37, sample_weight=weight)
+    alpha = np.where(f.mask, rng.random((n, k)), 0.0)
+    alpha *= (f.upper / alpha.sum(axis=1))[:, None]
+    alpha *= 1.0 + excess * 2.0**-52
+    loose = np.arange(n) < 5
+    alpha[loose] *= 0.5
+    a = multiclass_feasible(f, alpha)
+    assert np.all(a >= 0) and np.all(a[~f.mask] == 0)
+    for row, s in zip(a, weight, strict=True):
+        budget = Fraction(0.37) * Fraction(float(s))  # C s_i exactly
+        assert sum((Fraction(float(v)) for v in row), Fraction(0)) <= budget
+    np.testing.assert_array_equal(a[loose], alpha[loose])
 
 
 def test_capped_simplex_projection_matches_a_qp():

@@ -55,6 +55,7 @@ from qpsvm._numerics import (
     fsum,
     gamma,
     rows_dot2,
+    sum_error,
     sum_upper,
     tdot2,
     two_product,
@@ -98,6 +99,7 @@ __all__ = [
     "slack_cost",
     "squared_multiclass_dual_lower",
     "squared_multiclass_primal_upper",
+    "upper_row_sums",
     "upper_sum",
 ]
 
@@ -149,6 +151,15 @@ def upper_sum(a: np.ndarray) -> float:
     """An upper bound on the exact sum of nonnegative floats ``a`` (:func:`_sum2_slack`)."""
     a = np.ravel(a)
     return float(up(up(fsum(a) * up(1.0 + _sum2_slack(a.size))) + a.size * TINY))
+
+
+def upper_row_sums(a: np.ndarray) -> np.ndarray:
+    """Upper bounds on the exact sums of the rows of a nonnegative 2-d ``a``, one per row: each
+    row summed in floating point (any order) plus :func:`~qpsvm._numerics.sum_error` of its
+    ``k`` terms, rounded up. One vectorised pass: the rows are short (a multiclass example's
+    ``k`` classes), where Sum2 per row (:func:`upper_sum`) costs a Python call each."""
+    total = a.sum(axis=1)
+    return up(total + sum_error(a.shape[1], total))
 
 
 def lower_sum(a: np.ndarray) -> float:
@@ -588,7 +599,7 @@ def _multiclass_slacks(f: MulticlassRows, W: np.ndarray) -> tuple[np.ndarray, np
     worst, middle = multiclass_hinge_upper(f, W)
     if f.crammer_singer:
         return worst.max(axis=1), middle.max(axis=1)
-    return np.array([upper_sum(r) for r in worst]), middle.sum(axis=1)
+    return upper_row_sums(worst), middle.sum(axis=1)
 
 
 def multiclass_hinge_upper(f: MulticlassRows, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -625,14 +636,13 @@ def multiclass_feasible(f: MulticlassRows, alpha: np.ndarray) -> np.ndarray:
     cap = _capped(f.C, f.sample_weight)
     if not f.crammer_singer:
         return np.minimum(a, cap[:, None])
-    total = np.array([upper_sum(row) for row in a])
+    total = upper_row_sums(a)
     over = total > cap
     if np.any(over):
         # scale the rows down, rounding the factor down and checking again
         a[over] *= down(down(cap[over] / total[over]) * (1.0 - 4.0 * gamma(f.n_classes)))[:, None]
         a[over] = np.maximum(a[over], 0.0)
-        total = np.array([upper_sum(row) for row in a])
-        a[total > cap] = 0.0
+        a[upper_row_sums(a) > cap] = 0.0
     return a
 
 
@@ -681,7 +691,7 @@ def squared_multiclass_primal_upper(f: MulticlassRows, W: np.ndarray) -> tuple[f
         top = worst.max(axis=1)
         terms, estimate = up(top * top), middle.max(axis=1) ** 2
     else:
-        terms = np.array([upper_sum(up(r * r)) for r in worst])
+        terms = upper_row_sums(up(worst * worst))
         estimate = (middle * middle).sum(axis=1)
     value = 0.5 * fsum(W * W) + f.C * fsum(f.sample_weight * estimate)
     return _primal_from_shortfall(upper_sum(W * W), f.C, f.sample_weight, terms), value
@@ -700,7 +710,7 @@ def squared_multiclass_dual_lower(
     live = cap > 0.0
     a[~live] = 0.0
     if f.crammer_singer:
-        total = np.array([upper_sum(row) for row in a[live]])
+        total = upper_row_sums(a[live])
         quad = up(up(total * total) / (4.0 * cap[live]))
     else:
         quad = up(up(a[live] * a[live]) / (4.0 * cap[live][:, None]))
