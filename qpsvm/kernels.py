@@ -382,8 +382,11 @@ class KernelCache:
     def take(self, idx: np.ndarray) -> np.ndarray:
         """``K[idx, :]`` as a new array."""
         idx = np.asarray(idx, dtype=np.intp)
-        out = np.empty((idx.size, self.rows.shape[1]))
         unique, inverse = np.unique(idx, return_inverse=True)
+        if unique.size <= self.capacity:
+            # one gather (a masked assignment into the output copies the rows twice)
+            return self.rows[self.slots(unique)[inverse]]
+        out = np.empty((idx.size, self.rows.shape[1]))
         for start in range(0, unique.size, self.capacity):
             part = unique[start : start + self.capacity]
             at = (inverse >= start) & (inverse < start + part.size)
