@@ -67,13 +67,46 @@ def gamma(n: int) -> float:
     return n * U / (1.0 - n * U)
 
 
+#: Arrays at least this long are moved by :func:`_succ` rather than ``np.nextafter`` (measured:
+#: nextafter costs about 30 ns an entry, _succ about 5 ns plus 5 us a call).
+_SUCC_SIZE = 1024
+#: ``phi = u (1 + 2u)`` and the smallest subnormal ``eta`` of :func:`_succ`.
+_PHI = U * (1.0 + 2.0 * U)
+_ETA = 2.0**-1074
+
+
+def _succ(x: np.ndarray) -> np.ndarray:
+    r"""A float at least the successor of each entry of ``x`` and at most two units above it:
+    :math:`\mathrm{fl}(x + \mathrm{fl}(\mathrm{fl}(\varphi |x|) + \eta))` with
+    :math:`\varphi = u(1 + 2u)`, :math:`\eta = 2^{-1074}` (Rump, Zimmermann, Boldo and
+    Melquiond, "Computing predecessor and successor in rounding to nearest", BIT 49, 2009,
+    Algorithm 2): the added term exceeds half the spacing above ``x`` (by rounding's
+    monotonicity; in the subnormal range by ``eta`` itself), so the sum rounds to the successor
+    or beyond. Four passes of arithmetic, where ``np.nextafter`` costs about 25 times one.
+    ``+inf`` and ``nan`` stay; ``-inf`` goes to ``-max`` as ``np.nextafter`` takes it."""
+    c = np.abs(x)
+    c *= _PHI
+    c += _ETA
+    with np.errstate(over="ignore", invalid="ignore"):  # max + c is inf; -inf + inf is nan
+        c += x
+    if np.isnan(c).any():
+        c[np.isneginf(x)] = -np.finfo(np.float64).max
+    return c
+
+
 def up(x: Any) -> Any:
-    """The next float above ``x`` (covers one rounding to nearest of an operation's result)."""
+    """A float above ``x`` that covers one rounding to nearest of an operation's result: the
+    next float, or for float64 arrays of :data:`_SUCC_SIZE` entries or more at most two floats
+    above (:func:`_succ`)."""
+    if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.size >= _SUCC_SIZE:
+        return _succ(x)
     return np.nextafter(x, np.inf)
 
 
 def down(x: Any) -> Any:
-    """The next float below ``x``."""
+    """A float below ``x``: the negated :func:`up` of ``-x``."""
+    if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.size >= _SUCC_SIZE:
+        return -_succ(-x)
     return np.nextafter(x, -np.inf)
 
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from conftest import hard_variants, random_problem
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sklearn.preprocessing import StandardScaler
 
 import qpsvm
-from qpsvm._numerics import fsum, scale2, tdot, tdot2
+from qpsvm._numerics import _SUCC_SIZE, down, fsum, scale2, tdot, tdot2, up
 from qpsvm.support_sets import support_solution
 
 
@@ -225,3 +225,24 @@ def test_fsum_matches_correctly_rounded_sum(seed, n, spread):
     a = rng.normal(size=n) * 10.0 ** rng.uniform(-spread, spread, n)
     exact = math.fsum(a.tolist())
     assert fsum(a) == pytest.approx(exact, rel=2**-52, abs=1e-300)
+
+
+FLOATS = st.floats(allow_nan=False, allow_infinity=True, allow_subnormal=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(FLOATS, min_size=1, max_size=50))
+@example(values=[0.0, -0.0, 5e-324, -5e-324, 2.0**-1022, -(2.0**-1022), 1.0, -1.0])
+@example(values=[math.inf, -math.inf, 1.7976931348623157e308, -1.7976931348623157e308])
+@example(values=[2.0**-1021 + 2.0**-1073, 1.0 - 2.0**-53, 2.0**-969, -(2.0**-969)])
+def test_array_up_and_down_move_one_or_two_floats(values):
+    # up(x) covers one rounding: at least the next float above x and at most two above it;
+    # down mirrors it; the values repeated into an array long enough for the vectorised
+    # successor, checked against np.nextafter entry by entry
+    x = np.resize(np.array(values), _SUCC_SIZE + len(values))
+    hi, lo = up(x), down(x)
+    with np.errstate(over="ignore"):  # the float after max is inf
+        nxt, prv = np.nextafter(x, np.inf), np.nextafter(x, -np.inf)
+        after, before = np.nextafter(nxt, np.inf), np.nextafter(prv, -np.inf)
+    assert np.all(hi >= nxt) and np.all(hi <= after)
+    assert np.all(lo <= prv) and np.all(lo >= before)
