@@ -35,6 +35,8 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._jit import ENTRY
+
 __all__ = [
     "TINY",
     "U",
@@ -141,7 +143,7 @@ def sum_upper(a: Any) -> float:
     return float(up(total + float(up(err))))
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _sum2(p):  # pragma: no cover - compiled
     """Ogita-Rump-Oishi Sum2: cascaded TwoSum, the errors summed on the side."""
     s = 0.0
@@ -194,7 +196,7 @@ def _dot2_step(a, v_i, vh, vl, s, c, j):  # pragma: no cover - compiled
     s[j] = u
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _dense_tdot2(X, v, s, c):  # pragma: no cover - compiled
     for i in range(X.shape[0]):
         if v[i] != 0.0:
@@ -203,7 +205,7 @@ def _dense_tdot2(X, v, s, c):  # pragma: no cover - compiled
                 _dot2_step(X[i, j], v[i], vh, vl, s, c, j)
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _dense_tdot2_by_column(XT, v, s, c):  # pragma: no cover - compiled
     """:func:`_dense_tdot2` on ``X = XT.T`` one output entry at a time (``XT`` C-contiguous:
     ``X`` is a transposed row-major matrix, e.g. the scores ``x_i . w`` of every row): the same
@@ -223,7 +225,7 @@ def _dense_tdot2_by_column(XT, v, s, c):  # pragma: no cover - compiled
         s[j], c[j] = sj, cj
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _csr_tdot2(data, indices, indptr, v, s, c):  # pragma: no cover - compiled
     for i in range(indptr.shape[0] - 1):
         if v[i] != 0.0:
@@ -232,7 +234,7 @@ def _csr_tdot2(data, indices, indptr, v, s, c):  # pragma: no cover - compiled
                 _dot2_step(data[k], v[i], vh, vl, s, c, indices[k])
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _csr_rows_dot2(data, indices, indptr, v):  # pragma: no cover - compiled
     """Per row ``i``: Dot2 of ``x_i . v`` (as :func:`_dot2_step`, the accumulators in
     registers) and ``sum_j |x_ij v_j|`` in floating point."""

@@ -21,6 +21,8 @@ import numpy as np
 import scipy.sparse as sp
 from numba.extending import overload
 
+from qpsvm._jit import ENTRY
+
 __all__ = ["data_arrays", "linear_data", "pair_sq_norms", "row_sq_norms"]
 
 
@@ -165,7 +167,7 @@ def _example_clear_typed(i, M, v):  # pragma: no cover - compiled
     return lambda i, M, v: _row_clear(i, M, v)
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def pair_sq_norms(M, sqnorm, n_features):  # pragma: no cover - compiled
     """``||x_a - x_b||^2 = ||x_a||^2 + ||x_b||^2 - 2 x_a.x_b`` for every pair ``(a, b)`` of ``M``
     (``sqnorm``: the rows' squared norms), in ``O(nnz)`` a pair."""

@@ -19,6 +19,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from qpsvm._jit import CALLEE, ENTRY
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 
 __all__ = [
@@ -122,7 +123,7 @@ _BLOCK = 1024
 REMEMBERED = 4
 
 
-@numba.njit(cache=True, fastmath={"contract"})
+@numba.njit(**ENTRY, fastmath={"contract"})
 def exp_nonpositive(out, bits):  # pragma: no cover - compiled
     r"""``out <- exp(out)`` in place for ``out <= 0``, in a loop the compiler vectorises (libm's
     ``exp`` is not: 4x slower on a kernel row).
@@ -159,7 +160,7 @@ def exp_nonpositive(out, bits):  # pragma: no cover - compiled
         out[t] = out[t] * scale[t] * scale[t]
 
 
-@numba.njit(cache=True, fastmath={"contract"})
+@numba.njit(**CALLEE, fastmath={"contract"})
 def kernel_row(i, spec, out):  # pragma: no cover - compiled
     """``out[t] = k(x_i, x_t)`` for every training point ``t``.
 
@@ -199,7 +200,7 @@ def kernel_row(i, spec, out):  # pragma: no cover - compiled
             out[t] = (gamma * out[t] + coef0) ** degree
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def cached_row(i, cache):  # pragma: no cover - compiled
     """Row ``i`` of the kernel matrix from ``cache = (rows, slot_of, owner, stamp, stats, spec)``
     (:attr:`KernelCache.arrays`, or :func:`gram_arrays`: then ``spec[1]`` is the Gram matrix).
@@ -231,14 +232,14 @@ def cached_row(i, cache):  # pragma: no cover - compiled
     return rows[slot]
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _fill_rows(idx, slots, rows, spec):  # pragma: no cover - compiled
     """``rows[slots[k]] = K[idx[k], :]``."""
     for k in range(idx.shape[0]):
         kernel_row(idx[k], spec, rows[slots[k]])
 
 
-@numba.njit(cache=True, fastmath={"contract"})
+@numba.njit(**ENTRY, fastmath={"contract"})
 def _combine_rows(rows, slots, weights, out):  # pragma: no cover - compiled
     """``out += sum_k weights[k] rows[slots[k]]``, row after row (one pass over each row, in one
     thread: a threaded BLAS product stalls when the other cores are busy)."""

@@ -6,10 +6,13 @@ A cache written into ``site-packages/qpsvm/**/__pycache__`` survives ``pip unins
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import qpsvm
 
@@ -47,3 +50,46 @@ def test_cache_directory_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.delenv("QPSVM_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cache_directory() == tmp_path / "xdg" / "qpsvm"
+
+
+COMPILES = """
+import json
+import numpy as np
+from numba.core import event
+import qpsvm
+
+signatures = {}
+
+
+class Compiles(event.Listener):
+    def on_start(self, ev):
+        pass
+
+    def on_end(self, ev):
+        f = ev.data["dispatcher"].py_func
+        name = f.__module__ + "." + f.__qualname__
+        signatures.setdefault(name, []).append(str(ev.data["args"]))
+
+
+event.register("numba:compile", Compiles())
+rng = np.random.default_rng(0)
+X = rng.normal(size=(60, 4)); y = np.where(X[:, 0] > 0, 1, -1)
+f = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.5)
+assert f.solve(method="smo", gap=1e-9).certificate.passed
+print(json.dumps(signatures))
+"""
+
+
+@pytest.mark.slow
+def test_a_cold_smo_call_compiles_each_function_once(tmp_path):
+    # every compiled function on the SMO path is compiled for one signature: a constant reaching
+    # a compiled call as Literal[int] (or another argument type) would compile its chain again
+    env = {**os.environ, "QPSVM_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", COMPILES], env=env, check=True, timeout=900, capture_output=True
+    )
+    signatures = json.loads(out.stdout.decode().splitlines()[-1])
+    ours = {name: sigs for name, sigs in signatures.items() if name.startswith("qpsvm.")}
+    assert "qpsvm.solvers._online_kernels.smo_loop" in ours
+    assert "qpsvm.kernels.kernel_row" in ours
+    assert {name: len(sigs) for name, sigs in ours.items() if len(sigs) > 1} == {}

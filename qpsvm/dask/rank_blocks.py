@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from qpsvm._jit import ENTRY
 from qpsvm.dask.blocks import RoundParts, Rows, Sort, SortParts, finite_features
 from qpsvm.dask.fold import Fold
 from qpsvm.exceptions import InaccurateSolutionError, InvalidInputError
@@ -144,7 +145,7 @@ def pair_fold(xs: np.ndarray, n_bound: int) -> Fold:
     return Fold(one, np.zeros((1, 0), bool), count, n, xs[None, :].astype(np.float64), n)
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _violators(order, starts, level, s0, inner, lo, s, work, n, eps, out_i, out_j, out_wrong):
     """Pairs outside ``work`` (sorted keys ``i n + j``) whose status at ``s0`` is violated at
     ``s`` by more than ``eps``: short with margin ``s_i - s_j > 1``, beyond with margin below

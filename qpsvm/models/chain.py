@@ -9,6 +9,7 @@ from typing import Any, Literal
 import numba
 import numpy as np
 
+from qpsvm._jit import ENTRY
 from qpsvm._numerics import sum_error
 from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
@@ -24,7 +25,7 @@ __all__ = ["ChainModel"]
 # Ties go to the smallest state index (strict ">" comparisons), as np.argmax does.
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(**ENTRY, nogil=True)
 def _viterbi_batch(unary, pairwise, offsets, out):  # pragma: no cover - compiled
     """Write argmax_y sum_t unary[t, y_t] + sum_t pairwise[y_t, y_{t+1}] of each sequence to out."""
     n_states = unary.shape[1]
@@ -63,7 +64,7 @@ def _viterbi_batch(unary, pairwise, offsets, out):  # pragma: no cover - compile
             out[start + t - 1] = state
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(**ENTRY, nogil=True)
 def _slack_rescaled_batch(unary, pairwise, labels, offsets, out, values):  # pragma: no cover
     """Exact slack-rescaled inference for each sequence (see ChainModel.slack_rescaled_inference).
 

@@ -48,6 +48,7 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse as sp
 
+from qpsvm._jit import ENTRY
 from qpsvm._numerics import U, gamma, up
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError, SolverError
 from qpsvm.models.pairwise import DD_TOLERANCE, map_inference
@@ -254,7 +255,7 @@ def _constraints(n_nodes: int, edges: np.ndarray, k: int) -> sp.csr_matrix:
     return sp.csr_matrix((vals, (rows, cols)), shape=shape)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(**ENTRY, nogil=True)
 def _snap(nodes, pair, edges, scale):  # pragma: no cover - compiled
     """Integer marginals (units of ``1 / scale``) exactly in the local polytope, near the real
     ones: each node's rounded marginals are fixed to sum to ``scale`` at its largest entry; each

@@ -9,6 +9,7 @@ from typing import Any, Literal
 import numba
 import numpy as np
 
+from qpsvm._jit import ENTRY
 from qpsvm._numerics import sum_error
 from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
@@ -28,7 +29,7 @@ __all__ = ["MAX_ENUMERATED_LABELS", "MultiLabelModel", "chow_liu_tree"]
 MAX_ENUMERATED_LABELS = 16
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(**ENTRY, nogil=True)
 def _gray_code_max(linear, quadratic, out):  # pragma: no cover - compiled
     """Maximise ``s(y) = linear . y + sum_{u<v} quadratic[u, v] y_u y_v`` over ``y in {0,1}^L``
     by visiting every ``y`` in Gray-code order (one bit flips per step, ``O(L)`` update of the

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from qpsvm._jit import ENTRY
 from qpsvm._numerics import sum_error, sum_upper, up
 from qpsvm.exceptions import InvalidInputError
 
@@ -85,7 +86,7 @@ class MapResult:
 
 
 # ------------------------------------------------------------------------------ kernels
-@numba.njit(cache=True, nogil=True)
+@numba.njit(**ENTRY, nogil=True)
 def _forest_structure(n_nodes, edges, members):  # pragma: no cover - compiled
     """Breadth-first order of the forest formed by the edges ``members`` (indices into
     ``edges``): ``order``, each node's ``parent`` and parent edge ``pedge`` (-1 at roots), and
@@ -133,7 +134,7 @@ def _forest_structure(n_nodes, edges, members):  # pragma: no cover - compiled
     return order, parent, pedge, True
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(**ENTRY, nogil=True)
 def _tree_map(unary, edges, pairwise, order, parent, pedge, out, belief, arg):  # pragma: no cover
     """Max-product on a forest given by :func:`_forest_structure`; writes the maximiser to
     ``out`` and returns the maximum. Ties go to the smallest state."""
@@ -175,7 +176,7 @@ def _tree_map(unary, edges, pairwise, order, parent, pedge, out, belief, arg):  
     return total
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(**ENTRY, nogil=True)
 def _energy(unary, edges, pairwise, labels):  # pragma: no cover - compiled
     total = 0.0
     for v in range(unary.shape[0]):
@@ -185,7 +186,7 @@ def _energy(unary, edges, pairwise, labels):  # pragma: no cover - compiled
     return total
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(**ENTRY, nogil=True)
 def _partition(n_nodes, edges):  # pragma: no cover - compiled
     """First-fit split of the edges into forests (a union-find per forest)."""
     n_edges = edges.shape[0]
@@ -223,7 +224,7 @@ def _partition(n_nodes, edges):  # pragma: no cover - compiled
     return forest
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(**ENTRY, nogil=True)
 def _dual_decomposition(  # pragma: no cover - compiled
     unary, edges, pairwise, orders, parents, pedges, max_iter, patience, tolerance
 ):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._rows import _example_axpy, _example_dot, _row_axpy, _row_dot
 from qpsvm.kernels import cached_row
 
@@ -38,7 +39,7 @@ _RESCALE = 1e-9
 _TAU = 1e-12
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _fold(v, avg, a, norm2, beta, average):  # pragma: no cover - compiled
     """Fold the scale into ``v`` (``v <- a v``, ``a <- 1``) keeping ``w = a v`` and the iterate
     sum ``S = p + beta v`` (``p <- p + beta v``, ``beta <- 0``); returns ``(a, norm2, beta)``."""
@@ -50,7 +51,7 @@ def _fold(v, avg, a, norm2, beta, average):  # pragma: no cover - compiled
     return 1.0, norm2 * a * a, 0.0
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _scale(v, avg, a, norm2, beta, average, factor):  # pragma: no cover - compiled
     """``w <- factor w`` (``a <- factor a``), folded into ``v`` (:func:`_fold`) once ``a`` falls
     below :data:`_RESCALE`; returns ``(a, norm2, beta)``."""
@@ -60,7 +61,7 @@ def _scale(v, avg, a, norm2, beta, average, factor):  # pragma: no cover - compi
     return a, norm2, beta
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _project_ball(v, avg, a, norm2, beta, average, radius):  # pragma: no cover - compiled
     """``w = a v`` projected onto the ball of ``radius`` (``norm2 = ||v||^2``, tracked);
     returns ``(a, norm2, beta)``."""
@@ -70,7 +71,7 @@ def _project_ball(v, avg, a, norm2, beta, average, radius):  # pragma: no cover 
     return a, norm2, beta
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def binary_epoch(
     M, y, s, m, sqnorm, fit_intercept, order, etas, lam, batch, radius, v, avg, state, average
 ):  # pragma: no cover - compiled
@@ -121,7 +122,7 @@ def binary_epoch(
     state[ST_NORM2], state[ST_BETA], state[ST_BSUM] = norm2, beta, bsum
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def multiclass_epoch(
     M,
     y,
@@ -199,7 +200,7 @@ def multiclass_epoch(
 
 
 # --------------------------------------------------------------------------------- SMO
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _pair_step(i, j, Ki, Kj, y, U, alpha, G, diag, act, n_act):  # pragma: no cover - compiled
     """libsvm's analytic update of ``(alpha_i, alpha_j)`` under ``y.alpha`` fixed, clipped to
     the box, followed by the gradient update ``G += Q_i da_i + Q_j da_j`` on the active
@@ -254,7 +255,7 @@ def _pair_step(i, j, Ki, Kj, y, U, alpha, G, diag, act, n_act):  # pragma: no co
         G[t] += y[t] * (Ki[t] * di + Kj[t] * dj)
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _single_step(i, step, Ki, y, U, alpha, G, act, n_act):  # pragma: no cover - compiled
     """Without an intercept: ``alpha_i <- clip(alpha_i + step, 0, U_i)`` and the active
     gradient updated, ``G_t += y_t K_it y_i (alpha_i - old)``."""
@@ -267,7 +268,7 @@ def _single_step(i, step, Ki, y, U, alpha, G, act, n_act):  # pragma: no cover -
         G[t] += y[t] * Ki[t] * di
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _select_i(y, U, alpha, G, act, n_act):  # pragma: no cover - compiled
     """``i = argmax_{t in I_up} -y_t G_t`` over the active variables, and that maximum
     (``-1, -inf`` if ``I_up`` is empty)."""
@@ -282,7 +283,7 @@ def _select_i(y, U, alpha, G, act, n_act):  # pragma: no cover - compiled
     return i, gmax
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _select_j(i, gmax, Ki, y, U, alpha, G, diag, second_order, act, n_act):  # pragma: no cover
     """The partner ``j`` in ``I_low`` (maximal violation or second-order decrease) among the
     active variables, and the violation ``max_{I_up} -yG - min_{I_low} -yG``.
@@ -316,7 +317,7 @@ def _select_j(i, gmax, Ki, y, U, alpha, G, diag, second_order, act, n_act):  # p
     return j, gmax + gmax2
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _select_single(U, alpha, G, diag, second_order, act, n_act):  # pragma: no cover - compiled
     """Without the balance constraint: the active coordinate to move, its step and the largest
     projected gradient."""
@@ -344,7 +345,7 @@ def _select_single(U, alpha, G, diag, second_order, act, n_act):  # pragma: no c
     return i, step, violation
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _extremes(y, U, alpha, G, act, n_act, intercept):  # pragma: no cover - compiled
     """``(max_{I_up} -y G, max_{I_low} y G)`` over the active variables (libsvm's ``Gmax1``,
     ``Gmax2``); without an intercept the largest projected gradient, twice."""
@@ -365,7 +366,7 @@ def _extremes(y, U, alpha, G, act, n_act, intercept):  # pragma: no cover - comp
     return (g1, g2) if intercept else (g1, g1)
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _shrink(y, U, alpha, G, act, n_act, intercept, scratch):  # pragma: no cover - compiled
     """libsvm's shrinking: move to the end of ``act[:n_act]`` the variables at a bound whose
     gradient pushes them further into it by more than the current extremes (they are unlikely
@@ -399,7 +400,7 @@ def _shrink(y, U, alpha, G, act, n_act, intercept, scratch):  # pragma: no cover
     return kept
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _bound_change(i, old, Ki, y, U, alpha, G_bar):  # pragma: no cover - compiled
     """Keep ``G_bar = sum_{j: alpha_j = U_j} U_j Q_j`` (the gradient of the variables at their
     upper bound, libsvm's ``G_bar``) when ``alpha_i`` moved from ``old``: a pass over ``Q_i``
@@ -411,7 +412,7 @@ def _bound_change(i, old, Ki, y, U, alpha, G_bar):  # pragma: no cover - compile
             G_bar[t] += c * y[t] * Ki[t]
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _unshrink(cache, y, m, U, alpha, G, G_bar, act, n_act):  # pragma: no cover - compiled
     """Recompute the gradient of the shrunk variables, ``G_t = G_bar_t - m_t + y_t sum_j
     alpha_j y_j K_jt`` over the free ``0 < alpha_j < U_j`` only (rows from the cache), and make
@@ -432,7 +433,7 @@ def _unshrink(cache, y, m, U, alpha, G, G_bar, act, n_act):  # pragma: no cover 
     return n
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def smo_loop(
     cache,
     y,

@@ -58,6 +58,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._numerics import fsum
 from qpsvm._validation import check_int, check_number, check_random_state, check_tol
 from qpsvm.contract import StructuralProblem, check_method
@@ -84,7 +85,7 @@ STALL_ROUNDS = 10
 
 
 # ----------------------------------------------------------------------------- kernels
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _sparse_dot(idx, val, s1, e1, s2, e2):  # pragma: no cover - compiled
     """Dot product of two sparse rows stored with sorted indices in ``idx``/``val``."""
     total = 0.0
@@ -102,14 +103,14 @@ def _sparse_dot(idx, val, s1, e1, s2, e2):  # pragma: no cover - compiled
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _dots(k, ids, start, end, idx, val, out):  # pragma: no cover - compiled
     """``out[j] = a_k . a_{ids[j]}``."""
     for j in range(ids.shape[0]):
         out[j] = _sparse_dot(idx, val, start[k], end[k], start[ids[j]], end[ids[j]])
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _block_gradient(ids, start, end, idx, val, c, alpha, w, g, old):  # pragma: no cover
     """``g[q] = c_k - a_k . w`` and ``old[q] = alpha_k`` for the block's planes ``k = ids[q]``;
     returns ``sum_k alpha_k g_k``."""
@@ -125,7 +126,7 @@ def _block_gradient(ids, start, end, idx, val, c, alpha, w, g, old):  # pragma: 
     return used
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _apply_changes(ids, start, end, idx, val, alpha, old, w):  # pragma: no cover - compiled
     """``w += sum_k (alpha_k - old_k) a_k`` over the block's planes."""
     for q in range(ids.shape[0]):
@@ -136,7 +137,7 @@ def _apply_changes(ids, start, end, idx, val, alpha, old, w):  # pragma: no cove
                 w[idx[p]] += delta * val[p]
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _ascend(  # pragma: no cover - compiled
     ids, G, start, end, idx, val, c, alpha, spare, b, w, C, max_steps, g, old
 ):
@@ -196,7 +197,7 @@ def _ascend(  # pragma: no cover - compiled
     return gap
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _frank_wolfe_step(  # pragma: no cover - compiled
     ids, G, start, end, idx, val, c, alpha, spare, b, w, C, vertex, g, old
 ):
@@ -231,7 +232,7 @@ def _frank_wolfe_step(  # pragma: no cover - compiled
     _apply_changes(ids, start, end, idx, val, alpha, old, w)
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _sweep(  # pragma: no cover - compiled
     order, bptr, bids, gptr, gram, start, end, idx, val, c, alpha, spare, w, C, steps
 ):
@@ -252,7 +253,7 @@ def _sweep(  # pragma: no cover - compiled
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _expand(ids, start, end, idx, val, alpha, w):  # pragma: no cover - compiled
     """``w = sum_k alpha_k a_k`` over ``ids`` (overwrites ``w``)."""
     w[:] = 0.0
@@ -262,7 +263,7 @@ def _expand(ids, start, end, idx, val, alpha, w):  # pragma: no cover - compiled
                 w[idx[p]] += alpha[k] * val[p]
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _block_values(bptr, bids, start, end, idx, val, c, w, out):  # pragma: no cover - compiled
     """``out[b] = max(0, max_k in b c_k - a_k . w)``: the working-set slack of each block."""
     for b in range(bptr.shape[0] - 1):

@@ -33,6 +33,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._numerics import tdot2
 from qpsvm.contract import BinaryProblem
 from qpsvm.solution import Candidate
@@ -311,7 +312,7 @@ def _gram(
     return np.ascontiguousarray(G, dtype=np.float64), pushed
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _margin_system(
     G: np.ndarray,
     y: np.ndarray,
@@ -342,7 +343,7 @@ def _margin_system(
     return A, rhs
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _residual_lines(
     G: np.ndarray,
     y: np.ndarray,
@@ -371,7 +372,7 @@ def _residual_lines(
         c[i] = y[i] * f1
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _next_event(
     sol: np.ndarray,
     M: np.ndarray,
@@ -406,7 +407,7 @@ def _next_event(
     return nxt, who, to
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _track(
     G: np.ndarray,
     pushed: np.ndarray,

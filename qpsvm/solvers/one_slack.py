@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from qpsvm._jit import ENTRY
 from qpsvm._validation import check_int, check_tol
 from qpsvm.contract import METHODS, RankingProblem, check_method, load
 from qpsvm.exceptions import InvalidInputError
@@ -88,7 +89,7 @@ SIMPLEX_STEPS = 200
 SIMPLEX_MIN_STEPS = 1000
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _simplex_qp(Q, c, mu, tol, max_steps):  # pragma: no cover - compiled
     """``max c.mu - 1/2 mu^T Q mu`` over the simplex, by pairwise steps from ``mu`` (in place):
     the coordinate of largest gradient gains from the support coordinate of smallest."""

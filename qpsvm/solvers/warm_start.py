@@ -59,6 +59,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._rows import (
     _row_axpy,
     _row_dot,
@@ -122,7 +123,7 @@ class Start:
     exact: bool = False
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _next_random(state):  # pragma: no cover - compiled
     """xorshift64 (Marsaglia 2003): the next pseudo-random 63-bit integer; ``state`` is updated."""
     x = state[0]
@@ -133,7 +134,7 @@ def _next_random(state):  # pragma: no cover - compiled
     return np.int64(x >> np.uint64(1))
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _shuffle(index, rng):  # pragma: no cover - compiled
     """Fisher-Yates shuffle of ``index`` in place, driven by :func:`_next_random`."""
     n = index.shape[0]
@@ -202,7 +203,7 @@ def dual_coordinate_descent(
     return Start(cand, tol, "dual_coordinate_descent", int(epochs))
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _cs_subproblem(A, B, yi, Ci, out):  # pragma: no cover - compiled
     """Minimise ``A/2 ||a||^2 + B.a`` over ``sum_m a_m = 0``, ``a_m <= 0`` (``m != yi``),
     ``a_yi <= Ci`` (Crammer and Singer 2001; liblinear's ``solve_sub_problem``)."""
@@ -221,7 +222,7 @@ def _cs_subproblem(A, B, yi, Ci, out):  # pragma: no cover - compiled
         out[c] = min(cap, (beta - B[c]) / A)
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: no cover
     """Sequential dual method for Crammer-Singer (Keerthi, Sundararajan, Chang, Hsieh and Lin
     2008; liblinear's ``Solver_MCSVM_CS``): one example's ``k`` multipliers at a time, exactly.
@@ -293,7 +294,7 @@ def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
     state[1] = worst
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _ww_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: no cover
     """Dual coordinate descent for Weston-Watkins, one constraint ``(i, c)`` at a time:
     ``G = (w_{y_i} - w_c) . x_i - 1``, curvature ``2 ||x_i||^2``, ``alpha`` clipped to

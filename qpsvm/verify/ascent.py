@@ -40,6 +40,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._numerics import fsum, fsum_dot, tdot
 from qpsvm._rows import _example_axpy, _example_clear, _example_dot, linear_data
 
@@ -84,7 +85,7 @@ __all__ = [
 ]
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def coordinate_epochs(
     M, sigma, p, d, hi, bias, qd, u, v, max_epochs, tol, seed, unshrink_every
 ):  # pragma: no cover - compiled
@@ -231,7 +232,7 @@ class CoordinateData:
         return int(epochs)
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _scores(M, F, w):  # pragma: no cover - compiled
     """``z_i . w`` for the examples ``i`` in ``F``."""
     out = np.empty(F.shape[0])
@@ -240,7 +241,7 @@ def _scores(M, F, w):  # pragma: no cover - compiled
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _free_product(M, F, sigma, d, bias, y, buf, out):  # pragma: no cover - compiled
     """``out = H y``, ``H = diag(sigma_F) (Z_F Z_F^T + bias^2 1 1^T) diag(sigma_F) +
     diag(d_F)`` over the examples ``F`` of ``M``, through ``buf`` (zero before and after);
@@ -261,7 +262,7 @@ def _free_product(M, F, sigma, d, bias, y, buf, out):  # pragma: no cover - comp
     return curvature
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _free_set_cg(M, F, sigma, d, bias, rhs, n_features, max_iter, stop):  # pragma: no cover
     """Conjugate gradients from 0 on ``H x = rhs`` (:func:`_free_product`), until ``||r||^2 <=
     stop``, a direction has no curvature, or ``max_iter`` products."""

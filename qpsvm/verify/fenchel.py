@@ -58,6 +58,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._jit import ENTRY
 from qpsvm._numerics import fsum, fsum_dot, tdot
 from qpsvm._validation import check_tol
 from qpsvm.contract import CompositeProblem
@@ -158,7 +159,7 @@ def project_coupled(u: np.ndarray, lo: np.ndarray, hi: np.ndarray, sigma: np.nda
     return point
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _coordinate_ascent(A, u, v, p, eps, d, lo, hi, sweeps, tol):  # pragma: no cover - compiled
     """Exact maximisation of ``D`` (L2 penalty, no coupling) over one ``u_k`` at a time, for
     rows ``a_k`` of ``A`` with ``v = A^T u``; returns the sweeps done."""

@@ -46,6 +46,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._numerics import fsum, fsum_dot
 from qpsvm._validation import check_tol
 from qpsvm.contract import RankingProblem
@@ -183,7 +184,7 @@ def _rows(X: Any, idx: np.ndarray) -> np.ndarray:
     return R.toarray() if sp.issparse(R) else R
 
 
-@numba.njit(cache=True)
+@numba.njit(**CALLEE)
 def _slope(t, dz, mu, base, curve, cap, s):  # pragma: no cover - compiled
     """``phi'(s) = base + s curve - cap sum_p dz_p clip((t_p - s dz_p) / mu, 0, 1)``."""
     total = 0.0
@@ -194,7 +195,7 @@ def _slope(t, dz, mu, base, curve, cap, s):  # pragma: no cover - compiled
     return base + s * curve - cap * total
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _line_step(t, dz, mu, base, curve, cap, width, steps):  # pragma: no cover - compiled
     """The exact minimiser ``s > 0`` of the smoothed objective along a Newton direction: the
     root of its non-decreasing, piecewise linear slope :func:`_slope` (negative at 0),

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from qpsvm._jit import ENTRY
+
 __all__ = ["QueryLayout", "layout", "pair_sums", "pair_window", "sorted_by_query"]
 
 
@@ -68,7 +70,7 @@ class QueryLayout:
     max_levels: int
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _count_pairs(order, starts, level, n_levels):  # pragma: no cover - compiled
     """Pairs and most levels per query: ``sum_l |{y > l}| |{y = l}|``."""
     total = 0
@@ -102,7 +104,7 @@ def layout(relevance: np.ndarray, codes: np.ndarray) -> QueryLayout:
     return QueryLayout(order, starts, level, query, int(n_pairs), int(sizes.max()), int(most))
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _by_query(perm, query, starts):  # pragma: no cover - compiled
     """The items in the order ``perm``, regrouped by query (stable): a counting sort."""
     out = np.empty(perm.shape[0], dtype=np.intp)
@@ -122,7 +124,7 @@ def sorted_by_query(lay: QueryLayout, key: np.ndarray) -> np.ndarray:
     return _by_query(np.argsort(key), lay.query, lay.starts)
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _sums(starts, level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude):  # pragma: no cover
     """The sweep of :func:`pair_sums` (outputs accumulated in place); ``by_a`` and ``by_b``
     hold each query's items sorted by ``a`` and by ``b``."""
@@ -218,7 +220,7 @@ def pair_sums(
     return cnt, cnt_other, total, magnitude
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _window(order, starts, level, by_b, lo, hi, b, limit, out):  # pragma: no cover - compiled
     """Pairs with ``lo_i < b_j <= hi_i``, written to ``out`` up to ``limit``; returns the count
     (``by_b``: each query's items sorted by ``b``)."""

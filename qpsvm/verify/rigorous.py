@@ -48,6 +48,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._jit import ENTRY
 from qpsvm._numerics import (
     TINY,
     U,
@@ -169,7 +170,7 @@ def lower_sum(a: np.ndarray) -> float:
     return float(down(max(0.0, low - a.size * TINY)))
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _abs_rows(R, v):  # pragma: no cover - compiled
     """``|R| |v|`` for a C-contiguous ``R``, one output entry at a time (no copy of ``|R|``)."""
     out = np.zeros(R.shape[0])
@@ -181,7 +182,7 @@ def _abs_rows(R, v):  # pragma: no cover - compiled
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _abs_columns(M, v):  # pragma: no cover - compiled
     """``|M|^T |v|`` for a C-contiguous ``M``, row by row (no copy of ``|M|``)."""
     out = np.zeros(M.shape[1])

@@ -42,6 +42,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._jit import ENTRY
 from qpsvm._numerics import TINY, U, gamma, up
 from qpsvm.verify.rigorous import SPLIT_LIMIT
 
@@ -115,7 +116,7 @@ class PolyBound:
         return self.coef0 >= 0.0
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def int_power(base: float, degree: int) -> float:  # pragma: no cover - compiled
     """``base ** degree`` by binary powering (as numba's integer power computes it in the
     compiled kernel rows): a product of ``degree`` copies of ``base`` with ``degree - 1``
@@ -134,7 +135,7 @@ def int_power(base: float, degree: int) -> float:  # pragma: no cover - compiled
     return result
 
 
-@numba.njit(cache=True)
+@numba.njit(**ENTRY)
 def _values_and_bounds(
     d, left, right, left2, right2, on_d, scale, coef0, degree, c, out
 ):  # pragma: no cover - compiled
