@@ -255,6 +255,11 @@ def test_multilabel_and_graph_enclosures_hold_exactly(seed, shift, log_C):
     check(full, full.solve())
     slack = qpsvm.StructuralSVM(MultiLabelModel(3, 2), X, Y, C=10.0**log_C, rescaling="slack")
     check(slack, slack.solve())
+    # slack rescaling with a rounded loss (class weights 0.3, 0.7 are not dyadic): the rows
+    # scale by the exact loss, bounded through the loss's rounding at both ends
+    weighted = MultiLabelModel(3, 2, edges=[[0, 1], [1, 2]], class_weight=[0.7, 0.3])
+    rescaled = qpsvm.StructuralSVM(weighted, X, Y, C=10.0**log_C, rescaling="slack")
+    check(rescaled, rescaled.solve())
     graphs = [((rng.normal(size=(3, 2)) + shift), np.array([[0, 1], [1, 2]])) for _ in range(4)]
     labels = [rng.integers(0, 2, 3) for _ in graphs]
     g = qpsvm.StructuralSVM(GraphModel(2, 2), graphs, labels, C=10.0**log_C)

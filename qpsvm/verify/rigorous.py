@@ -95,6 +95,7 @@ __all__ = [
     "rbf_score_error",
     "rbf_value_error",
     "row_norm_upper",
+    "row_norms_upper",
     "scale_to_feasible",
     "shortfall",
     "slack_cost",
@@ -296,11 +297,17 @@ def _sqrt_up(x: float) -> float:
     return float(up(math.sqrt(x))) if math.isfinite(x) else math.inf
 
 
-def row_norm_upper(X: Any) -> float:
-    """An upper bound on ``max_i ||x_i||``."""
+def row_norms_upper(X: Any) -> np.ndarray:
+    r"""Upper bounds on every ``||x_i||`` (the computed squares' sum within
+    :math:`\gamma_{d+2}` of itself, its square root rounded up)."""
     sq = X.multiply(X).sum(axis=1) if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
     sq = np.asarray(sq, dtype=np.float64).ravel()
-    return _sqrt_up(float(up(np.max(sq, initial=0.0) * (1.0 + 2.0 * gamma(X.shape[1] + 2)))))
+    return up(np.sqrt(up(sq * (1.0 + 2.0 * gamma(X.shape[1] + 2)))))
+
+
+def row_norm_upper(X: Any) -> float:
+    """An upper bound on ``max_i ||x_i||``."""
+    return float(np.max(row_norms_upper(X), initial=0.0))
 
 
 def distance_lower(a: np.ndarray, b: np.ndarray) -> float:

@@ -38,6 +38,7 @@ import math
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from qpsvm._numerics import U, down, gamma, two_product, up
 from qpsvm.contract import StructuralProblem
@@ -47,6 +48,7 @@ from qpsvm.verify.rigorous import (
     lower_sum,
     norm2_upper,
     primal_upper,
+    row_norms_upper,
     upper_sum,
 )
 
@@ -59,17 +61,16 @@ ENUMERATED = 64
 
 
 def proven(f: StructuralProblem, rounding: Any, every: Any) -> bool:
-    """Whether the model's bounds make the certificate rigorous: given and finite, and for
-    slack rescaling an exact loss (the rows are scaled by it); the oracle's bound may be
-    missing (``inf``) where every output is enumerated (``every``, from
-    :meth:`~qpsvm.StructuralSVM.every_output`), which bounds the slacks without it."""
+    """Whether the model's bounds make the certificate rigorous: given and finite; the
+    oracle's bound may be missing (``inf``) where every output is enumerated (``every``, from
+    :meth:`~qpsvm.StructuralSVM.every_output`), which bounds the slacks without it. A rounded
+    loss is bounded at both ends (slack rescaling scales the rows by it: see
+    :func:`structural_dual_lower`)."""
     if rounding is None:
         return False
     parts = [rounding.feature, rounding.loss]
     if every is None:
         parts.append(rounding.oracle if f.rescaling == "margin" else rounding.rescaled)
-    if f.rescaling == "slack" and np.any(rounding.loss != 0.0):
-        return False
     return all(bool(np.all(np.isfinite(p))) for p in parts)
 
 
@@ -182,7 +183,15 @@ def structural_dual_lower(
     y_p))` (``m = 1``, or the loss for slack rescaling, its products with the weights split
     exactly by TwoProduct) is enclosed by Dot2 over the float features, without forming their
     differences; the exact features add at most :math:`2 \sum_p \alpha_p m_p \varphi_{i_p}` to
-    its norm (see the module docstring)."""
+    its norm (see the module docstring). For slack rescaling the float loss ``c`` is within
+    :math:`\lambda_i` of the exact :math:`\Delta` (:attr:`~qpsvm.models.Rounding.loss`), so
+    the exact row :math:`\Delta(\Psi_i - \Psi_y)` differs from the float one
+    :math:`c(\hat\Psi_i - \hat\Psi_y)` by at most
+    :math:`\lambda(\|\hat\Psi_i - \hat\Psi_y\| + 2\varphi_i) + 2c\varphi_i`: ``m = c +
+    lambda`` in the features' term, and :math:`\sum_p \alpha_p\lambda_{i_p}(\|\hat\Psi_{i_p} -
+    \hat\Psi_{y_p}\| + 2\varphi_{i_p})` added to the norm (each difference rounded once, its
+    exact norm at most the rounded one's over :math:`1 - u`); the gain uses
+    :math:`\Delta \ge c - \lambda`."""
     a = feasible_pairs(weight, example, f.n_samples, f.C)
     if f.rescaling == "margin":
         parts = [a]
@@ -198,7 +207,16 @@ def structural_dual_lower(
         acc = enclosed_product(own, part, start=acc)
         acc = enclosed_product(hat, -part, start=acc)
     norm = _sqrt_up(norm2_upper(*acc))
-    scale = up(a * c) if f.rescaling == "slack" else a
+    scale = a
+    if f.rescaling == "slack":
+        # the rows scale by the exact loss, within lambda of c: (c + lambda) bounds it, and
+        # the loss's error adds a_p lambda_p ||Psi(x_i, y_i) - Psi(x_i, y_p)|| to the norm
+        error = rounding.loss[example]
+        scale = up(a * up(c + error))
+        if np.any(error > 0.0):
+            apart = up(row_norms_upper(sp.csr_matrix(own - hat)) * (1.0 + 2.0 * U))
+            reach = up(apart + up(2.0 * rounding.feature[example]))
+            norm = float(up(norm + upper_sum(up(up(a * error) * reach))))
     norm = float(up(norm + upper_sum(up(2.0 * up(scale * rounding.feature[example])))))
     gain = lower_sum(down(a * np.maximum(0.0, down(c - rounding.loss[example]))))
     return float(down(gain - float(up(0.5 * float(up(norm * norm)))))), a
