@@ -18,8 +18,9 @@ are not rational in the data.
 Cost: a float solve (the formulation's own, by its default method), then ``O(n d)`` exact
 operations per round for the margins (``O(n^2)`` on a kernel's Gram matrix) plus Lemke's
 pivots on the rows near the margin: a binary problem with ``n = 2000, d = 20`` takes about as
-long as its float solve again (2-3 s on two loaded cores), Crammer-Singer on digits about 21 s,
-the poly kernel 1 s at ``n = 200`` and 4 s at ``n = 400`` (``benchmarks/bench_exact.py``).
+long as its float solve again (2-3 s on two loaded cores), Crammer-Singer on digits 2.4-4.6
+times its float solve (3.1 s at a light load), the poly kernel 1 s at ``n = 200`` and 4 s at
+``n = 400`` (``benchmarks/bench_exact.py``).
 python-flint (``pip install qpsvm[exact]``) runs the pivots in C.
 """
 
