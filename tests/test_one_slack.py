@@ -4,6 +4,7 @@ grouped certificate and the 1-slack cutting plane (method="one_slack")."""
 from __future__ import annotations
 
 from fractions import Fraction
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -14,9 +15,10 @@ import qpsvm
 from qpsvm.conventions import C_from_dlib_rank
 from qpsvm.formulations.ranking import _group_codes, make_pairs
 from qpsvm.solution import Candidate
+from qpsvm.solvers import one_slack
 from qpsvm.solvers.one_slack import _CuttingPlane, _Planes
-from qpsvm.verify.ranking import certify_grouped, window_dual
-from qpsvm.verify.ranking_sweep import layout, pair_sums, pair_window
+from qpsvm.verify.ranking import certify_grouped, hinge_upper, window_dual
+from qpsvm.verify.ranking_sweep import layout, pair_sums, pair_window, sorted_by_query
 from qpsvm.verify.rigorous import distance_lower
 
 
@@ -70,13 +72,54 @@ def test_sweeps_match_the_pairs_one_by_one(seed, levels, queries, rounded):
         assert np.array_equal(got, want)
 
 
+def planes_only(planes: bool):
+    """The cutting plane even for problems small enough for one window of every pair."""
+    return patch.object(one_slack, "DIRECT_PAIRS", 0 if planes else one_slack.DIRECT_PAIRS)
+
+
+@settings(deadline=None, max_examples=40)
+@given(
+    seed=st.integers(0, 2**16),
+    levels=st.integers(2, 4),
+    rounded=st.booleans(),
+    sorted_once=st.booleans(),
+)
+@example(seed=0, levels=2, rounded=True, sorted_once=True)
+def test_hinge_upper_bounds_the_exact_hinge_sum(seed, levels, rounded, sorted_once):
+    # scores known within err_i of t_i: the bound is above the exact hinge sum over the
+    # formed pairs (rational arithmetic) for scores anywhere in their enclosures, with each
+    # item's error or, sorted once by t, the largest error for every item
+    rng = np.random.default_rng(seed)
+    n = 30
+    y = rng.integers(0, levels, n)
+    groups = rng.integers(0, 4, n)
+    t = rng.normal(size=n)
+    if rounded:  # ties in the scores and margins of exactly 1
+        t = np.round(t, 0)
+    err = np.abs(rng.normal(size=n)) * 10.0 ** rng.integers(-16, -1, size=n)
+    lay = layout(y.astype(float), _group_codes(groups, n))
+    if lay.n_pairs == 0:
+        return
+    order = sorted_by_query(lay, t) if sorted_once else None
+    bound = Fraction(hinge_upper(lay, t, err, order))
+    P = make_pairs(y, groups)
+    for signs in (rng.uniform(-1, 1, size=n), np.sign(rng.uniform(-1, 1, size=n))):
+        exact = [Fraction(t[i]) + Fraction(float(signs[i])) * Fraction(err[i]) for i in range(n)]
+        hinge = sum(max(Fraction(0), 1 - exact[i] + exact[j]) for i, j in P)
+        assert hinge <= bound
+
+
+@pytest.mark.parametrize("planes", [False, True])
 @pytest.mark.parametrize("levels", [2, 3])
 @pytest.mark.parametrize("C", [1e-3, 0.1, 10.0])
-def test_one_slack_reaches_the_optimum_of_the_pairs(levels, C):
-    # the same optimum as the working set on the formed pairs (P* unique, w* unique)
+def test_one_slack_reaches_the_optimum_of_the_pairs(levels, C, planes):
+    # the same optimum as the working set on the formed pairs (P* unique, w* unique), by one
+    # window of every pair or by the planes and the finish
     X, y, groups = ranking_problem(levels + 10 * int(C * 1000), levels=levels)
     f = qpsvm.RankingSVM(X, y=y, groups=groups, C=C)
-    sol = f.solve(method="one_slack")
+    with planes_only(planes):
+        sol = f.solve(method="one_slack")
+    assert (sol.info["planes"] > 0) == planes and (sol.n_iter > 0) == planes
     assert f._pairs is None  # never formed
     assert sol.status == "optimal" and sol.certificate.passed and sol.certificate.rigorous
     reference = qpsvm.RankingSVM(X, y=y, groups=groups, C=C).solve(method="working_set")
@@ -95,13 +138,17 @@ def test_one_slack_reaches_the_optimum_of_the_pairs(levels, C):
     d=st.integers(1, 4),
     log_C=st.sampled_from([-3.0, -1.0, 0.0, 1.0, 2.0]),
     ties=st.booleans(),
+    planes=st.booleans(),
 )
-@example(seed=0, sizes=[1, 2, 2], levels=2, d=1, log_C=2.0, ties=True)
-@example(seed=1, sizes=[7, 7, 7], levels=4, d=2, log_C=2.0, ties=True)
-def test_one_slack_is_the_exact_optimum(seed, sizes, levels, d, log_C, ties):
-    # binary and graded relevance, queries of one or two items, tied features and labels: the
-    # certificate encloses the rational optimum P* (compared exactly), w is within its
-    # distance bound of w*, and the proven gap is at most tol
+@example(seed=0, sizes=[1, 2, 2], levels=2, d=1, log_C=2.0, ties=True, planes=True)
+@example(seed=1, sizes=[7, 7, 7], levels=4, d=2, log_C=2.0, ties=True, planes=True)
+@example(seed=0, sizes=[1, 2, 2], levels=2, d=1, log_C=2.0, ties=True, planes=False)
+@example(seed=1, sizes=[7, 7, 7], levels=4, d=2, log_C=2.0, ties=True, planes=False)
+def test_one_slack_is_the_exact_optimum(seed, sizes, levels, d, log_C, ties, planes):
+    # binary and graded relevance, queries of one or two items, tied features and labels, by
+    # one window of every pair or by the planes: the certificate encloses the rational
+    # optimum P* (compared exactly), w is within its distance bound of w*, and the proven gap
+    # is at most tol
     rng = np.random.default_rng(seed)
     n = sum(sizes)
     X = rng.normal(size=(n, d))
@@ -114,7 +161,8 @@ def test_one_slack_is_the_exact_optimum(seed, sizes, levels, d, log_C, ties):
         f = qpsvm.RankingSVM(X, y=y, groups=groups, C=10.0**log_C)
     except qpsvm.InvalidInputError:
         return  # no query has two relevance levels: no pair
-    sol = f.solve(method="one_slack")
+    with planes_only(planes):
+        sol = f.solve(method="one_slack")
     cert = sol.certificate
     assert sol.status == "optimal" and cert.passed and cert.rigorous
     opt = qpsvm.RankingSVM(X, y=y, groups=groups, C=10.0**log_C).solve(method="exact")
@@ -185,12 +233,27 @@ def test_window_dual_is_dual_feasible_and_matches_its_w():
     )
 
 
-def test_one_slack_falls_back_to_the_formed_pairs(caplog):
-    # a cutting plane stopped before its gap reaches STALL_GAP hands over to the working set on
-    # the formed pairs: the same certified optimum, said in a warning
+def test_one_slack_falls_back_to_one_window_of_every_pair(caplog):
+    # a cutting plane stopped before its gap reaches STALL_GAP hands over to one window of
+    # every pair from its best point: the same certified optimum, without the formed pairs
     X, y, groups = ranking_problem(4, levels=3)
     f = qpsvm.RankingSVM(X, y=y, groups=groups, C=100.0)
-    with caplog.at_level("WARNING", logger="qpsvm"):
+    with caplog.at_level("WARNING", logger="qpsvm"), planes_only(True):
+        sol = f.solve(method="one_slack", max_iter=1)
+    assert "solving on the formed pairs" not in caplog.text and f._pairs is None
+    assert sol.status == "optimal" and sol.certificate.passed
+    assert sol.n_iter == 1 and sol.info["planes"] == 0
+    reference = qpsvm.RankingSVM(X, y=y, groups=groups, C=100.0).solve(method="qp")
+    assert sol.objective == pytest.approx(reference.objective, rel=2e-9)
+
+
+def test_one_slack_falls_back_to_the_formed_pairs(caplog):
+    # past MAX_WINDOW pairs (here lowered to none) a cutting plane stopped before its gap
+    # reaches STALL_GAP hands over to the working set on the formed pairs: the same certified
+    # optimum, said in a warning
+    X, y, groups = ranking_problem(4, levels=3)
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=100.0)
+    with caplog.at_level("WARNING", logger="qpsvm"), patch.object(one_slack, "MAX_WINDOW", 0):
         sol = f.solve(method="one_slack", max_iter=1)
     assert "solving on the formed pairs" in caplog.text
     assert sol.status == "optimal" and sol.certificate.passed

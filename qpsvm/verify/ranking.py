@@ -44,6 +44,7 @@ from typing import Any
 
 import numba
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
 from qpsvm._jit import CALLEE, ENTRY
@@ -86,6 +87,7 @@ __all__ = [
     "grouped_gain_lower",
     "grouped_hinge_upper",
     "grouped_hinge_value",
+    "hinge_upper",
     "window_dual",
     "window_sets",
 ]
@@ -240,8 +242,9 @@ def _piece_limit(
     quadratic piece ``Q`` on the margin, ``w = u + delta`` with ``u = v_0 + cap \sum_L z_p``
     and ``delta`` the least-norm solution of ``Z_Q delta = 1 - Z_Q u`` (the projection onto
     ``{w : Z_Q w = 1}``, the limit ``mu -> 0`` of the piece's optimum), and ``alpha_Q`` in
-    ``[0, cap]`` with ``Z_Q^T alpha_Q = delta`` (least squares, or bounded least squares when
-    the margin's pairs are dependent); ``O(|Q| d^2)``. ``None`` when ``Q`` has more than
+    ``[0, cap]`` with ``Z_Q^T alpha_Q = delta`` (least squares, clipped to the box when the
+    margin's pairs are independent and the fit unique, or bounded least squares when they are
+    dependent); ``O(|Q| d^2)``. ``None`` when ``Q`` has more than
     :data:`LIMIT_PAIRS` ``d`` pairs, or unless every margin is on its side within
     :data:`LIMIT_SLACK` and the multipliers reproduce ``w``."""
     return _sets_limit(Z, v0, cap, *_pieces(t, mu))
@@ -257,18 +260,30 @@ def _sets_limit(
         return None
     u = v0 + cap * Z[linear].sum(axis=0)
     ZQ = Z[quad]
-    delta = np.linalg.lstsq(ZQ, 1.0 - ZQ @ u, rcond=None)[0] if size else np.zeros_like(u)
+    delta = _least_squares(ZQ, 1.0 - ZQ @ u)[0] if size else np.zeros_like(u)
     if not _on_sides(Z, u + delta, quad, linear):  # the multipliers' fit is not needed
         return None
     alpha_q = np.zeros(size)
     if size:
-        alpha_q = np.linalg.lstsq(ZQ.T, delta, rcond=None)[0]
-        if np.any(alpha_q < 0.0) or np.any(alpha_q > cap):
+        alpha_q, rank = _least_squares(ZQ.T, delta)
+        if rank == size:  # the only fit: clipped, it is the box's (or the sets are wrong)
+            alpha_q = np.clip(alpha_q, 0.0, cap)
+        elif np.any(alpha_q < 0.0) or np.any(alpha_q > cap):
             alpha_q = bounded_fit(ZQ.T, delta, np.zeros(size), np.full(size, cap))
     alpha = np.where(linear, cap, 0.0)
     alpha[quad] = alpha_q
     w = v0 + Z.T @ alpha
     return (alpha, w) if _on_sides(Z, w, quad, linear) else None
+
+
+def _least_squares(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
+    """The least-norm least-squares solution of ``A x = b`` and the numerical rank of ``A``
+    (singular values below ``eps max(A.shape)`` times the largest are dropped, as
+    :func:`numpy.linalg.lstsq` does), by a rank-revealing QR factorisation (LAPACK ``gelsy``:
+    several times faster than the SVD at these sizes)."""
+    cond = np.finfo(np.float64).eps * max(A.shape)
+    x, _, rank, _ = scipy.linalg.lstsq(A, b, cond=cond, lapack_driver="gelsy", check_finite=False)
+    return x, int(rank)
 
 
 def _on_sides(Z: np.ndarray, w: np.ndarray, quad: np.ndarray, linear: np.ndarray) -> bool:
@@ -291,7 +306,7 @@ def _newton_solve(ZQ: np.ndarray, k: float, g: np.ndarray) -> np.ndarray:
     A = ZQ.T @ ZQ
     if k * float(np.trace(A)) <= NEWTON_DIRECT:
         M = k * A
-        M[np.diag_indices_from(M)] += 1.0
+        M.flat[:: M.shape[0] + 1] += 1.0  # the diagonal
         return np.linalg.solve(M, g)
     lam, V = np.linalg.eigh(A)
     r = k * np.maximum(lam, 0.0)
@@ -411,12 +426,18 @@ def bound_sets(
 
 
 def window_sets(
-    lay: QueryLayout, scores: np.ndarray, tau: float, extra: np.ndarray | None = None
+    lay: QueryLayout,
+    scores: np.ndarray,
+    tau: float,
+    extra: np.ndarray | None = None,
+    order: np.ndarray | None = None,
 ) -> tuple[int, np.ndarray, np.ndarray] | None:
     """The sides of the pairs at scores ``s`` and window ``tau`` (:func:`window_dual`): ``n_B``,
     ``a_B`` (:func:`bound_sets`) and the window ``M`` with the pairs ``extra``; ``None`` when
-    ``M`` has more than :data:`MAX_WINDOW` pairs."""
-    order = sorted_by_query(lay, scores)  # one sort for both sweeps
+    ``M`` has more than :data:`MAX_WINDOW` pairs; ``order`` is ``sorted_by_query(lay, scores)``,
+    when the caller has it."""
+    if order is None:
+        order = sorted_by_query(lay, scores)  # one sort for both sweeps
     window = pair_window(lay, scores - (1.0 + tau), scores - (1.0 - tau), scores, MAX_WINDOW, order)
     if window is None:
         return None
@@ -435,6 +456,7 @@ def window_dual(
     tau: float,
     extra: np.ndarray | None = None,
     start: np.ndarray | None = None,
+    order: np.ndarray | None = None,
 ) -> WindowDual | None:
     r"""The dual point of the pairs' sides at scores ``s`` and window ``tau`` (module docstring).
 
@@ -443,9 +465,10 @@ def window_dual(
     partition the pairs exactly. The pairs ``extra`` (rows ``(i, j)`` of pairs of the problem,
     e.g. earlier windows) join ``M`` wherever they lie. ``None`` when ``M`` has more than
     :data:`MAX_WINDOW` pairs. ``start`` (the ``w`` of the scores, when known) starts the
-    window's QP (:func:`_window_qp`) near its optimum.
+    window's QP (:func:`_window_qp`) near its optimum; ``order`` is ``sorted_by_query(lay,
+    scores)``, when the caller has it.
     """
-    sets = window_sets(lay, scores, tau, extra)
+    sets = window_sets(lay, scores, tau, extra, order)
     if sets is None:
         return None
     n_bound, coef_bound, window = sets
@@ -463,25 +486,42 @@ def grouped_dual_value(X: Any, C: float, point: WindowDual) -> float:
     return C * point.n_bound + float(point.alpha.sum()) - 0.5 * float(point.w @ point.w)
 
 
-def grouped_primal_upper(X: Any, C: float, lay: QueryLayout, w: np.ndarray) -> float:
+def grouped_primal_upper(
+    X: Any, C: float, lay: QueryLayout, w: np.ndarray, dot2: bool = True
+) -> float:
     r"""An upper bound on the exact :math:`\tfrac12\|w\|^2 + C \sum_p \max(0, 1 - s_i +
     s_j)` over the pairs of ``lay``, by one sweep on enclosures of the item scores: with
     ``t_i >= 1 - s_i`` and ``h_j >= s_j`` (rounded outward), every hinge is at most
     ``max(0, t_i + h_j)``, summed per preferred item as ``cnt_i t_i + sum_j h_j`` (at most
-    ``max_query + max_levels + 2`` roundings each, bounded by the sums of magnitudes)."""
-    return primal_upper(upper_sum(w * w), C, grouped_hinge_upper(X, lay, w))
+    ``max_query + max_levels + 2`` roundings each, bounded by the sums of magnitudes). The
+    scores are enclosed by Dot2, or by the plain product if not ``dot2``
+    (:func:`~qpsvm.verify.rigorous.enclosed_product`)."""
+    return primal_upper(upper_sum(w * w), C, grouped_hinge_upper(X, lay, w, dot2))
 
 
-def grouped_hinge_upper(X: Any, lay: QueryLayout, w: np.ndarray) -> float:
+def grouped_hinge_upper(X: Any, lay: QueryLayout, w: np.ndarray, dot2: bool = True) -> float:
     r"""An upper bound on the exact hinge sum :math:`\sum_p \max(0, 1 - s_i + s_j)` over the
     pairs of ``lay`` (see :func:`grouped_primal_upper`): over disjoint sets of queries these
     combine by :func:`~qpsvm.verify.rigorous.upper_sum`."""
-    hi, lo, err = enclosed_product(X.T, w)
-    t = hi + lo
+    hi, lo, err = enclosed_product(X.T, w, dot2=dot2)
+    return hinge_upper(lay, hi + lo, err)
+
+
+def hinge_upper(
+    lay: QueryLayout, t: np.ndarray, err: np.ndarray, order: np.ndarray | None = None
+) -> float:
+    r"""An upper bound on the exact hinge sum over the pairs of ``lay`` when each exact score
+    lies within ``err_i`` of ``t_i`` (:func:`grouped_primal_upper`). With ``order`` (the items
+    sorted by ``t`` within queries, :func:`~qpsvm.verify.ranking_sweep.sorted_by_query`) every
+    score is given the largest error ``max_i err_i``: the sweep's keys ``fl(t - err)`` and
+    ``fl(t + err)``, rounded monotonically, are then both non-decreasing along ``order``, and
+    the sweep needs no sort of its own (else it sorts by each key)."""
+    if order is not None:
+        err = float(np.max(err, initial=0.0))
     low = down(down(t) - err)
     high = up(up(t) + err)
     pref = up(1.0 - low)
-    cnt, _, total, magnitude = pair_sums(lay, -pref, high)
+    cnt, _, total, magnitude = pair_sums(lay, -pref, high, order is not None, order)
     cntf = cnt.astype(np.float64)
     terms = cntf * pref + total
     size = fsum(cntf * np.abs(pref) + magnitude) * (1.0 + gamma(cntf.size + 2))
@@ -490,19 +530,23 @@ def grouped_hinge_upper(X: Any, lay: QueryLayout, w: np.ndarray) -> float:
     return float(up(max(0.0, s) + up(2.0 * U * abs(s) + rounding)))
 
 
-def grouped_hinge_value(lay: QueryLayout, scores: np.ndarray) -> float:
+def grouped_hinge_value(
+    lay: QueryLayout, scores: np.ndarray, order: np.ndarray | None = None
+) -> float:
     r"""The hinge sum :math:`\sum_p \max(0, 1 - s_i + s_j)` over the pairs of ``lay`` from the
     item scores ``s`` in floating point, per preferred item ``cnt_i (1 - s_i) + sum_j s_j``
     (no bound on its rounding: the value :func:`grouped_hinge_upper` bounds, for progress
-    reports and :func:`~qpsvm.verify.certificate.evaluation_allowance`)."""
-    cnt, _, total, _ = pair_sums(lay, scores - 1.0, scores, monotone=True)
+    reports and :func:`~qpsvm.verify.certificate.evaluation_allowance`); ``order`` is
+    ``sorted_by_query(lay, scores)``, when the caller has it."""
+    cnt, _, total, _ = pair_sums(lay, scores - 1.0, scores, monotone=True, order=order)
     return fsum(cnt * (1.0 - scores)) + fsum(total)
 
 
-def grouped_expansion(X: Any, C: float, point: WindowDual) -> tuple:
+def grouped_expansion(X: Any, C: float, point: WindowDual, dot2: bool = True) -> tuple:
     r"""The expansion ``X^T coef`` of ``point`` enclosed (``hi, lo, err``): ``coef = C a_B +
     D_M^T alpha_M`` rounded, its rounding bounded and carried through ``|X|^T``. Over disjoint
-    sets of queries these combine by :func:`~qpsvm.verify.rigorous.dd_add`."""
+    sets of queries these combine by :func:`~qpsvm.verify.rigorous.dd_add`. The product is
+    Dot2, or the plain product if not ``dot2`` (:func:`~qpsvm.verify.rigorous.enclosed_product`)."""
     coef = C * point.bound_coef.astype(np.float64)
     size = np.abs(coef)
     alpha = point.alpha
@@ -515,7 +559,7 @@ def grouped_expansion(X: Any, C: float, point: WindowDual) -> tuple:
         np.add.at(size, j, alpha)
         k = int(np.max(np.bincount(point.window.ravel())))
     coef_err = up(gamma(k + 3) * size)
-    hi, lo, err = enclosed_product(X, coef)
+    hi, lo, err = enclosed_product(X, coef, dot2=dot2)
     return hi, lo, err + 2.0 * _abs_product(X, coef_err) + X.shape[0] * TINY
 
 
@@ -524,12 +568,14 @@ def grouped_gain_lower(C: float, n_bound: int, alpha: np.ndarray) -> float:
     return float(down(float(down(C * float(n_bound))) + lower_sum(alpha)))
 
 
-def grouped_dual_lower(X: Any, C: float, point: WindowDual) -> tuple[float, float, np.ndarray]:
+def grouped_dual_lower(
+    X: Any, C: float, point: WindowDual, dot2: bool = True
+) -> tuple[float, float, np.ndarray]:
     r"""A lower bound on ``D(alpha)`` at ``point`` (exactly feasible: ``alpha = C`` on ``B``,
     ``alpha_M`` in ``[0, C]``), with the expansion enclosed (:func:`grouped_expansion`).
     Returns the bound, ``D`` from the same sums without their error bounds
     (:func:`~qpsvm.verify.rigorous.dual_estimate`) and the rounded expansion."""
-    hi, lo, err = grouped_expansion(X, C, point)
+    hi, lo, err = grouped_expansion(X, C, point, dot2)
     zero = np.zeros(1)
     sums = DualSums(grouped_gain_lower(C, point.n_bound, point.alpha), (hi, lo, err), (zero,) * 3)
     return dual_lower_value(sums, None), dual_estimate(sums), hi + lo
@@ -538,6 +584,12 @@ def grouped_dual_lower(X: Any, C: float, point: WindowDual) -> tuple[float, floa
 def certify_grouped(f: RankingProblem, w: np.ndarray, tol: float = DEFAULT_TOL) -> Certificate:
     """Certify ``w`` for a ranking SVM whose pairs come from relevance labels (unit pair
     weights), without forming the pairs (module docstring).
+
+    The windows ``tau`` of :data:`WINDOW_TAUS` are tried in turn until one's dual point proves
+    the gap (or its float estimate closes it). The scores and the expansion are first enclosed
+    by the plain products, the items sorted once by score for every sweep
+    (:func:`hinge_upper`); Dot2's enclosures (:func:`grouped_primal_upper`) are computed only
+    when those do not prove the gap at ``tol``.
 
     Parameters
     ----------
@@ -549,19 +601,24 @@ def certify_grouped(f: RankingProblem, w: np.ndarray, tol: float = DEFAULT_TOL) 
     """
     tol = check_tol(tol)
     X, C, lay = f.items, f.C, f.query_layout
-    primal = grouped_primal_upper(X, C, lay, w)
-    scores = np.asarray(X @ w).ravel()
-    primal_float = 0.5 * fsum(w * w) + C * grouped_hinge_value(lay, scores)
+    scores, _, err = enclosed_product(X.T, w, dot2=False)
+    order = sorted_by_query(lay, scores)  # one sort for every sweep
+    primal = primal_upper(upper_sum(w * w), C, hinge_upper(lay, scores, err, order))
+    primal_float = 0.5 * fsum(w * w) + C * grouped_hinge_value(lay, scores, order)
     dual, dual_float, best, expansion = 0.0, 0.0, None, np.zeros_like(w)
     for tau in WINDOW_TAUS:
-        point = window_dual(X, C, lay, scores, tau, start=w)
+        point = window_dual(X, C, lay, scores, tau, start=w, order=order)
         if point is None:
             break
-        value, estimate, v = grouped_dual_lower(X, C, point)
+        value, estimate, v = grouped_dual_lower(X, C, point, dot2=False)
         if value > dual:
             dual, dual_float, best, expansion = value, estimate, point, v
-        if relative(primal - dual, primal) <= GOOD_ENOUGH * tol:
+        if min(primal - dual, primal_float - estimate) <= GOOD_ENOUGH * tol * max(1.0, primal):
             break
+    if relative(primal - dual, primal) > tol and best is not None:
+        # the plain products' rounding may hide a gap that Dot2's enclosures prove
+        primal = grouped_primal_upper(X, C, lay, w)
+        dual, dual_float, expansion = grouped_dual_lower(X, C, best)
     comp = 0.0
     if best is not None and best.alpha.size:
         i, j = best.window[:, 0], best.window[:, 1]
