@@ -416,6 +416,13 @@ METHODS: dict[str, Method] = {
             "dual coordinate descent over the rows' nonzeros (liblinear's), run until certified",
         ),
         _method(
+            "newton",
+            "qpsvm.solvers.newton:solve_newton",
+            "certified optimal solve",
+            "finite Newton steps on the primal of the squared hinge with the L2 penalty and no "
+            "intercept (L2-SVM-MFN), exact on its final rows, certified",
+        ),
+        _method(
             "cutting_plane",
             "qpsvm.solvers.cutting_plane:solve_cutting_plane",
             "certified optimal backend solve",

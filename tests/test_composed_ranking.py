@@ -68,7 +68,9 @@ def test_every_combination_is_exact(data, loss, penalty):
     assert cert.passed and cert.rigorous and cert.relative_gap <= 1e-9
     reference = independent_optimum(f.X.materialize(), f.sample_weight, 0.5, loss, penalty)
     assert sol.objective == pytest.approx(reference, rel=1e-8)
-    # the CVXPY problem qpsvm built states the same objective
+    # the CVXPY problem qpsvm built states the same objective (Newton's method solves none)
+    if sol.solver == "newton":
+        f.solve(method="qp")
     assert f.problem.value == pytest.approx(sol.objective, rel=1e-7)
     assert sol.b == 0.0 and sol.xi.shape == (f.n_pairs,)
     # a perturbed w is rejected, with a gap between its true suboptimality and twice it
@@ -242,3 +244,85 @@ def test_bad_input_gives_typed_errors(data):
     l1 = qpsvm.RankingSVM(X, y=rel, groups=groups, penalty="l1")
     with pytest.raises(InvalidInputError, match="pass w"):
         l1.certify(alpha=np.zeros(l1.n_pairs))
+
+
+def _slope(t, a, b, r, g, W):
+    return a + b * t - 2.0 * np.sum(W * g * np.maximum(0.0, r - t * g))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**16), n=st.integers(1, 30), ties=st.booleans())
+@example(seed=0, n=1, ties=True)
+def test_newton_line_search_is_the_exact_minimiser(seed, n, ties):
+    """exact_step's ``t`` minimises the convex piecewise quadratic of its slope on ``t >= 0``:
+    the slope changes sign there (or is nonnegative at 0), against the slope evaluated on both
+    sides of ``t``, kinks at 0 and ties between kinks included."""
+    from qpsvm.solvers.newton import exact_step
+
+    rng = np.random.default_rng(seed)
+    r, g = rng.normal(size=n), rng.normal(size=n)
+    if ties:  # rows on the margin, equal kinks, rows that do not move
+        r[: n // 2] = 0.0
+        g[n // 3 : n // 2 + 1] = 0.0
+        g[-n // 3 :] = g[-1]
+        r[-n // 3 :] = r[-1]
+    W = rng.uniform(0.1, 2.0, size=n)
+    a, b = rng.normal() * 5.0, rng.uniform(0.1, 3.0)
+    t = exact_step(a, b, r, g, W)
+    assert t >= 0.0
+    scale = abs(a) + b * (1.0 + t) + 2.0 * np.sum(W * np.abs(g) * (np.abs(r) + t * np.abs(g)))
+    eps = 1e-9 * max(1.0, t)
+    assert _slope(t + eps, a, b, r, g, W) >= -1e-12 * scale
+    if t > 0.0:
+        assert _slope(t - eps, a, b, r, g, W) <= 1e-12 * scale
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    log_C=st.sampled_from([-2.0, 0.0, 2.0]),
+    weighted=st.booleans(),
+    d=st.integers(1, 5),
+)
+@example(seed=0, log_C=2.0, weighted=True, d=1)
+def test_newton_is_the_optimum_of_the_squared_hinge(seed, log_C, weighted, d):
+    """method="newton" (the default of the squared hinge with the L2 penalty) reaches the
+    optimum the full CVXPY problem certifies, for ranking pairs from labels or weighted pairs,
+    and for the binary problem without intercept; both certificates pass at 1e-9."""
+    X, rel, groups = ranking_data(seed, d=d)
+    C = 10.0**log_C
+    if weighted:
+        pairs = qpsvm.RankingSVM(X, y=rel, groups=groups).pairs
+        weights = np.random.default_rng(seed).uniform(0.5, 2.0, size=len(pairs))
+        f = qpsvm.RankingSVM(X, pairs, C=C, pair_weight=weights, loss="squared_hinge")
+    else:
+        f = qpsvm.RankingSVM(X, y=rel, groups=groups, C=C, loss="squared_hinge")
+    assert f.default_method() == "newton"
+    sol = f.solve()
+    reference = f.fresh_copy().solve(method="qp")
+    assert sol.solver == "newton" and sol.certificate.passed and reference.certificate.passed
+    assert sol.objective == pytest.approx(reference.objective, rel=2e-9)
+    assert sol.certificate.lower <= reference.certificate.upper
+    assert reference.certificate.lower <= sol.certificate.upper
+    y = np.where(rel >= 1, 1, -1)
+    if len(np.unique(y)) == 2:
+        g = qpsvm.SoftMarginPrimal(X, y, C=C, loss="squared_hinge", intercept="none")
+        ours = g.solve(method="newton")
+        theirs = g.fresh_copy().solve(method="qp")
+        assert ours.certificate.passed
+        assert ours.objective == pytest.approx(theirs.objective, rel=2e-9)
+
+
+def test_newton_is_refused_where_it_does_not_apply(data):
+    X, rel, groups = data
+    for loss, penalty in [("hinge", "l1"), ("squared_hinge", "l1")]:
+        f = qpsvm.RankingSVM(X, y=rel, groups=groups, loss=loss, penalty=penalty)
+        with pytest.raises(InvalidInputError, match="Newton's method serves"):
+            f.solve(method="newton")
+    y = np.where(rel >= 1, 1, -1)
+    g = qpsvm.SoftMarginPrimal(X, y, loss="squared_hinge", intercept="free")
+    with pytest.raises(InvalidInputError, match="Newton's method serves"):
+        g.solve(method="newton")
+    f = qpsvm.RankingSVM(X, y=rel, groups=groups, loss="squared_hinge")
+    with pytest.raises(InvalidInputError, match="uses no CVXPY solver"):
+        f.solve(method="newton", solver="CLARABEL")

@@ -117,7 +117,9 @@ class ComposedProblem(Formulation):
         for name in ("working_set", "smo", "subgradient", "exact", "homotopy")
     } | {
         "dcd": "dual coordinate descent serves the linear classifiers with the L2 penalty and "
-        "a hinge or squared hinge loss"
+        "a hinge or squared hinge loss",
+        "newton": "Newton's method serves the squared hinge loss with the L2 penalty, no "
+        "intercept and the linear kernel",
     }
     certifier: ClassVar[str] = "qpsvm.verify.fenchel:certify_composed"
     coordinate_problem: ClassVar[str] = "qpsvm.solvers.coordinate:composed_problem"
@@ -158,6 +160,9 @@ class ComposedProblem(Formulation):
         if self.linear and self.penalty.name == "l2" and not self.regression:
             # dual coordinate descent: the hinge losses' duals have a box and no kernel
             self.methods = (*self.methods, "dcd")
+            if self.loss.name == "squared_hinge" and not self.intercept.fitted:
+                # a piecewise quadratic primal in w alone: the finite Newton method
+                self.methods = (*self.methods, "newton")
         if not self.linear and self.penalty.name != "l2":
             raise InvalidInputError(
                 f"penalty={self.penalty.name!r} has no kernel form (w lives in the kernel's "

@@ -146,6 +146,11 @@ class ComposedRanking(ComposedProblem):
         """Number of items."""
         return self.ranking.n_items
 
+    def default_method(self) -> str:
+        """``"newton"`` for the squared hinge with the L2 penalty (measured in
+        benchmarks/bench_composed_families.py), else the composed problems' default."""
+        return "newton" if "newton" in self.methods else super().default_method()
+
     def describe(self) -> str:
         """The combination, e.g. ``ComposedRanking(squared_hinge, l2)``."""
         return f"{type(self).__name__}({self.loss.name}, {self.penalty.name})"
