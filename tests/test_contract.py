@@ -142,4 +142,4 @@ def test_unknown_method_names_the_supported_ones():
 def test_a_formulation_lists_only_registered_methods():
     assert method_names("qp working_set") == ("qp", "working_set")
     with pytest.raises(qpsvm.InvalidInputError, match="register them first"):
-        method_names("qp newton")
+        method_names("qp bundle")
