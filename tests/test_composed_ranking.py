@@ -326,3 +326,8 @@ def test_newton_is_refused_where_it_does_not_apply(data):
     f = qpsvm.RankingSVM(X, y=rel, groups=groups, loss="squared_hinge")
     with pytest.raises(InvalidInputError, match="uses no CVXPY solver"):
         f.solve(method="newton", solver="CLARABEL")
+    wide = qpsvm.SoftMarginPrimal(
+        np.eye(6, 5001), [1, -1] * 3, loss="squared_hinge", intercept="none"
+    )
+    with pytest.raises(InvalidInputError, match="method='dcd'"):
+        wide.solve(method="newton")

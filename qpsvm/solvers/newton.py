@@ -38,14 +38,17 @@ import scipy.sparse as sp
 
 from qpsvm._validation import check_int, check_tol
 from qpsvm.contract import CompositeProblem, check_method
+from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.finish import finish
 from qpsvm.verify.certificate import DEFAULT_TOL
 
 __all__ = ["exact_step", "solve_newton"]
 
-#: Default limit on Newton iterations (measured: 5 to 12 at dlib's and liblinear's scales).
+#: Default limit on Newton iterations.
 MAX_ITER = 200
+#: Most features: each iteration forms and solves a dense ``d x d`` system.
+MAX_FEATURES = 5000
 
 WHAT = "the finite Newton optimum"
 ADVICE = "Try method='qp' (the full CVXPY problem)."
@@ -124,12 +127,19 @@ def solve_newton(
 
     Raises
     ------
+    InvalidInputError
+        More than :data:`MAX_FEATURES` features.
     UncertifiedSolutionError
         The point does not pass its certificate.
     """
     check_method(f, "newton")
     tol = check_tol(tol)
     max_iter = check_int(max_iter, "max_iter", minimum=1)
+    if f.n_features > MAX_FEATURES:
+        raise InvalidInputError(
+            f"method='newton' solves a dense system in the {f.n_features} features (at most "
+            f"{MAX_FEATURES}); use method='dcd' (dual coordinate descent over the nonzeros)."
+        )
     start = time.perf_counter()
     W, m = f.loss_weights(), f.target
     w = np.zeros(f.n_features)
