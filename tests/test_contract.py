@@ -136,7 +136,7 @@ def test_registry_names_importable_solvers_and_formulations_only_registered_meth
 def test_unknown_method_names_the_supported_ones():
     f = FORMULATIONS["HardMargin"]()
     with pytest.raises(qpsvm.InvalidInputError, match=r"\['qp', 'full', 'working_set', 'exact'\]"):
-        check_method(f, "newton")
+        check_method(f, "bundle")
 
 
 def test_a_formulation_lists_only_registered_methods():

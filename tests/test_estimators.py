@@ -220,7 +220,7 @@ def test_fit_errors_are_typed(cancer):
     with pytest.raises(qpsvm.InvalidInputError, match="only one class"):
         SVMClassifier().fit(X, y, sample_weight=(y == 1).astype(float))
     with pytest.raises(qpsvm.InvalidInputError, match="unknown method"):
-        SVMClassifier(method="newton").fit(X, y)
+        SVMClassifier(method="bundle").fit(X, y)
     with pytest.raises(qpsvm.InvalidInputError, match="C must be finite and > 0"):
         SVMClassifier(C=-1.0).fit(X, y)
     with pytest.raises(NotFittedError):

@@ -345,7 +345,7 @@ def test_bad_inputs_raise_typed_errors():
     with pytest.raises(InvalidInputError, match="unknown variant"):
         f.solve(variant="two_slack")
     with pytest.raises(InvalidInputError, match="unknown method"):
-        f.solve(method="newton")
+        f.solve(method="bundle")
     with pytest.raises(InvalidInputError, match="not supported by StructuralSVM"):
         f.solve(method="smo")
     with pytest.raises(InvalidInputError, match="no intercept"):
