@@ -242,6 +242,12 @@ class MulticlassProblem(Problem, Protocol):
     def intercepts(self, W: np.ndarray) -> Any:
         """The per-class intercepts of ``W`` (0 without an intercept)."""
 
+    def norm2(self, W: np.ndarray) -> float:
+        """``||W||_F^2`` over the penalised columns (all but a free intercept's)."""
+
+    def stationary(self, W: np.ndarray) -> np.ndarray:
+        """What ``A^T X`` equals at an optimum (``W``; a free intercept's column 0)."""
+
 
 class CompositeProblem(Problem, Protocol):
     r"""A composed binary problem (a loss, a penalty and an intercept mode,

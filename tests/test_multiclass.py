@@ -373,7 +373,7 @@ def test_capped_simplex_projection_matches_a_qp():
         ({"y": [0, 1, 2]}, qpsvm.InvalidInputError, "match"),
         ({"variant": "one_vs_rest"}, qpsvm.InvalidInputError, "variant"),
         ({"variant": 3}, qpsvm.InvalidTypeError, "variant"),
-        ({"fit_intercept": True}, qpsvm.InvalidInputError, "intercept=.regularized."),
+        ({"fit_intercept": True, "intercept": "none"}, qpsvm.InvalidInputError, "contradicts"),
         ({"C": -1.0}, qpsvm.InvalidInputError, "C"),
         ({"sample_weight": [1, 1, -1, 1]}, qpsvm.InvalidInputError, "non-negative"),
         ({"sample_weight": [1, 1]}, qpsvm.InvalidInputError, "sample_weight"),

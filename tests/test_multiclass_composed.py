@@ -2,7 +2,7 @@
 liblinear's ``-s 4 -B``, ``LinearSVC(multi_class="crammer_singer", fit_intercept=True)``):
 the problem on ``[X, B]``, checked against the rational oracle, the official LIBLINEAR bindings
 and scikit-learn; certificates enclose the exact optimum, reject perturbed answers and bound the
-suboptimality within 2x; a free intercept is refused with the reason."""
+suboptimality within 2x (the free intercept: ``test_multiclass_free_intercept.py``)."""
 
 from __future__ import annotations
 
@@ -133,9 +133,6 @@ def test_certificate_encloses_the_exact_optimum(seed, variant, C, B):
 
 def test_bad_input_gives_typed_errors():
     X, y = three_classes(4)
-    for kwargs in ({"fit_intercept": True}, {"intercept": "free"}):
-        with pytest.raises(InvalidInputError, match="no free intercept"):
-            qpsvm.MulticlassSVM(X, y, **kwargs)
     with pytest.raises(InvalidInputError, match="intercept"):
         qpsvm.MulticlassSVM(X, y, intercept="maybe")
     with pytest.raises(InvalidInputError, match="intercept_scaling"):
@@ -146,7 +143,7 @@ def test_bad_input_gives_typed_errors():
     with pytest.raises(InvalidInputError, match="disagrees"):
         f.certify(w=np.zeros((3, X.shape[1] + 1)), b=np.ones(3))
     none = qpsvm.MulticlassSVM(X, y)
-    with pytest.raises(InvalidInputError, match="intercept='regularized'"):
+    with pytest.raises(InvalidInputError, match="intercept='free'"):
         none.certify(w=np.zeros((3, X.shape[1])), b=np.ones(3))
 
 

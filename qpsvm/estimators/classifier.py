@@ -10,9 +10,9 @@ Binary problems solve
 with ``s_i`` the sample weights and ``c_{y_i}`` the class weights (scikit-learn's convention:
 they multiply), by :class:`~qpsvm.SoftMarginPrimal` (linear kernel) or
 :class:`~qpsvm.SoftMarginDual` (kernels). More than two classes solve
-:class:`~qpsvm.formulations.multiclass.MulticlassSVM` (Crammer-Singer or Weston-Watkins), which
-has no free intercept: there the intercept is liblinear's regularised one, a constant feature
-column ``intercept_scaling`` appended to ``X``.
+:class:`~qpsvm.formulations.multiclass.MulticlassSVM` (Crammer-Singer or Weston-Watkins); there
+the intercept is liblinear's regularised one, a constant feature column ``intercept_scaling``
+appended to ``X`` (``MulticlassSVM(intercept="free")`` states free per-class intercepts).
 """
 
 from __future__ import annotations
@@ -72,10 +72,10 @@ class SVMClassifier(ClassifierMixin, BaseEstimator):
         working set above a measured size).
     fit_intercept : bool, default=True
         Fit an intercept. Two classes: ``b`` is free and unregularised. More classes: the
-        multiclass SVM has no free intercept (its dual would gain equality constraints qpsvm
-        cannot certify exactly), so the constant column ``intercept_scaling`` is appended to
-        ``X`` and its weights, regularised like the others, give ``intercept_`` (liblinear's
-        ``LinearSVC(multi_class="crammer_singer")`` convention).
+        constant column ``intercept_scaling`` is appended to ``X`` and its weights, regularised
+        like the others, give ``intercept_`` (liblinear's
+        ``LinearSVC(multi_class="crammer_singer")`` convention; the free per-class intercept is
+        :class:`~qpsvm.MulticlassSVM`'s ``intercept="free"``).
     intercept_scaling : float, default=1.0
         Value of the appended constant column (multiclass with ``fit_intercept`` only); a larger
         value regularises the intercept less.

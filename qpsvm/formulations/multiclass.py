@@ -28,8 +28,21 @@ A regularised per-class intercept (``intercept="regularized"``, what liblinear's
 and scikit-learn's ``LinearSVC(multi_class="crammer_singer", fit_intercept=True,
 intercept_scaling=B)`` fit) is a constant feature ``B`` whose weights ``b_c / B`` are penalised
 like ``W``: the problem is the one above on ``[X, B]``, and every method and the certificate
-apply to it unchanged. There is no free intercept: per-class intercepts ``b_c`` would add the
-equality constraints :math:`\sum_i A_{ic} = 0` to the dual.
+apply to it unchanged.
+
+A free per-class intercept (``intercept="free"`` or ``fit_intercept=True``) adds unpenalised
+``b_c`` to the scores, :math:`m_{ic} = (w_{y_i} - w_c)\cdot x_i + b_{y_i} - b_c`:
+
+.. math::
+
+    \min_{W, b, \xi}\ \tfrac12\|W\|_F^2 + C\sum_i s_i\,\mathrm{loss}_i,
+
+and its dual gains one balance equation per class, :math:`\sum_i A_{ic} = 0` (stationarity in
+``b_c``). Only differences ``b_c - b_{c'}`` enter the margins, so the intercepts are defined up
+to a common shift: qpsvm's solutions are normalised to :math:`\sum_c b_c = 0`. It is stated as
+the problem on ``[X, 1]`` whose last column of ``W`` (the intercepts) is not penalised, so the
+QP, the working set and the certificate read it like the other modes; the certificate bounds
+the balance's rounding residual rigorously (:mod:`qpsvm.verify.multiclass`).
 """
 
 from __future__ import annotations
@@ -86,10 +99,12 @@ class MulticlassSVM(Formulation):
         has no cap and subtracts ``sum_i (sum_c alpha_ic)^2 / (4 C s_i)`` (or the per-entry
         squares); it is solved by the full CVXPY problem (``method="qp"``).
     fit_intercept : bool, default=False
-        ``True`` asks for a free per-class intercept, which is refused: it adds ``n_classes``
-        equality constraints to the dual, for which qpsvm has no exact certificate yet.
-    intercept : {"none", "regularized"}, optional
-        Overrides ``fit_intercept``. ``"regularized"``: liblinear's bias, a constant feature
+        ``True``: a free, unpenalised per-class intercept (``intercept="free"``).
+    intercept : {"none", "free", "regularized"}, optional
+        Overrides ``fit_intercept``. ``"free"``: unpenalised intercepts ``b_c``, normalised to
+        ``sum_c b_c = 0`` (only their differences are determined); then ``n_features`` counts
+        the intercepts' column (``d + 1``), ``w`` has it last (``b_c``), unpenalised, and a
+        solution's ``b`` is ``w[:, -1]``. ``"regularized"``: liblinear's bias, a constant feature
         ``intercept_scaling`` appended to ``X`` whose weights are penalised like ``W``; then
         ``n_features`` counts it (``d + 1`` for ``d`` columns of ``X``), ``w`` has the bias
         column last (``b_c / B``), and a solution's ``b`` is the per-class intercepts
@@ -127,6 +142,13 @@ class MulticlassSVM(Formulation):
         "the hinge"
         for name in ("working_set", "subgradient", "exact")
     }
+    #: Why the free intercept has no subgradient method and no rational oracle.
+    free_refusals: ClassVar[dict[str, str]] = {
+        name: "the free per-class intercept (intercept='free') is solved by the CVXPY problem "
+        "(method='qp') or the working set; the subgradient method and the rational oracle "
+        "state the problem without intercept or with the regularised one"
+        for name in ("subgradient", "exact")
+    }
     working_set: ClassVar[str] = "qpsvm.solvers.working_set:multiclass_sets"
     online_problem: ClassVar[str] = "qpsvm.solvers.subgradient:multiclass_problem"
     exact_oracle: ClassVar[str] = "qpsvm.solvers.exact:solve_exact_multiclass"
@@ -163,16 +185,19 @@ class MulticlassSVM(Formulation):
         mode = make_intercept(
             bool(fit_intercept) if intercept is None else intercept, intercept_scaling
         )
-        if mode.coupled or (fit_intercept and not mode.fitted):
+        if fit_intercept and not mode.fitted:
             raise InvalidInputError(
-                "MulticlassSVM has no free intercept: free per-class intercepts add the dual "
-                "constraints sum_i A_ic = 0, for which qpsvm has no exact certificate yet. Use "
-                "intercept='regularized' with intercept_scaling=B (liblinear's -B, LinearSVC's "
-                "intercept_scaling) or intercept='none'."
+                f"fit_intercept=True contradicts intercept={mode.mode!r}; pass one of them."
             )
+        if mode.coupled:
+            mode.scaling = 1.0  # the intercepts' column is 1: W[:, -1] are the b_c themselves
+            self.methods = tuple(m for m in self.methods if m not in self.free_refusals)
+            if not self.loss.squared:  # the squared hinge's own refusals say more
+                self.refusals = self.free_refusals
+            self.online_problem = self.exact_oracle = ""
         self.intercept = mode
         self.X = check_data(X)
-        if mode.regularized:
+        if mode.fitted:
             self.X = with_bias_column(self.X, mode.scaling)
         n = self.X.shape[0]
         self.y, self.classes_ = check_multiclass_labels(y, n)
@@ -183,7 +208,7 @@ class MulticlassSVM(Formulation):
             raise InvalidInputError(f"unknown variant {variant!r}; choose one of {VARIANTS}.")
         self.variant = variant
         self.sample_weight = check_sample_weight(sample_weight, n)
-        self.fit_intercept = False
+        self.fit_intercept = mode.coupled
         k = self.n_classes
         self.mask = np.ones((n, k), dtype=bool)
         self.mask[np.arange(n), self.y] = False
@@ -233,14 +258,15 @@ class MulticlassSVM(Formulation):
         return arr
 
     def check_b(self, b: Any) -> float:
-        """A candidate intercept, which must be 0 (a scalar or one zero per class) without a
-        regularised intercept; with one, see :meth:`joint_weights`."""
+        """A candidate intercept, which must be 0 (a scalar or one zero per class) without an
+        intercept; with one, see :meth:`joint_weights`."""
         arr = np.asarray(b, dtype=np.float64).ravel()
         if arr.size not in (1, self.n_classes) or np.any(arr != 0.0):
             raise InvalidInputError(
-                f"MulticlassSVM has no intercept but the candidate has b={b!r}. liblinear's "
-                "intercept is regularised: build the problem with intercept='regularized' and "
-                "intercept_scaling=B, or fit with fit_intercept=False."
+                f"MulticlassSVM has no intercept but the candidate has b={b!r}. Build the "
+                "problem with intercept='free' (unpenalised per-class intercepts) or "
+                "intercept='regularized' and intercept_scaling=B (liblinear's is regularised), or "
+                "fit with fit_intercept=False."
             )
         return 0.0
 
@@ -252,9 +278,9 @@ class MulticlassSVM(Formulation):
         ``[w, b / B]`` (``b / B`` rounded: the point certified is the one whose intercepts are
         ``B fl(b / B)``, exactly ``b`` for ``B`` a power of 2), and a ``w`` that already has
         the bias column is taken as it is (``b``, unless ``None`` or a scalar 0, must be
-        ``B w[:, -1]``).
+        ``B w[:, -1]``). With the free one, ``B = 1``: ``[w, b]`` exactly.
         """
-        if not self.intercept.regularized:
+        if not self.intercept.fitted:
             if b is not None:
                 self.check_b(b)
             return self.check_w(w)
@@ -275,14 +301,38 @@ class MulticlassSVM(Formulation):
             np.broadcast_to(np.asarray(b, dtype=np.float64).ravel(), (k,)), B * W[:, -1]
         ):
             raise InvalidInputError(
-                f"b={b!r} disagrees with w's bias column: with the regularised intercept b is "
-                "intercept_scaling * w[:, -1]; pass w without the column, or b=None."
+                f"b={b!r} disagrees with w's bias column: with an intercept b is "
+                "intercept_scaling * w[:, -1] (w[:, -1] for the free one); pass w without the "
+                "column, or b=None."
             )
         return W
 
     def intercepts(self, W: np.ndarray) -> Any:
-        """Per-class intercepts ``B W[:, -1]`` (regularised intercept), else 0."""
-        return self.intercept.scaling * W[:, -1] if self.intercept.regularized else 0.0
+        """Per-class intercepts ``B W[:, -1]`` (regularised intercept; ``W[:, -1]`` for the free
+        one, ``B = 1``), else 0."""
+        return self.intercept.scaling * W[:, -1] if self.intercept.fitted else 0.0
+
+    def penalised(self, W: np.ndarray) -> np.ndarray:
+        """The columns of ``W`` the penalty acts on: all but the free intercepts' column."""
+        return W[:, :-1] if self.intercept.coupled else W
+
+    def norm2(self, W: np.ndarray) -> float:
+        """``||W||_F^2`` over the penalised columns (:meth:`penalised`), a careful sum."""
+        P = self.penalised(W)
+        return fsum(P * P)
+
+    def stationary(self, W: np.ndarray) -> np.ndarray:
+        """What ``A^T X`` equals at an optimum: ``W``, with the free intercepts' column 0 (the
+        balance ``sum_i A_ic = 0``)."""
+        if not self.intercept.coupled:
+            return W
+        target = W.copy()
+        target[:, -1] = 0.0
+        return target
+
+    def balance(self, alpha: np.ndarray) -> np.ndarray:
+        """The balance residuals ``r_c = sum_i A_ic`` (free intercept; they sum to 0)."""
+        return self.coefficients(alpha).sum(axis=0)
 
     def check_alpha(self, alpha: Any) -> np.ndarray:
         """Candidate duals as a finite ``(n_samples, n_classes)`` array (entries at ``y_i``
@@ -338,9 +388,10 @@ class MulticlassSVM(Formulation):
         return 0.5 * norm2 + self.C * fsum(self.sample_weight * loss)
 
     def objective(self, w: Any, b: Any = 0.0) -> float:
-        """Primal objective ``P(W) = 1/2 ||W||_F^2 + C sum_i s_i loss_i(W)``."""
+        """Primal objective ``P(W) = 1/2 ||W||_F^2 + C sum_i s_i loss_i(W)`` (the norm over the
+        penalised columns, :meth:`penalised`)."""
         W = self.joint_weights(w, None if np.ndim(b) == 0 and b == 0.0 else b)
-        return self.primal_value(fsum(W * W), self.scores(W))
+        return self.primal_value(self.norm2(W), self.scores(W))
 
     def coefficients(self, alpha: np.ndarray) -> np.ndarray:
         """``A_ic = [c = y_i] sum_c' alpha_ic' - alpha_ic`` (entries at ``y_i`` ignored)."""
@@ -354,15 +405,16 @@ class MulticlassSVM(Formulation):
         return np.asarray(self.X.T @ self.coefficients(alpha)).T
 
     def dual_objective(self, alpha: Any) -> float:
-        """``D(alpha) = sum_{i, c != y_i} alpha_ic - 1/2 ||A^T X||_F^2``.
+        """``D(alpha) = sum_{i, c != y_i} alpha_ic - 1/2 ||A^T X||_F^2`` (over the penalised
+        columns).
 
         A lower bound of the optimum only when ``alpha`` is dual feasible (see
-        :meth:`project_dual`).
+        :meth:`project_dual`; with a free intercept also balanced, :meth:`balance`).
         """
         alpha = self.check_alpha(alpha)
         W = self.expansion(alpha)
         a = np.where(self.mask, alpha, 0.0)
-        value = fsum(a) - 0.5 * fsum(W * W)
+        value = fsum(a) - 0.5 * self.norm2(W)
         if self.squared:  # - sum_i (sum_c alpha_ic)^2 / (4 C s_i), or per entry (WW)
             live = self.upper > 0
             t = a[live].sum(axis=1, keepdims=True) if self.crammer_singer else a[live]
@@ -373,7 +425,8 @@ class MulticlassSVM(Formulation):
         """Euclidean projection onto the dual feasible set: per example onto
         ``{alpha_i >= 0, sum_c alpha_ic <= C s_i}`` (Crammer-Singer,
         :func:`~qpsvm.verify.projection.project_capped_simplex`) or onto the box
-        ``[0, C s_i]`` (Weston-Watkins); ``alpha_{i y_i} = 0``."""
+        ``[0, C s_i]`` (Weston-Watkins); ``alpha_{i y_i} = 0``. A free intercept's balance is
+        not enforced: the certificate bounds the effect of its residual."""
         alpha = self.check_alpha(alpha)
         if self.squared:
             return np.where(self.mask & (self.upper > 0)[:, None], np.maximum(alpha, 0.0), 0.0)
@@ -382,8 +435,9 @@ class MulticlassSVM(Formulation):
         return np.where(self.mask, np.clip(alpha, 0.0, self.upper[:, None]), 0.0)
 
     def dual_infeasibility(self, alpha: np.ndarray) -> float:
-        """Largest violation of ``alpha >= 0``, ``alpha_{i y_i} = 0`` and the budget
-        ``sum_c alpha_ic <= C s_i`` (Crammer-Singer) or bound ``alpha_ic <= C s_i``."""
+        """Largest violation of ``alpha >= 0``, ``alpha_{i y_i} = 0``, the budget
+        ``sum_c alpha_ic <= C s_i`` (Crammer-Singer) or bound ``alpha_ic <= C s_i``, and a free
+        intercept's balance ``sum_i A_ic = 0``."""
         off = float(np.max(np.abs(alpha[~self.mask]), initial=0.0))
         negative = float(np.max(-alpha, initial=0.0))
         a = np.where(self.mask, alpha, 0.0)
@@ -393,6 +447,8 @@ class MulticlassSVM(Formulation):
             over = float(np.max(a.sum(axis=1) - self.upper, initial=0.0))
         else:
             over = float(np.max(a - self.upper[:, None], initial=0.0))
+        if self.intercept.coupled:
+            over = max(over, float(np.max(np.abs(self.balance(a)))))
         return max(0.0, off, negative, over)
 
     def loss_subgradient(self, w: Any, idx: Any = None) -> np.ndarray:
@@ -425,7 +481,7 @@ class MulticlassSVM(Formulation):
         ``solution`` is a :class:`~qpsvm.Solution` or a weight matrix ``W``.
         """
         Xn = check_data(X)
-        if self.intercept.regularized:
+        if self.intercept.fitted:
             Xn = with_bias_column(Xn, self.intercept.scaling)
         return np.asarray(self.check_features(Xn) @ self.weights_of(solution).T)
 
@@ -469,6 +525,7 @@ class MulticlassSVM(Formulation):
             folded,
             None if subset is None else idx,
             squared=self.squared,
+            free_intercept=self.intercept.coupled,
         )
 
     def _bound_term(self, at_bound: Any, used: np.ndarray) -> np.ndarray:
@@ -488,8 +545,11 @@ class MulticlassSVM(Formulation):
         return self.expansion(alpha)
 
     def read_model(self, model: CvxModel) -> Candidate:
-        """Read ``W`` and ``alpha`` (the ``margin`` duals, shape ``(n, k)``) off a solved model."""
+        """Read ``W`` and ``alpha`` (the ``margin`` duals, shape ``(n, k)``) off a solved model;
+        free intercepts are shifted to ``sum_c b_c = 0``."""
         W = np.asarray(model.variables["w"].value, dtype=np.float64)
+        if self.intercept.coupled:
+            W[:, -1] -= np.mean(W[:, -1])
         idx = np.arange(self.rows.size) if model.index is None else model.index
         alpha = np.zeros((self.n_samples, self.n_classes))
         duals = np.asarray(model.constraints["margin"].dual_value, dtype=np.float64).ravel()
@@ -520,7 +580,7 @@ class MulticlassSVM(Formulation):
             b=self.intercepts(W),
             xi=self.slacks_from_scores(S),
             alpha=alpha,
-            objective=float(self.primal_value(fsum(W * W), S)),
+            objective=float(self.primal_value(self.norm2(W), S)),
             certificate=certificate,
             **fields,
         )
@@ -546,6 +606,7 @@ def rows_multiclass_model(
     folded: np.ndarray | None = None,
     index: np.ndarray | None = None,
     squared: bool = False,
+    free_intercept: bool = False,
 ) -> CvxModel:
     r"""The multiclass primal over the examples ``X`` (class indices ``y``, slack weights ``s``)
     and their constraints ``(local, cols)``: ``m_{ic} >= 1 - xi`` for example ``local[j]``
@@ -555,6 +616,8 @@ def rows_multiclass_model(
     ``E`` fixed at their bound ``alpha_ic = C s_i`` adds ``-C <G, W>``: their term
     ``C sum_E s_i (1 - (w_{y_i} - w_c).x_i)`` up to a constant (see
     :meth:`MulticlassSVM.build` for the named parts). ``index`` is kept on the model.
+    ``free_intercept``: the last column of ``W`` (on ``X``'s constant column 1) is not
+    penalised.
     """
     n, k = X.shape[0], n_classes
     if constraints is None:
@@ -587,11 +650,12 @@ def rows_multiclass_model(
         xi = cp.Variable(m, name="xi")
         cons = {"margin": margin >= 1 - xi}
         weights = s[local]
+    penalty = 0.5 * cp.sum_squares(W[:, :-1] if free_intercept else W)
     if squared:  # xi <= 0 is never better than xi = 0: no slack constraint is needed
-        objective = 0.5 * cp.sum_squares(W) + Cp * (weights @ cp.square(xi))
+        objective = penalty + Cp * (weights @ cp.square(xi))
     else:
         cons["slack"] = xi >= 0
-        objective = 0.5 * cp.sum_squares(W) + Cp * (weights @ xi)
+        objective = penalty + Cp * (weights @ xi)
     if folded is not None:
         objective = objective - Cp * cp.sum(cp.multiply(folded, W))
     problem = cp.Problem(cp.Minimize(objective), list(cons.values()))

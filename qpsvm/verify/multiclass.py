@@ -28,6 +28,15 @@ tight violated classes, with the budget :math:`\sum_c \alpha_{ic} = C s_i` as an
 then projected. This makes the gap tight for any candidate near the optimum, e.g. scikit-learn's
 ``LinearSVC(multi_class="crammer_singer", fit_intercept=False)``. The search stops as soon as the
 relative gap is below :data:`~qpsvm.verify.certificate.GOOD_ENOUGH` times the tolerance.
+
+Free per-class intercepts (the problem on ``[X, 1]`` whose last column of ``W``, the ``b_c``, is
+not penalised) add the balance :math:`\sum_i A_{ic} = 0` per class: the fit above targets 0 on
+that column (:meth:`~qpsvm.MulticlassSVM.stationary`), the norm runs over the penalised
+columns, and the balance residual that rounding and projection leave is paid for rigorously,
+:math:`P^* \ge D(\alpha) - \tfrac12\,\mathrm{spread}\,\|r\|_1` with a proven bound on the
+optimal intercepts' range (:func:`~qpsvm.verify.rigorous.multiclass_intercept_spread`,
+:func:`~qpsvm.verify.rigorous.balanced_lower`). The certificate does not depend on the
+intercepts' common shift.
 """
 
 from __future__ import annotations
@@ -38,7 +47,6 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from qpsvm._numerics import fsum
 from qpsvm._threads import one_blas_thread
 from qpsvm._validation import check_tol
 from qpsvm.contract import MulticlassProblem
@@ -54,6 +62,7 @@ from qpsvm.verify.certificate import (
 from qpsvm.verify.projection import bounded_fit
 from qpsvm.verify.rigorous import (
     multiclass_dual_lower,
+    multiclass_intercept_spread,
     multiclass_primal_upper,
     squared_multiclass_dual_lower,
     squared_multiclass_primal_upper,
@@ -90,7 +99,7 @@ def _fit_tight(
     A[f.y[fi], :, cols] = XF
     A[fc, :, cols] = -XF
     A = A.reshape(k * d, fi.size)
-    target = (W - f.expansion(alpha)).ravel()
+    target = (f.stationary(W) - f.expansion(alpha)).ravel()
     ex = np.flatnonzero(budget)
     if ex.size:
         weight = max(1.0, float(np.sqrt(np.max(np.sum(A * A, axis=0)))))
@@ -183,7 +192,7 @@ def certify_multiclass(
     S = f.scores(W)
     margins = f.margins(S)
     xi = f.slacks_from_scores(S)
-    primal = f.primal_value(fsum(W * W), S)
+    primal = f.primal_value(f.norm2(W), S)
     primal_inf = 0.0
     if cand.xi is not None:
         given = np.asarray(cand.xi, dtype=np.float64)
@@ -206,15 +215,25 @@ def certify_multiclass(
             if cand.w is not None
             else itertools.chain(own, candidates)
         )
-    alpha, _, _ = best_dual_point(f.dual_objective, candidates, np.zeros_like(margins), primal, tol)
+    free = bool(f.intercept.coupled)
+    value = f.dual_objective
+    if free:  # points are chosen by the bound they give: D less the balance residual's cost
+        half = 0.5 * multiclass_intercept_spread(f, primal)
+
+        def value(a: np.ndarray) -> float:
+            return f.dual_objective(a) - half * float(np.sum(np.abs(f.balance(a))))
+
+    alpha, _, _ = best_dual_point(value, candidates, np.zeros_like(margins), primal, tol)
 
     # the rigorous enclosure (qpsvm.verify.rigorous)
-    if f.squared:
-        primal, primal_estimate = squared_multiclass_primal_upper(f, W)
-        dual, alpha, dual_estimate = squared_multiclass_dual_lower(f, alpha)
-    else:
-        primal, primal_estimate = multiclass_primal_upper(f, W)
-        dual, alpha, dual_estimate = multiclass_dual_lower(f, alpha)
+    upper, lower = (
+        (squared_multiclass_primal_upper, squared_multiclass_dual_lower)
+        if f.squared
+        else (multiclass_primal_upper, multiclass_dual_lower)
+    )
+    primal, primal_estimate = upper(f, W, free)
+    spread = multiclass_intercept_spread(f, primal) if free else None
+    dual, alpha, dual_estimate = lower(f, alpha, spread)
     slack = _slack_matrix(f, xi)
     comp = np.where(f.mask, np.abs(alpha * (margins - 1.0 + slack)), 0.0)
     if f.squared and f.crammer_singer:  # stationarity in xi: sum_c alpha_ic = 2 C s_i xi_i
@@ -231,9 +250,10 @@ def certify_multiclass(
         primal_infeasibility=primal_inf,
         dual_infeasibility=f.dual_infeasibility(alpha_in) if alpha_in is not None else 0.0,
         complementarity=max(float(np.max(comp, initial=0.0)), float(np.max(unused, initial=0.0))),
-        stationarity=float(np.linalg.norm(W - f.expansion(alpha))),
+        stationarity=float(np.linalg.norm(f.stationary(W) - f.expansion(alpha))),
         tol=tol,
-        formulation=f"{type(f).__name__}({f.variant}{', squared hinge' if f.squared else ''})",
+        formulation=f"{type(f).__name__}({f.variant}{', squared hinge' if f.squared else ''}"
+        f"{', free intercept' if free else ''})",
         alpha=alpha,
         rigorous=True,
         rounding_floor=evaluation_allowance(primal, dual, primal_estimate, dual_estimate),

@@ -67,6 +67,7 @@ __all__ = [
     "TINY",
     "DualSums",
     "RbfError",
+    "balanced_lower",
     "binary_dual_lower",
     "binary_dual_sums",
     "binary_feasible",
@@ -88,6 +89,7 @@ __all__ = [
     "multiclass_dual_sums",
     "multiclass_feasible",
     "multiclass_hinge_upper",
+    "multiclass_intercept_spread",
     "multiclass_primal_upper",
     "multiclass_slack_upper",
     "primal_upper",
@@ -635,14 +637,18 @@ def multiclass_hinge_upper(f: MulticlassRows, W: np.ndarray) -> tuple[np.ndarray
     return worst, middle
 
 
-def multiclass_primal_upper(f: MulticlassRows, W: np.ndarray) -> tuple[float, float]:
+def multiclass_primal_upper(
+    f: MulticlassRows, W: np.ndarray, free_intercept: bool = False
+) -> tuple[float, float]:
     r"""An upper bound on the exact ``P(W) = 1/2 ||W||_F^2 + C sum_i s_i xi_i`` with
     ``xi_i = max_c max(0, 1 - (w_{y_i} - w_c).x_i)`` (Crammer-Singer) or the sum over ``c``
     (Weston-Watkins), from :func:`multiclass_slack_upper`, and ``P`` estimated from the same
-    enclosed scores without their error bounds."""
+    enclosed scores without their error bounds. ``free_intercept``: the last column of ``W``
+    (free intercepts on ``X``'s constant column) is not penalised."""
     slack, middle = _multiclass_slacks(f, W)
-    estimate = 0.5 * fsum(W * W) + f.C * fsum(f.sample_weight * middle)
-    return _primal_from_shortfall(upper_sum(W * W), f.C, f.sample_weight, slack), estimate
+    P = W[:, :-1] if free_intercept else W
+    estimate = 0.5 * fsum(P * P) + f.C * fsum(f.sample_weight * middle)
+    return _primal_from_shortfall(upper_sum(P * P), f.C, f.sample_weight, slack), estimate
 
 
 def multiclass_feasible(f: MulticlassRows, alpha: np.ndarray) -> np.ndarray:
@@ -688,20 +694,79 @@ def multiclass_dual_sums(f: MulticlassRows, a: np.ndarray) -> DualSums:
     return DualSums(gain=lower_sum(a), expansion=(hi, lo, err), balance=(zero, zero, zero))
 
 
-def multiclass_dual_lower(f: MulticlassRows, alpha: np.ndarray) -> tuple[float, np.ndarray, float]:
+def multiclass_dual_lower(
+    f: MulticlassRows, alpha: np.ndarray, spread: float | None = None
+) -> tuple[float, np.ndarray, float]:
     r"""A lower bound on ``P*``: ``D(alpha) = sum alpha - 1/2 ||A^T X||_F^2`` at ``alpha`` made
     exactly feasible (:func:`multiclass_feasible`), that point (:func:`dual_lower_value` of
-    :func:`multiclass_dual_sums`) and its ``D`` estimated (:func:`dual_estimate`)."""
+    :func:`multiclass_dual_sums`) and its ``D`` estimated (:func:`dual_estimate`); with free
+    intercepts (``spread`` from :func:`multiclass_intercept_spread`) less the balance
+    residual's effect (:func:`balanced_lower`)."""
     a = multiclass_feasible(f, alpha)
     sums = multiclass_dual_sums(f, a)
+    if spread is not None:
+        return (*balanced_lower(sums, spread, a),)
     return dual_lower_value(sums, None), a, dual_estimate(sums)
 
 
-def squared_multiclass_primal_upper(f: MulticlassRows, W: np.ndarray) -> tuple[float, float]:
+def multiclass_intercept_spread(f: MulticlassRows, upper: float) -> float:
+    r"""An upper bound on :math:`\max_c b^*_c - \min_c b^*_c` for some optimal free intercepts
+    (the problem on ``X`` whose last column is the constant 1, its weights unpenalised):
+    ``(k - 1) (1 + 2 sqrt(2 U) max_i ||x_i||)`` for any upper bound ``U`` on ``P*``.
+
+    Proof. Let ``M >= max_c ||w*_c||`` (``||W*||_F^2 <= 2 P*``) and ``G = 1 + 2 M max_i
+    ||x_i||``. Suppose the sorted ``b*`` have a gap ``g > G`` between the classes above, ``T``,
+    and below, ``L``. Every score ``w_c.x_i + b_c`` of a class in ``T`` then exceeds every one of
+    a class in ``L`` by more than 1. An example of a class in ``T`` meets its constraints against
+    ``L`` with margin ``> 1``: their multipliers are 0. An example of a class in ``L`` with
+    weight ``s_i > 0`` violates its constraints against ``T``, so its multipliers there are
+    positive (the hinge's ``C s_i`` in total on its largest violation, which lies in ``T``, or
+    ``2 C s_i xi`` for the squared hinge). Summing the balance ``sum_i A_ic = 0`` over
+    ``c in T`` leaves ``-sum_{y_i in L} sum_{c in T} alpha_ic = 0``: a contradiction. If no
+    example of ``L`` has a positive weight, raising ``b*`` on ``L`` until ``g = G`` changes no
+    term of ``P``, so it stays optimal. Either way some optimal ``b*`` has every gap ``<= G``,
+    and ``k - 1`` gaps.
+    """
+    if not math.isfinite(upper):
+        return math.inf
+    gap = float(up(1.0 + up(2.0 * float(up(_sqrt_up(2.0 * upper) * row_norm_upper(f.X))))))
+    return float(up((f.n_classes - 1) * gap))
+
+
+def balanced_lower(sums: DualSums, spread: float, a: np.ndarray) -> tuple[float, np.ndarray, float]:
+    r"""The lower bound of :func:`multiclass_dual_lower` with free intercepts, the point and its
+    estimate, from :class:`DualSums` whose expansion's last column is the balance
+    ``r_c = sum_i A_ic`` (the constant column 1 of ``X``).
+
+    With ``b`` fixed at an optimal ``b*`` the problem keeps its optimum and its dual loses the
+    balance, so :math:`P^* \ge D(\alpha) - \sum_c b^*_c r_c`. The ``r_c`` of an exact ``alpha``
+    sum to 0 exactly, so any common shift ``t`` may be subtracted from ``b*``: with ``t`` the
+    middle of its range, :math:`|\sum_c (b^*_c - t) r_c| \le \tfrac12\,\mathrm{spread}\,
+    \|r\|_1` (``spread`` from :func:`multiclass_intercept_spread`; ``||r||_1`` bounded above
+    from its enclosure).
+    """
+    hi, lo, err = sums.expansion
+    penalised = DualSums(sums.gain, (hi[:, :-1], lo[:, :-1], err[:, :-1]), sums.balance)
+    rest = hi[:, -1] + lo[:, -1]
+    off = upper_sum(up(np.abs(rest) * (1.0 + 2.0 * U) + err[:, -1]))
+    value = dual_lower_value(penalised, None)
+    if off > 0.0:
+        half = float(up(0.5 * spread))
+        value = float(down(value - float(up(half * off)))) if half < math.inf else -math.inf
+    estimate = dual_estimate(penalised)
+    if math.isfinite(spread):
+        estimate -= 0.5 * spread * float(np.sum(np.abs(rest)))
+    return value, a, estimate
+
+
+def squared_multiclass_primal_upper(
+    f: MulticlassRows, W: np.ndarray, free_intercept: bool = False
+) -> tuple[float, float]:
     r"""An upper bound on the exact ``P(W) = 1/2 ||W||_F^2 + C sum_i s_i loss_i`` of the
     squared hinge: ``loss_i = xi_i^2`` with ``xi_i = max_c max(0, 1 - (w_{y_i} - w_c).x_i)``
     (Crammer-Singer) or ``sum_c xi_ic^2`` (Weston-Watkins), from
-    :func:`multiclass_hinge_upper` (each square rounded up), and its estimate."""
+    :func:`multiclass_hinge_upper` (each square rounded up), and its estimate
+    (``free_intercept`` as in :func:`multiclass_primal_upper`)."""
     worst, middle = multiclass_hinge_upper(f, W)
     if f.crammer_singer:
         top = worst.max(axis=1)
@@ -709,18 +774,20 @@ def squared_multiclass_primal_upper(f: MulticlassRows, W: np.ndarray) -> tuple[f
     else:
         terms = upper_row_sums(up(worst * worst))
         estimate = (middle * middle).sum(axis=1)
-    value = 0.5 * fsum(W * W) + f.C * fsum(f.sample_weight * estimate)
-    return _primal_from_shortfall(upper_sum(W * W), f.C, f.sample_weight, terms), value
+    P = W[:, :-1] if free_intercept else W
+    value = 0.5 * fsum(P * P) + f.C * fsum(f.sample_weight * estimate)
+    return _primal_from_shortfall(upper_sum(P * P), f.C, f.sample_weight, terms), value
 
 
 def squared_multiclass_dual_lower(
-    f: MulticlassRows, alpha: np.ndarray
+    f: MulticlassRows, alpha: np.ndarray, spread: float | None = None
 ) -> tuple[float, np.ndarray, float]:
     r"""A lower bound on ``P*`` of the squared hinge from ``alpha`` made exactly feasible
     (``>= 0``, 0 at ``y_i`` and on examples of weight 0; no cap): ``D(alpha) = sum alpha -
     sum_i (sum_c alpha_ic)^2 / (4 C s_i) - 1/2 ||A^T X||_F^2`` (Crammer-Singer) or with
     ``sum_c alpha_ic^2 / (4 C s_i)`` (Weston-Watkins), the quadratic terms bounded above with
-    ``C s_i`` bounded below (:func:`_capped`); the point; and ``D`` estimated."""
+    ``C s_i`` bounded below (:func:`_capped`); the point; and ``D`` estimated (``spread``: free
+    intercepts, as in :func:`multiclass_dual_lower`)."""
     a = np.where(f.mask, np.maximum(np.asarray(alpha, dtype=np.float64), 0.0), 0.0)
     cap = _capped(f.C, f.sample_weight)
     live = cap > 0.0
@@ -732,8 +799,11 @@ def squared_multiclass_dual_lower(
         quad = up(up(a[live] * a[live]) / (4.0 * cap[live][:, None]))
     bound = upper_sum(quad)
     sums = multiclass_dual_sums(f, a)
-    estimate = dual_estimate(sums) - float(fsum(np.ravel(quad)))
     sums.gain = float(down(sums.gain - bound))
+    if spread is not None:
+        value, _, estimate = balanced_lower(sums, spread, a)
+        return value, a, estimate + float(bound - fsum(np.ravel(quad)))
+    estimate = dual_estimate(sums) - float(fsum(np.ravel(quad)))
     return dual_lower_value(sums, None), a, estimate
 
 
