@@ -7,8 +7,9 @@ Times, in the same run (median of ``--repeat``):
   penalty by ``"qp"``,
   against the anchor qpsvm's hinge + L2 ``RankingSVM`` (its default route) on the same pairs;
 * multiclass (standardised digits, 64 features, 10 classes): Crammer-Singer and
-  Weston-Watkins with the squared hinge and with free per-class intercepts against the hinge
-  without intercept by the same method (the full QP or the working set), and
+  Weston-Watkins with the squared hinge, with free per-class intercepts and with the L1 and
+  elastic-net penalties against the hinge + L2 without intercept by the same method (the full
+  QP or the working set), and
   Crammer-Singer with liblinear's regularised intercept (``intercept="regularized"``) against
   ``LinearSVC(multi_class="crammer_singer", fit_intercept=True)`` at ``tol=1e-10``, whose
   answer qpsvm certifies (its relative gap is printed).
@@ -59,13 +60,16 @@ def ranking(n_items: int, repeat: int) -> None:
         )
 
 
-#: The multiclass combinations timed against the hinge without intercept: (loss, intercept,
-#: method).
+#: The multiclass combinations timed against the hinge + L2 without intercept: (loss,
+#: intercept, method, penalty).
 MULTICLASS_ROWS = [
-    ("squared_hinge", "none", "qp"),
-    ("hinge", "free", "qp"),
-    ("hinge", "free", "working_set"),
-    ("squared_hinge", "free", "qp"),
+    ("squared_hinge", "none", "qp", "l2"),
+    ("hinge", "free", "qp", "l2"),
+    ("hinge", "free", "working_set", "l2"),
+    ("squared_hinge", "free", "qp", "l2"),
+    ("hinge", "none", "qp", "l1"),
+    ("hinge", "none", "qp", "l1_l2"),
+    ("squared_hinge", "none", "qp", "l1"),
 ]
 
 
@@ -82,14 +86,17 @@ def multiclass(n_digits: int, repeat: int) -> None:
         for method in ("qp", "working_set"):
             f = qpsvm.MulticlassSVM(X, y, C=0.1, variant=variant)
             anchors[method], _ = timed(lambda f=f, m=method: f.fresh_copy().solve(method=m), repeat)
-            print(f"  {variant:<15} hinge         none {method:<11} {anchors[method]:7.2f} s")
-        for loss, intercept, method in MULTICLASS_ROWS:
-            f = qpsvm.MulticlassSVM(X, y, C=0.1, variant=variant, loss=loss, intercept=intercept)
+            print(f"  {variant:<15} hinge         none l2    {method:<11} {anchors[method]:7.2f} s")
+        for loss, intercept, method, penalty in MULTICLASS_ROWS:
+            f = qpsvm.MulticlassSVM(
+                X, y, C=0.1, variant=variant, loss=loss, intercept=intercept, penalty=penalty
+            )
             seconds, sol = timed(lambda f=f, m=method: f.fresh_copy().solve(method=m), repeat)
             assert sol.certificate.passed
             print(
-                f"  {variant:<15} {loss:<13} {intercept:<4} {method:<11} {seconds:7.2f} s  "
-                f"x{seconds / anchors[method]:5.1f}  rel. gap {sol.certificate.relative_gap:.1e}"
+                f"  {variant:<15} {loss:<13} {intercept:<4} {penalty:<5} {method:<11} "
+                f"{seconds:7.2f} s  x{seconds / anchors[method]:5.1f}  rel. gap "
+                f"{sol.certificate.relative_gap:.1e}"
             )
     est = LinearSVC(
         multi_class="crammer_singer",

@@ -242,11 +242,15 @@ class MulticlassProblem(Problem, Protocol):
     def intercepts(self, W: np.ndarray) -> Any:
         """The per-class intercepts of ``W`` (0 without an intercept)."""
 
-    def norm2(self, W: np.ndarray) -> float:
-        """``||W||_F^2`` over the penalised columns (all but a free intercept's)."""
+    def penalised(self, W: np.ndarray) -> np.ndarray:
+        """The columns of ``W`` the penalty acts on (a view)."""
 
-    def stationary(self, W: np.ndarray) -> np.ndarray:
-        """What ``A^T X`` equals at an optimum (``W``; a free intercept's column 0)."""
+    def penalty_value(self, W: np.ndarray) -> float:
+        """``R(W)`` over the penalised columns (all but a free intercept's)."""
+
+    def stationary(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """What ``A^T X`` equals at an optimum where determined (``grad R(W)``; a free
+        intercept's column 0), and the mask of the determined entries."""
 
 
 class CompositeProblem(Problem, Protocol):

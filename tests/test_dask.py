@@ -317,6 +317,8 @@ def test_multiclass_bad_input_is_refused():
         qpsvm.MulticlassSVM(chunked(X, 100), chunked(y, 100)).solve(method="qp")
     with pytest.raises(InvalidInputError, match="squared hinge is solved in memory"):
         qpsvm.MulticlassSVM(chunked(X, 100), chunked(y, 100), loss="squared_hinge")
+    with pytest.raises(InvalidInputError, match="L1 and elastic-net penalties are solved in"):
+        qpsvm.MulticlassSVM(chunked(X, 100), chunked(y, 100), penalty="l1")
     with pytest.raises(InvalidInputError, match="constant column"):
         qpsvm.MulticlassSVM(chunked(X, 100), chunked(y, 100), intercept="regularized")
 

@@ -178,12 +178,14 @@ class DaskMulticlassSVM(ReferenceCertify):
     variant : {"crammer_singer", "weston_watkins"}, default="crammer_singer"
     sample_weight : dask array of shape (n_samples,), optional
     fit_intercept : bool, default=False
-        Only ``False``, as in memory.
+        Only ``False`` with Dask data.
     loss : {"hinge"}
         Only the hinge with Dask data.
     intercept, intercept_scaling
         Only no intercept with Dask data: append the constant column ``B`` for a regularised
         one.
+    penalty, l1_ratio
+        Only the L2 penalty with Dask data.
 
     Notes
     -----
@@ -203,7 +205,15 @@ class DaskMulticlassSVM(ReferenceCertify):
         loss: str = "hinge",
         intercept: str | None = None,
         intercept_scaling: float = 1.0,
+        penalty: str = "l2",
+        l1_ratio: float = 0.5,
     ) -> None:
+        if penalty != "l2":
+            raise InvalidInputError(
+                f"with Dask data MulticlassSVM has the L2 penalty; got penalty={penalty!r} "
+                f"(l1_ratio={l1_ratio!r}). The L1 and elastic-net penalties are solved in "
+                "memory: pass X.compute() and y.compute()."
+            )
         if loss != "hinge":
             raise InvalidInputError(
                 f"with Dask data MulticlassSVM solves the hinge loss; got loss={loss!r}. The "

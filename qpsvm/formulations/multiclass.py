@@ -67,6 +67,7 @@ from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.model import CvxModel
 from qpsvm.formulations.pieces.intercepts import make_intercept, with_bias_column
 from qpsvm.formulations.pieces.losses import make_loss
+from qpsvm.formulations.pieces.penalties import make_penalty
 from qpsvm.solution import Candidate, Solution
 from qpsvm.verify.projection import project_capped_simplex
 
@@ -111,6 +112,16 @@ class MulticlassSVM(Formulation):
         ``B w[:, -1]``.
     intercept_scaling : float, default=1.0
         ``B`` of the regularised intercept (liblinear's ``-B``).
+    penalty : {"l2", "l1", "l1_l2"}, default="l2"
+        ``R(W)`` in place of ``1/2 ||W||_F^2``: ``"l1"`` is ``sum_c ||w_c||_1``, ``"l1_l2"``
+        the elastic net ``r ||W||_1 + (1 - r)/2 ||W||_F^2`` (the pieces of
+        :mod:`qpsvm.formulations.pieces.penalties`, as in :class:`~qpsvm.RankingSVM` and the
+        composed binary problems), over the same columns as the L2 penalty (a regularised
+        intercept's too, a free one's not). The dual subtracts ``R^*(A^T X)``: for L1 the
+        constraint ``max |A^T X| <= 1``. Solved by the full CVXPY problem (``method="qp"``);
+        L1 certificates give no distance bound (``R`` is not strongly convex).
+    l1_ratio : float, default=0.5
+        ``r`` of the ``"l1_l2"`` penalty, in ``(0, 1)``.
 
     Attributes
     ----------
@@ -140,6 +151,13 @@ class MulticlassSVM(Formulation):
         name: "the squared hinge (loss='squared_hinge') is solved by the full CVXPY problem "
         "(method='qp'); the working set, the subgradient method and the rational oracle serve "
         "the hinge"
+        for name in ("working_set", "subgradient", "exact")
+    }
+    #: Why the L1 and elastic-net penalties have only the full QP.
+    penalty_refusals: ClassVar[dict[str, str]] = {
+        name: "the L1 and elastic-net penalties (penalty='l1', 'l1_l2') are solved by the full "
+        "CVXPY problem (method='qp'); the working set, the subgradient method and the rational "
+        "oracle serve the L2 penalty"
         for name in ("working_set", "subgradient", "exact")
     }
     #: Why the free intercept has no subgradient method and no rational oracle.
@@ -176,8 +194,11 @@ class MulticlassSVM(Formulation):
         loss: str = "hinge",
         intercept: str | None = None,
         intercept_scaling: float = 1.0,
+        penalty: str = "l2",
+        l1_ratio: float = 0.5,
     ) -> None:
         self.loss = make_loss(loss, regression=False)
+        self.penalty = make_penalty(penalty, l1_ratio)
         if self.loss.squared:
             # the working set, the online method and the rational oracle state the hinge
             self.methods = ("qp", "full")
@@ -195,6 +216,11 @@ class MulticlassSVM(Formulation):
             if not self.loss.squared:  # the squared hinge's own refusals say more
                 self.refusals = self.free_refusals
             self.online_problem = self.exact_oracle = ""
+        if self.penalty.name != "l2":
+            self.refinement = "qpsvm.solvers.refine:refine_sparse_weights"
+            self.methods = ("qp", "full")
+            self.refusals = self.penalty_refusals
+            self.working_set = self.online_problem = self.exact_oracle = ""
         self.intercept = mode
         self.X = check_data(X)
         if mode.fitted:
@@ -316,19 +342,25 @@ class MulticlassSVM(Formulation):
         """The columns of ``W`` the penalty acts on: all but the free intercepts' column."""
         return W[:, :-1] if self.intercept.coupled else W
 
-    def norm2(self, W: np.ndarray) -> float:
-        """``||W||_F^2`` over the penalised columns (:meth:`penalised`), a careful sum."""
-        P = self.penalised(W)
-        return fsum(P * P)
+    def penalty_value(self, W: np.ndarray) -> float:
+        """``R(W)`` over the penalised columns (:meth:`penalised`), with careful sums."""
+        return float(self.penalty.value(np.ravel(self.penalised(W))))
 
-    def stationary(self, W: np.ndarray) -> np.ndarray:
-        """What ``A^T X`` equals at an optimum: ``W``, with the free intercepts' column 0 (the
-        balance ``sum_i A_ic = 0``)."""
+    def stationary(self, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """What ``A^T X`` equals at an optimum, where it is determined: ``grad R(W)`` (``W`` for
+        the L2 penalty; ``sign(W)`` where ``W != 0`` for L1), and 0 on the free intercepts'
+        column (the balance ``sum_i A_ic = 0``); and the mask of the determined entries."""
+        P = self.penalised(W)
+        g, known = self.penalty.gradient(P)
         if not self.intercept.coupled:
-            return W
-        target = W.copy()
-        target[:, -1] = 0.0
-        return target
+            return g, known
+        ones = np.ones((W.shape[0], 1), dtype=bool)
+        return np.hstack([g, np.zeros((W.shape[0], 1))]), np.hstack([known, ones])
+
+    def conjugate(self, V: np.ndarray) -> float:
+        """``R^*(V)`` over the penalised columns of ``V = A^T X`` (``+inf`` outside its
+        domain)."""
+        return float(self.penalty.conjugate(np.ravel(self.penalised(V))))
 
     def balance(self, alpha: np.ndarray) -> np.ndarray:
         """The balance residuals ``r_c = sum_i A_ic`` (free intercept; they sum to 0)."""
@@ -378,20 +410,20 @@ class MulticlassSVM(Formulation):
         """Exact slacks of a candidate ``W`` (see :meth:`slacks_from_scores`)."""
         return self.slacks_from_scores(self.scores(self.check_w(w)))
 
-    def primal_value(self, norm2: float, S: np.ndarray) -> float:
-        """``1/2 ||W||^2 + C sum_i s_i loss_i`` from ``||W||^2`` and the scores, with careful
-        sums (``loss_i = xi_i`` or ``sum_c xi_ic``)."""
+    def primal_value(self, penalty: float, S: np.ndarray) -> float:
+        """``R(W) + C sum_i s_i loss_i`` from ``R(W)`` (:meth:`penalty_value`) and the scores,
+        with careful sums (``loss_i = xi_i`` or ``sum_c xi_ic``)."""
         xi = self.slacks_from_scores(S)
         if self.squared:
             xi = xi * xi
         loss = xi if self.crammer_singer else xi.sum(axis=1)
-        return 0.5 * norm2 + self.C * fsum(self.sample_weight * loss)
+        return penalty + self.C * fsum(self.sample_weight * loss)
 
     def objective(self, w: Any, b: Any = 0.0) -> float:
-        """Primal objective ``P(W) = 1/2 ||W||_F^2 + C sum_i s_i loss_i(W)`` (the norm over the
-        penalised columns, :meth:`penalised`)."""
+        """Primal objective ``P(W) = R(W) + C sum_i s_i loss_i(W)`` (``R`` over the penalised
+        columns, :meth:`penalised`; ``1/2 ||W||_F^2`` for the L2 penalty)."""
         W = self.joint_weights(w, None if np.ndim(b) == 0 and b == 0.0 else b)
-        return self.primal_value(self.norm2(W), self.scores(W))
+        return self.primal_value(self.penalty_value(W), self.scores(W))
 
     def coefficients(self, alpha: np.ndarray) -> np.ndarray:
         """``A_ic = [c = y_i] sum_c' alpha_ic' - alpha_ic`` (entries at ``y_i`` ignored)."""
@@ -405,8 +437,8 @@ class MulticlassSVM(Formulation):
         return np.asarray(self.X.T @ self.coefficients(alpha)).T
 
     def dual_objective(self, alpha: Any) -> float:
-        """``D(alpha) = sum_{i, c != y_i} alpha_ic - 1/2 ||A^T X||_F^2`` (over the penalised
-        columns).
+        """``D(alpha) = sum_{i, c != y_i} alpha_ic - R^*(A^T X)`` (over the penalised columns;
+        ``1/2 ||A^T X||_F^2`` for the L2 penalty).
 
         A lower bound of the optimum only when ``alpha`` is dual feasible (see
         :meth:`project_dual`; with a free intercept also balanced, :meth:`balance`).
@@ -414,7 +446,7 @@ class MulticlassSVM(Formulation):
         alpha = self.check_alpha(alpha)
         W = self.expansion(alpha)
         a = np.where(self.mask, alpha, 0.0)
-        value = fsum(a) - 0.5 * self.norm2(W)
+        value = fsum(a) - self.conjugate(W)
         if self.squared:  # - sum_i (sum_c alpha_ic)^2 / (4 C s_i), or per entry (WW)
             live = self.upper > 0
             t = a[live].sum(axis=1, keepdims=True) if self.crammer_singer else a[live]
@@ -426,13 +458,21 @@ class MulticlassSVM(Formulation):
         ``{alpha_i >= 0, sum_c alpha_ic <= C s_i}`` (Crammer-Singer,
         :func:`~qpsvm.verify.projection.project_capped_simplex`) or onto the box
         ``[0, C s_i]`` (Weston-Watkins); ``alpha_{i y_i} = 0``. A free intercept's balance is
-        not enforced: the certificate bounds the effect of its residual."""
+        not enforced: the certificate bounds the effect of its residual. For the L1 penalty the
+        point is then scaled into ``max |A^T X| <= 1`` (which keeps it in the box)."""
         alpha = self.check_alpha(alpha)
         if self.squared:
-            return np.where(self.mask & (self.upper > 0)[:, None], np.maximum(alpha, 0.0), 0.0)
-        if self.crammer_singer:
-            return project_capped_simplex(alpha, self.upper, self.mask)
-        return np.where(self.mask, np.clip(alpha, 0.0, self.upper[:, None]), 0.0)
+            a = np.where(self.mask & (self.upper > 0)[:, None], np.maximum(alpha, 0.0), 0.0)
+        elif self.crammer_singer:
+            a = project_capped_simplex(alpha, self.upper, self.mask)
+        else:
+            a = np.where(self.mask, np.clip(alpha, 0.0, self.upper[:, None]), 0.0)
+        for _ in range(8):  # v is recomputed (rounded): shrink until the conjugate is finite
+            t = self.penalty.feasible_scale(np.ravel(self.penalised(self.expansion(a))))
+            if t == 1.0:
+                break
+            a = a * (t * (1.0 - 8.0 * np.finfo(float).eps))
+        return a
 
     def dual_infeasibility(self, alpha: np.ndarray) -> float:
         """Largest violation of ``alpha >= 0``, ``alpha_{i y_i} = 0``, the budget
@@ -449,6 +489,9 @@ class MulticlassSVM(Formulation):
             over = float(np.max(a - self.upper[:, None], initial=0.0))
         if self.intercept.coupled:
             over = max(over, float(np.max(np.abs(self.balance(a)))))
+        if self.penalty.name == "l1":
+            V = self.penalised(self.expansion(a))
+            over = max(over, float(np.max(np.abs(V), initial=0.0)) - 1.0)
         return max(0.0, off, negative, over)
 
     def loss_subgradient(self, w: Any, idx: Any = None) -> np.ndarray:
@@ -526,6 +569,7 @@ class MulticlassSVM(Formulation):
             None if subset is None else idx,
             squared=self.squared,
             free_intercept=self.intercept.coupled,
+            penalty=self.penalty,
         )
 
     def _bound_term(self, at_bound: Any, used: np.ndarray) -> np.ndarray:
@@ -580,7 +624,7 @@ class MulticlassSVM(Formulation):
             b=self.intercepts(W),
             xi=self.slacks_from_scores(S),
             alpha=alpha,
-            objective=float(self.primal_value(self.norm2(W), S)),
+            objective=float(self.primal_value(self.penalty_value(W), S)),
             certificate=certificate,
             **fields,
         )
@@ -607,6 +651,7 @@ def rows_multiclass_model(
     index: np.ndarray | None = None,
     squared: bool = False,
     free_intercept: bool = False,
+    penalty: Any = None,
 ) -> CvxModel:
     r"""The multiclass primal over the examples ``X`` (class indices ``y``, slack weights ``s``)
     and their constraints ``(local, cols)``: ``m_{ic} >= 1 - xi`` for example ``local[j]``
@@ -617,7 +662,8 @@ def rows_multiclass_model(
     ``C sum_E s_i (1 - (w_{y_i} - w_c).x_i)`` up to a constant (see
     :meth:`MulticlassSVM.build` for the named parts). ``index`` is kept on the model.
     ``free_intercept``: the last column of ``W`` (on ``X``'s constant column 1) is not
-    penalised.
+    penalised. ``penalty``: a piece of :mod:`qpsvm.formulations.pieces.penalties` (default
+    ``1/2 ||W||_F^2``).
     """
     n, k = X.shape[0], n_classes
     if constraints is None:
@@ -650,7 +696,11 @@ def rows_multiclass_model(
         xi = cp.Variable(m, name="xi")
         cons = {"margin": margin >= 1 - xi}
         weights = s[local]
-    penalty = 0.5 * cp.sum_squares(W[:, :-1] if free_intercept else W)
+    P = W[:, :-1] if free_intercept else W
+    if penalty is None:
+        penalty = 0.5 * cp.sum_squares(P)
+    else:
+        penalty = penalty.expression(cp.vec(P, order="C"))
     if squared:  # xi <= 0 is never better than xi = 0: no slack constraint is needed
         objective = penalty + Cp * (weights @ cp.square(xi))
     else:

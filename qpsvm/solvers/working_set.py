@@ -412,7 +412,7 @@ class WestonWatkinsSets(ResidualSets):
         f = self.f
         S = f.scores(cand.w)
         r = f.margins(S)[f.rows, f.cols] - 1.0
-        return r, float(f.primal_value(f.norm2(cand.w), S))
+        return r, float(f.primal_value(f.penalty_value(cand.w), S))
 
     def build(self) -> CvxModel:
         bound = np.flatnonzero(self.bound)
@@ -486,7 +486,7 @@ class CrammerSingerSets(StatusSets):
         self._activate(h, first, np.flatnonzero(self.work & ~joined))
         if np.any(activated):
             self._model = None
-        objective = float(self.f.primal_value(self.f.norm2(cand.w), S))
+        objective = float(self.f.primal_value(self.f.penalty_value(cand.w), S))
         violation = max(float(np.max(wrong, initial=0.0)), float(np.max(loose, initial=0.0)))
         return Round(added, objective, violation)
 

@@ -98,8 +98,10 @@ def _fit_tight(
     A = np.zeros((k, d, fi.size))
     A[f.y[fi], :, cols] = XF
     A[fc, :, cols] = -XF
-    A = A.reshape(k * d, fi.size)
-    target = (f.stationary(W) - f.expansion(alpha)).ravel()
+    goal, known = f.stationary(W)
+    known = known.ravel()
+    A = A.reshape(k * d, fi.size)[known]
+    target = (goal - f.expansion(alpha)).ravel()[known]
     ex = np.flatnonzero(budget)
     if ex.size:
         weight = max(1.0, float(np.sqrt(np.max(np.sum(A * A, axis=0)))))
@@ -192,7 +194,7 @@ def certify_multiclass(
     S = f.scores(W)
     margins = f.margins(S)
     xi = f.slacks_from_scores(S)
-    primal = f.primal_value(f.norm2(W), S)
+    primal = f.primal_value(f.penalty_value(W), S)
     primal_inf = 0.0
     if cand.xi is not None:
         given = np.asarray(cand.xi, dtype=np.float64)
@@ -218,7 +220,7 @@ def certify_multiclass(
     free = bool(f.intercept.coupled)
     value = f.dual_objective
     if free:  # points are chosen by the bound they give: D less the balance residual's cost
-        half = 0.5 * multiclass_intercept_spread(f, primal)
+        half = 0.5 * multiclass_intercept_spread(f, primal, f.penalty)
 
         def value(a: np.ndarray) -> float:
             return f.dual_objective(a) - half * float(np.sum(np.abs(f.balance(a))))
@@ -231,10 +233,11 @@ def certify_multiclass(
         if f.squared
         else (multiclass_primal_upper, multiclass_dual_lower)
     )
-    primal, primal_estimate = upper(f, W, free)
-    spread = multiclass_intercept_spread(f, primal) if free else None
-    dual, alpha, dual_estimate = lower(f, alpha, spread)
+    primal, primal_estimate = upper(f, W, free, f.penalty)
+    spread = multiclass_intercept_spread(f, primal, f.penalty) if free else None
+    dual, alpha, dual_estimate = lower(f, alpha, spread, f.penalty)
     slack = _slack_matrix(f, xi)
+    goal, known = f.stationary(W)
     comp = np.where(f.mask, np.abs(alpha * (margins - 1.0 + slack)), 0.0)
     if f.squared and f.crammer_singer:  # stationarity in xi: sum_c alpha_ic = 2 C s_i xi_i
         unused = np.abs(alpha.sum(axis=1) - 2.0 * f.upper * xi)
@@ -250,10 +253,12 @@ def certify_multiclass(
         primal_infeasibility=primal_inf,
         dual_infeasibility=f.dual_infeasibility(alpha_in) if alpha_in is not None else 0.0,
         complementarity=max(float(np.max(comp, initial=0.0)), float(np.max(unused, initial=0.0))),
-        stationarity=float(np.linalg.norm(f.stationary(W) - f.expansion(alpha))),
+        stationarity=float(np.linalg.norm((goal - f.expansion(alpha))[known])),
         tol=tol,
         formulation=f"{type(f).__name__}({f.variant}{', squared hinge' if f.squared else ''}"
-        f"{', free intercept' if free else ''})",
+        f"{', free intercept' if free else ''}"
+        f"{'' if f.penalty.name == 'l2' else ', ' + f.penalty.name + ' penalty'})",
+        strong_convexity=f.penalty.strong_convexity,
         alpha=alpha,
         rigorous=True,
         rounding_floor=evaluation_allowance(primal, dual, primal_estimate, dual_estimate),

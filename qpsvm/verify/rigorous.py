@@ -76,11 +76,14 @@ __all__ = [
     "centred_norm_upper",
     "centred_sums",
     "combine_dual_sums",
+    "complement_bounds",
+    "conjugate_upper",
     "distance_lower",
     "dot_upper",
     "dual_estimate",
     "dual_lower_value",
     "enclosed_product",
+    "inf_norm_upper",
     "intercept_bound",
     "intercept_bound_from",
     "kernel_dual_lower",
@@ -92,6 +95,7 @@ __all__ = [
     "multiclass_intercept_spread",
     "multiclass_primal_upper",
     "multiclass_slack_upper",
+    "penalty_upper",
     "primal_upper",
     "rbf_pair_error",
     "rbf_score_error",
@@ -105,6 +109,7 @@ __all__ = [
     "squared_multiclass_primal_upper",
     "upper_row_sums",
     "upper_sum",
+    "weight_norm_bound",
 ]
 
 #: Magnitude below which Dekker's splitting in Dot2 cannot overflow (:mod:`qpsvm._numerics`).
@@ -303,6 +308,78 @@ def norm2_upper(hi: np.ndarray, lo: np.ndarray, err: np.ndarray) -> float:
     return upper_sum(bound * bound)
 
 
+# ----------------------------------------------------------------------------- penalties
+def complement_bounds(r: float) -> tuple[float, float]:
+    """Floats ``lo <= 1 - r <= hi`` for the exact ``1 - r``: the rounded difference, and one
+    ulp on the side it may have rounded to unless it is exact (then ``1 - fl(1 - r) = r``, by
+    Sterbenz's lemma, since ``fl(1 - r) >= 1/2`` whenever it rounds)."""
+    s = 1.0 - r
+    if 1.0 - s == r:
+        return s, s
+    return float(down(s)), float(up(s))
+
+
+def penalty_upper(penalty: Any, w: np.ndarray, extra: float = 0.0) -> float:
+    r"""An upper bound on the exact penalty ``R((w, e))`` of float weights ``w`` (any shape) and
+    one more coordinate ``|e| <= extra`` (a regularised intercept's; 0 otherwise): L2
+    :math:`\tfrac12\|\cdot\|^2`, L1 :math:`\|\cdot\|_1` or the elastic net
+    :math:`r\|\cdot\|_1 + \tfrac{1-r}2\|\cdot\|^2` (``penalty``: a piece of
+    :mod:`qpsvm.formulations.pieces.penalties`, by its ``name`` and ``l1_ratio``)."""
+    w = np.ravel(w)
+    square = float(up(0.5 * float(up(upper_sum(w * w) + up(extra * extra)))))
+    if penalty.name == "l2":
+        return square
+    linear = float(up(upper_sum(np.abs(w)) + extra))
+    if penalty.name == "l1":
+        return linear
+    r = penalty.l1_ratio
+    return float(up(up(r * linear) + up(complement_bounds(r)[1] * square)))
+
+
+def inf_norm_upper(enclosure: tuple, extra: float = 0.0) -> float:
+    """An upper bound on ``max(||v||_inf, extra)`` for ``v`` enclosed (``hi + lo`` within
+    ``err``)."""
+    hi, lo, err = enclosure
+    top = float(np.max(up(np.abs(hi + lo) * (1.0 + 2.0 * U) + err), initial=0.0))
+    return max(top, extra)
+
+
+def conjugate_upper(penalty: Any, enclosure: tuple, extra: float = 0.0) -> tuple[float, float]:
+    r"""An upper bound on the exact conjugate ``R^*((v, e))`` for ``v`` enclosed and ``|e| <=
+    extra``, and ``1.0``; or ``(inf, t)`` with ``t < 1`` a factor that brings the multipliers
+    (hence ``v``) into the L1 penalty's domain :math:`\|v\|_\infty \le 1` (it cannot be proven
+    there yet). L2: :math:`\tfrac12\|v\|^2`; L1: 0 once the domain is proven; elastic net:
+    :math:`\sum_j \max(0, |v_j| - r)^2 / (2(1 - r))` with ``|v_j|`` bounded above and the exact
+    ``1 - r`` below (:func:`complement_bounds`)."""
+    if penalty.name == "l2":
+        return float(up(0.5 * float(up(norm2_upper(*enclosure) + up(extra * extra))))), 1.0
+    if penalty.name == "l1":
+        top = inf_norm_upper(enclosure, extra)
+        if top <= 1.0:
+            return 0.0, 1.0
+        return math.inf, float(down(down(1.0 / top) * (1.0 - 4.0 * U)))
+    r = penalty.l1_ratio
+    hi, lo, err = enclosure
+    top = np.append(np.ravel(up(np.abs(hi + lo) * (1.0 + 2.0 * U) + err)), extra)
+    soft = np.maximum(0.0, up(top - r))
+    low = complement_bounds(r)[0]
+    return float(up(upper_sum(up(soft * soft)) / float(down(2.0 * low)))), 1.0
+
+
+def weight_norm_bound(penalty: Any, upper: float) -> float:
+    r"""An upper bound on :math:`\|w^*\|` from an upper bound ``U`` on ``P^* \ge R(w^*)``:
+    :math:`\sqrt{2U}` (L2), ``U`` (L1), :math:`\min(\sqrt{2U/(1 - r)}, U / r)` (elastic net)."""
+    if not math.isfinite(upper):
+        return math.inf
+    if penalty.name == "l2":
+        return float(up(math.sqrt(2.0 * upper)))
+    if penalty.name == "l1":
+        return upper
+    r = penalty.l1_ratio
+    ridge = float(up(math.sqrt(float(up(2.0 * upper / complement_bounds(r)[0])))))
+    return min(ridge, float(up(upper / r)))
+
+
 def _sqrt_up(x: float) -> float:
     return float(up(math.sqrt(x))) if math.isfinite(x) else math.inf
 
@@ -384,10 +461,6 @@ def slack_cost(r: np.ndarray, e: np.ndarray, weight: np.ndarray) -> tuple[float,
     short = up(r + e)
     worst = float(np.max(short, initial=-np.inf))
     return upper_sum(weight * np.maximum(0.0, short)), worst
-
-
-def _primal_from_shortfall(norm2: float, C: float, weight: np.ndarray, slack: np.ndarray) -> float:
-    return primal_upper(norm2, C, upper_sum(weight * slack))
 
 
 def binary_margins(f: BinaryRows, w: np.ndarray, pairs: Any = None) -> tuple:
@@ -637,18 +710,41 @@ def multiclass_hinge_upper(f: MulticlassRows, W: np.ndarray) -> tuple[np.ndarray
     return worst, middle
 
 
+def _penalised(W: np.ndarray, free_intercept: bool) -> np.ndarray:
+    """The columns of ``W`` the penalty acts on: all but free intercepts' (the last)."""
+    return W[:, :-1] if free_intercept else W
+
+
+def _regulariser(P: np.ndarray, penalty: Any) -> tuple[float, float]:
+    """An upper bound on the exact penalty of the float weights ``P`` and its estimate (L2
+    when ``penalty`` is ``None``; :func:`penalty_upper`)."""
+    if penalty is None:
+        return float(up(0.5 * upper_sum(P * P))), 0.5 * fsum(P * P)
+    return penalty_upper(penalty, P), float(penalty.value(np.ravel(P)))
+
+
 def multiclass_primal_upper(
-    f: MulticlassRows, W: np.ndarray, free_intercept: bool = False
+    f: MulticlassRows, W: np.ndarray, free_intercept: bool = False, penalty: Any = None
 ) -> tuple[float, float]:
-    r"""An upper bound on the exact ``P(W) = 1/2 ||W||_F^2 + C sum_i s_i xi_i`` with
+    r"""An upper bound on the exact ``P(W) = R(W) + C sum_i s_i xi_i`` with
     ``xi_i = max_c max(0, 1 - (w_{y_i} - w_c).x_i)`` (Crammer-Singer) or the sum over ``c``
     (Weston-Watkins), from :func:`multiclass_slack_upper`, and ``P`` estimated from the same
-    enclosed scores without their error bounds. ``free_intercept``: the last column of ``W``
-    (free intercepts on ``X``'s constant column) is not penalised."""
+    enclosed scores without their error bounds. ``R`` is ``penalty`` (a piece of
+    :mod:`qpsvm.formulations.pieces.penalties`; ``None``: :math:`\tfrac12\|W\|_F^2`);
+    ``free_intercept``: the last column of ``W`` (free intercepts on ``X``'s constant column)
+    is not penalised."""
     slack, middle = _multiclass_slacks(f, W)
-    P = W[:, :-1] if free_intercept else W
-    estimate = 0.5 * fsum(P * P) + f.C * fsum(f.sample_weight * middle)
-    return _primal_from_shortfall(upper_sum(P * P), f.C, f.sample_weight, slack), estimate
+    return _primal_from_slacks(f, _penalised(W, free_intercept), slack, middle, penalty)
+
+
+def _primal_from_slacks(
+    f: MulticlassRows, P: np.ndarray, terms: np.ndarray, middle: np.ndarray, penalty: Any
+) -> tuple[float, float]:
+    """The upper bound ``R(P) + C sum_i s_i terms_i`` (each rounded product and the sum covered)
+    and its estimate from ``middle``."""
+    reg, reg_estimate = _regulariser(P, penalty)
+    cost = float(up(f.C * upper_sum(f.sample_weight * terms) * (1.0 + 2.0 * U)))
+    return float(up(reg + cost)), reg_estimate + f.C * fsum(f.sample_weight * middle)
 
 
 def multiclass_feasible(f: MulticlassRows, alpha: np.ndarray) -> np.ndarray:
@@ -695,78 +791,114 @@ def multiclass_dual_sums(f: MulticlassRows, a: np.ndarray) -> DualSums:
 
 
 def multiclass_dual_lower(
-    f: MulticlassRows, alpha: np.ndarray, spread: float | None = None
+    f: MulticlassRows,
+    alpha: np.ndarray,
+    spread: float | None = None,
+    penalty: Any = None,
 ) -> tuple[float, np.ndarray, float]:
-    r"""A lower bound on ``P*``: ``D(alpha) = sum alpha - 1/2 ||A^T X||_F^2`` at ``alpha`` made
-    exactly feasible (:func:`multiclass_feasible`), that point (:func:`dual_lower_value` of
-    :func:`multiclass_dual_sums`) and its ``D`` estimated (:func:`dual_estimate`); with free
-    intercepts (``spread`` from :func:`multiclass_intercept_spread`) less the balance
-    residual's effect (:func:`balanced_lower`)."""
-    a = multiclass_feasible(f, alpha)
-    sums = multiclass_dual_sums(f, a)
-    if spread is not None:
-        return (*balanced_lower(sums, spread, a),)
-    return dual_lower_value(sums, None), a, dual_estimate(sums)
+    r"""A lower bound on ``P*``: ``D(alpha) = sum alpha - R^*(A^T X)`` at ``alpha`` made
+    exactly feasible (:func:`multiclass_feasible`; scaled into the L1 penalty's domain), that
+    point and its ``D`` estimated. ``R^*`` is ``penalty``'s conjugate
+    (:func:`conjugate_upper`; ``None``: :math:`\tfrac12\|\cdot\|_F^2`); with free intercepts
+    (``spread`` from :func:`multiclass_intercept_spread`) over the penalised columns, less the
+    balance residual's effect (:func:`balanced_lower`)."""
+    return _shrunk_lower(f, multiclass_feasible(f, alpha), spread, penalty, None)
 
 
-def multiclass_intercept_spread(f: MulticlassRows, upper: float) -> float:
+def _shrunk_lower(
+    f: MulticlassRows, a: np.ndarray, spread: float | None, penalty: Any, quadratic: Any
+) -> tuple[float, np.ndarray, float]:
+    """:func:`balanced_lower` of ``a``, scaled down (which keeps it feasible) until the L1
+    penalty's domain is proven; ``quadratic(a)`` gives the squared hinge's upper bound on
+    its quadratic terms and their estimate (``None``: the hinge, none)."""
+    for _ in range(8):
+        sums = multiclass_dual_sums(f, a)
+        quad, quad_estimate = (0.0, 0.0) if quadratic is None else quadratic(a)
+        sums.gain = float(down(sums.gain - quad))
+        value, estimate, shrink = balanced_lower(sums, spread, penalty)
+        if shrink == 1.0:
+            return value, a, estimate + quad - quad_estimate
+        a = a * shrink
+    return -math.inf, a, -math.inf
+
+
+def multiclass_intercept_spread(f: MulticlassRows, upper: float, penalty: Any = None) -> float:
     r"""An upper bound on :math:`\max_c b^*_c - \min_c b^*_c` for some optimal free intercepts
     (the problem on ``X`` whose last column is the constant 1, its weights unpenalised):
-    ``(k - 1) (1 + 2 sqrt(2 U) max_i ||x_i||)`` for any upper bound ``U`` on ``P*``.
+    ``(k - 1) (1 + 2 M max_i ||x_i||)`` with ``M >= ||W*||_F`` from any upper bound ``U`` on
+    ``P*`` (:func:`weight_norm_bound`: ``sqrt(2U)`` for the L2 penalty, ``penalty=None``).
 
-    Proof. Let ``M >= max_c ||w*_c||`` (``||W*||_F^2 <= 2 P*``) and ``G = 1 + 2 M max_i
-    ||x_i||``. Suppose the sorted ``b*`` have a gap ``g > G`` between the classes above, ``T``,
-    and below, ``L``. Every score ``w_c.x_i + b_c`` of a class in ``T`` then exceeds every one of
-    a class in ``L`` by more than 1. An example of a class in ``T`` meets its constraints against
-    ``L`` with margin ``> 1``: their multipliers are 0. An example of a class in ``L`` with
-    weight ``s_i > 0`` violates its constraints against ``T``, so its multipliers there are
-    positive (the hinge's ``C s_i`` in total on its largest violation, which lies in ``T``, or
-    ``2 C s_i xi`` for the squared hinge). Summing the balance ``sum_i A_ic = 0`` over
-    ``c in T`` leaves ``-sum_{y_i in L} sum_{c in T} alpha_ic = 0``: a contradiction. If no
-    example of ``L`` has a positive weight, raising ``b*`` on ``L`` until ``g = G`` changes no
-    term of ``P``, so it stays optimal. Either way some optimal ``b*`` has every gap ``<= G``,
-    and ``k - 1`` gaps.
+    Proof. Let ``G = 1 + 2 M max_i ||x_i||``. Suppose the sorted ``b*`` have a gap ``g > G``
+    between the classes above, ``T``, and below, ``L``. Every score ``w_c.x_i + b_c`` of a
+    class in ``T`` then exceeds every one of a class in ``L`` by more than 1. An example of a
+    class in ``T`` meets its constraints against ``L`` with margin ``> 1``: their multipliers
+    are 0. An example of a class in ``L`` with weight ``s_i > 0`` violates its constraints
+    against ``T``, so its multipliers there are positive (the hinge's ``C s_i`` in total on its
+    largest violation, which lies in ``T``, or ``2 C s_i xi`` for the squared hinge). Summing
+    the balance ``sum_i A_ic = 0`` over ``c in T`` leaves ``-sum_{y_i in L} sum_{c in T}
+    alpha_ic = 0``: a contradiction. If no example of ``L`` has a positive weight, raising
+    ``b*`` on ``L`` until ``g = G`` changes no term of ``P``, so it stays optimal. Either way
+    some optimal ``b*`` has every gap ``<= G``, and ``k - 1`` gaps.
     """
-    if not math.isfinite(upper):
+    norm = weight_norm_bound(penalty, upper) if penalty is not None else math.inf
+    if penalty is None and math.isfinite(upper):
+        norm = float(up(_sqrt_up(2.0 * upper)))
+    if not math.isfinite(norm):
         return math.inf
-    gap = float(up(1.0 + up(2.0 * float(up(_sqrt_up(2.0 * upper) * row_norm_upper(f.X))))))
+    gap = float(up(1.0 + up(2.0 * float(up(norm * row_norm_upper(f.X))))))
     return float(up((f.n_classes - 1) * gap))
 
 
-def balanced_lower(sums: DualSums, spread: float, a: np.ndarray) -> tuple[float, np.ndarray, float]:
-    r"""The lower bound of :func:`multiclass_dual_lower` with free intercepts, the point and its
-    estimate, from :class:`DualSums` whose expansion's last column is the balance
-    ``r_c = sum_i A_ic`` (the constant column 1 of ``X``).
+def balanced_lower(
+    sums: DualSums, spread: float | None, penalty: Any = None
+) -> tuple[float, float, float]:
+    r"""The lower bound ``gain - R^*(v)`` on ``P*`` from :class:`DualSums`, its estimate, and
+    ``1.0``; or ``(-inf, -inf, t)`` when ``v`` is not proven in the L1 penalty's domain (scale
+    the multipliers by ``t``, :func:`conjugate_upper`).
 
-    With ``b`` fixed at an optimal ``b*`` the problem keeps its optimum and its dual loses the
-    balance, so :math:`P^* \ge D(\alpha) - \sum_c b^*_c r_c`. The ``r_c`` of an exact ``alpha``
-    sum to 0 exactly, so any common shift ``t`` may be subtracted from ``b*``: with ``t`` the
-    middle of its range, :math:`|\sum_c (b^*_c - t) r_c| \le \tfrac12\,\mathrm{spread}\,
-    \|r\|_1` (``spread`` from :func:`multiclass_intercept_spread`; ``||r||_1`` bounded above
-    from its enclosure).
+    With free intercepts (``spread`` not ``None``) the expansion's last column is the balance
+    ``r_c = sum_i A_ic`` (the constant column 1 of ``X``), not penalised. With ``b`` fixed at
+    an optimal ``b*`` the problem keeps its optimum and its dual loses the balance, so
+    :math:`P^* \ge D(\alpha) - \sum_c b^*_c r_c`. The ``r_c`` of an exact ``alpha`` sum to 0
+    exactly, so any common shift ``t`` may be subtracted from ``b*``: with ``t`` the middle of
+    its range, :math:`|\sum_c (b^*_c - t) r_c| \le \tfrac12\,\mathrm{spread}\,\|r\|_1`
+    (``spread`` from :func:`multiclass_intercept_spread`; ``||r||_1`` bounded above from its
+    enclosure).
     """
     hi, lo, err = sums.expansion
-    penalised = DualSums(sums.gain, (hi[:, :-1], lo[:, :-1], err[:, :-1]), sums.balance)
-    rest = hi[:, -1] + lo[:, -1]
-    off = upper_sum(up(np.abs(rest) * (1.0 + 2.0 * U) + err[:, -1]))
-    value = dual_lower_value(penalised, None)
-    if off > 0.0:
-        half = float(up(0.5 * spread))
-        value = float(down(value - float(up(half * off)))) if half < math.inf else -math.inf
-    estimate = dual_estimate(penalised)
-    if math.isfinite(spread):
-        estimate -= 0.5 * spread * float(np.sum(np.abs(rest)))
-    return value, a, estimate
+    rest = None
+    if spread is not None:
+        rest = (hi[:, -1] + lo[:, -1], err[:, -1])
+        hi, lo, err = hi[:, :-1], lo[:, :-1], err[:, :-1]
+    if penalty is None:
+        conjugate, shrink = float(up(0.5 * norm2_upper(hi, lo, err))), 1.0
+    else:
+        conjugate, shrink = conjugate_upper(penalty, (hi, lo, err))
+    if shrink != 1.0:
+        return -math.inf, -math.inf, shrink
+    value = float(down(sums.gain - conjugate))
+    v = np.asarray(hi + lo)
+    estimate = sums.gain - (
+        0.5 * fsum(v * v) if penalty is None else float(penalty.conjugate(np.ravel(v)))
+    )
+    if rest is not None:
+        off = upper_sum(up(np.abs(rest[0]) * (1.0 + 2.0 * U) + rest[1]))
+        if off > 0.0:
+            half = float(up(0.5 * spread))
+            value = float(down(value - float(up(half * off)))) if half < math.inf else -math.inf
+        if math.isfinite(spread):
+            estimate -= 0.5 * spread * float(np.sum(np.abs(rest[0])))
+    return value, estimate, 1.0
 
 
 def squared_multiclass_primal_upper(
-    f: MulticlassRows, W: np.ndarray, free_intercept: bool = False
+    f: MulticlassRows, W: np.ndarray, free_intercept: bool = False, penalty: Any = None
 ) -> tuple[float, float]:
-    r"""An upper bound on the exact ``P(W) = 1/2 ||W||_F^2 + C sum_i s_i loss_i`` of the
-    squared hinge: ``loss_i = xi_i^2`` with ``xi_i = max_c max(0, 1 - (w_{y_i} - w_c).x_i)``
-    (Crammer-Singer) or ``sum_c xi_ic^2`` (Weston-Watkins), from
-    :func:`multiclass_hinge_upper` (each square rounded up), and its estimate
-    (``free_intercept`` as in :func:`multiclass_primal_upper`)."""
+    r"""An upper bound on the exact ``P(W) = R(W) + C sum_i s_i loss_i`` of the squared hinge:
+    ``loss_i = xi_i^2`` with ``xi_i = max_c max(0, 1 - (w_{y_i} - w_c).x_i)`` (Crammer-Singer)
+    or ``sum_c xi_ic^2`` (Weston-Watkins), from :func:`multiclass_hinge_upper` (each square
+    rounded up), and its estimate (``free_intercept`` and ``penalty`` as in
+    :func:`multiclass_primal_upper`)."""
     worst, middle = multiclass_hinge_upper(f, W)
     if f.crammer_singer:
         top = worst.max(axis=1)
@@ -774,37 +906,35 @@ def squared_multiclass_primal_upper(
     else:
         terms = upper_row_sums(up(worst * worst))
         estimate = (middle * middle).sum(axis=1)
-    P = W[:, :-1] if free_intercept else W
-    value = 0.5 * fsum(P * P) + f.C * fsum(f.sample_weight * estimate)
-    return _primal_from_shortfall(upper_sum(P * P), f.C, f.sample_weight, terms), value
+    return _primal_from_slacks(f, _penalised(W, free_intercept), terms, estimate, penalty)
 
 
 def squared_multiclass_dual_lower(
-    f: MulticlassRows, alpha: np.ndarray, spread: float | None = None
+    f: MulticlassRows,
+    alpha: np.ndarray,
+    spread: float | None = None,
+    penalty: Any = None,
 ) -> tuple[float, np.ndarray, float]:
     r"""A lower bound on ``P*`` of the squared hinge from ``alpha`` made exactly feasible
     (``>= 0``, 0 at ``y_i`` and on examples of weight 0; no cap): ``D(alpha) = sum alpha -
-    sum_i (sum_c alpha_ic)^2 / (4 C s_i) - 1/2 ||A^T X||_F^2`` (Crammer-Singer) or with
+    sum_i (sum_c alpha_ic)^2 / (4 C s_i) - R^*(A^T X)`` (Crammer-Singer) or with
     ``sum_c alpha_ic^2 / (4 C s_i)`` (Weston-Watkins), the quadratic terms bounded above with
-    ``C s_i`` bounded below (:func:`_capped`); the point; and ``D`` estimated (``spread``: free
-    intercepts, as in :func:`multiclass_dual_lower`)."""
+    ``C s_i`` bounded below (:func:`_capped`); the point; and ``D`` estimated (``spread`` and
+    ``penalty`` as in :func:`multiclass_dual_lower`)."""
     a = np.where(f.mask, np.maximum(np.asarray(alpha, dtype=np.float64), 0.0), 0.0)
     cap = _capped(f.C, f.sample_weight)
     live = cap > 0.0
     a[~live] = 0.0
-    if f.crammer_singer:
-        total = upper_row_sums(a[live])
-        quad = up(up(total * total) / (4.0 * cap[live]))
-    else:
-        quad = up(up(a[live] * a[live]) / (4.0 * cap[live][:, None]))
-    bound = upper_sum(quad)
-    sums = multiclass_dual_sums(f, a)
-    sums.gain = float(down(sums.gain - bound))
-    if spread is not None:
-        value, _, estimate = balanced_lower(sums, spread, a)
-        return value, a, estimate + float(bound - fsum(np.ravel(quad)))
-    estimate = dual_estimate(sums) - float(fsum(np.ravel(quad)))
-    return dual_lower_value(sums, None), a, estimate
+
+    def quadratic(a: np.ndarray) -> tuple[float, float]:
+        if f.crammer_singer:
+            total = upper_row_sums(a[live])
+            quad = up(up(total * total) / (4.0 * cap[live]))
+        else:
+            quad = up(up(a[live] * a[live]) / (4.0 * cap[live][:, None]))
+        return upper_sum(quad), float(fsum(np.ravel(quad)))
+
+    return _shrunk_lower(f, a, spread, penalty, quadratic)
 
 
 # ----------------------------------------------------------------------------- rbf kernels
@@ -984,7 +1114,7 @@ def kernel_primal_upper(
     norm2 = max(norm2, 0.0)
     r, e = shortfall(f.margin, f.y, (scores, np.zeros_like(scores), err), b)
     slack = np.maximum(0.0, up(r + e))
-    return _primal_from_shortfall(norm2, f.C, f.sample_weight, slack)
+    return primal_upper(norm2, f.C, upper_sum(f.sample_weight * slack))
 
 
 def kernel_dual_lower(

@@ -14,7 +14,9 @@ state. As for the binary problems (:mod:`qpsvm.verify.rigorous`, whose tools thi
   ``R^*(v)`` bounded above (L2: ``||v||^2 / 2``; L1: ``0`` once ``||v||_inf <= 1`` is proven,
   the point being scaled down until it is; elastic net ``r ||w||_1 + (1 - r)/2 ||w||^2``:
   ``sum_j max(0, |v_j| - r)^2 / (2 (1 - r))``, with ``|v_j|`` bounded above and the exact
-  ``1 - r`` bounded below, :func:`complement_bounds`).
+  ``1 - r`` bounded below, :func:`~qpsvm.verify.rigorous.complement_bounds`; the pieces'
+  bounds are :func:`~qpsvm.verify.rigorous.penalty_upper` and
+  :func:`~qpsvm.verify.rigorous.conjugate_upper`).
 
 For the ranking problems the rows are the exact differences ``x_i - x_j`` of item pairs
 (``f.item_pairs``): the margins and ``v`` are enclosed from the items, never from rounded
@@ -46,34 +48,25 @@ from qpsvm.verify.rigorous import (
     _capped,
     binary_expansion,
     binary_margins,
+    conjugate_upper,
     down,
     gamma,
-    norm2_upper,
+    penalty_upper,
     row_norm_upper,
     shortfall,
     up,
     upper_sum,
+    weight_norm_bound,
 )
 
 __all__ = [
     "RIGOROUS_PENALTIES",
-    "complement_bounds",
     "composed_dual_lower",
     "composed_primal_upper",
 ]
 
 #: Penalties whose enclosures are rigorous here.
 RIGOROUS_PENALTIES = frozenset({"l2", "l1", "l1_l2"})
-
-
-def complement_bounds(r: float) -> tuple[float, float]:
-    """Floats ``lo <= 1 - r <= hi`` for the exact ``1 - r``: the rounded difference, and one
-    ulp on the side it may have rounded to unless it is exact (then ``1 - fl(1 - r) = r``, by
-    Sterbenz's lemma, since ``fl(1 - r) >= 1/2`` whenever it rounds)."""
-    s = 1.0 - r
-    if 1.0 - s == r:
-        return s, s
-    return float(down(s)), float(up(s))
 
 
 def _excess_upper(f: CompositeProblem, w: np.ndarray, b: float) -> np.ndarray:
@@ -96,17 +89,7 @@ def composed_primal_upper(f: CompositeProblem, w: np.ndarray, b: float) -> float
     excess = _excess_upper(f, w, b)
     terms = up(excess * excess) if f.loss.squared else excess
     cost = float(up(f.C * upper_sum(f.sample_weight * terms) * (1.0 + 2.0 * U)))
-    extra = _coordinate_upper(f, b)
-    square = float(up(0.5 * float(up(upper_sum(w * w) + up(extra * extra)))))
-    linear = float(up(upper_sum(np.abs(w)) + extra))
-    if f.penalty.name == "l2":
-        penalty = square
-    elif f.penalty.name == "l1":
-        penalty = linear
-    else:
-        r = f.penalty.l1_ratio
-        penalty = float(up(up(r * linear) + up(complement_bounds(r)[1] * square)))
-    return float(up(penalty + cost))
+    return float(up(penalty_upper(f.penalty, w, _coordinate_upper(f, b)) + cost))
 
 
 def _signed_lower(t: np.ndarray) -> float:
@@ -150,12 +133,6 @@ def _v(f: CompositeProblem, u: np.ndarray) -> tuple[tuple, float]:
     return enclosure, float(up(f.intercept.scaling * float(up(total)) * (1.0 + 2.0 * U)))
 
 
-def _inf_norm_upper(enclosure: tuple, extra: float) -> float:
-    hi, lo, err = enclosure
-    top = float(np.max(up(np.abs(hi + lo) * (1.0 + 2.0 * U) + err), initial=0.0))
-    return max(top, extra)
-
-
 def composed_dual_lower(
     f: CompositeProblem, u: np.ndarray, upper: float
 ) -> tuple[float, np.ndarray]:
@@ -163,21 +140,13 @@ def composed_dual_lower(
     point; ``upper`` is a rigorous upper bound on ``P*`` (for the coupling's residual)."""
     lo, hi = _box(f)
     u = np.clip(np.asarray(u, dtype=np.float64), lo, hi)
-    enclosure, extra = _v(f, u)
-    if f.penalty.name == "l1":
-        for _ in range(8):
-            top = _inf_norm_upper(enclosure, extra)
-            if top <= 1.0:
-                break
-            u = u * float(down(down(1.0 / top) * (1.0 - 4.0 * U)))
-            enclosure, extra = _v(f, u)
-        else:
-            return -math.inf, u
-        conjugate = 0.0
-    elif f.penalty.name == "l2":
-        conjugate = float(up(0.5 * float(up(norm2_upper(*enclosure) + up(extra * extra)))))
+    for _ in range(8):  # the L1 penalty: scaled until its domain is proven
+        conjugate, shrink = conjugate_upper(f.penalty, *_v(f, u))
+        if shrink == 1.0:
+            break
+        u = u * shrink
     else:
-        conjugate = _elastic_conjugate_upper(f.penalty.l1_ratio, enclosure, extra)
+        return -math.inf, u
     value = float(down(_loss_part_lower(f, u) - conjugate))
     if f.intercept.coupled:
         su = u * f.sigma
@@ -192,28 +161,11 @@ def composed_dual_lower(
     return value, u
 
 
-def _elastic_conjugate_upper(r: float, enclosure: tuple, extra: float) -> float:
-    r"""An upper bound on :math:`\sum_j \max(0, |v_j| - r)^2 / (2(1 - r))` for ``v``
-    enclosed (``hi + lo`` within ``err``) and the intercept's coordinate at most ``extra``."""
-    hi, lo, err = enclosure
-    top = np.append(up(np.abs(hi + lo) * (1.0 + 2.0 * U) + err), extra)
-    soft = np.maximum(0.0, up(top - r))
-    low = complement_bounds(r)[0]
-    return float(up(upper_sum(up(soft * soft)) / float(down(2.0 * low))))
-
-
 def _intercept_bound(f: CompositeProblem, upper: float) -> float:
     """``|b*| <= max_i |t_i| + eps + ||w*|| max_i ||x_i||`` (module docstring)."""
-    if not math.isfinite(upper):
+    norm = weight_norm_bound(f.penalty, upper)
+    if not math.isfinite(norm):
         return math.inf
-    if f.penalty.name == "l2":
-        norm = float(up(math.sqrt(2.0 * upper)))
-    elif f.penalty.name == "l1":
-        norm = upper
-    else:
-        r = f.penalty.l1_ratio
-        ridge = float(up(math.sqrt(float(up(2.0 * upper / complement_bounds(r)[0])))))
-        norm = min(ridge, float(up(upper / r)))
     reach = float(up(norm * row_norm_upper(f.X)))
     epsilon = f.epsilon if f.loss.regression else 0.0
     return float(up(up(float(np.max(np.abs(f.target), initial=0.0)) + epsilon) + reach))

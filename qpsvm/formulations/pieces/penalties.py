@@ -29,7 +29,7 @@ import numpy as np
 from qpsvm._lazy import lazy_module
 from qpsvm._numerics import fsum, fsum_dot
 from qpsvm.exceptions import InvalidInputError
-from qpsvm.verify.rigorous_composed import complement_bounds
+from qpsvm.verify.rigorous import complement_bounds
 
 cp = lazy_module("cvxpy")
 
