@@ -10,10 +10,12 @@ suboptimality; problems qpsvm cannot state are refused by name.
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
 from sklearn.datasets import load_diabetes, load_iris, make_classification
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC, SVR, LinearSVC, LinearSVR, NuSVC
@@ -142,6 +144,23 @@ def test_linear_multiclass_one_vs_rest_and_crammer_singer(iris):
     cs = LinearSVC(multi_class="crammer_singer", C=0.3, tol=1e-10, max_iter=1_000_000).fit(X, y)
     v = validate(cs, X, y, exact=True)
     assert v.spec.multi_class == "crammer_singer" and v.passed, v
+
+
+def test_linear_l1_multiclass_is_one_binary_l1_problem_per_class(iris):
+    """LinearSVC(penalty="l1", dual=False) with three classes (liblinear -s 5) is one-vs-rest:
+    validate builds one binary squared-hinge L1 problem per class, not the multiclass L1
+    problem (MulticlassSVM(penalty="l1"), which no liblinear solver states)."""
+    X, y = iris
+    est = LinearSVC(penalty="l1", dual=False, C=0.3, tol=1e-12, max_iter=1_000_000)
+    with warnings.catch_warnings():  # liblinear -s 5 may stop at its iteration cap: the
+        warnings.simplefilter("ignore", ConvergenceWarning)  # parts' gaps then say how far
+        est.fit(X, y)
+    v = validate(est, X, y, exact=True)
+    assert v.spec.family == "multiclass" and v.spec.multi_class == "ovr"
+    assert v.spec.penalty == "l1" and v.spec.loss == "squared_hinge"
+    assert len(v.parts) == 3
+    assert all(p.formulation.penalty.name == "l1" for p in v.parts)
+    _sound(v)
 
 
 def test_sgd_converts_alpha_to_C(blobs):
