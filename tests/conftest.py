@@ -64,6 +64,17 @@ def exact_poly(X, gamma, coef0, degree) -> list[list[Fraction]]:
     ]
 
 
+def assert_encloses_and_tight(cert, value: float, optimum) -> None:
+    """A rigorous certificate of a candidate of objective ``value``: ``[lower, upper]`` holds
+    the exact ``optimum`` (a ``Fraction``), and the gap lies between the true suboptimality and
+    twice it, up to a relative floor of 2e-9 (the certificate's own tolerance)."""
+    assert cert.rigorous
+    assert Fraction(cert.lower) <= optimum <= Fraction(cert.upper)
+    true = value - float(optimum)
+    floor = 2e-9 * max(1.0, float(optimum))
+    assert true - floor <= cert.gap <= 2.0 * true + floor
+
+
 def ranking_problem(seed: int, n_queries: int = 6, per_query: int = 8, d: int = 4):
     """Items scored by a hidden linear utility plus noise, cut into 3 relevance levels."""
     rng = np.random.default_rng(seed)

@@ -11,6 +11,7 @@ from fractions import Fraction
 import cvxpy as cp
 import numpy as np
 import pytest
+from conftest import assert_encloses_and_tight
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sklearn.svm import LinearSVC
@@ -124,11 +125,7 @@ def test_certificate_encloses_the_exact_optimum(seed, variant, C, B):
     rng = np.random.default_rng(seed)
     w, b = rng.normal(size=(3, 2)), rng.normal(size=3) * B  # b / B exact: B a power of 2
     cert = f.certify(w=w, b=b)
-    assert cert.rigorous
-    assert Fraction(cert.lower) <= optimum <= Fraction(cert.upper)
-    true = f.objective(w, b) - float(optimum)
-    floor = 2e-9 * max(1.0, float(optimum))
-    assert true - floor <= cert.gap <= 2.0 * true + floor
+    assert_encloses_and_tight(cert, f.objective(w, b), optimum)
 
 
 def test_bad_input_gives_typed_errors():
@@ -250,11 +247,7 @@ def test_squared_hinge_certificate_encloses_the_exact_optimum(seed, variant, sca
     rng = np.random.default_rng(seed)
     for w in (rng.normal(size=(3, 2)), best.w + scale * rng.normal(size=(3, 2))):
         cert = f.certify(w=w)
-        assert cert.rigorous
-        assert Fraction(cert.lower) <= optimum <= Fraction(cert.upper)
-        true = f.objective(w) - float(optimum)
-        floor = 2e-9 * max(1.0, float(optimum))
-        assert true - floor <= cert.gap <= 2.0 * true + floor
+        assert_encloses_and_tight(cert, f.objective(w), optimum)
 
 
 def test_squared_hinge_bad_input_and_refused_methods():

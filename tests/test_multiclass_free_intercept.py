@@ -12,6 +12,7 @@ from fractions import Fraction
 import cvxpy as cp
 import numpy as np
 import pytest
+from conftest import assert_encloses_and_tight
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -151,11 +152,7 @@ def test_certificate_encloses_the_exact_optimum(seed, variant, C, scale):
     w = best.w[:, :-1] + scale * rng.normal(size=(2, 2))
     b = best.b + scale * rng.normal(size=2)
     cert = f.certify(w=w, b=b)
-    assert cert.rigorous
-    assert Fraction(cert.lower) <= optimum <= Fraction(cert.upper)
-    true = f.objective(w, b) - float(optimum)
-    floor = 2e-9 * max(1.0, float(optimum))
-    assert true - floor <= cert.gap <= 2.0 * true + floor
+    assert_encloses_and_tight(cert, f.objective(w, b), optimum)
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
