@@ -32,19 +32,21 @@ The cutting plane stops at a loose gap; the exact optimum is then reached on the
 pairs short of the margin by more than a window ``tau`` are fixed at ``alpha_p = C``, those
 beyond it at 0, and the dual over the few pairs inside the window is solved exactly
 (:func:`qpsvm.verify.ranking.window_dual`: smoothed Newton steps in the ``d`` features, then
-the exact sets). If every pair's side was right, its point is the optimum: its float gap over
-all pairs (one sweep) closes, and the certificate
-(:func:`qpsvm.verify.ranking.certify_grouped`) proves it from the data; otherwise a wider
+the exact sets). If every pair's side was right, its point is the optimum, and the
+certificate (:func:`qpsvm.verify.ranking.certify_grouped`) proves it from the data with the
+window's own dual point (no second window read off the point's scores); otherwise a wider
 window is tried, then the cutting plane resumes towards a tighter gap. Where the planes
 approach the optimum too slowly (large ``C``) the pairs are formed and the working set on
-them finishes (:data:`STALL_GAP`).
+them finishes (:data:`STALL_GAP`). Each sweep sorts the items from the order of a nearby
+point (:func:`~qpsvm.verify.ranking_sweep.sorted_by_query`): along the line search and late
+in the run the order changes little.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,10 +57,16 @@ from qpsvm._jit import ENTRY
 from qpsvm._validation import check_int, check_tol
 from qpsvm.contract import METHODS, RankingProblem, check_method, load
 from qpsvm.exceptions import InvalidInputError
-from qpsvm.solution import Candidate, Solution
-from qpsvm.verify.certificate import DEFAULT_TOL, relative
-from qpsvm.verify.ranking import MAX_WINDOW, grouped_dual_value, window_dual
-from qpsvm.verify.ranking_sweep import pair_sums
+from qpsvm.solution import Solution
+from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, relative
+from qpsvm.verify.ranking import (
+    MAX_WINDOW,
+    WINDOW_TAUS,
+    WindowDual,
+    certify_grouped,
+    window_dual,
+)
+from qpsvm.verify.ranking_sweep import pair_sums, sorted_by_query
 
 __all__ = ["solve_one_slack"]
 
@@ -148,31 +156,46 @@ class _Planes:
         return w, float(c @ self.mu) - 0.5 * float(w @ w)
 
 
-def hinge_sum(f: RankingProblem, scores: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+def hinge_sum(
+    f: RankingProblem, scores: np.ndarray, order: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray]:
     """``sum_p max(0, 1 - s_i + s_j)`` in floating point, with the per-item counts
-    ``cnt, cnt'`` of the pairs short of the margin (one sweep)."""
-    scores = np.asarray(scores).ravel()
-    cnt, cnt_other, total, _ = pair_sums(f.query_layout, scores - 1.0, scores, monotone=True)
+    ``cnt, cnt'`` of the pairs short of the margin (one sweep; ``order`` the items sorted by
+    score within queries, :func:`~qpsvm.verify.ranking_sweep.sorted_by_query`)."""
+    lay = f.query_layout
+    cnt, cnt_other, total, _ = pair_sums(lay, scores - 1.0, scores, monotone=True, order=order)
     return float(cnt.sum()) - float(cnt @ scores) + float(total.sum()), cnt, cnt_other
 
 
-def _finish(f: RankingProblem, w: np.ndarray, tol: float) -> tuple[np.ndarray | None, int]:
-    """The pairs within ``tau`` of the margin at ``w`` solved exactly with every other pair
-    fixed on its side at ``w``, for the windows :data:`FINISH_TAUS` in turn, until the float
-    gap of a window's point closes below ``tol / 10``; returns that point (``None`` if none
-    did, or the window outgrew :data:`~qpsvm.verify.ranking.MAX_WINDOW`) and the windows
-    tried. The sides are never re-read from a window's point: that step flips thousands of
-    pairs back and forth."""
-    X, C = f.items, f.C
-    scores = np.asarray(X @ w).ravel()
+def _finish(
+    f: RankingProblem, best: _Point, tol: float
+) -> tuple[tuple[WindowDual, Certificate] | None, int]:
+    """The pairs within ``tau`` of the margin at ``w = best.w`` solved exactly with every
+    other pair fixed on its side at ``w`` (read off its scores and their order), for the
+    windows :data:`FINISH_TAUS` in turn, until a window's
+    point ``point.w`` is certified with its own dual point first (:func:`_certify_point`);
+    returns that point and certificate (``None`` if none passed, or the window outgrew
+    :data:`~qpsvm.verify.ranking.MAX_WINDOW`) and the windows tried. The sides are never
+    re-read from a window's point: that step flips thousands of pairs back and forth."""
     for tried, tau in enumerate(FINISH_TAUS, start=1):
-        point = window_dual(X, C, f.query_layout, scores, tau, start=w)
+        lay = f.query_layout
+        point = window_dual(f.items, f.C, lay, best.scores, tau, start=best.w, order=best.order)
         if point is None:
             return None, tried
-        primal = 0.5 * float(point.w @ point.w) + C * hinge_sum(f, X @ point.w)[0]
-        if relative(primal - grouped_dual_value(X, C, point), primal) <= 0.1 * tol:
-            return point.w, tried
+        cert = _certify_point(f, point, tol, windows=())
+        if cert.passed:
+            return (point, cert), tried
     return None, len(FINISH_TAUS)
+
+
+def _certify_point(
+    f: RankingProblem, point: WindowDual, tol: float, windows: Sequence[float] = WINDOW_TAUS
+) -> Certificate:
+    """The certificate of ``w = point.w``: the grouped certificate
+    (:func:`~qpsvm.verify.ranking.certify_grouped`) tries ``point``, the window's own dual
+    point (the exact maximiser of the dual with the sides fixed: at the optimum its gap is
+    the rounding's), before the windows ``windows`` read off ``w``'s scores."""
+    return certify_grouped(f, point.w, tol, point=point, windows=windows)
 
 
 def solve_one_slack(
@@ -191,7 +214,8 @@ def solve_one_slack(
     max_iter : int, default=300
         Limit on cutting-plane iterations; past it (or below the gap :data:`LAST_GAP`, or
         above :data:`STALL_GAP` after :data:`STALL_AFTER` iterations) the pairs are formed
-        and the working set solves them, with a logged warning.
+        and the working set solves them (logged at the INFO level: at large ``C`` this is the
+        designed path, not a failure).
 
     Returns
     -------
@@ -217,9 +241,8 @@ def solve_one_slack(
             "y=... (and groups=...) and no pair_weight, or use method='working_set' for "
             "explicit or weighted pairs."
         )
-    certify = load(f.certifier)
     if lay.n_pairs <= DIRECT_PAIRS:
-        done = _all_pairs(f, np.zeros(f.n_features), tol, certify)
+        done = _all_pairs(f, np.zeros(f.n_features), tol)
         if done is not None:
             return done
     loop = _CuttingPlane(f, lay.n_pairs, _Planes(f.n_features, f.C * lay.n_pairs))
@@ -228,18 +251,16 @@ def solve_one_slack(
     while True:
         loop.advance(target, max_iter)
         if loop.gap() > STALL_GAP:
-            return _on_formed_pairs(f, tol, loop, certify)
-        exact, rounds = _finish(f, loop.best.w, tol)
+            return _on_formed_pairs(f, tol, loop)
+        done, rounds = _finish(f, loop.best, tol)
         finish_rounds += rounds
-        if exact is not None:
-            cert = certify(f, Candidate(w=exact, b=0.0), tol)
-            if cert.passed:
-                break
+        if done is not None:
+            point, cert = done
+            return _solution(point.w, cert, loop.it, finish_rounds, int(loop.planes.b.size - 1))
         if loop.it >= max_iter or target <= LAST_GAP:
-            return _on_formed_pairs(f, tol, loop, certify)
+            return _on_formed_pairs(f, tol, loop)
         logger.info("one_slack: finish at gap %.1e not certified; tightening", target)
         target /= 10.0
-    return _solution(exact, cert, loop.it, finish_rounds, int(loop.planes.b.size - 1))
 
 
 def _solution(w: np.ndarray, cert: Any, it: int, finish_rounds: int, planes: int) -> Solution:
@@ -258,9 +279,7 @@ def _solution(w: np.ndarray, cert: Any, it: int, finish_rounds: int, planes: int
     )
 
 
-def _all_pairs(
-    f: RankingProblem, w: np.ndarray, tol: float, certify: Callable[..., Any], it: int = 0
-) -> Solution | None:
+def _all_pairs(f: RankingProblem, w: np.ndarray, tol: float, it: int = 0) -> Solution | None:
     """Every pair as one window (``tau = inf``: no pair fixed on a side) of
     :func:`~qpsvm.verify.ranking.window_dual`, from ``w``: the whole dual solved exactly in the
     ``d`` features. The solution if its point is certified; ``None`` if not, or if the pairs
@@ -272,17 +291,19 @@ def _all_pairs(
     point = window_dual(f.items, f.C, f.query_layout, scores, math.inf, start=w)
     if point is None:
         return None
-    cert = certify(f, Candidate(w=point.w, b=0.0), tol)
+    cert = _certify_point(f, point, tol)
     return _solution(point.w, cert, it, 1, 0) if cert.passed else None
 
 
 @dataclass
 class _Point:
-    """A point ``w`` with its scores ``X w``, objective and plane: ``X^T coef / m`` and ``count /
-    m`` (``coef = cnt - cnt'`` and ``count`` of the pairs short of the margin)."""
+    """A point ``w`` with its scores ``X w`` (and the items sorted by them within queries),
+    objective and plane: ``X^T coef / m`` and ``count / m`` (``coef = cnt - cnt'`` and
+    ``count`` of the pairs short of the margin)."""
 
     w: np.ndarray
     scores: np.ndarray
+    order: np.ndarray
     primal: float
     coef: np.ndarray
     count: int
@@ -304,14 +325,17 @@ class _CuttingPlane:
     def __post_init__(self) -> None:
         self.best = self.point(np.zeros(self.f.n_features), np.zeros(self.f.items.shape[0]))
 
-    def point(self, w: np.ndarray, scores: np.ndarray) -> _Point:
-        """The objective and plane at ``w`` with scores ``X w`` (one sweep), the plane added
-        to the planes."""
-        hinge, cnt, cnt_other = hinge_sum(self.f, scores)
+    def point(self, w: np.ndarray, scores: np.ndarray, near: _Point | None = None) -> _Point:
+        """The objective and plane at ``w`` with scores ``X w`` (one sweep; the items sorted
+        from the order of the point ``near``, when given), the plane added to the planes."""
+        # the scores of w = 0 are all equal: their order is no start
+        start = None if near is None or not near.w.any() else near.order
+        order = sorted_by_query(self.f.query_layout, scores, start)
+        hinge, cnt, cnt_other = hinge_sum(self.f, scores, order)
         coef = (cnt - cnt_other).astype(np.float64)
         count = int(cnt.sum())
         self.planes.add(np.asarray(self.f.items.T @ coef).ravel() / self.m, count / self.m)
-        return _Point(w, scores, 0.5 * float(w @ w) + self.f.C * hinge, coef, count)
+        return _Point(w, scores, order, 0.5 * float(w @ w) + self.f.C * hinge, coef, count)
 
     def gap(self) -> float:
         """The relative gap of the best point to the planes' dual value."""
@@ -347,14 +371,14 @@ class _CuttingPlane:
         def slope(p: _Point, k: float) -> float:
             return wd + k * dd - C * float(p.coef @ sd)
 
-        p = self.point(w_t, best.scores + sd)
+        p = self.point(w_t, best.scores + sd, best)
         found = [p]
         lo, slope_lo, hi, slope_hi = 0.0, slope(best, 0.0), 1.0, slope(p, 1.0)
         for _ in range(LINE_STEPS):
             if slope_lo >= 0.0 or slope_hi <= 0.0:  # the root is not inside (0, 1)
                 break
             k = lo - slope_lo * (hi - lo) / (slope_hi - slope_lo)
-            p = self.point(best.w + k * d, best.scores + k * sd)
+            p = self.point(best.w + k * d, best.scores + k * sd, best)
             found.append(p)
             g = slope(p, k)
             if g < 0.0:
@@ -366,16 +390,15 @@ class _CuttingPlane:
             self.best = lowest
 
 
-def _on_formed_pairs(
-    f: RankingProblem, tol: float, loop: _CuttingPlane, certify: Callable[..., Any]
-) -> Solution:
+def _on_formed_pairs(f: RankingProblem, tol: float, loop: _CuttingPlane) -> Solution:
     """The fallback: every pair as one window from the best point (:func:`_all_pairs`), else
-    the pairs formed and solved by the working set (a logged warning)."""
-    done = _all_pairs(f, loop.best.w, tol, certify, loop.it)
+    the pairs formed and solved by the working set (logged at the INFO level: the designed
+    path at large ``C``, where the planes approach the optimum too slowly)."""
+    done = _all_pairs(f, loop.best.w, tol, loop.it)
     if done is not None:
         return done
     it, gap = loop.it, loop.gap()
-    logger.warning(
+    logger.info(
         "one_slack: no certified finish after %d cutting-plane iterations (gap %.1e); "
         "solving on the formed pairs by the working set",
         it,

@@ -37,6 +37,7 @@ same sweep on enclosures of the scores: both ends of the certificate are rigorou
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -481,11 +482,6 @@ def window_dual(
     return WindowDual(n_bound, coef_bound, window, alpha, w)
 
 
-def grouped_dual_value(X: Any, C: float, point: WindowDual) -> float:
-    """``D(alpha)`` at ``point`` in floating point (no bound on its rounding)."""
-    return C * point.n_bound + float(point.alpha.sum()) - 0.5 * float(point.w @ point.w)
-
-
 def grouped_primal_upper(
     X: Any, C: float, lay: QueryLayout, w: np.ndarray, dot2: bool = True
 ) -> float:
@@ -581,15 +577,22 @@ def grouped_dual_lower(
     return dual_lower_value(sums, None), dual_estimate(sums), hi + lo
 
 
-def certify_grouped(f: RankingProblem, w: np.ndarray, tol: float = DEFAULT_TOL) -> Certificate:
+def certify_grouped(
+    f: RankingProblem,
+    w: np.ndarray,
+    tol: float = DEFAULT_TOL,
+    point: WindowDual | None = None,
+    windows: Sequence[float] = WINDOW_TAUS,
+) -> Certificate:
     """Certify ``w`` for a ranking SVM whose pairs come from relevance labels (unit pair
     weights), without forming the pairs (module docstring).
 
-    The windows ``tau`` of :data:`WINDOW_TAUS` are tried in turn until one's dual point proves
-    the gap (or its float estimate closes it). The scores and the expansion are first enclosed
-    by the plain products, the items sorted once by score for every sweep
-    (:func:`hinge_upper`); Dot2's enclosures (:func:`grouped_primal_upper`) are computed only
-    when those do not prove the gap at ``tol``.
+    The dual point ``point`` (when given), then those of the windows ``tau`` of ``windows``
+    are tried in turn until one proves the gap (or its float estimate closes it). The scores
+    and the expansion are first enclosed by the plain products, the items sorted once by
+    score for every sweep (:func:`hinge_upper`); Dot2's enclosures
+    (:func:`grouped_primal_upper`) are computed only when those do not prove the gap at
+    ``tol``.
 
     Parameters
     ----------
@@ -598,6 +601,13 @@ def certify_grouped(f: RankingProblem, w: np.ndarray, tol: float = DEFAULT_TOL) 
     w : ndarray of shape (n_features,)
     tol : float
         Relative tolerance of the test.
+    point : WindowDual, optional
+        A dual point of this problem from :func:`window_dual` (e.g. the solver's, whose
+        ``w`` is the candidate): tried first. Its soundness rests on what :func:`window_dual`
+        guarantees (``alpha = C`` on ``B``, ``alpha_M`` in ``[0, C]``, the three sets a
+        partition of the pairs), as for the windows' own points.
+    windows : sequence of float, default=WINDOW_TAUS
+        The windows ``tau`` tried after ``point``.
     """
     tol = check_tol(tol)
     X, C, lay = f.items, f.C, f.query_layout
@@ -606,8 +616,9 @@ def certify_grouped(f: RankingProblem, w: np.ndarray, tol: float = DEFAULT_TOL) 
     primal = primal_upper(upper_sum(w * w), C, hinge_upper(lay, scores, err, order))
     primal_float = 0.5 * fsum(w * w) + C * grouped_hinge_value(lay, scores, order)
     dual, dual_float, best, expansion = 0.0, 0.0, None, np.zeros_like(w)
-    for tau in WINDOW_TAUS:
-        point = window_dual(X, C, lay, scores, tau, start=w, order=order)
+    given = () if point is None else (point,)
+    points = (window_dual(X, C, lay, scores, tau, start=w, order=order) for tau in windows)
+    for point in itertools.chain(given, points):
         if point is None:
             break
         value, estimate, v = grouped_dual_lower(X, C, point, dot2=False)
