@@ -22,6 +22,7 @@ CERTIFIERS = (
     "qpsvm.verify.fenchel:certify_composed",
     "qpsvm.verify.multiclass:certify_multiclass",
     "qpsvm.verify.ranking:certify_ranking",
+    "qpsvm.verify.ranking:certify_grouped",
     "qpsvm.verify.structural:certify_structural",
 )
 
