@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 import qpsvm
 from qpsvm.exceptions import QPSVMError
+from qpsvm.verify.rigorous import row_norm_upper
 from qpsvm.verify.rigorous_composed import _intercept_bound
 
 LOSSES = ("hinge", "squared_hinge", "epsilon_insensitive", "squared_epsilon_insensitive")
@@ -145,7 +146,7 @@ def exact_dual_lower_check(f, u, lower, upper) -> None:
         r = Fraction(f.penalty.l1_ratio)
         value -= sum(max(Fraction(0), abs(c) - r) ** 2 for c in v) / (2 * (1 - r))
     if f.intercept.coupled and sum(su) != 0:
-        value -= Fraction(_intercept_bound(f, upper)) * abs(sum(su))
+        value -= Fraction(_intercept_bound(f, upper, row_norm_upper(f.X))) * abs(sum(su))
     assert Fraction(lower) <= value
 
 

@@ -65,6 +65,7 @@ __all__ = [
     "coordinate_data",
     "dual_points",
     "improve_dual",
+    "kernel_proven",
     "kernel_scores",
     "kernel_ulps",
     "rebalance",
@@ -350,7 +351,7 @@ def _candidate_scores(
         None,
         scores,
         fsum_dot(alpha * f.y, scores),
-        _KernelScores(ulps, scores, e, first, g_first, e_first, _proven(f, ulps)),
+        _KernelScores(ulps, scores, e, first, g_first, e_first, kernel_proven(f.X, ulps)),
     )
 
 
@@ -439,7 +440,7 @@ def _kernel_bounds(
     by up to ``sum_i |alpha_i| e_i``, and a slack by ``e_i`` wherever it could be nonzero
     (kernels have a finite ``C``); ``D`` is recomputed likewise. For rbf and for poly with
     ``c0 >= 0`` every rounding is bounded (``rbf_pair_error``, :mod:`~qpsvm.verify.rigorous_poly`)
-    and the kernel is positive semidefinite: a rigorous enclosure (:func:`_proven`)."""
+    and the kernel is positive semidefinite: a rigorous enclosure (:func:`kernel_proven`)."""
     k = side.kernel
     if alpha is k.first:
         g, e_dual = k.first_scores, k.first_error
@@ -460,7 +461,7 @@ def _kernel_bounds(
     return primal, dual, alpha
 
 
-def _proven(f: BinaryProblem, ulps: float | RbfError | PolyBound) -> bool:
+def kernel_proven(X: Any, ulps: float | RbfError | PolyBound) -> bool:
     r"""Whether the kernel certificate is a proof: every value's rounding bounded (rbf, poly)
     and the Gram matrix on the data positive semidefinite.
 
@@ -492,7 +493,7 @@ def _proven(f: BinaryProblem, ulps: float | RbfError | PolyBound) -> bool:
         return False
     if ulps.positive_semidefinite:
         return True
-    verdict = gram_verdict(ulps, f.X)
+    verdict = gram_verdict(ulps, X)
     if verdict.psd is False:
         raise NonConvexProblemError(
             f"the poly kernel with coef0 = {ulps.coef0:g} < 0 has a Gram matrix on these data "

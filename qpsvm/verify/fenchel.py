@@ -65,7 +65,7 @@ from qpsvm.contract import CompositeProblem
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Candidate
 from qpsvm.verify.ascent import CERTIFY_EPOCHS, CoordinateData, ascend, balanced_ascent
-from qpsvm.verify.binary import kernel_scores, kernel_ulps
+from qpsvm.verify.binary import kernel_proven, kernel_scores, kernel_ulps
 from qpsvm.verify.certificate import (
     DEFAULT_TOL,
     GOOD_ENOUGH,
@@ -76,9 +76,13 @@ from qpsvm.verify.certificate import (
 from qpsvm.verify.projection import bounded_fit
 from qpsvm.verify.rigorous_composed import (
     RIGOROUS_PENALTIES,
+    composed_box,
     composed_dual_lower,
+    composed_kernel_dual_lower,
+    composed_kernel_primal_upper,
     composed_primal_upper,
 )
+from qpsvm.verify.rigorous_poly import PolyBound
 
 __all__ = ["LossConjugate", "certify_composed", "project_coupled"]
 
@@ -408,7 +412,26 @@ class _KernelView:
 def _certify_kernel(
     f: CompositeProblem, cand: Candidate, tol: float, hints: Sequence[np.ndarray]
 ) -> Certificate:
-    """:func:`certify_composed` for a nonlinear kernel: multipliers ``u`` (and ``b``)."""
+    """:func:`certify_composed` for a nonlinear kernel: multipliers ``u`` (and ``b``).
+
+    The dual point is searched on the factor problem (:meth:`factor_problem`), and both
+    objectives are evaluated with the Gram matrix, through scores ``g = K (u sigma)`` within a
+    bound ``e`` of the exact ones (:func:`~qpsvm.verify.binary.kernel_scores`). Where every
+    value's rounding is bounded and the Gram matrix on the data is positive semidefinite
+    (:func:`~qpsvm.verify.binary.kernel_proven`: rbf, poly with ``coef0 >= 0``, poly with
+    ``coef0 < 0`` proven on the data) the ends are rigorous
+    (:func:`~qpsvm.verify.rigorous_composed.composed_kernel_primal_upper`,
+    :func:`~qpsvm.verify.rigorous_composed.composed_kernel_dual_lower`): weak duality holds
+    for the linear problem on the rows of a real factor ``K = L L^T`` of the exact Gram
+    matrix, whose objectives these are. Otherwise (precomputed and callable kernels, an
+    undecided poly Gram matrix) ``e`` is added to ``P`` and subtracted from ``D`` in working
+    precision, and ``rigorous=False``.
+
+    Raises
+    ------
+    NonConvexProblemError
+        When the poly Gram matrix on the data is proven not positive semidefinite.
+    """
     if cand.alpha is None:
         raise InvalidInputError(
             f"the {f.kernel.name!r} kernel has no explicit w: certify alpha (the multipliers)."
@@ -416,6 +439,7 @@ def _certify_kernel(
     u_in = f.check_alpha(cand.alpha)
     view = _KernelView(f)
     ulps = kernel_ulps(view)
+    rigorous = kernel_proven(f.X, ulps)
     g, e = kernel_scores(view, [u_in], ulps)[0]
     b = f.kernel_intercept(u_in, g) if cand.b is None else f.check_b(cand.b)
     shadow = f.factor_problem()
@@ -423,20 +447,29 @@ def _certify_kernel(
     search = certify_composed(shadow, candidate, tol, hints)
     weights = f.loss_weights()
     z = f.sigma * (g + b)
-    worst = np.maximum(
-        f.loss.value(z - e, f.target, f.epsilon), f.loss.value(z + e, f.target, f.epsilon)
-    )
-    primal = 0.5 * (fsum_dot(u_in * f.sigma, g) + fsum_dot(np.abs(u_in), e))
-    primal += fsum_dot(weights, worst)
+    extra = f.penalty.value(np.array([b / f.intercept.scaling])) if f.intercept.regularized else 0
+    primal = 0.5 * fsum_dot(u_in * f.sigma, g) + extra
+    loss = f.loss.value(z, f.target, f.epsilon)
+    primal += fsum_dot(weights, loss)
+    u = composed_box(f, search.alpha) if rigorous else search.alpha
+    g_dual, e_dual = kernel_scores(view, [u], ulps)[0]
     extra = 0.0
     if f.intercept.regularized:
-        primal += f.penalty.value(np.array([b / f.intercept.scaling]))
-    u = search.alpha
-    g_dual, e_dual = kernel_scores(view, [u], ulps)[0]
-    if f.intercept.regularized:
         extra = f.penalty.conjugate(np.array([f.intercept.scaling * fsum_dot(f.sigma, u)]))
-    dual = f.loss_conjugate().value(u)
-    dual -= 0.5 * (fsum_dot(u * f.sigma, g_dual) + fsum_dot(np.abs(u), e_dual)) + extra
+    dual = f.loss_conjugate().value(u) - 0.5 * fsum_dot(u * f.sigma, g_dual) - extra
+    floor = 0.0
+    if rigorous:
+        estimates = (primal, dual)
+        primal = composed_kernel_primal_upper(f, u_in, b, g, e)
+        diagonal = ulps.diagonal if isinstance(ulps, PolyBound) else 1.0
+        dual = composed_kernel_dual_lower(f, u, g_dual, e_dual, primal, diagonal)
+        floor = evaluation_allowance(primal, dual, *estimates)
+    else:
+        worst = np.maximum(
+            f.loss.value(z - e, f.target, f.epsilon), f.loss.value(z + e, f.target, f.epsilon)
+        )
+        primal += 0.5 * fsum_dot(np.abs(u_in), e) + fsum_dot(weights, worst - loss)
+        dual -= 0.5 * fsum_dot(np.abs(u), e_dual)
     if not dual > 0.0:
         u, dual = np.zeros(f.n_samples), 0.0
     return Certificate(
@@ -450,4 +483,6 @@ def _certify_kernel(
         formulation=f.describe(),
         alpha=u,
         strong_convexity=1.0,
+        rigorous=rigorous,
+        rounding_floor=floor,
     )

@@ -49,6 +49,7 @@ from qpsvm.verify.rigorous import (
     binary_expansion,
     binary_margins,
     conjugate_upper,
+    dot_upper,
     down,
     gamma,
     penalty_upper,
@@ -61,7 +62,10 @@ from qpsvm.verify.rigorous import (
 
 __all__ = [
     "RIGOROUS_PENALTIES",
+    "composed_box",
     "composed_dual_lower",
+    "composed_kernel_dual_lower",
+    "composed_kernel_primal_upper",
     "composed_primal_upper",
 ]
 
@@ -69,9 +73,10 @@ __all__ = [
 RIGOROUS_PENALTIES = frozenset({"l2", "l1", "l1_l2"})
 
 
-def _excess_upper(f: CompositeProblem, w: np.ndarray, b: float) -> np.ndarray:
-    """Upper bounds on each exact excess ``max(0, m - z)`` or ``max(0, |z - y| - eps)``."""
-    r, e = shortfall(f.target, f.sigma, binary_margins(f, w, f.item_pairs), b)
+def _excess_upper(f: CompositeProblem, margins: tuple, b: float) -> np.ndarray:
+    """Upper bounds on each exact excess ``max(0, m - z)`` or ``max(0, |z - y| - eps)``, from
+    the scores ``x_i . w`` (or ``(K (u sigma))_i``) enclosed (``hi, lo, err``)."""
+    r, e = shortfall(f.target, f.sigma, margins, b)
     if not f.loss.regression:
         return np.maximum(0.0, up(r + e))
     return np.maximum(0.0, up(up(np.abs(r) + e) - f.epsilon))
@@ -84,12 +89,33 @@ def _coordinate_upper(f: CompositeProblem, b: float) -> float:
     return float(up(abs(b) / f.intercept.scaling))
 
 
+def _loss_cost_upper(f: CompositeProblem, margins: tuple, b: float) -> float:
+    """An upper bound on the exact ``sum_i W_i ell(z_i)`` for scores enclosed (``hi, lo,
+    err``)."""
+    excess = _excess_upper(f, margins, b)
+    terms = up(excess * excess) if f.loss.squared else excess
+    return float(up(f.C * upper_sum(f.sample_weight * terms) * (1.0 + 2.0 * U)))
+
+
 def composed_primal_upper(f: CompositeProblem, w: np.ndarray, b: float) -> float:
     """An upper bound on the exact ``P(w, b)`` of a composed problem (linear kernel)."""
-    excess = _excess_upper(f, w, b)
-    terms = up(excess * excess) if f.loss.squared else excess
-    cost = float(up(f.C * upper_sum(f.sample_weight * terms) * (1.0 + 2.0 * U)))
+    cost = _loss_cost_upper(f, binary_margins(f, w, f.item_pairs), b)
     return float(up(penalty_upper(f.penalty, w, _coordinate_upper(f, b)) + cost))
+
+
+def composed_kernel_primal_upper(
+    f: CompositeProblem, u: np.ndarray, b: float, scores: np.ndarray, err: np.ndarray
+) -> float:
+    r"""An upper bound on the exact kernel primal :math:`P(u, b) = \tfrac12 (u\sigma)^T K
+    (u\sigma) + \tfrac12 (b/B)^2 + \sum_i W_i \ell(z_i)` (the middle term for a regularised
+    intercept only), :math:`z_i = \sigma_i (g_i + b)`, from scores ``g = K (u sigma)`` within
+    ``err`` of the exact ones: :math:`(u\sigma)^T K (u\sigma) \le (u\sigma)\cdot\hat g +
+    \sum_i |u_i| e_i`, each loss at the end of its score's interval where it is largest."""
+    norm2 = max(0.0, float(up(dot_upper(u * f.sigma, scores) + upper_sum(np.abs(u) * err))))
+    extra = _coordinate_upper(f, b)
+    penalty = float(up(0.5 * float(up(norm2 + up(extra * extra)))))
+    cost = _loss_cost_upper(f, (scores, np.zeros_like(scores), err), b)
+    return float(up(penalty + cost))
 
 
 def _signed_lower(t: np.ndarray) -> float:
@@ -122,15 +148,48 @@ def _loss_part_lower(f: CompositeProblem, u: np.ndarray) -> float:
     return value
 
 
+def _sum_upper_abs(su: np.ndarray) -> float:
+    """An upper bound on the exact ``|sum_i su_i|`` (Sum2's error bound)."""
+    total = abs(fsum(su)) * (1.0 + 2.0 * U) + 4.0 * gamma(su.size) ** 2 * upper_sum(np.abs(su))
+    return float(up(total))
+
+
+def _intercept_coordinate(f: CompositeProblem, su: np.ndarray) -> float:
+    """An upper bound on ``|B sum_i sigma_i u_i|`` (the regularised intercept's coordinate of
+    ``v``; 0 otherwise), for ``su = u sigma``."""
+    if not f.intercept.regularized:
+        return 0.0
+    return float(up(f.intercept.scaling * _sum_upper_abs(su) * (1.0 + 2.0 * U)))
+
+
 def _v(f: CompositeProblem, u: np.ndarray) -> tuple[tuple, float]:
     """``v = sum_i u_i sigma_i x_i`` enclosed, and an upper bound on ``|B sum_i sigma_i u_i|``
-    (the regularised intercept's coordinate; 0 otherwise)."""
+    (:func:`_intercept_coordinate`)."""
     su = u * f.sigma  # exact: sigma is +-1
-    enclosure = binary_expansion(f, su, f.item_pairs)
-    if not f.intercept.regularized:
-        return enclosure, 0.0
-    total = abs(fsum(su)) * (1.0 + 2.0 * U) + 4.0 * gamma(su.size) ** 2 * upper_sum(np.abs(su))
-    return enclosure, float(up(f.intercept.scaling * float(up(total)) * (1.0 + 2.0 * U)))
+    return binary_expansion(f, su, f.item_pairs), _intercept_coordinate(f, su)
+
+
+def _dual_value(
+    f: CompositeProblem,
+    u: np.ndarray,
+    conjugate: float,
+    upper: float,
+    feature_norm: float | None = None,
+) -> float:
+    """A lower bound on ``P*`` from ``u`` in the exact box with ``R^*(v) <= conjugate``: the
+    loss part bounded below, less the conjugate and, for a free intercept, the coupling's
+    residual times the bound on ``|b*|`` (:func:`_intercept_bound`, rows of norm at most
+    ``feature_norm``, by default the rows of ``X``)."""
+    value = float(down(_loss_part_lower(f, u) - conjugate))
+    if f.intercept.coupled:
+        residual = _sum_upper_abs(u * f.sigma)
+        if residual > 0.0:
+            norm = row_norm_upper(f.X) if feature_norm is None else feature_norm
+            bound = _intercept_bound(f, upper, norm)
+            value = (
+                float(down(value - float(up(bound * residual)))) if bound < math.inf else -math.inf
+            )
+    return value
 
 
 def composed_dual_lower(
@@ -138,8 +197,7 @@ def composed_dual_lower(
 ) -> tuple[float, np.ndarray]:
     r"""A lower bound on ``P*`` from multipliers ``u`` (moved into the exact domain), and that
     point; ``upper`` is a rigorous upper bound on ``P*`` (for the coupling's residual)."""
-    lo, hi = _box(f)
-    u = np.clip(np.asarray(u, dtype=np.float64), lo, hi)
+    u = composed_box(f, u)
     for _ in range(8):  # the L1 penalty: scaled until its domain is proven
         conjugate, shrink = conjugate_upper(f.penalty, *_v(f, u))
         if shrink == 1.0:
@@ -147,25 +205,44 @@ def composed_dual_lower(
         u = u * shrink
     else:
         return -math.inf, u
-    value = float(down(_loss_part_lower(f, u) - conjugate))
-    if f.intercept.coupled:
-        su = u * f.sigma
-        residual = float(
-            up(abs(fsum(su)) * (1.0 + 2.0 * U) + 4.0 * gamma(su.size) ** 2 * upper_sum(np.abs(su)))
-        )
-        if residual > 0.0:
-            bound = _intercept_bound(f, upper)
-            value = (
-                float(down(value - float(up(bound * residual)))) if bound < math.inf else -math.inf
-            )
-    return value, u
+    return _dual_value(f, u, conjugate, upper), u
 
 
-def _intercept_bound(f: CompositeProblem, upper: float) -> float:
-    """``|b*| <= max_i |t_i| + eps + ||w*|| max_i ||x_i||`` (module docstring)."""
+def composed_box(f: CompositeProblem, u: np.ndarray) -> np.ndarray:
+    """``u`` clipped into the multipliers' exact box (:func:`_box`)."""
+    return np.clip(np.asarray(u, dtype=np.float64), *_box(f))
+
+
+def composed_kernel_dual_lower(
+    f: CompositeProblem,
+    u: np.ndarray,
+    scores: np.ndarray,
+    err: np.ndarray,
+    upper: float,
+    diagonal: float,
+) -> float:
+    r"""A lower bound on ``P*`` from multipliers ``u`` in the exact box (:func:`composed_box`)
+    with scores ``g = K (u sigma)`` within ``err`` of a positive semidefinite kernel with
+    :math:`\max_i K_{ii} \le` ``diagonal``: the dual
+    :math:`D(u) = \sum_i \varphi_i(u_i) - \tfrac12 (u\sigma)^T K (u\sigma)
+    - \tfrac12 (B \sigma\cdot u)^2` (the last term for a regularised intercept), the
+    quadratic bounded above by :math:`(u\sigma)\cdot\hat g + \sum_i |u_i| e_i`; a free
+    intercept's coupling residual is paid with features of norm
+    :math:`\|\phi(x_i)\| = \sqrt{K_{ii}} \le \sqrt{\text{diagonal}}`. ``upper`` is a rigorous
+    upper bound on ``P*``."""
+    su = u * f.sigma
+    quad = max(0.0, float(up(dot_upper(su, scores) + upper_sum(np.abs(u) * err))))
+    extra = _intercept_coordinate(f, su)
+    conjugate = float(up(0.5 * float(up(quad + up(extra * extra)))))
+    return _dual_value(f, u, conjugate, upper, float(up(math.sqrt(diagonal))))
+
+
+def _intercept_bound(f: CompositeProblem, upper: float, feature_norm: float) -> float:
+    """``|b*| <= max_i |t_i| + eps + ||w*|| max_i ||x_i||`` (module docstring), with
+    ``feature_norm`` an upper bound on ``max_i ||x_i||`` (or on the kernel's feature norms)."""
     norm = weight_norm_bound(f.penalty, upper)
     if not math.isfinite(norm):
         return math.inf
-    reach = float(up(norm * row_norm_upper(f.X)))
+    reach = float(up(norm * feature_norm))
     epsilon = f.epsilon if f.loss.regression else 0.0
     return float(up(up(float(np.max(np.abs(f.target), initial=0.0)) + epsilon) + reach))
