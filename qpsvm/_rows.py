@@ -59,10 +59,6 @@ def _row_axpy(i, M, c, v):  # pragma: no cover - compiled (typed by the overload
     """``v <- v + c x_i``."""
 
 
-def _row_clear(i, M, v):  # pragma: no cover - compiled (typed by the overload below)
-    """``v_j <- 0`` on the nonzeros of ``x_i`` (every ``j`` for a dense row)."""
-
-
 # chosen by the type of ``M[0]`` (two-dimensional: dense rows), see the module docstring
 @overload(_row_dot)
 def _row_dot_typed(i, M, v):  # pragma: no cover - compiled
@@ -106,33 +102,12 @@ def _row_axpy_typed(i, M, c, v):  # pragma: no cover - compiled
     return sparse
 
 
-@overload(_row_clear)
-def _row_clear_typed(i, M, v):  # pragma: no cover - compiled
-    if M[0].ndim == 2:
-
-        def dense(i, M, v):
-            v[:] = 0.0
-
-        return dense
-
-    def sparse(i, M, v):
-        indices, indptr = M[2], M[3]
-        for p in range(indptr[i], indptr[i + 1]):
-            v[indices[p]] = 0.0
-
-    return sparse
-
-
 def _example_dot(i, M, v):  # pragma: no cover - compiled (typed by the overload below)
     """``v . z_i``: the row ``x_i``, or ``x_a - x_b`` for the pair ``i = (a, b)``."""
 
 
 def _example_axpy(i, M, c, v):  # pragma: no cover - compiled (typed by the overload below)
     """``v <- v + c z_i``."""
-
-
-def _example_clear(i, M, v):  # pragma: no cover - compiled (typed by the overload below)
-    """``v_j <- 0`` wherever ``z_i`` has a nonzero (:func:`_row_clear`)."""
 
 
 # chosen by the type of ``M[5]`` (two-dimensional: pairs), like the row accessors
@@ -153,18 +128,6 @@ def _example_axpy_typed(i, M, c, v):  # pragma: no cover - compiled
 
         return pair
     return lambda i, M, c, v: _row_axpy(i, M, c, v)
-
-
-@overload(_example_clear)
-def _example_clear_typed(i, M, v):  # pragma: no cover - compiled
-    if M[5].ndim == 2:
-
-        def pair(i, M, v):
-            _row_clear(M[5][i, 0], M, v)
-            _row_clear(M[5][i, 1], M, v)
-
-        return pair
-    return lambda i, M, v: _row_clear(i, M, v)
 
 
 @numba.njit(**ENTRY)

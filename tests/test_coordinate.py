@@ -148,49 +148,117 @@ def test_default_method_follows_the_measured_crossovers():
 
 
 def _spy_free_set(monkeypatch) -> list:
-    """Record the calls of the ascent's free-set solve."""
+    """Record the calls of the ascent's free-set finish: ``(coupled, result)``."""
     calls: list = []
     original = ascent.free_set_step
 
     def spy(*args, **kwargs):
         out = original(*args, **kwargs)
-        calls.append(out)
+        calls.append((kwargs.get("coupled", False), out))
         return out
 
     monkeypatch.setattr(ascent, "free_set_step", spy)
     return calls
 
 
+def _exact_optimum(X, y, **kwargs) -> Fraction:
+    """``P*`` of the hinge SVM by the rational oracle (dense data)."""
+    exact = qpsvm.SoftMarginPrimal(X.toarray(), y, C=1.0, **kwargs).solve(method="exact")
+    return exact.info["exact"].objective
+
+
 @pytest.mark.parametrize("seed", [7, 8])
 def test_free_set_finish_of_a_slow_ascent_equals_the_rational_oracle(seed, monkeypatch):
     # n > d with the hinge: coordinate descent is slow (most multipliers at a bound), the
-    # conjugate-gradient solve on the free set ends it
+    # active-set finish on the free set ends it
     X, y = sparse_problem(seed, n=150, d=25, k=4)
     calls = _spy_free_set(monkeypatch)
     sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False).solve(method="dcd")
-    assert calls and any(c is not None for c in calls)
+    assert any(out is not None for _, out in calls)
     assert sol.certificate.passed
-    exact = qpsvm.SoftMarginPrimal(X.toarray(), y, C=1.0, fit_intercept=False).solve(method="exact")
-    optimum = exact.info["exact"].objective
+    optimum = _exact_optimum(X, y, fit_intercept=False)
     assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
 
 
-def test_free_set_step_solves_the_kkt_equations_of_the_optimal_sets():
-    # started from a point whose free set is the optimum's, one step lands on the optimum:
-    # G_i = 0 on the free set (the margin met), in the box, and the certificate proves it
-    X, y = sparse_problem(9, n=150, d=25, k=4)
+def _with_duplicates(X, y, seed: int):
+    """``X, y`` with a quarter of the rows repeated (a singular Hessian on the free set) and
+    sample weights in ``[0.5, 2]``."""
+    rng = np.random.default_rng(seed)
+    repeat = rng.choice(X.shape[0], X.shape[0] // 4, replace=False)
+    X = sp.vstack([X, X[repeat]]).tocsr()
+    y = np.concatenate([y, y[repeat]])
+    return X, y, rng.uniform(0.5, 2.0, X.shape[0])
+
+
+@pytest.mark.parametrize("duplicates", [False, True])
+@pytest.mark.parametrize("seed", [7, 8, 10])
+def test_free_set_finish_with_a_free_intercept_and_weights_is_exact(seed, duplicates, monkeypatch):
+    # the coupled finish (the intercept the multiplier of sum_i y_i alpha_i = 0) ends the
+    # outer search on b; with duplicated rows the free set's Hessian is singular, the finish
+    # declines and the ascent alone reaches the certified optimum
+    X, y = sparse_problem(seed, n=150, d=25, k=4)
+    s = np.random.default_rng(seed).uniform(0.5, 2.0, X.shape[0])
+    if duplicates:
+        X, y, s = _with_duplicates(X, y, seed)
+    calls = _spy_free_set(monkeypatch)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, sample_weight=s)
+    sol = f.solve(method="dcd")
+    if not duplicates:
+        assert any(coupled and out is not None for coupled, out in calls)
+    assert sol.method == "dcd" and sol.certificate.passed
+    optimum = _exact_optimum(X, y, sample_weight=s)
+    assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
+
+
+def _near_optimum(X, y, upper):
+    """The ascent's multipliers at the projected-gradient tolerance 1e-4 (no intercept), and its
+    data."""
     n = X.shape[0]
-    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False)
-    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.full(n, 1.0))
+    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), upper)
     u = np.zeros(n)
     v = np.zeros(X.shape[1] + 1)
     ascent.coordinate_epochs(
         data.rows, data.sigma, data.p, data.d, data.hi, 0.0, data.qd, u, v, 10_000, 1e-4, 0, 10
     )
-    step = ascent.free_set_step(data, u, data.expansion(u))
-    assert np.all(step >= 0) and np.all(step <= 1.0)
-    free = (step > 0) & (step < 1.0)
+    return data, u
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_free_set_step_solves_the_kkt_equations_of_the_optimal_sets(weighted):
+    # started near the optimum, the active-set finish lands on it: G_i = 0 on the free set
+    # (the margin met), in the box, and the certificate proves it
+    X, y = sparse_problem(9, n=150, d=25, k=4)
+    s = np.random.default_rng(9).uniform(0.5, 2.0, X.shape[0]) if weighted else np.ones(150)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False, sample_weight=s)
+    data, u = _near_optimum(X, y, s)
+    step, b = ascent.free_set_step(data, u)
+    assert b == 0.0
+    assert np.all(step >= 0) and np.all(step <= s)
+    free = (step > 0) & (step < s)
     gradient = y * (X @ (X.T @ (step * y))) - 1.0
     assert np.max(np.abs(gradient[free])) <= 1e-10
     cert = f.certify(alpha=step)
     assert cert.passed and cert.relative_gap <= 1e-12
+
+
+def test_coupled_free_set_step_finds_the_intercept():
+    # from the interior-point optimum perturbed on its free set (unbalanced by it): the step
+    # balances the multipliers, meets the free set's margins with the intercept it returns,
+    # and the certificate proves the pair
+    X, y = sparse_problem(11, n=150, d=25, k=4)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0)
+    start = f.solve(method="qp")
+    n = X.shape[0]
+    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n))
+    free = (start.alpha > 1e-6) & (start.alpha < 1 - 1e-6)
+    noise = 1e-4 * np.random.default_rng(0).standard_normal(n)
+    u = np.clip(np.where(free, start.alpha + noise, np.round(start.alpha)), 0.0, 1.0)
+    step, b = ascent.free_set_step(data, u, coupled=True)
+    assert abs(float(y @ step)) <= 1e-10
+    on = (step > 0) & (step < 1)
+    assert on.any()
+    margins = y * (X @ (X.T @ (step * y)) + b)
+    assert np.max(np.abs(margins[on] - 1.0)) <= 1e-10
+    cert = f.certify(alpha=step, b=b)
+    assert cert.passed and cert.relative_gap <= 1e-12
+    assert b == pytest.approx(start.b, abs=1e-6)

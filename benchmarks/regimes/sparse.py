@@ -18,13 +18,17 @@ from sklearn.svm import LinearSVC
 import qpsvm
 from regimes._grid import Point
 
-#: (n, d, nonzeros per row) of each scale: n < d (text) and n > d.
+#: (n, d, nonzeros per row) of each scale: n < d (text) and n > d, up to 100 samples per
+#: feature (the hinge's free multipliers then nearly as many as the features).
 SIZES = {
-    "quick": [(2000, 20000, 20), (5000, 2000, 10)],
+    "quick": [(2000, 20000, 20), (5000, 2000, 10), (20000, 200, 10)],
     "full": [
         (5000, 20000, 50),
         (20000, 50000, 50),
+        (20000, 200, 10),
+        (50000, 500, 10),
         (50000, 2000, 20),
+        (100_000, 2000, 20),
         (10000, 1_000_000, 100),
         (100_000, 100_000, 10),
     ],

@@ -24,6 +24,10 @@ whose gradient pushes them outward beyond the previous epoch's largest violation
 ``solve_l2r_l1l2_svc``). The ascent stops when the projected gradients of the active set span
 at most ``tol`` after a full pass over every coordinate.
 
+Where the ascent is slow (the hinge with ``n > d``: the free coordinates nearly as many as the
+features, their Hessian ill-conditioned) a primal active-set method on the free set finishes it
+(:func:`free_set_step`), with a free intercept for the multipliers and ``b`` together.
+
 Every point it returns is in the box, so its ``D`` is a valid lower bound for the problem
 without coupling; the verifier evaluates it rigorously, never trusting the ascent.
 """
@@ -38,11 +42,12 @@ from typing import Any
 
 import numba
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
-from qpsvm._jit import CALLEE, ENTRY
+from qpsvm._jit import ENTRY
 from qpsvm._numerics import fsum, fsum_dot, tdot
-from qpsvm._rows import _example_axpy, _example_clear, _example_dot, linear_data
+from qpsvm._rows import _example_axpy, _example_dot, linear_data
 
 logger = logging.getLogger("qpsvm")
 
@@ -67,13 +72,23 @@ TOLERANCES = tuple(10.0**-k for k in range(1, 15, 2))
 #: (n > d, the hinge: 47-71) it ends the ascent (measured on benchmarks/regimes/sparse.py).
 FINISH_FROM = 1e-3
 FINISH_EPOCHS = 25
-#: Active-set rounds of one free-set solve at most (each adds the bound coordinates whose
-#: gradient points into the box).
-FREE_SET_ROUNDS = 3
-#: Conjugate-gradient iterations of one free-set solve at most (measured: 80-160 reach the
-#: residual's floor on the text-like data of benchmarks/regimes/sparse.py; a solve cut short
-#: still moves the point, and the ascent goes on from it).
-CG_ITERATIONS = 200
+#: ... and only once the relative gap is at most this: farther from the optimum the free set
+#: holds many coordinates that end at a bound, each a ratio step of the finish (measured on
+#: the n > d points of benchmarks/regimes/sparse.py: relative gaps of 1e-6 to 3e-6 after the
+#: tolerance 1e-3, where the finish takes 13-30 steps; 1e-3 with a free intercept far from its
+#: root, where it took seconds and did not end the ascent).
+FINISH_GAP = 1e-5
+#: Factorizations of one free-set finish at most (the first, then one each time bound
+#: coordinates whose gradient points into the box join the free set: once or twice from the
+#: free set of a loose ascent, measured on benchmarks/regimes/sparse.py).
+FREE_SET_ROUNDS = 4
+#: Ratio steps of one free-set finish at most (each moves one coordinate to its bound, or
+#: solves the equations of the free set: 13-30 from the ascent's free set at tolerance 1e-3 on
+#: the n > d points of benchmarks/regimes/sparse.py).
+FREE_SET_STEPS = 200
+#: Most free coordinates the finish forms its dense ``|F| x |F|`` Hessian for (72 MB at 3000):
+#: past it the ascent goes on alone.
+DENSE_FREE_MAX = 3000
 
 __all__ = [
     "Ascent",
@@ -232,106 +247,148 @@ class CoordinateData:
         return int(epochs)
 
 
-@numba.njit(**ENTRY)
-def _scores(M, F, w):  # pragma: no cover - compiled
-    """``z_i . w`` for the examples ``i`` in ``F``."""
-    out = np.empty(F.shape[0])
-    for j in range(F.shape[0]):
-        out[j] = _example_dot(F[j], M, w)
-    return out
+def _gradient(data: CoordinateData, u: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``G = sigma (X w + bias v_{d+1}) - p + d u``, the gradient of ``-D`` at ``u`` (its
+    expansion ``v`` a plain product: the finish's steering, never the returned bound)."""
+    v = data.expansion(u, exact=False)
+    return data.sigma * (np.asarray(data.X @ v[:-1]).ravel() + data.bias * v[-1]) - p + data.d * u
 
 
-@numba.njit(**CALLEE)
-def _free_product(M, F, sigma, d, bias, y, buf, out):  # pragma: no cover - compiled
-    """``out = H y``, ``H = diag(sigma_F) (Z_F Z_F^T + bias^2 1 1^T) diag(sigma_F) +
-    diag(d_F)`` over the examples ``F`` of ``M``, through ``buf`` (zero before and after);
-    returns ``y . H y``."""
-    total = 0.0
-    for j in range(F.shape[0]):
-        c = sigma[F[j]] * y[j]
-        if c != 0.0:
-            _example_axpy(F[j], M, c, buf)
-            total += c
-    curvature = 0.0
-    for j in range(F.shape[0]):
-        i = F[j]
-        out[j] = sigma[i] * (_example_dot(i, M, buf) + bias * bias * total) + d[i] * y[j]
-        curvature += y[j] * out[j]
-    for j in range(F.shape[0]):
-        _example_clear(F[j], M, buf)
-    return curvature
-
-
-@numba.njit(**ENTRY)
-def _free_set_cg(M, F, sigma, d, bias, rhs, n_features, max_iter, stop):  # pragma: no cover
-    """Conjugate gradients from 0 on ``H x = rhs`` (:func:`_free_product`), until ``||r||^2 <=
-    stop``, a direction has no curvature, or ``max_iter`` products."""
-    k = F.shape[0]
-    buf = np.zeros(n_features)
-    Hd = np.empty(k)
-    x = np.zeros(k)
-    r = rhs.copy()
-    direction = r.copy()
-    rr = np.sum(r * r)
-    for _ in range(max_iter):
-        if rr <= stop:
-            break
-        curvature = _free_product(M, F, sigma, d, bias, direction, buf, Hd)
-        if not curvature > 0.0:
-            break
-        step = rr / curvature
-        x += step * direction
-        r -= step * Hd
-        previous = rr
-        rr = np.sum(r * r)
-        direction = r + (rr / previous) * direction
-    return x
-
-
-def free_set_step(
-    data: CoordinateData, u: np.ndarray, v: np.ndarray, shift: float = 0.0
-) -> np.ndarray | None:
-    r"""``u`` with its free coordinates ``F = {i : 0 < u_i < hi_i}`` moved to the maximiser of
-    ``D`` over them, the others held, by conjugate gradients: with ``G`` the gradient of ``-D``
-    at ``u`` (``v`` its expansion, ``shift`` the fixed intercept), the step solves
+class _FreeSystem:
+    r"""The dual's Hessian on a free set ``F``, ``H = diag(sigma_F) (Z_F Z_F^T + bias^2 1 1^T)
+    diag(sigma_F) + diag(d_F)``, formed densely and factored once (Cholesky), and solves of the
+    equations of subsets ``K`` of ``F`` with linear constraints: with ``R = F \ K`` (the
+    coordinates dropped since) and ``C = [E_R, c]`` (their unit columns, and the column
+    ``sigma_F`` when a free intercept couples the multipliers),
 
     .. math::
 
-        H \Delta = -G_F,\qquad H = \operatorname{diag}(\sigma_F) \tilde Z_F \tilde Z_F^\top
-        \operatorname{diag}(\sigma_F) + \operatorname{diag}(d_F),
+        H x + C \lambda = g,\quad C^\top x = e
+        \quad\Longleftrightarrow\quad
+        (C^\top H^{-1} C) \lambda = C^\top H^{-1} g - e,\quad x = H^{-1} (g - C \lambda),
 
-    applied as two passes over the rows of ``F`` (never formed), and is clipped into the box.
-    A bound coordinate whose gradient then points into the box joins ``F`` and the system is
-    solved again (at most :data:`FREE_SET_ROUNDS` times: a primal-dual active-set step).
-    Coordinate descent converges linearly on that system at a rate set by its condition number,
-    conjugate gradients at a rate set by its square root: once the ascent has found the
-    optimum's free set, one solve ends it (a KKT finish on the free set). ``None`` when nothing
-    is free. The point is in the box; whether it is better is for the caller to check."""
+    one column ``H^{-1} e_r`` per dropped coordinate, kept (bordering: no refactorization)."""
+
+    def __init__(self, H: np.ndarray, factor: tuple, coupling: np.ndarray | None) -> None:
+        self.H, self.factor = H, factor
+        self.columns: dict[int, np.ndarray] = {}
+        self.coupling = coupling
+        self.coupled = None if coupling is None else self._solve(coupling)
+
+    @classmethod
+    def factored(cls, data: CoordinateData, F: np.ndarray, coupled: bool) -> _FreeSystem | None:
+        """The system of ``F``, or ``None`` when ``H`` is singular to working precision
+        (reciprocal condition number below ``|F| eps``: more free coordinates than independent
+        rows, as far from the optimum with ``n > d``)."""
+        sigma = data.sigma[F]
+        Z = data.X[F]
+        K = Z @ Z.T
+        H = (K.toarray() if sp.issparse(K) else np.asarray(K)) + data.bias**2
+        H *= np.outer(sigma, sigma)
+        H[np.diag_indices_from(H)] += data.d[F]
+        lapack = scipy.linalg.lapack
+        chol, info = lapack.dpotrf(H, lower=1, clean=1)
+        if info != 0:
+            return None
+        anorm = float(np.max(np.sum(np.abs(H), axis=0)))
+        rcond, info = lapack.dpocon(chol, anorm, uplo="L")
+        if info != 0 or not rcond > F.size * np.finfo(float).eps:
+            return None
+        return cls(H, (chol, True), sigma if coupled else None)
+
+    def _solve(self, rhs: np.ndarray) -> np.ndarray:
+        return scipy.linalg.cho_solve(self.factor, rhs, check_finite=False)
+
+    def solve(self, g: np.ndarray, keep: np.ndarray, e: float) -> tuple[np.ndarray, float]:
+        """``x`` (zero off the mask ``keep``) and the coupling's multiplier ``beta`` (0 without
+        one) with ``H_{KK} x_K + beta sigma_K = g_K`` and ``sigma_K . x_K = e``."""
+        R = np.flatnonzero(~keep)
+        for r in R:
+            if r not in self.columns:
+                self.columns[r] = self._solve(np.eye(1, keep.size, r).ravel())
+        cols = [self.columns[r] for r in R]
+        C = [np.eye(1, keep.size, r).ravel() for r in R]
+        rhs = [0.0] * R.size
+        if self.coupling is not None:
+            cols.append(self.coupled)
+            C.append(self.coupling)
+            rhs.append(e)
+        x = self._solve(g)
+        if not cols:
+            return x, 0.0
+        Y, Cm = np.column_stack(cols), np.column_stack(C)
+        lam = np.linalg.lstsq(Cm.T @ Y, Cm.T @ x - np.asarray(rhs), rcond=None)[0]
+        x = x - Y @ lam
+        x[R] = 0.0
+        return x, float(lam[-1]) if self.coupling is not None else 0.0
+
+
+def free_set_step(
+    data: CoordinateData, u: np.ndarray, shift: float = 0.0, coupled: bool = False
+) -> tuple[np.ndarray, float] | None:
+    r"""``u`` moved to the maximiser of ``D`` by a primal active-set method started on its free
+    coordinates ``F = {i : 0 < u_i < hi_i}`` (the others held at their bound), and the
+    intercept there: ``shift`` held fixed, or, with ``coupled`` (a free intercept: ``sum_i
+    sigma_i u_i = 0``), the multiplier of that constraint.
+
+    Each step solves the equations of the free set, ``H x = -G_F`` (``G`` the gradient of
+    ``-D`` at the intercept ``shift``, ``H`` the dual's Hessian on ``F``,
+    :class:`_FreeSystem`: ``|F| x |F|``, dense), with a free intercept ``H x + sigma_F beta =
+    -G_F``, ``sigma_F . x = -sigma . u`` (the intercept ``shift + beta``), and moves along
+    ``x`` until the first coordinate reaches its bound (the ratio test), which leaves ``F``;
+    ``D`` never decreases (``x`` is an ascent direction and ``D`` is maximal along it at the
+    full step). Once the equations hold in the box, the bound coordinates whose gradient
+    points into the box join ``F`` and the system is formed again, and when none does the
+    point is the optimum (the KKT conditions hold, up to the rounding of the solves).
+    Coordinate descent converges linearly at a rate set by the condition number of ``H``,
+    badly where ``|F|`` approaches the number of features (``n > d``, the hinge); from the
+    free set of a loose ascent this finish takes a few dozen ratio steps and one or two
+    factorizations (the primal active-set method for convex QP, Nocedal and Wright,
+    *Numerical Optimization*, 2006, section 16.5). Returns the point and its intercept, or
+    ``None`` when nothing is free, more than :data:`DENSE_FREE_MAX` coordinates are, or the
+    first free set's ``H`` is singular (more free coordinates than independent rows: the
+    ascent goes on). The point is in the box; whether it is better is for the caller to
+    check."""
     movable = data.qd + data.d > 0.0
     F = np.flatnonzero((u > 0.0) & (u < data.hi) & movable)
-    if F.size == 0:
+    if F.size == 0 or F.size > DENSE_FREE_MAX:
+        return None
+    system = _FreeSystem.factored(data, F, coupled)
+    if system is None:
         return None
     p = data.p - data.sigma * shift
     floor = np.finfo(float).eps * max(1.0, float(np.max(np.abs(p))))
+    u, b, steps = u.copy(), shift, 0
     for _ in range(FREE_SET_ROUNDS):
-        sigma = data.sigma[F]
-        G = sigma * (_scores(data.rows, F, v[:-1]) + data.bias * v[-1]) - p[F] + data.d[F] * u[F]
-        x = _free_set_cg(
-            data.rows, F, data.sigma, data.d, data.bias, -G, data.n_features, CG_ITERATIONS,
-            F.size * floor**2,
-        )  # fmt: skip
-        u = u.copy()
-        u[F] = np.clip(u[F] + x, 0.0, data.hi[F])
-        v = data.expansion(u, exact=False)
-        # a coordinate at a bound whose gradient points into the box joins F; one that left
-        # the box has been clipped out of it
-        grad = data.sigma * (np.asarray(data.X @ v[:-1]).ravel() + data.bias * v[-1])
-        grad += data.d * u - p
-        inward = ((u <= 0.0) & (grad < -floor)) | ((u >= data.hi) & (grad > floor))
-        if not np.any(inward & movable):
+        keep = np.ones(F.size, dtype=bool)
+        while steps < FREE_SET_STEPS:
+            steps += 1
+            x, beta = system.solve(-_gradient(data, u, p)[F], keep, -fsum(data.sigma * u))
+            uF, hiF = u[F], data.hi[F]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                room = np.where(x > 0.0, (hiF - uF) / x, np.where(x < 0.0, -uF / x, np.inf))
+            room[~keep] = np.inf
+            t = min(1.0, float(np.min(room, initial=np.inf)))
+            hit = keep & (room <= t)
+            new = np.clip(uF + t * x, 0.0, hiF)
+            new[hit] = np.where(x[hit] > 0.0, hiF[hit], 0.0)
+            u[F] = new
+            keep &= ~hit
+            if not hit.any():
+                b = shift + beta
+                break
+        F = F[keep]
+        G = _gradient(data, u, p) + data.sigma * (b - shift)
+        inward = ((u <= 0.0) & (G < -floor)) | ((u >= data.hi) & (G > floor))
+        inward &= movable
+        inward[F] = False
+        if not np.any(inward) or steps >= FREE_SET_STEPS:
             break
-        F = np.flatnonzero((((u > 0.0) & (u < data.hi)) | inward) & movable)
-    return u
+        F = np.union1d(F, np.flatnonzero(inward))
+        system = _FreeSystem.factored(data, F, coupled) if F.size <= DENSE_FREE_MAX else None
+        if system is None:
+            break
+    return u, b
 
 
 @dataclass
@@ -404,7 +461,8 @@ def ascend(
         primal = data.primal(v, shift)
         dual = data.dual(u, v, shift)
         slow = ran >= FINISH_EPOCHS and tol <= FINISH_FROM
-        if finish and slow and primal - dual > target * max(1.0, abs(primal)):
+        gap = (primal - dual) / max(1.0, abs(primal))
+        if finish and slow and target < gap <= FINISH_GAP:
             u, v, primal, dual = _finish_free_set(data, u, v, primal, dual, shift, tried)
     v = data.expansion(u, exact)
     return Ascent(u, v, data.primal(v, shift), data.dual(u, v, shift), epochs)
@@ -425,15 +483,38 @@ def _finish_free_set(
     if key in tried:
         return u, v, primal, dual
     tried.add(key)
-    trial = free_set_step(data, u, v, shift)
-    if trial is None:
+    step = free_set_step(data, u, shift)
+    if step is None:
         return u, v, primal, dual
+    trial = step[0]
     v_trial = data.expansion(trial, exact=False)
     p_trial, d_trial = data.primal(v_trial, shift), data.dual(trial, v_trial, shift)
     if p_trial - d_trial < primal - dual:
         logger.debug("dcd: free-set solve: gap %.3e -> %.3e", primal - dual, p_trial - d_trial)
         return trial, v_trial, p_trial, d_trial
     return u, v, primal, dual
+
+
+def _finish_coupled(
+    data: CoordinateData,
+    balance: Callable[[np.ndarray], np.ndarray],
+    u: np.ndarray,
+    tried: set[bytes],
+) -> tuple[float, np.ndarray, np.ndarray, float] | None:
+    """The point of :func:`free_set_step` with the free intercept from the balanced ``u``
+    (once per free set, recorded in ``tried``): its relative gap, balanced point, multipliers
+    and intercept; ``None`` when there is none to try."""
+    key = np.packbits((u > 0.0) & (u < data.hi)).tobytes()
+    if key in tried:
+        return None
+    tried.add(key)
+    step = free_set_step(data, u, coupled=True)
+    if step is None:
+        return None
+    trial, b = step
+    gap, balanced = _gap(data, balance, trial, data.primal(data.expansion(trial, exact=False), b))
+    logger.debug("dcd: free-set solve with the intercept: gap %.3e", gap)
+    return gap, balanced, trial, b
 
 
 def _gap(
@@ -528,6 +609,7 @@ def balanced_ascent(
     scale = max(1.0, float(np.max(data.p, initial=0.0)))
     inner, start, epochs = 1e-3, TOLERANCES[0], 0
     bracket = _Bracket()
+    tried: set[bytes] = set()
     best = None
     history: list[float] = []
     for _ in range(MAX_SHIFTS):
@@ -549,6 +631,12 @@ def balanced_ascent(
         logger.debug("dcd: b=%.17g g=%.3e gap %.3e epochs %d", b, fsum(data.sigma * u), gap, epochs)
         if gap <= target or epochs >= max_epochs:
             break
+        if step.epochs >= FINISH_EPOCHS and gap <= FINISH_GAP and not np.any(data.d):
+            finished = _finish_coupled(data, balance, balanced, tried)
+            if finished is not None and finished[0] < best[0]:
+                best = finished
+                if finished[0] <= target:
+                    break
         g = fsum(data.sigma * u)
         # the inner problems are solved more tightly as the gap closes (g is only as accurate
         # as the multipliers), each started at the tolerance the last one reached
