@@ -89,6 +89,15 @@ FREE_SET_STEPS = 200
 #: Most free coordinates the finish forms its dense ``|F| x |F|`` Hessian for (72 MB at 3000):
 #: past it the ascent goes on alone.
 DENSE_FREE_MAX = 3000
+#: The finish's Hessian is shifted by this times its largest diagonal entry before it is
+#: factored: far above the rounding of a Cholesky factorization (``|F| eps``), far below the
+#: curvature of the directions the optimum depends on; each step then solves the equations to
+#: a relative ``PROXIMAL / lambda``, refined by the next.
+PROXIMAL = 1e-11
+#: A step of the finish without a bound whose first-order gain in ``D`` (``G_F . x``) is at
+#: most this relative to ``max(1, |p| . u)`` ends its refinement: the equations hold to
+#: round-off, and a null-space direction with a gradient of rounding size is not followed.
+STEP_FLOOR = 1e-14
 
 __all__ = [
     "Ascent",
@@ -277,22 +286,18 @@ class _FreeSystem:
 
     @classmethod
     def factored(cls, data: CoordinateData, F: np.ndarray, coupled: bool) -> _FreeSystem | None:
-        """The system of ``F``, or ``None`` when ``H`` is singular to working precision
-        (reciprocal condition number below ``|F| eps``: more free coordinates than independent
-        rows, as far from the optimum with ``n > d``)."""
+        """The system of ``F``, its Hessian shifted by ``delta = PROXIMAL max_i H_ii`` (a
+        proximal term: where ``H`` is singular, more free coordinates than independent rows,
+        the step along its null space is long and the ratio test ends it at a bound), or
+        ``None`` when even the shifted matrix does not factor."""
         sigma = data.sigma[F]
         Z = data.X[F]
         K = Z @ Z.T
         H = (K.toarray() if sp.issparse(K) else np.asarray(K)) + data.bias**2
         H *= np.outer(sigma, sigma)
-        H[np.diag_indices_from(H)] += data.d[F]
-        lapack = scipy.linalg.lapack
-        chol, info = lapack.dpotrf(H, lower=1, clean=1)
+        H[np.diag_indices_from(H)] += data.d[F] + PROXIMAL * float(np.max(np.diag(H)))
+        chol, info = scipy.linalg.lapack.dpotrf(H, lower=1, clean=1)
         if info != 0:
-            return None
-        anorm = float(np.max(np.sum(np.abs(H), axis=0)))
-        rcond, info = lapack.dpocon(chol, anorm, uplo="L")
-        if info != 0 or not rcond > F.size * np.finfo(float).eps:
             return None
         return cls(H, (chol, True), sigma if coupled else None)
 
@@ -333,22 +338,24 @@ def free_set_step(
 
     Each step solves the equations of the free set, ``H x = -G_F`` (``G`` the gradient of
     ``-D`` at the intercept ``shift``, ``H`` the dual's Hessian on ``F``,
-    :class:`_FreeSystem`: ``|F| x |F|``, dense), with a free intercept ``H x + sigma_F beta =
-    -G_F``, ``sigma_F . x = -sigma . u`` (the intercept ``shift + beta``), and moves along
-    ``x`` until the first coordinate reaches its bound (the ratio test), which leaves ``F``;
-    ``D`` never decreases (``x`` is an ascent direction and ``D`` is maximal along it at the
-    full step). Once the equations hold in the box, the bound coordinates whose gradient
-    points into the box join ``F`` and the system is formed again, and when none does the
-    point is the optimum (the KKT conditions hold, up to the rounding of the solves).
-    Coordinate descent converges linearly at a rate set by the condition number of ``H``,
-    badly where ``|F|`` approaches the number of features (``n > d``, the hinge); from the
-    free set of a loose ascent this finish takes a few dozen ratio steps and one or two
-    factorizations (the primal active-set method for convex QP, Nocedal and Wright,
-    *Numerical Optimization*, 2006, section 16.5). Returns the point and its intercept, or
-    ``None`` when nothing is free, more than :data:`DENSE_FREE_MAX` coordinates are, or the
-    first free set's ``H`` is singular (more free coordinates than independent rows: the
-    ascent goes on). The point is in the box; whether it is better is for the caller to
-    check."""
+    :class:`_FreeSystem`: ``|F| x |F|``, dense, shifted by a proximal ``delta I``), with a
+    free intercept ``H x + sigma_F beta = -G_F``, ``sigma_F . x = -sigma . u`` (the intercept
+    ``shift + beta``), and moves along ``x`` until the first coordinate reaches its bound (the
+    ratio test), which leaves ``F``; ``D`` never decreases (``x`` is an ascent direction and
+    ``D`` grows along it up to the full step at least). Steps without a bound repeat until
+    they vanish (refining away the shift). Where ``H`` is singular (more free coordinates
+    than independent rows, duplicated rows) its null space costs the shifted step nothing but
+    ``delta``: the step is long there and the ratio test moves a coordinate to its bound. Once
+    the equations hold in the box, the bound coordinates whose gradient points into the box
+    join ``F`` and the system is formed again, and when none does the point is the optimum
+    (the KKT conditions hold, up to the rounding of the solves). Coordinate descent converges
+    linearly at a rate set by the condition number of ``H``, badly where ``|F|`` approaches
+    the number of features (``n > d``, the hinge); from the free set of a loose ascent this
+    finish takes a few dozen steps and one or two factorizations (the primal active-set
+    method for convex QP, Nocedal and Wright, *Numerical Optimization*, 2006, section 16.5).
+    Returns the point and its intercept, or ``None`` when nothing is free or more than
+    :data:`DENSE_FREE_MAX` coordinates are. The point is in the box; whether it is better is
+    for the caller to check."""
     movable = data.qd + data.d > 0.0
     F = np.flatnonzero((u > 0.0) & (u < data.hi) & movable)
     if F.size == 0 or F.size > DENSE_FREE_MAX:
@@ -363,7 +370,8 @@ def free_set_step(
         keep = np.ones(F.size, dtype=bool)
         while steps < FREE_SET_STEPS:
             steps += 1
-            x, beta = system.solve(-_gradient(data, u, p)[F], keep, -fsum(data.sigma * u))
+            g = -_gradient(data, u, p)[F]
+            x, beta = system.solve(g, keep, -fsum(data.sigma * u))
             uF, hiF = u[F], data.hi[F]
             with np.errstate(divide="ignore", invalid="ignore"):
                 room = np.where(x > 0.0, (hiF - uF) / x, np.where(x < 0.0, -uF / x, np.inf))
@@ -376,7 +384,10 @@ def free_set_step(
             keep &= ~hit
             if not hit.any():
                 b = shift + beta
-                break
+                # the proximal shift leaves the equations off by delta x: steps from the
+                # same factor refine them (iterative refinement) while they raise D
+                if float(g @ x) <= STEP_FLOOR * max(1.0, float(np.abs(p) @ u)):
+                    break
         F = F[keep]
         G = _gradient(data, u, p) + data.sigma * (b - shift)
         inward = ((u <= 0.0) & (G < -floor)) | ((u >= data.hi) & (G > floor))
