@@ -138,9 +138,14 @@ def test_certificate_of_a_bare_sparse_w_is_tight_without_dense_algebra(fit_inter
 
 
 def test_default_method_follows_the_measured_crossovers():
-    X, y = sparse_problem(6, n=2000, d=20, k=3)
-    # hinge with many more samples than features: the working set (most multipliers at a bound)
+    X, y = sparse_problem(6, n=2100, d=20, k=3)
+    # hinge with many more samples than features: the working set (most multipliers at a
+    # bound), below 100 samples per feature (25 with a free intercept) dcd and its finish
     assert qpsvm.SoftMarginPrimal(X, y).default_method() == "working_set"
+    assert qpsvm.SoftMarginPrimal(X, y, fit_intercept=False).default_method() == "working_set"
+    assert qpsvm.SoftMarginPrimal(X[:2000], y[:2000], fit_intercept=False).default_method() == "dcd"
+    assert qpsvm.SoftMarginPrimal(X[:2000], y[:2000]).default_method() == "working_set"
+    assert qpsvm.SoftMarginPrimal(X[:500], y[:500]).default_method() == "dcd"
     # the squared hinge's dual is strongly concave: coordinate descent at every shape
     assert qpsvm.SoftMarginPrimal(X, y, loss="squared_hinge").default_method() == "dcd"
     # dense data keep the working set and the full QP
