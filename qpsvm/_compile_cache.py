@@ -17,17 +17,21 @@ locator first in numba's list, for qpsvm's own source files only:
 * where the directory cannot be created or written, numba's own locators decide as before.
 
 Other packages' numba functions are untouched. The first call of each kernel after an install
-compiles it (a few seconds in all); later processes load it from the cache.
+compiles it (a few seconds in all); later processes load it from the cache. :func:`compiled`
+tells, without compiling, whether a call would load a kernel or compile it, so that a small
+first call can take a path that needs no compile (DESIGN.md "Compiled kernels and the cold
+start").
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from numba.core.caching import CacheImpl, UserWideCacheLocator
 
-__all__ = ["cache_directory"]
+__all__ = ["cache_directory", "compiled"]
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -64,3 +68,36 @@ class _QPSVMCacheLocator(UserWideCacheLocator):
 
 if _QPSVMCacheLocator not in CacheImpl._locator_classes:
     CacheImpl._locator_classes.insert(0, _QPSVMCacheLocator)
+
+
+#: Dispatchers found without a usable cache entry (read once per process: the index is a file).
+_UNCACHED: set[int] = set()
+
+
+def compiled(dispatcher: Any) -> bool:
+    """Whether calling the numba ``dispatcher`` runs without compiling it: it was compiled in
+    this process, or its on-disk cache holds an entry that numba would load.
+
+    numba's own test is applied to the cache index (``numba.core.caching``, private, the same in
+    numba 0.59-0.68; ``tests/test_compile_cache.py`` fails if it changes): the index is numba's
+    version's and the source file's (modification time and size), and an entry's key, after its
+    signature, is :meth:`Cache._index_key` of that signature here (the machine, and the hashes of
+    the function's bytecode and closure). A cache this cannot read counts as missing, so a
+    change in numba makes callers take their uncompiled path, never a wrong one. An index found
+    without an entry is remembered for the process (a kernel compiled meanwhile shows in
+    ``dispatcher.signatures``).
+    """
+    if dispatcher.signatures:
+        return True
+    if id(dispatcher) in _UNCACHED:
+        return False
+    try:
+        cache = dispatcher._cache
+        index = cache._cache_file._load_index()
+        codegen = dispatcher.targetctx.codegen()
+        found = any(key[1:] == cache._index_key(key[0], codegen)[1:] for key in index)
+    except (AttributeError, TypeError, ValueError, OSError):
+        found = False
+    if not found:
+        _UNCACHED.add(id(dispatcher))
+    return found

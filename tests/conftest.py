@@ -29,6 +29,18 @@ settings.register_profile("hunt", derandomize=False, print_blob=True)
 settings.load_profile("deterministic")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def compiled_paths():
+    """Every test takes the compiled paths, whether or not this machine's compile cache is
+    filled: a kernel problem's default solve does not start as the full QP before the SMO loop
+    is compiled (``tests/test_cold_start.py`` runs that path in a fresh process)."""
+    from qpsvm.solvers import smo
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(smo, "FULL_QP_FIRST_CALLS", 0)
+        yield
+
+
 @pytest.fixture(scope="session")
 def cancer() -> tuple[np.ndarray, np.ndarray]:
     """Breast cancer (569 x 30), standardised: a real, non-separable binary problem."""

@@ -7,11 +7,13 @@ process with scikit-learn (import, ``SVC`` and ``LinearSVC`` fits). The issue's 
 call costs at most ~2 s beyond the warm one.
 
 Run as a module (``cd benchmarks && python -m regimes.cold``) it says where the cold time goes: the
-same call in a fresh process, once with an empty cache and once with the cache it filled, with
-the import time, each solve's first and second call, and every function numba compiled (its
-signatures, and its compile time with and without the callees compiled inside it), from numba's
-``numba:compile`` events. Times are CPU seconds of the process (less sensitive than wall time to
-other work on shared cores).
+same call in a fresh process, once with an empty cache, once with the cache it filled, and once
+more after a process compiled the SMO loop (``method="working_set"``: the warm call; a small
+kernel problem is solved as the full QP until its kernels are compiled), with the import time,
+each solve's first and second call, and every function numba compiled (its signatures, and its
+compile time with and without the callees compiled inside it), from numba's ``numba:compile``
+events. Times are CPU seconds of the process (less sensitive than wall time to other work on
+shared cores).
 """
 
 from __future__ import annotations
@@ -130,13 +132,26 @@ def profile(cache: str) -> dict:
     return json.loads(out.stdout.splitlines()[-1])
 
 
+#: A process that compiles the SMO loop (and what the rbf solve's working set calls) into the cache.
+COMPILE_SMO = (
+    DATA
+    + """
+import qpsvm
+qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.05).solve(method="working_set")
+"""
+)
+
+
 def main() -> None:
-    """Print the cold and the cached profile of the cold point's call."""
+    """Print the cold, the cached and the compiled (warm) profile of the cold point's call."""
     with tempfile.TemporaryDirectory(prefix="qpsvm-cold-") as cache:
         cold, cached = profile(cache), profile(cache)
-    print(f"{'CPU seconds':<16}{'empty cache':>12}{'filled cache':>13}")
+        subprocess.run([sys.executable, "-c", COMPILE_SMO], check=True, env=_environment(cache))
+        warm = profile(cache)
+    print(f"{'CPU seconds':<16}{'empty cache':>12}{'filled cache':>13}{'SMO compiled':>13}")
     for key in cold["times"]:
-        print(f"{key:<16}{cold['times'][key]:>12.2f}{cached['times'][key]:>13.2f}")
+        times = (cold["times"][key], cached["times"][key], warm["times"][key])
+        print(f"{key:<16}{times[0]:>12.2f}{times[1]:>13.2f}{times[2]:>13.2f}")
     rows = cold["compiled"]
     print(f"\ncompiled with an empty cache ({len(rows)} functions; self = without callees)")
     print(f"{'signatures':>10}{'total':>8}{'self':>7}  function (depth)")
@@ -144,6 +159,7 @@ def main() -> None:
         print(f"{n:>10}{total:>8.2f}{own:>7.2f}  {name} ({depth})")
     top = sum(r[1] for r in rows.values() if r[3] == 0)
     print(f"compile time {top:.2f} s; with a filled cache {len(cached['compiled'])} compiled")
+    print(f"warm (SMO compiled): {len(warm['compiled'])} compiled")
 
 
 def points(scale: str) -> list[Point]:

@@ -182,15 +182,25 @@ class BinaryFormulation(KernelRows, Formulation):
         benchmarks/regimes/sparse.py), else ``"working_set"`` above
         :attr:`working_set_min_samples` samples (linear kernel) or
         :attr:`working_set_min_samples_kernel` (other kernels) and at every size for the rbf
-        kernel, else ``"qp"``."""
+        kernel, else ``"qp"``. A kernel problem's working set starts from the compiled SMO loop:
+        before that loop is compiled (a cold first call after an install), a small one is
+        solved as the full QP instead
+        (:func:`~qpsvm.solvers.smo.full_qp_first`)."""
         sparse = self.linear and sp.issparse(self.X) and "dcd" in self.methods
         aspect = self.dcd_max_aspect_free if self.fit_intercept else self.dcd_max_aspect
         if sparse and self.n_samples <= aspect * self.n_features:
             return "dcd"
-        if self.kernel.name == "rbf":
-            return "working_set"
         large = self.working_set_min_samples if self.linear else self.working_set_min_samples_kernel
-        return "working_set" if self.n_samples > large else "qp"
+        if self.kernel.name != "rbf" and self.n_samples <= large:
+            return "qp"
+        if not self.linear and "qp" in self.methods:
+            # the kernel working set starts from the compiled SMO: before it is compiled (a
+            # cold first call after an install), a small problem is solved as the full QP
+            from qpsvm.solvers.smo import full_qp_first
+
+            if full_qp_first(self.n_samples):
+                return "qp"
+        return "working_set"
 
     def default_path_method(self) -> str:
         """``"homotopy"`` for the linear kernel (event tracking: a 20-value path costs 2-3 solves);
@@ -616,6 +626,7 @@ class SoftMarginDual(BinaryFormulation):
     c_parametric: ClassVar[bool] = False
     routes_composed: ClassVar[str] = "qpsvm.formulations.binary:composed_classifier"
     methods: ClassVar[tuple[str, ...]] = (*BinaryFormulation.methods, "dcd")
+    direct_qp: ClassVar[str] = "qpsvm.solvers.direct:solve_dual_direct"
 
     def __init__(
         self,
@@ -674,6 +685,11 @@ class SoftMarginDual(BinaryFormulation):
         alpha = np.zeros(self.n_samples) if fixed is None else np.array(fixed, dtype=np.float64)
         values = np.asarray(model.variables["alpha"].value, dtype=np.float64).ravel()
         alpha[slice(None) if model.index is None else model.index] = values
+        return self.candidate_from_alpha(alpha)
+
+    def candidate_from_alpha(self, alpha: np.ndarray) -> Candidate:
+        """The candidate of a dual point: ``alpha`` clipped to its box, ``w`` (linear kernel)
+        its expansion, ``b`` the best intercept for its scores."""
         alpha = np.clip(alpha, 0.0, self.upper)
         g = self.scores(alpha=alpha)
         b = self.optimal_intercept(g)

@@ -1,4 +1,4 @@
-r"""The full QP of a soft-margin primal handed to Clarabel as matrices, without CVXPY.
+r"""The full QP of a soft-margin primal or dual handed to Clarabel as matrices, without CVXPY.
 
 The soft-margin primal (:meth:`~qpsvm.SoftMarginPrimal.build`) reads, over ``x = (w, b, xi)``,
 
@@ -17,6 +17,19 @@ Clarabel itself takes 3 ms). The CVXPY model stays the statement of the problem:
 Clarabel does not report solved, or that its refinements do not certify, is left to
 :func:`~qpsvm.solvers.qp.solve_qp`'s CVXPY path, which solves, falls back and raises exactly
 as before.
+
+The dual (:meth:`~qpsvm.SoftMarginDual.build`) is stated as CVXPY states it, over
+``x = (alpha, t)`` with ``t = F^T (y o alpha)`` for a factor ``F F^T = K`` (``X`` itself for the
+linear kernel, else :func:`~qpsvm.kernels.gram_factor`),
+
+.. math::
+
+    \min_x\ \tfrac12 \|t\|^2 - m^T\alpha \quad\text{s.t.}\quad
+    F^T (y \circ \alpha) - t = 0,\ y^T\alpha = 0 \text{ (with an intercept)},\
+    0 \le \alpha_i \le C s_i,
+
+and read back as :meth:`~qpsvm.SoftMarginDual.read_model` reads the CVXPY model
+(:meth:`~qpsvm.SoftMarginDual.candidate_from_alpha`).
 """
 
 from __future__ import annotations
@@ -28,11 +41,12 @@ import scipy.sparse as sp
 
 from qpsvm.contract import BinaryProblem
 from qpsvm.formulations.binary_models import signed_rows
+from qpsvm.kernels import gram_factor
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.backends import SETTINGS
 from qpsvm.solvers.finish import best_certified
 
-__all__ = ["solve_primal_direct"]
+__all__ = ["solve_dual_direct", "solve_primal_direct"]
 
 
 def _primal_matrices(
@@ -63,28 +77,48 @@ def _primal_matrices(
     return P, q, A, b
 
 
-def solve_primal_direct(f: BinaryProblem, tol: float, refine: bool = True) -> Solution | None:
-    """Solve the soft-margin primal of ``f`` with Clarabel at qpsvm's settings (:data:`SETTINGS`)
-    and return the certified solution, or ``None`` when Clarabel does not report it solved or no
-    point (it or a refinement, :func:`~qpsvm.solvers.finish.best_certified`) passes at ``tol``.
-    """
+def _dual_matrices(
+    f: BinaryProblem,
+) -> tuple[sp.csc_matrix, np.ndarray, sp.csc_matrix, np.ndarray, int]:
+    """``P, q, A, b_c`` of the soft-margin dual over ``x = (alpha, t)`` and the number of
+    equality rows (Clarabel's zero cone, first in ``A``): ``F^T (y o alpha) - t = 0`` and, with
+    an intercept, ``y^T alpha = 0``; then ``-alpha <= 0`` and ``alpha <= C s``."""
+    n = f.n_samples
+    F = f.X if f.linear else gram_factor(f.gram())
+    k = F.shape[1]
+    y = np.asarray(f.y, dtype=np.float64)
+    FY = sp.csc_matrix(F.T @ sp.diags(y)) if sp.issparse(F) else sp.csc_matrix(F.T * y)
+    eye_n, eye_k = sp.identity(n, format="csc"), sp.identity(k, format="csc")
+    blocks = [[FY, -eye_k]]
+    if f.fit_intercept:
+        blocks.append([sp.csc_matrix(y[None, :]), None])
+    zero = k + int(f.fit_intercept)
+    blocks += [[-eye_n, None], [eye_n, None]]
+    A = sp.bmat(blocks, format="csc", dtype=np.float64)
+    P = sp.diags(np.r_[np.zeros(n), np.ones(k)], format="csc")
+    q = np.r_[-f.margin, np.zeros(k)]
+    b = np.r_[np.zeros(zero + n), f.upper]
+    return P, q, A, b, zero
+
+
+def _clarabel(P, q, A, b, cones) -> Any | None:
+    """Clarabel's result at qpsvm's settings (:data:`SETTINGS`), ``None`` without Clarabel or
+    when it does not report the problem solved."""
     try:
         import clarabel
     except ImportError:  # the CVXPY path uses the other backends of the default order
         return None
-    P, q, A, b = _primal_matrices(f)
     settings = clarabel.DefaultSettings()
     settings.verbose = False
     for name, value in SETTINGS["CLARABEL"].items():
         setattr(settings, name, value)
-    result: Any = clarabel.DefaultSolver(
-        P, q, A, b, [clarabel.NonnegativeConeT(A.shape[0])], settings
-    ).solve()
-    if str(result.status) != "Solved":
-        return None
-    x, z = np.asarray(result.x), np.asarray(result.z)
-    n, d = f.n_samples, f.n_features
-    cand = Candidate(w=x[:d].copy(), b=float(x[d]) if f.fit_intercept else 0.0, alpha=z[:n].copy())
+    result = clarabel.DefaultSolver(P, q, A, b, cones(clarabel), settings).solve()
+    return result if str(result.status) == "Solved" else None
+
+
+def _certified(f: BinaryProblem, cand: Candidate, result: Any, tol: float, refine: bool):
+    """The solution of Clarabel's point ``cand`` (or its best refinement) when it passes at
+    ``tol``, else ``None``."""
     cand, cert = best_certified(f, cand, tol, refine)
     if not cert.passed:
         return None
@@ -96,3 +130,32 @@ def solve_primal_direct(f: BinaryProblem, tol: float, refine: bool = True) -> So
         status="optimal",
         info={"backend_status": "optimal", "backend_time": float(result.solve_time)},
     )
+
+
+def solve_primal_direct(f: BinaryProblem, tol: float, refine: bool = True) -> Solution | None:
+    """Solve the soft-margin primal of ``f`` with Clarabel at qpsvm's settings (:data:`SETTINGS`)
+    and return the certified solution, or ``None`` when Clarabel does not report it solved or no
+    point (it or a refinement, :func:`~qpsvm.solvers.finish.best_certified`) passes at ``tol``.
+    """
+    P, q, A, b = _primal_matrices(f)
+    result = _clarabel(P, q, A, b, lambda c: [c.NonnegativeConeT(A.shape[0])])
+    if result is None:
+        return None
+    x, z = np.asarray(result.x), np.asarray(result.z)
+    n, d = f.n_samples, f.n_features
+    cand = Candidate(w=x[:d].copy(), b=float(x[d]) if f.fit_intercept else 0.0, alpha=z[:n].copy())
+    return _certified(f, cand, result, tol, refine)
+
+
+def solve_dual_direct(f: BinaryProblem, tol: float, refine: bool = True) -> Solution | None:
+    """Solve the soft-margin dual of ``f`` (any kernel) with Clarabel from its matrices
+    (:func:`_dual_matrices`) and return the certified solution, or ``None`` as
+    :func:`solve_primal_direct` does."""
+    P, q, A, b, zero = _dual_matrices(f)
+    result = _clarabel(
+        P, q, A, b, lambda c: [c.ZeroConeT(zero), c.NonnegativeConeT(A.shape[0] - zero)]
+    )
+    if result is None:
+        return None
+    cand = f.candidate_from_alpha(np.asarray(result.x)[: f.n_samples].copy())
+    return _certified(f, cand, result, tol, refine)

@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+from qpsvm._compile_cache import compiled
 from qpsvm._threads import one_blas_thread
 from qpsvm._validation import check_flag, check_int, check_number
 from qpsvm.contract import BinaryProblem, check_method
@@ -65,7 +66,7 @@ from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers import _online_kernels as kernels
 from qpsvm.support_sets import kkt_on_sets
 
-__all__ = ["SELECTIONS", "gradient_gap", "smo_intercept", "solve_smo"]
+__all__ = ["SELECTIONS", "full_qp_first", "gradient_gap", "smo_intercept", "solve_smo"]
 
 logger = logging.getLogger("qpsvm")
 
@@ -330,6 +331,30 @@ class _SMOState:
             self.shrinking,
         )
         return int(it), max(float(v), 0.0)
+
+
+#: Largest problem solved as the full QP while the SMO loop is not compiled: at n = 500 the
+#: QP (Clarabel from its matrices) takes about 0.2 s where compiling the SMO loop's chain takes
+#: 6 s (measured by ``benchmarks/regimes/cold.py``).
+FULL_QP_FIRST_SAMPLES = 600
+#: Calls per process solved that way at most; the next one compiles the SMO loop (renting
+#: before buying: the full QPs cost at most about the compile they postpone).
+FULL_QP_FIRST_CALLS = 10
+_full_qp_calls = [0]
+
+
+def full_qp_first(n_samples: int) -> bool:
+    """Whether a kernel problem of ``n_samples`` is solved as the full QP instead of from the
+    SMO start: the SMO loop is neither compiled nor in the disk cache
+    (:func:`qpsvm._compile_cache.compiled`), the problem has at most
+    :data:`FULL_QP_FIRST_SAMPLES` samples and fewer than :data:`FULL_QP_FIRST_CALLS` calls
+    of this process took that path. Either path returns a certified optimum."""
+    if n_samples > FULL_QP_FIRST_SAMPLES or _full_qp_calls[0] >= FULL_QP_FIRST_CALLS:
+        return False
+    if compiled(kernels.smo_loop):
+        return False
+    _full_qp_calls[0] += 1
+    return True
 
 
 def _run_stages(

@@ -50,6 +50,7 @@ import scipy.sparse as sp
 
 from qpsvm._jit import ENTRY
 from qpsvm._numerics import (
+    ABS_ROWS,
     TINY,
     U,
     down,
@@ -60,6 +61,7 @@ from qpsvm._numerics import (
     sum_upper,
     tdot2,
     two_product,
+    uncompiled,
     up,
 )
 
@@ -201,14 +203,28 @@ def _abs_columns(M, v):  # pragma: no cover - compiled
     return out
 
 
+def _abs_columns_numpy(M: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """:func:`_abs_columns` (or :func:`_abs_rows` of ``M.T``) in numpy, one row of ``M`` at a
+    time: the same products added in the same order, so the same result to the bit."""
+    out = np.zeros(M.shape[1])
+    for i in range(M.shape[0]):
+        out += np.abs(M[i]) * abs(v[i])
+    return out
+
+
 def _abs_product(M: Any, v: np.ndarray) -> np.ndarray:
     """``|M|^T |v|`` in floating point (an estimate; callers scale it by 2). A dense float64
-    ``M`` is read in its memory order without forming ``|M|`` (a copy the size of the data)."""
+    ``M`` is read in its memory order without forming ``|M|`` (a copy the size of the data);
+    before the compiled loop is (a cold first call), a small ``M`` row by row in numpy."""
     v = np.ascontiguousarray(v, dtype=np.float64).ravel()
     if isinstance(M, np.ndarray) and M.dtype == np.float64 and M.ndim == 2:
         if M.flags.c_contiguous:
+            if uncompiled(_abs_columns, M.shape[0], ABS_ROWS):
+                return _abs_columns_numpy(M, v)
             return _abs_columns(M, v)
         if M.flags.f_contiguous:
+            if uncompiled(_abs_rows, M.shape[0], ABS_ROWS):
+                return _abs_columns_numpy(M, v)
             return _abs_rows(M.T, v)
     A = abs(M) if sp.issparse(M) else np.abs(M)
     return np.asarray(A.T @ np.abs(v)).ravel()

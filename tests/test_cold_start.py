@@ -1,0 +1,195 @@
+"""A cold first call (nothing compiled, an empty compile cache) takes paths that compile nothing
+heavy, and returns the same certified optimum as the compiled paths (DESIGN.md "Compiled
+kernels and the cold start")."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import random_problem
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import qpsvm
+from qpsvm import _numerics
+from qpsvm.solvers import direct, smo
+from qpsvm.verify import rigorous
+
+PROBE = """
+import json, sys
+import qpsvm
+from qpsvm._compile_cache import compiled
+from qpsvm._numerics import _sum2
+from qpsvm.solvers._online_kernels import smo_loop
+import numpy as np
+before = {"sum2": compiled(_sum2), "smo_loop": compiled(smo_loop)}
+if sys.argv[1] == "call":
+    _sum2(np.arange(3.0))
+print(json.dumps({"before": before, "compiled_here": bool(_sum2.signatures)}))
+"""
+
+
+def _probe(cache, action: str) -> dict:
+    env = {**os.environ, "QPSVM_CACHE_DIR": str(cache)}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, action],
+        env=env,
+        check=True,
+        timeout=600,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_compiled_reads_numbas_disk_cache_without_compiling(tmp_path):
+    # an empty cache: nothing compiled; the call compiles _sum2 and numba writes its entry
+    first = _probe(tmp_path, "call")
+    assert first == {"before": {"sum2": False, "smo_loop": False}, "compiled_here": True}
+    # a new process sees the entry (and none for the SMO loop) before any call: if numba's
+    # private cache index changes, this fails rather than the probe silently saying False
+    second = _probe(tmp_path, "look")
+    assert second == {"before": {"sum2": True, "smo_loop": False}, "compiled_here": False}
+
+
+def _wide(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Floats over 30 decades with zeros: sums that cancel and products whose errors matter."""
+    a = rng.normal(size=shape) * 10.0 ** rng.integers(-15, 15, size=shape)
+    a[rng.random(shape) < 0.2] = 0.0
+    return a
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 40), st.integers(1, 40))
+def test_uncompiled_sums_equal_the_compiled_ones_to_the_bit(seed, n, d):
+    # the numpy equivalents do the same operations in the same order: the certificate's
+    # numbers do not depend on whether its kernels were compiled yet
+    rng = np.random.default_rng(seed)
+    X, v = _wide(rng, (n, d)), _wide(rng, (n,))
+    compiled_out, numpy_out = (np.zeros(d), np.zeros(d)), (np.zeros(d), np.zeros(d))
+    _numerics._dense_tdot2(X, v, *compiled_out)
+    _numerics._dense_tdot2_numpy(X, v, *numpy_out)
+    by_column = (np.zeros(d), np.zeros(d))
+    _numerics._dense_tdot2_by_column(np.ascontiguousarray(X.T), v, *by_column)
+    for hi_lo in (numpy_out, by_column):
+        np.testing.assert_array_equal(hi_lo[0], compiled_out[0])
+        np.testing.assert_array_equal(hi_lo[1], compiled_out[1])
+    expected = rigorous._abs_columns(X, v)
+    np.testing.assert_array_equal(rigorous._abs_columns_numpy(X, v), expected)
+    np.testing.assert_array_equal(rigorous._abs_rows(np.ascontiguousarray(X.T), v), expected)
+    assert _numerics._sum2_python(X.ravel()) == _numerics._sum2(X.ravel())
+
+
+@pytest.mark.parametrize("intercept", [True, False])
+@pytest.mark.parametrize("sparse", [True, False])
+def test_dual_matrices_state_the_dual(intercept, sparse):
+    # rows: F^T (y o alpha) - t = 0 (F = X, linear kernel), y.alpha = 0, -alpha <= 0,
+    # alpha <= C s; P the identity on t, q = (-m, 0): the dual written out by hand
+    X, y = random_problem(2, n=7, d=3)
+    X[0, 1] = 0.0
+    s, m = np.array([1.0, 0.5, 0.0, 2.0, 1.0, 1.0, 0.5]), np.linspace(0.5, 1.5, 7)
+    data = sp.csr_matrix(X) if sparse else X
+    f = qpsvm.SoftMarginDual(data, y, C=1.5, fit_intercept=intercept, sample_weight=s, margin=m)
+    P, q, A, b, zero = direct._dual_matrices(f)
+    n, d = X.shape
+    yy = np.where(y > 0, 1.0, -1.0)
+    rows = [np.hstack([X.T * yy, -np.eye(d)])]
+    if intercept:
+        rows.append(np.r_[yy, np.zeros(d)][None, :])
+    rows += [np.hstack([-np.eye(n), np.zeros((n, d))]), np.hstack([np.eye(n), np.zeros((n, d))])]
+    np.testing.assert_array_equal(A.toarray(), np.vstack(rows))
+    assert zero == d + int(intercept)
+    np.testing.assert_array_equal(P.toarray(), np.diag(np.r_[np.zeros(n), np.ones(d)]))
+    np.testing.assert_array_equal(q, np.r_[-m, np.zeros(d)])
+    np.testing.assert_array_equal(b, np.r_[np.zeros(zero + n), 1.5 * s])
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "poly"])
+@pytest.mark.parametrize("intercept", [True, False])
+def test_direct_dual_has_the_primal_optimum(kernel, intercept):
+    # strong duality: the dual solved from its matrices and the CVXPY model (the statement of
+    # the problem) enclose the same optimum, each certified at 1e-9
+    X, y = random_problem(4, n=60, d=3)
+    f = qpsvm.SoftMarginDual(X, y, C=2.0, kernel=kernel, gamma=0.5, fit_intercept=intercept)
+    sol = direct.solve_dual_direct(f, 1e-9)
+    assert sol is not None and sol.certificate.passed and f._model is None
+    reference = qpsvm.SoftMarginDual(
+        X, y, C=2.0, kernel=kernel, gamma=0.5, fit_intercept=intercept
+    ).solve(method="full")
+    assert reference.certificate.passed
+    assert sol.certificate.lower <= reference.certificate.upper
+    assert reference.certificate.lower <= sol.certificate.upper
+
+
+def test_full_qp_first_only_before_the_smo_loop_is_compiled(monkeypatch):
+    # (the suite's own setting, 0 calls, is replaced by a budget of 3)
+    monkeypatch.setattr(smo, "FULL_QP_FIRST_CALLS", 3)
+    monkeypatch.setattr(smo, "_full_qp_calls", [0])
+    monkeypatch.setattr(smo, "compiled", lambda dispatcher: False)
+    assert not smo.full_qp_first(smo.FULL_QP_FIRST_SAMPLES + 1)
+    assert [smo.full_qp_first(100) for _ in range(4)] == [True, True, True, False]
+    monkeypatch.setattr(smo, "_full_qp_calls", [0])
+    monkeypatch.setattr(smo, "compiled", lambda dispatcher: True)
+    assert not smo.full_qp_first(100)
+
+
+def test_uncompiled_equivalents_run_until_their_rows_would_pay_for_a_compile(monkeypatch):
+    monkeypatch.setattr(_numerics, "_uncompiled_rows", {})
+    monkeypatch.setattr(_numerics, "compiled", lambda kernel: False)
+    kernel, other = _numerics._dense_tdot2, _numerics._sum2
+    assert _numerics.uncompiled(kernel, 90, 100)
+    assert _numerics.uncompiled(kernel, 10, 100)
+    assert not _numerics.uncompiled(kernel, 1, 100)  # the next call compiles the kernel
+    assert not _numerics.uncompiled(other, 101, 100)  # a call larger than the budget at once
+    assert _numerics.uncompiled(other, 100, 100)  # each kernel has its own budget
+    monkeypatch.setattr(_numerics, "compiled", lambda kernel: True)
+    assert not _numerics.uncompiled(other, 0, 100)
+
+
+COLD = """
+import json
+import numpy as np
+import qpsvm
+from qpsvm.solvers._online_kernels import smo_loop
+rng = np.random.default_rng(0)
+X = rng.normal(size=(300, 5)); y = np.where(X[:, 0] + 0.3 * rng.normal(size=300) > 0, 1, -1)
+sol = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.2).solve()
+lin = qpsvm.SoftMarginPrimal(X, y, C=1.0).solve()
+print(json.dumps({
+    "method": sol.method, "smo_compiled": bool(smo_loop.signatures),
+    "passed": [sol.certificate.passed, lin.certificate.passed],
+    "rbf": [sol.certificate.lower, sol.certificate.upper],
+    "linear": [lin.certificate.lower, lin.certificate.upper], "w": lin.w.tolist(),
+}))
+"""
+
+
+def test_cold_first_call_returns_the_warm_optimum(tmp_path):
+    # a fresh process with an empty compile cache solves the rbf problem as the full QP (the
+    # SMO loop is not compiled) and the linear one with the uncompiled sums; its enclosures
+    # hold the optimum the compiled paths of this process certify
+    env = {**os.environ, "QPSVM_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", COLD], env=env, check=True, timeout=600, capture_output=True
+    )
+    cold = json.loads(out.stdout.decode().splitlines()[-1])
+    assert cold["method"] == "qp" and not cold["smo_compiled"] and cold["passed"] == [True, True]
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 5))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=300) > 0, 1, -1)
+    warm = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.2).solve(method="working_set")
+    assert warm.solver == "smo" and warm.certificate.passed
+    lower, upper = cold["rbf"]
+    assert lower <= warm.certificate.upper and warm.certificate.lower <= upper
+    lin = qpsvm.SoftMarginPrimal(X, y, C=1.0).solve()
+    lower, upper = cold["linear"]
+    assert lower <= lin.certificate.upper and lin.certificate.lower <= upper
+    # the same solver in both processes: the uncompiled sums change no bit of the answer
+    assert lin.certificate.lower == lower and lin.certificate.upper == upper
+    np.testing.assert_array_equal(lin.w, cold["w"])
