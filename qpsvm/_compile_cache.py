@@ -79,7 +79,7 @@ def compiled(dispatcher: Any) -> bool:
     this process, or its on-disk cache holds an entry that numba would load.
 
     numba's own test is applied to the cache index (``numba.core.caching``, private, the same in
-    numba 0.59-0.68; ``tests/test_compile_cache.py`` fails if it changes): the index is numba's
+    numba 0.59.1 and 0.68.1; ``tests/test_cold_start.py`` fails if it changes): the index is numba's
     version's and the source file's (modification time and size), and an entry's key, after its
     signature, is :meth:`Cache._index_key` of that signature here (the machine, and the hashes of
     the function's bytecode and closure). A cache this cannot read counts as missing, so a

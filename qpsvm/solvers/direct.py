@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._threads import one_blas_thread
 from qpsvm.contract import BinaryProblem
 from qpsvm.formulations.binary_models import signed_rows
 from qpsvm.kernels import gram_factor
@@ -150,12 +151,14 @@ def solve_primal_direct(f: BinaryProblem, tol: float, refine: bool = True) -> So
 def solve_dual_direct(f: BinaryProblem, tol: float, refine: bool = True) -> Solution | None:
     """Solve the soft-margin dual of ``f`` (any kernel) with Clarabel from its matrices
     (:func:`_dual_matrices`) and return the certified solution, or ``None`` as
-    :func:`solve_primal_direct` does."""
-    P, q, A, b, zero = _dual_matrices(f)
-    result = _clarabel(
-        P, q, A, b, lambda c: [c.ZeroConeT(zero), c.NonnegativeConeT(A.shape[0] - zero)]
-    )
-    if result is None:
-        return None
-    cand = f.candidate_from_alpha(np.asarray(result.x)[: f.n_samples].copy())
-    return _certified(f, cand, result, tol, refine)
+    :func:`solve_primal_direct` does. The Gram factor and the certificate's dense solves run on
+    one BLAS thread, as SMO's do (threaded LAPACK stalls on busy cores)."""
+    with one_blas_thread():
+        P, q, A, b, zero = _dual_matrices(f)
+        result = _clarabel(
+            P, q, A, b, lambda c: [c.ZeroConeT(zero), c.NonnegativeConeT(A.shape[0] - zero)]
+        )
+        if result is None:
+            return None
+        cand = f.candidate_from_alpha(np.asarray(result.x)[: f.n_samples].copy())
+        return _certified(f, cand, result, tol, refine)
