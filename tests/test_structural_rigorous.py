@@ -28,6 +28,7 @@ from qpsvm.models import (
     MultiLabelModel,
 )
 from qpsvm.models.local_polytope import Marginals
+from qpsvm.models.multilabel import _gray_code_max
 from qpsvm.models.pairwise import map_inference
 from qpsvm.verify.structural import dual_pairs
 
@@ -250,7 +251,7 @@ def test_multilabel_and_graph_enclosures_hold_exactly(seed, shift, log_C):
     model = MultiLabelModel(3, 2, edges=[[0, 1], [1, 2]], class_weight=[1.0, 0.3])
     f = qpsvm.StructuralSVM(model, X, Y, C=10.0**log_C)
     check(f, f.solve())
-    # the full graph's Gray code is not bounded: the verifier's own enumeration proves it
+    # the full graph's Gray code: enumerated by the verifier itself (8 outputs)
     full = qpsvm.StructuralSVM(MultiLabelModel(3, 2, edges="full"), X, Y, C=10.0**log_C)
     check(full, full.solve())
     slack = qpsvm.StructuralSVM(MultiLabelModel(3, 2), X, Y, C=10.0**log_C, rescaling="slack")
@@ -324,3 +325,83 @@ def test_rigorous_certificate_still_certifies_at_large_C_and_shift(rescaling):
     # the rounding floor is the enclosure's distance from the float objectives of the same
     # points: positive on shifted features, part of the gap, and below the tolerance here
     assert 0.0 < cert.rounding_floor <= cert.gap and cert.relative_floor < cert.tol
+
+
+@pytest.mark.slow
+@settings(max_examples=2, deadline=None)
+@given(seed=st.integers(0, 10_000), shift=st.sampled_from([0.0, 1e3]), log_C=st.floats(-1, 3))
+def test_multilabel_beyond_the_verifiers_enumeration_is_rigorous(seed, shift, log_C):
+    # 7 labels (128 outputs per example, above the 64 the verifier enumerates itself): the
+    # full graph's Gray code and the slack-rescaled enumeration are proven by their own bounds
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(5, 2)) + shift
+    Y = rng.integers(0, 2, (5, 7))
+    full = qpsvm.StructuralSVM(MultiLabelModel(7, 2, edges="full"), X, Y, C=10.0**log_C)
+    check(full, full.solve())
+    weighted = MultiLabelModel(7, 2, class_weight=[0.7, 0.3])
+    slack = qpsvm.StructuralSVM(weighted, X, Y, C=10.0**log_C, rescaling="slack")
+    check(slack, slack.solve())
+
+
+def exact_labelling_values(model, x, y_true, w, rescaling):
+    """``F(y)`` (margin) or ``Phi(y)`` (slack) of every labelling, in fractions."""
+    wf = [F(float(v)) for v in w]
+    own = dot(wf, exact_psi(model, x, y_true))
+    values = {}
+    for y in model.enumerate_outputs(x):
+        loss, score = exact_loss(model, y_true, y), dot(wf, exact_psi(model, x, y))
+        values[tuple(int(v) for v in y)] = (
+            loss + score if rescaling == "margin" else loss * (1 + score - own)
+        )
+    return values
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    log_scale=st.sampled_from([0.0, 4.0, 8.0]),
+    shift=st.sampled_from([0.0, 1e4]),
+    rescaling=st.sampled_from(["margin", "slack"]),
+)
+@example(seed=0, log_scale=8.0, shift=1e4, rescaling="margin")
+def test_multilabel_enumeration_bounds_hold(seed, log_scale, shift, rescaling):
+    # what the verifier relies on: the exact maximum over every labelling exceeds the
+    # oracle's output's exact value by at most twice the model's bound, on weights and
+    # features where the float values are far from exact
+    rng = np.random.default_rng(seed)
+    model = MultiLabelModel(8, 3, edges="full", class_weight=[0.7, 1.3])
+    x = rng.normal(size=3) * 10.0**log_scale + shift
+    y_true = rng.integers(0, 2, 8)
+    w = rng.normal(size=model.n_joint_features) * 10.0**log_scale
+    if rescaling == "margin":
+        y_hat, bound = (
+            model.loss_augmented_inference(x, y_true, w),
+            model.rounding([x], [y_true], w).oracle[0],
+        )
+    else:
+        y_hat, bound = (
+            model.slack_rescaled_inference(x, y_true, w),
+            model.rounding([x], [y_true], w).rescaled[0],
+        )
+    values = exact_labelling_values(model, x, y_true, w, rescaling)
+    best = max(values.values()) if rescaling == "margin" else max(0, *values.values())
+    assert best <= values[tuple(int(v) for v in y_hat)] + 2 * F(float(bound))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), n_labels=st.integers(1, 9))
+def test_gray_code_recomputation_keeps_the_exact_maximum(seed, n_labels):
+    # small integers: every float operation is exact, so the enumeration (with its periodic
+    # recomputation of the score and fields) must return the brute-force maximum and a
+    # labelling that attains it
+    rng = np.random.default_rng(seed)
+    linear = rng.integers(-20, 20, n_labels).astype(float)
+    quadratic = np.triu(rng.integers(-20, 20, (n_labels, n_labels)), 1).astype(float)
+    out = np.empty(n_labels, dtype=np.int64)
+    best = _gray_code_max(linear, quadratic, out)
+
+    def value(y):
+        return float(linear @ y + y @ quadratic @ y)
+
+    brute = max(value(np.array(y)) for y in itertools.product((0, 1), repeat=n_labels))
+    assert best == max(brute, 0.0) and value(out) == best

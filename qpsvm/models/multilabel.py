@@ -10,7 +10,7 @@ import numba
 import numpy as np
 
 from qpsvm._jit import ENTRY
-from qpsvm._numerics import sum_error
+from qpsvm._numerics import U, gamma, sum_error, up
 from qpsvm._validation import check_int
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.models.base import ONE_EXAMPLE, JointFeatureModel, Rounding, finite_vector
@@ -29,12 +29,20 @@ __all__ = ["MAX_ENUMERATED_LABELS", "MultiLabelModel", "chow_liu_tree"]
 MAX_ENUMERATED_LABELS = 16
 
 
+#: Steps of the Gray-code enumeration between two recomputations of its score and fields from
+#: scratch: the rounding of the running updates restarts there, so its bound grows with this
+#: count, not with the ``2^L`` steps (:meth:`MultiLabelModel.rounding`); a recomputation costs
+#: ``O(L^2)`` against ``O(L)`` per step, a quarter more work at 16 labels.
+GRAY_REFRESH = 64  # a power of two: the test is a mask of the step
+
+
 @numba.njit(**ENTRY, nogil=True)
 def _gray_code_max(linear, quadratic, out):  # pragma: no cover - compiled
     """Maximise ``s(y) = linear . y + sum_{u<v} quadratic[u, v] y_u y_v`` over ``y in {0,1}^L``
     by visiting every ``y`` in Gray-code order (one bit flips per step, ``O(L)`` update of the
-    score and of the fields ``h_j = linear_j + sum_k Q_jk y_k``, ``Q`` symmetric). Ties go to the
-    first ``y`` visited. Returns the maximum."""
+    score and of the fields ``h_j = linear_j + sum_k Q_jk y_k``, ``Q`` symmetric), both
+    recomputed from scratch every :data:`GRAY_REFRESH` steps. Ties go to the first ``y``
+    visited. Returns the maximum."""
     n = linear.shape[0]
     sym = quadratic + quadratic.T
     field = linear.copy()
@@ -56,6 +64,18 @@ def _gray_code_max(linear, quadratic, out):  # pragma: no cover - compiled
             for m in range(n):
                 field[m] -= sym[m, j]
             score -= field[j]
+        if step & (GRAY_REFRESH - 1) == 0:
+            # products by y_k in {0, 1} are exact, and so are the sums of exact zeros
+            score = 0.0
+            for m in range(n):
+                total = linear[m]
+                for k in range(n):
+                    total += sym[m, k] * y[k]
+                field[m] = total
+                if y[m] != 0:
+                    score += linear[m]
+                    for k in range(m + 1, n):
+                        score += sym[m, k] * y[k]
         if score > best:
             best = score
             for m in range(n):
@@ -385,37 +405,96 @@ class MultiLabelModel(RelaxedOracle, JointFeatureModel):
         A labelling's value sums ``N = L (d + 1) + E`` terms (the ``d`` rounded products of each
         label's score, its class weight, the edge weights) of absolute values at most
         :math:`M = \sum_l (|W_l|\cdot|x| + \max c) + \sum_e \max|P_e|`; every oracle but the
-        full graph's enumeration (whose Gray-code updates accumulate) evaluates it as one float
-        sum (an argmax per label, max-product on a tree, with monotone rounding) or bounds the
-        relaxation of the rounded potentials rigorously (dual decomposition, the LP's dual
-        bound), so it is within ``sum_error(N, M)`` (``sum_error``). The
-        features :math:`\mu_l(1) x` of marginals round once (``sum_error(1, L |x|_1)``), the
-        class-weighted loss sums ``L`` terms (exactly, for integer weights and labellings: the
-        exact oracles' outputs). Slack rescaling (the default enumeration) and the full graph's
-        Gray code are not bounded (``inf``): their certificates are rigorous where every output
-        is enumerated by the verifier itself.
+        full graph's enumeration evaluates it as one float sum (an argmax per label,
+        max-product on a tree, with monotone rounding) or bounds the relaxation of the rounded
+        potentials rigorously (dual decomposition, the LP's dual bound), so it is within
+        ``sum_error(N, M)`` (``sum_error``). The features :math:`\mu_l(1) x` of marginals round
+        once (``sum_error(1, L |x|_1)``), the class-weighted loss sums ``L`` terms (exactly, for
+        integer weights and labellings: the exact oracles' outputs). The full graph's
+        enumeration (:func:`_full_graph_error`) and the slack-rescaled enumeration
+        (:func:`_rescaled_error`) have their own bounds.
         """
         unary_w, pairwise = self._split(w)
         xs = np.array([self.check_input(x) for x in X]).reshape(len(X), self.n_features)
         L, n_edges = self.n_labels, self.edges.shape[0]
         leaves = L * (self.n_features + 1) + n_edges
         edge = float(np.sum(np.abs(pairwise).max(axis=(1, 2)), initial=0.0))
-        scores = np.sum(np.abs(xs) @ np.abs(unary_w).T, axis=1) + L * float(
-            np.max(self.class_weight)
-        )
+        unary = np.sum(np.abs(xs) @ np.abs(unary_w).T, axis=1)
+        scores = unary + L * float(np.max(self.class_weight))
         oracle = sum_error(leaves, scores + edge)
         if self.graph == "full" and L <= MAX_ENUMERATED_LABELS:
-            oracle = np.full(len(X), np.inf)
+            oracle = _full_graph_error(L, self.n_features, scores + 8.0 * edge)
         weights = np.array([np.sum(self.class_weight[self.check_output(y)]) for y in Y])
         loss = sum_error(L, weights)
         if self.exact_inference and np.all(self.class_weight == np.round(self.class_weight)):
             loss = np.zeros(len(X))  # sums of integer weights of labellings are exact
         return Rounding(
             oracle=oracle,
-            rescaled=np.full(len(X), np.inf),
+            rescaled=_rescaled_error(self.n_joint_features, unary + edge, weights, loss),
             feature=sum_error(1, L * np.abs(xs).sum(axis=1)),
             loss=loss,
         )
+
+
+def _full_graph_error(n_labels: int, n_features: int, magnitude: np.ndarray) -> np.ndarray:
+    r"""A bound on :math:`|\hat s(y) - (F(y) - c)|` for every labelling ``y`` the full graph's
+    Gray-code enumeration (:func:`_gray_code_max`) compares, with ``c`` the exact constant
+    :math:`\sum_l \theta_l(0) + \sum_e P_e[0, 0]` (common to all ``y``, so the maximiser is
+    unchanged), from ``magnitude`` :math:`\ge M_1 = \sum_l (|W_l|\cdot|x| + \max c)
+    + 8 \sum_e \max|P_e|` (computed).
+
+    The enumeration maximises :math:`G(y) = \hat a\cdot y + \sum_{u<v} \hat Q_{uv} y_u y_v`
+    with float coefficients: each :math:`\hat a_l` a float sum of ``d + 2L`` leaves (the
+    label's ``d`` products, its class weights, two entries of each incident table), each
+    :math:`\hat Q_{uv}` of 4, whose absolute values add up to at most :math:`M_1` over all
+    coefficients: :math:`|G(y) - (F(y) - c)| \le` ``sum_error(d + 2L + 8, M_1)``. With
+    :math:`A \ge \sum_l |\hat a_l| + \sum |\hat Q_{uv}|`, which bounds :math:`|G|` and every
+    field :math:`|h_m| = |\hat a_m + \sum_k \hat Q_{mk} y_k|`, a recomputation is within
+    :math:`\gamma_L A` (fields) and :math:`\gamma_{L(L+1)/2} A` (score); each of the at most
+    ``R`` = :data:`GRAY_REFRESH` updates after it adds ``u A`` to a field's error, and the
+    field's error plus ``u A`` to the score's (to first order; the factor
+    :math:`1 + 2g` covers the rest), so
+
+    .. math::
+
+        |\hat s(y) - G(y)| \le g A,\qquad g = \gamma_{L(L+1)/2} + R\gamma_L
+        + \tfrac{R (R + 3)}{2} u.
+    """
+    L = n_labels
+    leaves = n_features + 2 * L + 8
+    coefficients = sum_error(leaves, magnitude)
+    size = up(up(magnitude * (1.0 + 2.0 * gamma(leaves)) * (1.0 + 8.0 * U)) + coefficients)
+    R = GRAY_REFRESH
+    g = float(up(gamma(L * (L + 1) // 2) + R * gamma(L) + 0.5 * R * (R + 3) * U))
+    return up(up(coefficients + up(g * size * (1.0 + 2.0 * g) * (1.0 + 8.0 * U))))
+
+
+def _rescaled_error(
+    n_joint: int, magnitude: np.ndarray, weights: np.ndarray, loss: np.ndarray
+) -> np.ndarray:
+    r"""A bound on :math:`|\hat\Phi(y) - \Phi(y)|` for the slack-rescaled enumeration
+    (:meth:`~qpsvm.models.JointFeatureModel.slack_rescaled_inference`, every labelling), its
+    float value :math:`\hat\Phi = fl(\hat\Delta \cdot fl(fl(1 + \hat s(y)) - \hat s(y_i)))` of
+    :math:`\Phi = \Delta (1 + s(y) - s(y_i))`.
+
+    The features of labellings are exact (products by 0 and 1, indicators), so each score
+    :math:`\hat s = fl(w\cdot\Psi)` is within :math:`e_s` = ``sum_error(D, M_s)`` of the exact
+    one (``D`` joint features, ``magnitude`` :math:`\ge M_s = \sum_l |W_l|\cdot|x| +
+    \sum_e \max|P_e|` computed) and :math:`|s| \le S = M_s(1 + 2\gamma_D)`. With
+    :math:`T = (1 + 2S + 2e_s)(1 + 8u) \ge |t|, |\hat t|`: :math:`|\hat t - t| \le e_t =
+    2e_s + 2uT`; the loss within :math:`\lambda` (``loss``) and at most
+    :math:`\bar\Delta = \sum_l c_{y_l} + 2\lambda` (``weights`` the float sums), so
+
+    .. math::
+
+        |\hat\Phi - \Phi| \le u \bar\Delta T + \bar\Delta e_t + T \lambda.
+    """
+    e_s = sum_error(n_joint, magnitude)
+    S = up(magnitude * (1.0 + 2.0 * gamma(n_joint)) * (1.0 + 8.0 * U))
+    T = up((1.0 + 2.0 * up(S + e_s)) * (1.0 + 8.0 * U))
+    e_t = up((2.0 * e_s + 2.0 * U * T) * (1.0 + 8.0 * U))
+    top = up(weights * (1.0 + 2.0 * U) + 2.0 * loss)
+    return up((top * up(U * T + e_t) + T * loss) * (1.0 + 8.0 * U))
 
 
 def _check_edges(edges: Any, n_nodes: int, owner: str) -> np.ndarray:
