@@ -146,6 +146,63 @@ def test_linear_multiclass_one_vs_rest_and_crammer_singer(iris):
     assert v.spec.multi_class == "crammer_singer" and v.passed, v
 
 
+@pytest.mark.parametrize("fit_intercept, scaling", [(True, 1.0), (True, 3.0), (False, 1.0)])
+def test_crammer_singer_intercept_is_liblinears_regularised_bias(iris, fit_intercept, scaling):
+    """LinearSVC(multi_class="crammer_singer") is liblinear -s 4 on [X, B]: the intercepts are
+    B times the last column of a W penalised whole (intercept_ = B w_B), or absent. Its answer
+    at tol 1e-12 certifies on that problem, and an intercept moved by 1e-3 does not (the
+    intercept enters the problem judged, it is neither dropped nor free)."""
+    X, y = iris
+    est = LinearSVC(
+        multi_class="crammer_singer",
+        fit_intercept=fit_intercept,
+        intercept_scaling=scaling,
+        C=0.5,
+        tol=1e-12,
+        max_iter=1_000_000,
+    ).fit(X, y)
+    v = validate(est, X, y)
+    expected = "regularized" if fit_intercept else "none"
+    assert v.spec.intercept == expected and v.spec.intercept_scaling == scaling
+    assert v.passed, v
+    f = v.parts[0].formulation
+    assert f.n_features == X.shape[1] + fit_intercept and f.intercept.mode == expected
+    if fit_intercept:
+        est.intercept_ = est.intercept_ + np.array([1e-3, 0.0, -1e-3])
+        assert not validate(est, X, y).passed
+
+
+@pytest.mark.parametrize("mode", ["free", "regularized"])
+def test_json_multiclass_model_is_judged_with_its_intercepts(iris, tmp_path, mode):
+    """A multiclass JSON model's intercepts enter the problem judged: its "intercept" mode is
+    the formulation's, and intercepts without a mode are refused (they were dropped, and the
+    model certified as if it had none)."""
+    X, y = iris
+    f = qpsvm.MulticlassSVM(X, y, C=0.5, intercept=mode, intercept_scaling=2.0)
+    sol = f.solve()
+    B = f.intercept.scaling
+    model = {
+        "formulation": "crammer_singer",
+        "w": sol.w[:, :-1].tolist(),
+        "b": (B * sol.w[:, -1]).tolist(),
+        "C": 0.5,
+        "classes": [0, 1, 2],
+        "intercept": mode,
+        "intercept_scaling": 2.0,
+    }
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(model))
+    v = validate(str(path), X, y)
+    assert v.spec.intercept == mode and v.passed, v
+    model["b"][0] += 1e-3
+    path.write_text(json.dumps(model))
+    assert not validate(str(path), X, y).passed
+    del model["intercept"]
+    path.write_text(json.dumps(model))
+    with pytest.raises(InvalidInputError, match="nonzero intercepts"):
+        validate(str(path), X, y)
+
+
 def test_linear_l1_multiclass_is_one_binary_l1_problem_per_class(iris):
     """LinearSVC(penalty="l1", dual=False) with three classes (liblinear -s 5) is one-vs-rest:
     validate builds one binary squared-hinge L1 problem per class, not the multiclass L1

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from qpsvm.exceptions import InvalidInputError
+from qpsvm.formulations.pieces.intercepts import INTERCEPTS
 from qpsvm.interop.answer import ForeignAnswer, ProblemSpec
 from qpsvm.interop.liblinear import read_liblinear_file
 from qpsvm.interop.libsvm import read_libsvm_file
@@ -76,13 +77,18 @@ def _read_json(path: str, text: str, n_features: int, ranking: bool) -> ForeignA
             f"{path}: w has {w.shape[-1]} entries per row, the data have {n_features} features."
         )
     b = np.ravel(numbers(path, " ".join(map(str, np.ravel(obj.get("b", 0.0)))), '"b"'))
-    has_intercept = family == "binary" and obj.get("fit_intercept", True) is not False
+    if family == "multiclass":
+        intercept, scaling = _json_multiclass_intercept(path, obj)
+    else:
+        has_intercept = family == "binary" and obj.get("fit_intercept", True) is not False
+        intercept, scaling = ("free" if has_intercept else "none"), 1.0
     classes = tuple(obj["classes"]) if obj.get("classes") is not None else ()
     C = obj.get("C")
     spec = ProblemSpec(
         family=family,
         C=None if C is None else float(numbers(path, str(C), '"C"')[0]),
-        intercept="free" if has_intercept else "none",
+        intercept=intercept,
+        intercept_scaling=scaling,
         multi_class=multi_class,
         conversions=[f"qpsvm JSON model ({name})"],
     )
@@ -94,6 +100,17 @@ def _read_json(path: str, text: str, n_features: int, ranking: bool) -> ForeignA
         coef=w,
         intercept=np.broadcast_to(b, (w.shape[0],)).copy(),
     )
+
+
+def _json_multiclass_intercept(path: str, obj: dict) -> tuple[str, float]:
+    """A multiclass JSON model's intercept mode and scaling: ``"intercept"`` (``"none"``, the
+    default; ``"free"``; ``"regularized"`` with ``"intercept_scaling"``, default 1), the modes
+    of :class:`~qpsvm.MulticlassSVM`. Without one, nonzero ``"b"`` is refused when validated."""
+    mode = obj.get("intercept", "none")
+    if mode not in INTERCEPTS:
+        raise InvalidInputError(f'{path}: "intercept" must be one of {INTERCEPTS}; got {mode!r}.')
+    scaling = obj.get("intercept_scaling", 1.0)
+    return mode, float(numbers(path, str(scaling), '"intercept_scaling"')[0])
 
 
 def _read_text(path: str, text: str, n_features: int, ranking: bool) -> ForeignAnswer:

@@ -330,24 +330,34 @@ def _multiclass_part(
     answer: ForeignAnswer, X: Any, y: np.ndarray, s: np.ndarray, labels: tuple
 ) -> tuple[str, Any, dict[str, Any]]:
     """The one multiclass problem (Crammer-Singer or Weston-Watkins) and its ``W``, rows in the
-    formulation's class order; a regularised intercept becomes a feature column."""
+    formulation's class order, with the spec's loss, penalty and intercept mode: a regularised
+    intercept becomes a feature column ``B``, a free one an unpenalised column 1, and without
+    one the model's intercepts must all be 0 (a nonzero one is refused, never dropped)."""
     from qpsvm.formulations import MulticlassSVM
 
     spec = answer.spec
-    regularized = spec.intercept == "regularized"
     f = MulticlassSVM(
         X,
         y,
         C=spec.C,
         variant=spec.multi_class,
         sample_weight=_weights(spec, y, s),
-        intercept="regularized" if regularized else "none",
-        intercept_scaling=spec.intercept_scaling if regularized else 1.0,
+        loss=spec.loss,
+        penalty=spec.penalty,
+        l1_ratio=spec.l1_ratio if spec.l1_ratio is not None else 0.5,
+        intercept=spec.intercept,
+        intercept_scaling=spec.intercept_scaling if spec.intercept == "regularized" else 1.0,
     )
     order = [labels.index(c) for c in f.classes_.tolist()]
-    b = np.asarray(answer.intercept)[order] if regularized else None
-    # W over the problem's features (the bias column b / B last): what f.compare reads too
-    return "model", f, {"w": f.joint_weights(answer.coef[order], b)}
+    if not f.intercept.fitted and np.any(answer.intercept != 0.0):
+        raise InvalidInputError(
+            f"{answer.source} has nonzero intercepts {answer.intercept.tolist()} but states a "
+            "multiclass problem without intercept; qpsvm does not judge it without them. A qpsvm "
+            'JSON model names its mode: "intercept": "free" or "regularized" (with '
+            '"intercept_scaling").'
+        )
+    # W over the problem's features (the intercepts' column last): what f.compare reads too
+    return "model", f, {"w": f.joint_weights(answer.coef[order], answer.intercept[order])}
 
 
 def _linear_parts(answer: ForeignAnswer, X: Any, y: np.ndarray, s: np.ndarray, labels: tuple):
