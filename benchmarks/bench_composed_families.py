@@ -4,12 +4,12 @@ Times, in the same run (median of ``--repeat``):
 
 * ranking (graded relevance from a noisy linear score, 20 features, queries of 40 items): the
   squared hinge + L2 by ``method="newton"`` (its default), ``"qp"`` and ``"dcd"``, and the L1
-  penalty by ``"qp"``,
+  and L1 + L2 penalties by ``"qp"`` and ``"working_set"``,
   against the anchor qpsvm's hinge + L2 ``RankingSVM`` (its default route) on the same pairs;
 * multiclass (standardised digits, 64 features, 10 classes): Crammer-Singer and
   Weston-Watkins with the squared hinge, with free per-class intercepts and with the L1 and
-  elastic-net penalties against the hinge + L2 without intercept by the same method (the full
-  QP or the working set), and
+  elastic-net penalties (by the full QP and the working set) against the hinge + L2 without
+  intercept by the same method, and
   Crammer-Singer with liblinear's regularised intercept (``intercept="regularized"``) against
   ``LinearSVC(multi_class="crammer_singer", fit_intercept=True)`` at ``tol=1e-10``, whose
   answer qpsvm certifies (its relative gap is printed).
@@ -50,12 +50,17 @@ def ranking(n_items: int, repeat: int) -> None:
         ("squared_hinge", "l2", "qp"),
         ("squared_hinge", "l2", "dcd"),
         ("hinge", "l1", "qp"),
+        ("hinge", "l1", "working_set"),
+        ("hinge", "l1_l2", "qp"),
+        ("hinge", "l1_l2", "working_set"),
+        ("squared_hinge", "l1", "qp"),
+        ("squared_hinge", "l1", "working_set"),
     ]:
         f = qpsvm.RankingSVM(X, y=rel, groups=groups, C=0.1, loss=loss, penalty=penalty)
         seconds, sol = timed(lambda f=f, m=method: f.fresh_copy().solve(method=m), repeat)
         assert sol.certificate.passed
         print(
-            f"  {loss:<14} {penalty:<3} {method:<6} {seconds:7.3f} s  "
+            f"  {loss:<14} {penalty:<5} {method:<11} {seconds:7.3f} s  "
             f"x{seconds / base:5.1f}  rel. gap {sol.certificate.relative_gap:.1e}"
         )
 
@@ -70,6 +75,8 @@ MULTICLASS_ROWS = [
     ("hinge", "none", "qp", "l1"),
     ("hinge", "none", "qp", "l1_l2"),
     ("squared_hinge", "none", "qp", "l1"),
+    ("hinge", "none", "working_set", "l1"),
+    ("hinge", "none", "working_set", "l1_l2"),
 ]
 
 

@@ -215,6 +215,8 @@ class MulticlassProblem(Problem, Protocol):
     squared: bool
     #: Budgets ``C s_i`` of the examples.
     upper: np.ndarray
+    #: The penalty ``R(W)`` (:mod:`qpsvm.formulations.pieces.penalties`).
+    penalty: Any
 
     def scores(self, W: np.ndarray) -> np.ndarray:
         """``S = X W^T``, shape ``(n, k)``."""
@@ -301,6 +303,12 @@ class CompositeProblem(Problem, Protocol):
     def slack_violation(self, z: np.ndarray, xi: Any) -> float: ...
 
     def factor_problem(self) -> Any: ...
+
+    def build_restricted(self, subset: np.ndarray | None, bound: np.ndarray | None) -> Any:
+        """The primal over the samples ``subset``, those in the mask ``bound`` folded in at
+        their multipliers' bound (the working set's restricted problem)."""
+
+    def margins(self, w: Any, b: Any = 0.0) -> np.ndarray: ...
 
     def describe(self) -> str: ...
 

@@ -108,3 +108,31 @@ def hard_variants(X, labels) -> dict:
         "C = 1e4": (X, labels, {"C": 1e4}),
         "C = 1e4, shifted by 1e3": (X + 1e3, labels, {"C": 1e4}),
     }
+
+
+def composed_optimum(
+    Z, weights, C, loss, penalty, *, sigma=None, intercept="none", scaling=1.0, l1_ratio=0.5
+):
+    """The composed problem ``R(w[, b/B]) + C sum_i s_i loss(sigma_i (z_i . w + b))`` stated
+    from scratch on the rows ``Z`` (no qpsvm code), solved by Clarabel at tight tolerances:
+    the reference optimum of the composed binary and ranking tests (``sigma`` default 1)."""
+    import cvxpy as cp
+
+    w = cp.Variable(Z.shape[1])
+    b = cp.Variable() if intercept != "none" else 0.0
+    sigma = np.ones(Z.shape[0]) if sigma is None else sigma
+    excess = cp.pos(1 - cp.multiply(sigma, Z @ w + b))
+    term = cp.square(excess) if loss == "squared_hinge" else excess
+    v = w
+    if intercept == "regularized":
+        v = cp.hstack([w, cp.reshape(b / scaling, (1,), order="C")])
+    reg = {
+        "l2": 0.5 * cp.sum_squares(v),
+        "l1": cp.norm1(v),
+        "l1_l2": l1_ratio * cp.norm1(v) + 0.5 * (1 - l1_ratio) * cp.sum_squares(v),
+    }[penalty]
+    problem = cp.Problem(cp.Minimize(reg + C * (weights @ term)))
+    problem.solve(
+        solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12, max_iter=500
+    )
+    return float(problem.value)

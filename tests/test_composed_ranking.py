@@ -10,9 +10,9 @@ from __future__ import annotations
 import itertools
 from fractions import Fraction
 
-import cvxpy as cp
 import numpy as np
 import pytest
+from conftest import composed_optimum
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
@@ -43,19 +43,7 @@ def data():
 def independent_optimum(Z, weights, C, loss, penalty, l1_ratio=0.5):
     """The problem stated from scratch on the formed differences ``Z`` and solved by Clarabel
     at tight tolerances (no qpsvm code)."""
-    w = cp.Variable(Z.shape[1])
-    excess = cp.pos(1 - Z @ w)
-    term = cp.square(excess) if loss == "squared_hinge" else excess
-    reg = {
-        "l2": 0.5 * cp.sum_squares(w),
-        "l1": cp.norm1(w),
-        "l1_l2": l1_ratio * cp.norm1(w) + 0.5 * (1 - l1_ratio) * cp.sum_squares(w),
-    }[penalty]
-    problem = cp.Problem(cp.Minimize(reg + C * (weights @ term)))
-    problem.solve(
-        solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12, max_iter=500
-    )
-    return float(problem.value)
+    return composed_optimum(Z, weights, C, loss, penalty, l1_ratio=l1_ratio)
 
 
 @pytest.mark.parametrize(("loss", "penalty"), COMBINATIONS)

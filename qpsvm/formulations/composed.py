@@ -111,17 +111,24 @@ class ComposedProblem(Formulation):
 
     methods: ClassVar[tuple[str, ...]] = ("qp", "full")
     refusals: ClassVar[dict[str, str]] = {
-        name: "composed problems are solved by the full CVXPY problem (method='qp'); the "
-        "working set, SMO, the online methods and the rational oracle serve the hinge loss with "
-        "the L2 penalty and a free or no intercept (SoftMarginPrimal, SoftMarginDual)"
-        for name in ("working_set", "smo", "subgradient", "exact", "homotopy")
+        name: "composed problems are solved by the full CVXPY problem (method='qp'); SMO, the "
+        "online methods and the rational oracle serve the hinge loss with the L2 penalty and a "
+        "free or no intercept (SoftMarginPrimal, SoftMarginDual)"
+        for name in ("smo", "subgradient", "exact", "homotopy")
     } | {
+        "working_set": "the working set serves the hinge and squared hinge losses with the "
+        "linear kernel (their dual is a box; a kernel's or a regression's is not folded in)",
         "dcd": "dual coordinate descent serves the linear classifiers with the L2 penalty and "
         "a hinge or squared hinge loss",
         "newton": "Newton's method serves the squared hinge loss with the L2 penalty, no "
         "intercept and the linear kernel",
     }
     certifier: ClassVar[str] = "qpsvm.verify.fenchel:certify_composed"
+    working_set: ClassVar[str] = "qpsvm.solvers.working_set:composed_sets"
+    #: Above this many samples (or pairs) :meth:`default_method` is ``"working_set"`` for the
+    #: L1 and L1 + L2 penalties: at 5106 ranking pairs (d = 20, C = 0.1) the working set took
+    #: half the full LP's time, the crossover of the binary problems (1000) is kept.
+    working_set_min_samples: ClassVar[int] = 1000
     coordinate_problem: ClassVar[str] = "qpsvm.solvers.coordinate:composed_problem"
     regression: ClassVar[bool] = False
     #: ``(items, pairs)`` when the rows are the exact differences ``items[i] - items[j]`` of
@@ -157,6 +164,9 @@ class ComposedProblem(Formulation):
         self.epsilon = float(epsilon)
         self._model: CvxModel | None = None
         self._gram: np.ndarray | None = None
+        if self.linear and not self.regression:
+            # the margin losses are piecewise quadratic with a box dual: the working set
+            self.methods = (*self.methods, "working_set")
         if self.linear and self.penalty.name == "l2" and not self.regression:
             # dual coordinate descent: the hinge losses' duals have a box and no kernel
             self.methods = (*self.methods, "dcd")
@@ -172,9 +182,17 @@ class ComposedProblem(Formulation):
 
     def default_method(self) -> str:
         """``"dcd"`` for sparse data where it applies (measured in
-        benchmarks/regimes/sparse.py), else ``"qp"``."""
+        benchmarks/regimes/sparse.py); ``"working_set"`` for the L1 and L1 + L2 penalties above
+        :attr:`working_set_min_samples` samples (measured in
+        benchmarks/bench_composed_families.py on ranking pairs); else ``"qp"``."""
         if "dcd" in self.methods and sp.issparse(self.X):
             return "dcd"
+        if (
+            "working_set" in self.methods
+            and self.penalty.name != "l2"
+            and self.n_samples > self.working_set_min_samples
+        ):
+            return "working_set"
         return super().default_method()
 
     @property
@@ -248,31 +266,49 @@ class ComposedProblem(Formulation):
         """
         if not self.linear:
             return self.build_dual()
+        return self.build_restricted(None, None)
+
+    def build_restricted(self, subset: np.ndarray | None, bound: np.ndarray | None) -> CvxModel:
+        r"""The primal over the samples ``subset`` (default: all), with the samples ``bound``
+        (a boolean mask) folded in at their multipliers' bound ``u_i = C c_i`` (the hinge loss
+        in its linear piece): they add ``C sum_{i in E} c_i (m_i - z_i)``, which is
+        ``-C (w . g + b t)`` up to a constant, ``g = sum_E c_i sigma_i x_i``,
+        ``t = sum_E c_i sigma_i``, instead of constraints. The model's ``index`` is ``subset``
+        (the rows of its ``margin`` constraint); ``C`` stays a parameter.
+        """
         w = cp.Variable(self.n_features, name="w")
-        prediction, extra, stated = self.predictions(w)
+        prediction, extra, stated = self.predictions(w, subset)
         variables: dict[str, cp.Variable] = {"w": w, **extra}
         argument: cp.Expression = w
+        rows = slice(None) if subset is None else subset
+        b = None
         if self.intercept.fitted:
             b = cp.Variable(name="b")
             variables["b"] = b
             prediction = prediction + b
             if self.intercept.regularized:
                 argument = cp.hstack([w, cp.reshape(b / self.intercept.scaling, (1,), order="C")])
-        z = prediction if self.regression else cp.multiply(self.sigma, prediction)
-        term, xi, constraints = self.loss.epigraph(z, self.target, self.epsilon)
+        z = prediction if self.regression else cp.multiply(self.sigma[rows], prediction)
+        term, xi, constraints = self.loss.epigraph(z, self.target[rows], self.epsilon)
         constraints = {**stated, **constraints}
         variables["xi"] = xi
         C = cp.Parameter(nonneg=True, value=self.C, name="C")
-        objective = self.penalty.expression(argument) + C * (self.sample_weight @ term)
+        loss = self.sample_weight[rows] @ term
+        if bound is not None and np.any(bound):
+            c = np.where(bound, self.sample_weight, 0.0)
+            loss = loss - w @ self.expansion(c)
+            if b is not None:
+                loss = loss - b * fsum_dot(c, self.sigma)
+        objective = self.penalty.expression(argument) + C * loss
         problem = cp.Problem(cp.Minimize(objective), list(constraints.values()))
-        return CvxModel(problem, variables, constraints, {"C": C})
+        return CvxModel(problem, variables, constraints, {"C": C}, index=subset)
 
     def predictions(
-        self, w: cp.Variable
+        self, w: cp.Variable, subset: np.ndarray | None = None
     ) -> tuple[cp.Expression, dict[str, cp.Variable], dict[str, cp.Constraint]]:
-        """The predictions ``w . x_i`` in CVXPY, with any variables and constraints they need
-        (none here: ``X @ w``)."""
-        return self.X @ w, {}, {}
+        """The predictions ``w . x_i`` of the samples ``subset`` (default: all) in CVXPY, with
+        any variables and constraints they need (none here: ``X @ w``)."""
+        return (self.X if subset is None else self.X[subset]) @ w, {}, {}
 
     def build_dual(self) -> CvxModel:
         """The kernel dual: ``max sum_i (p_i u_i - eps_i |u_i| - d_i u_i^2 / 2)

@@ -156,11 +156,11 @@ class ComposedRanking(ComposedProblem):
         return f"{type(self).__name__}({self.loss.name}, {self.penalty.name})"
 
     def predictions(
-        self, w: cp.Variable
+        self, w: cp.Variable, subset: np.ndarray | None = None
     ) -> tuple[cp.Expression, dict[str, cp.Variable], dict[str, cp.Constraint]]:
-        """The pairs' margins ``w . (x_i - x_j)``, stated as the ranking SVM states them
-        (:func:`~qpsvm.formulations.ranking.pair_margins`)."""
-        return pair_margins(self.items, self.pairs, w)
+        """The margins ``w . (x_i - x_j)`` of the pairs ``subset`` (default: all), stated as the
+        ranking SVM states them (:func:`~qpsvm.formulations.ranking.pair_margins`)."""
+        return pair_margins(self.items, self.pairs if subset is None else self.pairs[subset], w)
 
     def check_b(self, b: Any) -> float:
         """A candidate intercept, which must be 0 (:meth:`RankingSVM.check_b`)."""

@@ -47,7 +47,14 @@ from typing import Any
 import numpy as np
 
 from qpsvm._validation import check_int, check_number, check_tol
-from qpsvm.contract import BinaryProblem, MulticlassProblem, Problem, load, part
+from qpsvm.contract import (
+    BinaryProblem,
+    CompositeProblem,
+    MulticlassProblem,
+    Problem,
+    load,
+    part,
+)
 from qpsvm.exceptions import InaccurateSolutionError, InfeasibleProblemError, SolverError
 from qpsvm.formulations.model import CvxModel
 from qpsvm.solution import Candidate, History, Solution
@@ -64,6 +71,7 @@ from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH
 
 __all__ = [
     "BinarySets",
+    "ComposedSets",
     "CrammerSingerSets",
     "ResidualSets",
     "Round",
@@ -71,8 +79,10 @@ __all__ = [
     "WestonWatkinsSets",
     "WorkingSet",
     "binary_sets",
+    "composed_sets",
     "multiclass_sets",
     "run_working_set",
+    "sampled_start",
     "solve_working_set",
     "start_binary",
     "working_set_for",
@@ -101,6 +111,17 @@ SMO_TOL = 1e-3
 #: ``1e-3`` to this gap costs 2-3 times SMO's steps but no more kernel rows (n = 2000-8000,
 #: rbf), far less than a restricted QP on the free support vectors.
 START_GAP = 0.5 * GOOD_ENOUGH * DEFAULT_TOL
+#: Units (samples or pairs) of the sample whose restricted optimum starts the penalties without a
+#: dual method of their own (:func:`sampled_start`); a sample this size solves in well under a
+#: second as an LP or QP.
+START_SAMPLE = 1000
+
+
+def folds(f: MulticlassProblem | CompositeProblem) -> bool:
+    """Whether units may be fixed at their multipliers' bound (a linear term of the restricted
+    problem): not under the L1 penalty alone, where ``||w||_1`` minus a linear term can be
+    unbounded below; a penalty with an L2 part keeps every restricted problem bounded."""
+    return f.penalty.name != "l1"
 
 
 @dataclass
@@ -398,6 +419,50 @@ class BinarySets(ResidualSets):
         return self.f.infeasible_error() or exc
 
 
+class ComposedSets(ResidualSets):
+    r"""The linear composed problems with a margin loss (hinge or squared hinge, any penalty and
+    intercept; the ranking ones on pair differences): one unit per sample, residual
+    ``r_i = z_i - m_i`` with ``z_i = sigma_i (w . x_i + b)``.
+
+    Both losses are piecewise quadratic in ``z_i`` with one break at the margin: beyond it
+    (``r_i > 0``) a sample adds nothing (dropped, ``u_i = 0``); short of it the hinge is linear
+    (fixed at ``u_i = C c_i``: a linear term of the restricted problem), the squared hinge
+    quadratic (its multiplier ``2 C c_i (m_i - z_i)`` is unbounded, so such samples stay in
+    ``W``). Under the L1 penalty alone no sample is fixed either: ``||w||_1`` minus a linear
+    term can be unbounded below, where a penalty with an L2 part keeps every restricted problem
+    bounded. The restricted problem is the formulation's own CVXPY problem over ``W``
+    (:meth:`~qpsvm.formulations.composed.ComposedProblem.build_restricted`): an LP or QP for
+    the L1, L1 + L2 and L2 penalties alike.
+    """
+
+    @property
+    def upper(self) -> np.ndarray:
+        hi = self.f.loss_conjugate().hi
+        return hi if folds(self.f) else np.full(hi.shape, np.inf)
+
+    @property
+    def labels(self) -> np.ndarray | None:
+        return self.f.sigma if self.f.intercept.coupled else None
+
+    @property
+    def scale(self) -> float:
+        return max(1.0, float(np.max(self.f.target)))
+
+    def evaluate(self, cand: Candidate) -> tuple[np.ndarray, float]:
+        f = self.f
+        z = f.margins(cand.w, cand.b or 0.0)
+        return z - f.target, float(f.objective(cand.w, cand.b or 0.0))
+
+    def build(self) -> CvxModel:
+        return self.f.build_restricted(np.flatnonzero(self.work), self.bound)
+
+    def read(self, model: CvxModel) -> Candidate:
+        cand = self.f.read_model(model)
+        alpha = self.fixed_alpha()
+        alpha[model.index] = cand.alpha
+        return Candidate(w=cand.w, b=cand.b, alpha=alpha)
+
+
 class WestonWatkinsSets(ResidualSets):
     """Weston-Watkins: one unit per constraint ``(i, c)``, ``c != y_i``, residual
     ``r_ic = w_{y_i} . x_i - w_c . x_i - 1``, bound ``C s_i``."""
@@ -406,7 +471,8 @@ class WestonWatkinsSets(ResidualSets):
 
     @property
     def upper(self) -> np.ndarray:
-        return self.f.upper[self.f.rows]
+        upper = self.f.upper[self.f.rows]
+        return upper if folds(self.f) else np.full(upper.shape, np.inf)
 
     def evaluate(self, cand: Candidate) -> tuple[np.ndarray, float]:
         f = self.f
@@ -461,7 +527,7 @@ class CrammerSingerSets(StatusSets):
         self.top = np.argmax(h, axis=1)
         ordered = np.partition(h, -2, axis=1)
         first, second = ordered[:, -1], ordered[:, -2]
-        self.bound = (first > self.band) & (first - second > self.band)
+        self.bound = (first > self.band) & (first - second > self.band) & folds(self.f)
         self.work = (first >= -self.band) & ~self.bound
         self.seed(np.abs(first), (np.ones(first.shape, bool),))
         self.active = np.zeros_like(self.f.mask)
@@ -537,6 +603,43 @@ def start_binary(f: BinaryProblem) -> Start:
     return dual_coordinate_descent(f, tol=DCD_TOL, max_epochs=DCD_MAX_EPOCHS)
 
 
+def sampled_start(f: Problem, model: CvxModel, sample: np.ndarray, units: int) -> Start:
+    """The optimum of the restricted problem ``model`` over ``sample`` (``sample.size`` of the
+    ``units`` units, ``C`` scaled by ``units / sample.size`` so that the losses weigh as on the
+    full data): the start of the penalties without a dual method of their own (L1, L1 + L2).
+    Its band is set so that about ``sample.size`` units lie within :data:`WIDTH` bands of their
+    margin (the restricted problem's size, which the full-data checks then grow as needed)."""
+    model.parameters["C"].value = f.C * units / sample.size
+    solve_model(model, backend_order(None), {}, f.always_feasible)
+    cand = f.read_model(model)
+    return Start(Candidate(w=cand.w, b=cand.b, alpha=None), math.nan, "sample", 0)
+
+
+def composed_sets(f: CompositeProblem, start: Start | None, width: float) -> ComposedSets:
+    """The working set of a linear composed problem with a margin loss, sorted at ``start``
+    (default: the optimum over a sample of :data:`START_SAMPLE` units, :func:`sampled_start`,
+    its band from the residuals' distribution)."""
+    if start is None:
+        sample = _sample(f.n_samples)
+        start = sampled_start(f, f.build_restricted(sample, None), sample, f.n_samples)
+        r = f.margins(start.candidate.w, start.candidate.b) - f.target
+        start.band = _band(r, sample.size, width)
+    return ComposedSets(f, start, width)
+
+
+def _sample(n: int, constraints: int = 1) -> np.ndarray:
+    """Units of ``n``, evenly spread, that hold about :data:`START_SAMPLE` constraints
+    (``constraints`` per unit; all units when they hold fewer)."""
+    size = min(n, max(1, START_SAMPLE // constraints))
+    return np.unique(np.linspace(0, n - 1, size).astype(np.intp))
+
+
+def _band(r: np.ndarray, size: int, width: float) -> float:
+    """The band that puts the ``size`` residuals ``r`` nearest 0 within ``width`` bands."""
+    nearest = float(np.partition(np.abs(r), size - 1)[size - 1])
+    return max(nearest / width, STATUS_TOL)
+
+
 def binary_sets(f: BinaryProblem, start: Start | None, width: float) -> BinarySets:
     """The working set of a binary (or ranking) SVM, sorted at ``start`` (default:
     :func:`start_binary`)."""
@@ -546,9 +649,20 @@ def binary_sets(f: BinaryProblem, start: Start | None, width: float) -> BinarySe
 def multiclass_sets(f: MulticlassProblem, start: Start | None, width: float) -> StatusSets:
     """The working set of a multiclass SVM (:class:`CrammerSingerSets` or
     :class:`WestonWatkinsSets`), sorted at ``start`` (default:
-    :func:`~qpsvm.solvers.warm_start.multiclass_dual`)."""
+    :func:`~qpsvm.solvers.warm_start.multiclass_dual` for the L2 penalty, else the optimum over
+    a sample of :data:`START_SAMPLE` examples, :func:`sampled_start`)."""
     sets = CrammerSingerSets if f.crammer_singer else WestonWatkinsSets
-    return sets(f, multiclass_dual(f) if start is None else start, width)
+    if start is None and f.penalty.name == "l2":
+        start = multiclass_dual(f)
+    elif start is None:  # the dual method states the L2 penalty: a sample's optimum instead
+        sample = _sample(f.n_samples, f.n_classes - 1)
+        constraints = np.flatnonzero(np.isin(f.rows, sample))
+        start = sampled_start(f, f.build(subset=constraints), sample, f.n_samples)
+        r = 1.0 - f.margins(f.scores(start.candidate.w))
+        losses = np.where(f.mask, r, -np.inf)
+        units = losses.max(axis=1) if f.crammer_singer else losses[f.rows, f.cols]
+        start.band = _band(units, sample.size, width)
+    return sets(f, start, width)
 
 
 def working_set_for(f: Problem, start: Start | None = None, width: float = WIDTH) -> StatusSets:
