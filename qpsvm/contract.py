@@ -215,8 +215,9 @@ class MulticlassProblem(Problem, Protocol):
     squared: bool
     #: Budgets ``C s_i`` of the examples.
     upper: np.ndarray
-    #: The penalty ``R(W)`` (:mod:`qpsvm.formulations.pieces.penalties`).
+    #: The penalty ``R(W)`` and the intercept mode (:mod:`qpsvm.formulations.pieces`).
     penalty: Any
+    intercept: Any
 
     def scores(self, W: np.ndarray) -> np.ndarray:
         """``S = X W^T``, shape ``(n, k)``."""

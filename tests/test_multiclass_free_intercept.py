@@ -1,5 +1,6 @@
 """The multiclass SVMs with free, unpenalised per-class intercepts (``intercept="free"``):
-checked against the rational oracle through the two-class identity, a CVXPY statement written
+checked against the rational oracle (``method="exact"``, and the binary one through the
+two-class identity), a CVXPY statement written
 from scratch, and Hypothesis; the certificates enclose the exact optimum, are tight for
 candidates of any quality, do not depend on the intercepts' common shift, and reject perturbed
 answers. No installed client solves this problem (liblinear's and scikit-learn's multiclass
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 import qpsvm
 from qpsvm.exceptions import InvalidInputError
+from qpsvm.solvers.exact import multiclass_qp
 from qpsvm.verify.rigorous import multiclass_intercept_spread
 
 VARIANTS = ("crammer_singer", "weston_watkins")
@@ -76,6 +78,50 @@ def test_two_classes_against_the_rational_oracle(variant):
         np.testing.assert_allclose(sol.w[1, :-1] - sol.w[0, :-1], exact.w, atol=1e-7)
         assert sol.b[1] - sol.b[0] == pytest.approx(exact.b, abs=1e-6)
         assert sol.b.sum() == pytest.approx(0.0, abs=1e-12)  # the normalisation
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_rational_oracle_is_the_binary_optimum_with_two_classes(variant):
+    """``method="exact"`` states the free intercepts itself (``b_{y_i} - b_c`` on each row, the
+    last class's fixed at 0): with two classes its ``P*`` is exactly half the binary
+    free-intercept optimum at ``2C``, ``b_1 - b_0`` its ``b`` and the intercepts sum to 0."""
+    X, y = shifted_classes(0, n=24, d=2, k=2)
+    X = np.round(X * 8) / 8
+    optimum, binary = binary_optimum(X, y, 1.5)
+    f = qpsvm.MulticlassSVM(X, y, C=1.5, variant=variant, intercept="free")
+    sol = f.solve(method="exact")
+    exact = sol.info["exact"]
+    assert exact.objective == optimum
+    assert exact.b[1] - exact.b[0] == binary.info["exact"].b
+    assert sum(exact.b) == 0
+    np.testing.assert_array_equal(sol.b, [float(v) for v in exact.b])
+    assert f.certify(sol).passed
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**16),
+    variant=st.sampled_from(VARIANTS),
+    C=st.sampled_from([0.1, 1.0, 10.0]),
+    k=st.integers(3, 4),
+)
+@example(seed=1, variant="crammer_singer", C=10.0, k=4)
+def test_rational_oracle_lies_in_the_float_certificate(seed, variant, C, k):
+    """Three or four classes: the exact ``P*`` lies in the rigorous enclosure of the float
+    QP's certified optimum, the exact point's objective (recomputed exactly) is ``P*``, its
+    float view certifies, and the intercepts sum to 0."""
+    X, y = shifted_classes(seed, n=8 * k, d=2, k=k)
+    f = qpsvm.MulticlassSVM(X, y, C=C, variant=variant, intercept="free")
+    exact = f.solve(method="exact")
+    opt = exact.info["exact"]
+    cert = f.solve(method="qp").certificate
+    assert cert.rigorous
+    assert Fraction(cert.lower) <= opt.objective <= Fraction(cert.upper)
+    assert sum(opt.b) == 0
+    assert f.certify(exact).passed
+    # the primal objective at (W*, b*), recomputed exactly (the last class's b is the QP's 0)
+    assert multiclass_qp(f).objective(opt.w, opt.b[:-1] - opt.b[-1]) == opt.objective
+    assert f.objective(exact.w) == pytest.approx(float(opt.objective), rel=1e-12)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -177,9 +223,8 @@ def test_bad_input_and_refused_methods():
         qpsvm.MulticlassSVM(X, y, fit_intercept=True, intercept="none")
     f = qpsvm.MulticlassSVM(X, y, fit_intercept=True)
     assert f.intercept.coupled
-    for method in ("exact", "subgradient"):
-        with pytest.raises(InvalidInputError, match="free per-class intercept"):
-            f.solve(method=method)
+    with pytest.raises(InvalidInputError, match="free per-class intercept"):
+        f.solve(method="subgradient")
     with pytest.raises(InvalidInputError, match="per-class intercepts"):
         f.certify(w=np.zeros((3, X.shape[1])))
     with pytest.raises(InvalidInputError, match="disagrees"):

@@ -6,10 +6,13 @@ the slack they share:
 .. math::
 
     \min_{w, b, \xi}\ \tfrac12\|w\|^2 + \sum_g c_g \xi_g
-    \quad\text{s.t.}\quad a_k\cdot w + y_k b \ge m_k - \xi_{g(k)},\ \xi_g \ge 0,
+    \quad\text{s.t.}\quad a_k\cdot w + y_k \cdot b \ge m_k - \xi_{g(k)},\ \xi_g \ge 0,
 
-with the intercept ``b`` only when the rows carry labels ``y_k = +-1`` (binary with
-``fit_intercept``), ``c_g = inf`` for a hard constraint (no slack). Binary and ranking SVMs
+with free, unpenalised intercepts ``b`` only when the rows carry their coefficients ``y_k``
+(binary with ``fit_intercept``: one intercept, ``y_k = +-1``; multiclass with free per-class
+intercepts: ``b_{y_i} - b_c`` on row ``(i, c)``, the last class's ``b`` fixed at 0, since a
+common shift of all of them changes no margin), ``c_g = inf`` for a hard constraint (no
+slack). Binary and ranking SVMs
 have one row per group (``a_k = y_k x_k``, or a pair difference), Weston-Watkins one row per
 ``(i, c)``, Crammer-Singer one group per example. A kernel SVM is one too, with rows
 ``a_k = y_k phi(x_k)`` in its feature space: everything below uses the rows only through their
@@ -19,7 +22,7 @@ Its dual is
 .. math::
 
     D(\alpha) = \sum_k m_k \alpha_k - \tfrac12\Big\|\sum_k \alpha_k a_k\Big\|^2,\quad
-    \alpha \ge 0,\ \sum_{k \in g} \alpha_k \le c_g,\ \sum_k y_k \alpha_k = 0 \text{ (with b)}.
+    \alpha \ge 0,\ \sum_{k \in g} \alpha_k \le c_g,\ \sum_k \alpha_k y_k = 0 \text{ (with b)}.
 
 Its KKT conditions are a linear complementarity problem with a positive semidefinite matrix
 (the multipliers ``alpha`` against the margins' excess ``mu_k = a_k.w + y_k b - m_k + xi_g``,
@@ -73,7 +76,8 @@ class GroupedQP:
     cap : list of Fraction or None
         ``c_g`` per group (``None``: a hard constraint without slack).
     label : ndarray of int or None
-        ``y_k`` (``+-1``) of each row when ``b`` is free, else ``None``.
+        The intercepts' coefficients ``y_k`` of each row when there are free intercepts, else
+        ``None``: shape ``(n_rows,)`` for one intercept (``+-1``), ``(n_rows, p)`` for ``p``.
     """
 
     rows: Rows
@@ -90,14 +94,36 @@ class GroupedQP:
     def n_groups(self) -> int:
         return len(self.cap)
 
-    def objective(self, w: np.ndarray, b: Fraction = ZERO) -> Fraction:
+    @property
+    def n_intercepts(self) -> int:
+        """Number ``p`` of free intercepts (0 without)."""
+        if self.label is None:
+            return 0
+        return 1 if np.ndim(self.label) == 1 else int(np.shape(self.label)[1])
+
+    def coefficient(self, k: int, j: int) -> int:
+        """Coefficient of intercept ``j`` in row ``k``'s margin."""
+        return int(self.label[k] if np.ndim(self.label) == 1 else self.label[k, j])
+
+    def intercept_terms(self, b: Fraction | np.ndarray) -> np.ndarray | int:
+        """``y_k . b`` of every row, exactly (0 without intercepts)."""
+        if self.label is None:
+            return 0
+        if np.ndim(self.label) == 1:
+            return self.label * Fraction(b)
+        return np.asarray(self.label).astype(object) @ np.asarray(b, dtype=object)
+
+    def objective(self, w: np.ndarray, b: Fraction | np.ndarray = ZERO) -> Fraction:
         """The exact primal objective of any point ``(w, b)`` (rationals, or floats read
-        exactly): ``1/2 ||w||^2 + sum_g c_g max(0, max_{k in g} m_k - a_k.w - y_k b)``, ``inf``
+        exactly): ``1/2 ||w||^2 + sum_g c_g max(0, max_{k in g} m_k - a_k.w - y_k . b)``, ``inf``
         (a float) when a hard constraint fails. For :class:`GramRows` ``w`` is the point's
         coefficient vector over the rows, ``w = sum_k w_k a_k``."""
         w = np.asarray([Fraction(v) for v in np.ravel(w)], dtype=object)
-        b = Fraction(b)
-        margins = self.rows.apply(w) + (self.label * b if self.label is not None else 0)
+        if self.n_intercepts > 1:
+            b = np.asarray([Fraction(v) for v in np.ravel(b)], dtype=object)
+        else:
+            b = Fraction(b)
+        margins = self.rows.apply(w) + self.intercept_terms(b)
         short = self.m - margins
         xi = [ZERO] * self.n_groups
         for k, g in enumerate(self.group):
@@ -122,8 +148,9 @@ class ExactOptimum:
         ``w* = sum_k alpha_k a_k`` (unique: the objective is strongly convex in ``w``), where
         it is explicit; ``None`` for a kernel, whose ``w*`` lives in the feature space and is
         ``sum_k alpha_k y_k phi(x_k)`` (it is unique there, ``alpha*`` need not be).
-    b : Fraction
-        An optimal intercept (0 without one; it need not be unique).
+    b : Fraction or ndarray of Fraction
+        An optimal intercept (0 without one; it need not be unique), or the optimal intercepts
+        of a problem with several.
     alpha : ndarray of Fraction
         Optimal multipliers, one per row (not unique in general).
     xi : ndarray of Fraction
@@ -135,7 +162,7 @@ class ExactOptimum:
     """
 
     w: np.ndarray | None
-    b: Fraction
+    b: Fraction | np.ndarray
     alpha: np.ndarray
     xi: np.ndarray
     objective: Fraction
@@ -171,6 +198,7 @@ class _Reduced:
         groups = sorted({int(g) for g in qp.group[free] if qp.cap[g] is not None})
         self.groups = groups
         self.intercept = qp.label is not None
+        self.n_intercepts = qp.n_intercepts
 
     def alpha_fixed(self) -> np.ndarray:
         alpha = np.array([ZERO] * self.qp.n_rows, dtype=object)
@@ -180,15 +208,18 @@ class _Reduced:
 
     def starts(self, saturated: np.ndarray) -> list[list[int]]:
         """Guessed bases of :meth:`lcp`: every free multiplier positive, the slack of each
-        group guessed saturated, and the intercept of either sign."""
+        group guessed saturated, and the intercepts all of one sign or all of the other."""
         nf, nh = self.free.size, len(self.groups)
         base = list(range(nf)) + [nf + j for j, g in enumerate(self.groups) if saturated[g]]
         if not self.intercept:
             return [base]
-        return [[*base, nf + nh + 1], [*base, nf + nh]]
+        signs = range(nf + nh, nf + nh + 2 * self.n_intercepts)
+        return [[*base, *signs[1::2]], [*base, *signs[0::2]]]
 
     def lcp(self, alpha: np.ndarray) -> tuple[list[list[Fraction]], list[Fraction]]:
-        r"""``M`` and ``q`` over ``z = (alpha_F, xi_H, lambda_+, lambda_-)``:
+        r"""``M`` and ``q`` over ``z = (alpha_F, xi_H, lambda_+, lambda_-)`` (one intercept;
+        with ``p`` of them, one pair ``lambda_{j+}, lambda_{j-}`` per intercept, the columns
+        ``y_F`` of each):
 
         .. math::
 
@@ -202,7 +233,7 @@ class _Reduced:
         """
         qp, free, groups = self.qp, self.free, self.groups
         nf, nh = free.size, len(groups)
-        size = nf + nh + (2 if self.intercept else 0)
+        size = nf + nh + 2 * self.n_intercepts
         M = [[ZERO] * size for _ in range(size)]
         v = self.rows.combine(self.capped, alpha[self.capped])
         q = list(self.rows.apply(v, free) - qp.m[free])
@@ -215,10 +246,10 @@ class _Reduced:
                 M[i][slot[g]] = Fraction(1)
                 M[slot[g]][i] = Fraction(-1)
         q += [qp.cap[g] for g in groups]
-        if self.intercept:
-            y = [Fraction(int(qp.label[k])) for k in free]
-            plus, minus = nf + nh, nf + nh + 1
-            balance = sum((int(qp.label[k]) * alpha[k] for k in self.capped), ZERO)
+        for j in range(self.n_intercepts):
+            y = [Fraction(qp.coefficient(k, j)) for k in free]
+            plus, minus = nf + nh + 2 * j, nf + nh + 2 * j + 1
+            balance = sum((qp.coefficient(k, j) * alpha[k] for k in self.capped), ZERO)
             for i in range(nf):
                 M[i][plus], M[i][minus] = -y[i], y[i]
                 M[plus][i], M[minus][i] = y[i], -y[i]
@@ -242,10 +273,14 @@ def _kkt_point(qp: GroupedQP, rows: Rows, reduced: _Reduced, z: list[Fraction]):
     alpha = reduced.alpha_fixed()
     nf, nh = free.size, len(groups)
     alpha[free] = z[:nf]
-    b = z[nf + nh + 1] - z[nf + nh] if reduced.intercept else ZERO
+    b: Fraction | np.ndarray = ZERO
+    if reduced.intercept:
+        base = nf + nh
+        pairs = [z[base + 2 * j + 1] - z[base + 2 * j] for j in range(reduced.n_intercepts)]
+        b = pairs[0] if np.ndim(qp.label) == 1 else np.asarray(pairs, dtype=object)
     support = np.flatnonzero(alpha != 0)
     w = rows.combine(support, alpha[support])
-    margins = rows.apply(w) + (qp.label * b if reduced.intercept else 0)
+    margins = rows.apply(w) + qp.intercept_terms(b)
     xi = np.array([ZERO] * qp.n_groups, dtype=object)
     for j, g in enumerate(groups):
         xi[g] = z[nf + j]
@@ -319,7 +354,7 @@ def _optimum(
     qp: GroupedQP,
     alpha: np.ndarray,
     w: np.ndarray,
-    b: Fraction,
+    b: Fraction | np.ndarray,
     xi: np.ndarray,
     margins: np.ndarray,
     dead: np.ndarray,

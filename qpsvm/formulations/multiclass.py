@@ -160,12 +160,12 @@ class MulticlassSVM(Formulation):
         "method and the rational oracle serve the L2 penalty"
         for name in ("subgradient", "exact")
     }
-    #: Why the free intercept has no subgradient method and no rational oracle.
+    #: Why the free intercept has no subgradient method.
     free_refusals: ClassVar[dict[str, str]] = {
-        name: "the free per-class intercept (intercept='free') is solved by the CVXPY problem "
-        "(method='qp') or the working set; the subgradient method and the rational oracle "
-        "state the problem without intercept or with the regularised one"
-        for name in ("subgradient", "exact")
+        "subgradient": "the free per-class intercept (intercept='free') is solved by the "
+        "CVXPY problem (method='qp'), the working set or the rational oracle (method='exact'); "
+        "the subgradient method states the problem without intercept or with the regularised "
+        "one"
     }
     working_set: ClassVar[str] = "qpsvm.solvers.working_set:multiclass_sets"
     online_problem: ClassVar[str] = "qpsvm.solvers.subgradient:multiclass_problem"
@@ -215,7 +215,7 @@ class MulticlassSVM(Formulation):
             self.methods = tuple(m for m in self.methods if m not in self.free_refusals)
             if not self.loss.squared:  # the squared hinge's own refusals say more
                 self.refusals = self.free_refusals
-            self.online_problem = self.exact_oracle = ""
+            self.online_problem = ""
         if self.penalty.name != "l2":
             self.refinement = "qpsvm.solvers.refine:refine_sparse_weights"
             self.methods = tuple(m for m in self.methods if m in ("qp", "full", "working_set"))

@@ -37,7 +37,7 @@ import scipy.sparse as sp
 
 from qpsvm.contract import BinaryProblem, MulticlassProblem, Problem, part
 from qpsvm.exact.kkt import ExactOptimum, GroupedQP, solve_grouped
-from qpsvm.exact.rational import ClassRows, GramRows, IntegerRows, to_rational
+from qpsvm.exact.rational import ZERO, ClassRows, GramRows, IntegerRows, to_float, to_rational
 from qpsvm.exceptions import (
     InfeasibleProblemError,
     InvalidInputError,
@@ -274,15 +274,34 @@ def solve_exact_ranking(f: BinaryProblem, solver: str | None = None, start: Any 
 
 def multiclass_qp(f: MulticlassProblem) -> GroupedQP:
     """The exact grouped-slack QP of a multiclass SVM, in the space of ``vec(W)`` (rows
-    ``(i, c)``, ``c != y_i``, in the order of ``f.rows, f.cols``)."""
-    X = IntegerRows.from_float(_dense(f.X))
+    ``(i, c)``, ``c != y_i``, in the order of ``f.rows, f.cols``). Free per-class intercepts
+    are the QP's free intercepts: the constant column leaves ``W`` and row ``(i, c)`` gets
+    ``b_{y_i} - b_c``, with the last class's ``b`` fixed at 0 (a common shift changes no
+    margin)."""
+    X = _dense(f.X)
+    label = None
+    if f.intercept.coupled:
+        X = X[:, :-1]
+        k = f.n_classes
+        label = np.zeros((f.rows.size, k - 1), dtype=np.int64)
+        at = np.arange(f.rows.size)
+        own, other = f.y[f.rows], f.cols
+        label[at[own < k - 1], own[own < k - 1]] += 1
+        label[at[other < k - 1], other[other < k - 1]] -= 1
     group = f.rows.copy() if f.crammer_singer else np.arange(f.rows.size)
     weights = f.sample_weight if f.crammer_singer else f.sample_weight[f.rows]
     return GroupedQP(
-        rows=ClassRows(X, np.asarray(f.y, dtype=np.intp), f.rows, f.cols, f.n_classes),
+        rows=ClassRows(
+            IntegerRows.from_float(X),
+            np.asarray(f.y, dtype=np.intp),
+            f.rows,
+            f.cols,
+            f.n_classes,
+        ),
         m=to_rational(np.ones(f.rows.size)),
         group=group,
         cap=_caps(f.C, weights),
+        label=label,
     )
 
 
@@ -294,9 +313,11 @@ def solve_exact_multiclass(
     Rows are the constraints ``(i, c)``, ``c != y_i``, in the space of ``vec(W)``:
     ``a_ic = e_{y_i} (x) x_i - e_c (x) x_i`` with margin 1; Crammer-Singer groups them by
     example, Weston-Watkins gives each its own slack. ``alpha`` is returned as an
-    ``(n_samples, n_classes)`` array.
+    ``(n_samples, n_classes)`` array. With free per-class intercepts ``info["exact"].w`` is
+    ``W*`` without the intercepts' column and ``info["exact"].b`` the intercepts ``b*``
+    (exact, normalised to ``sum_c b_c = 0`` as the solution's ``W[:, -1]``).
     """
-    n, k, d = f.n_samples, f.n_classes, f.n_features
+    n, k = f.n_samples, f.n_classes
     rows_i, cols_c = f.rows, f.cols
     qp = multiclass_qp(f)
     sol = _start(f, solver, start)
@@ -304,5 +325,11 @@ def solve_exact_multiclass(
     opt = _solve_from(qp, margins, np.ones(rows_i.size))
     alpha = np.zeros((n, k))
     alpha[rows_i, cols_c] = opt.alpha_float
-    cand = Candidate(w=opt.w_float.reshape(k, d), b=0.0, alpha=alpha)
+    W = opt.w_float.reshape(k, -1)
+    if f.intercept.coupled:
+        b = np.append(opt.b, ZERO)
+        b = b - sum(b, ZERO) / k
+        opt = dataclasses.replace(opt, b=b)
+        W = np.hstack([W, to_float(b)[:, None]])
+    cand = Candidate(w=W, b=0.0, alpha=alpha)
     return _exact_solution(f, cand, opt)
