@@ -9,13 +9,30 @@ better.
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
+import numpy as np
+import scipy.sparse as sp
+
+from qpsvm._threads import one_blas_thread
 from qpsvm.contract import BinaryProblem, MulticlassProblem
 from qpsvm.solution import Candidate
-from qpsvm.support_sets import ON_MARGIN, kkt_on_sets, margin_scale, support_sets
+from qpsvm.support_sets import (
+    ON_MARGIN,
+    kkt_on_sets,
+    margin_scale,
+    support_sets,
+    symmetric_solver,
+)
+from qpsvm.verify.multiclass import tight_sets, tightness
 
-__all__ = ["refine_binary", "refine_sparse_weights", "residuals"]
+__all__ = [
+    "multiclass_kkt",
+    "refine_binary",
+    "refine_multiclass",
+    "refine_sparse_weights",
+    "residuals",
+]
 
 #: Thresholds (relative to ``max(1, max m_i)``) on ``|y_i f(x_i) - m_i|`` defining ``M``.
 TAUS = (1e-7, 1e-5, 1e-9)
@@ -23,6 +40,9 @@ TAUS = (1e-7, 1e-5, 1e-9)
 POLISH_TAU = ON_MARGIN
 #: Refinement is skipped when more samples than this lie on the margin.
 MAX_SUPPORT = 4000
+#: Multiclass refinement is skipped when more constraints than this are free (its KKT system is
+#: dense in them).
+MAX_FREE = 2500
 #: Thresholds (relative to ``max(1, max |W|)``) below which an L1-penalised weight is read as 0.
 ZERO_TAUS = (1e-9, 1e-7)
 
@@ -85,3 +105,127 @@ def refine_sparse_weights(f: MulticlassProblem, cand: Candidate) -> list[Candida
             f.penalised(Z)[small] = 0.0
             out.append(Candidate(w=Z, b=cand.b, alpha=cand.alpha))
     return out
+
+
+def multiclass_kkt(
+    f: MulticlassProblem, fixed: np.ndarray, free: np.ndarray, budget: np.ndarray
+) -> np.ndarray:
+    r"""Multipliers that solve the KKT equations of a multiclass SVM (hinge, L2) on given sets.
+
+    ``alpha_ic = C s_i`` on ``fixed``, 0 off ``fixed | free``; on the free constraints
+    ``j = (i, c)`` the margins of ``W = A^T X`` are met, :math:`m_j(W) = 1 - \xi_i`, with
+    :math:`\xi_i = 0` except on the Crammer-Singer examples of ``budget``, whose slack is one
+    more unknown and whose multipliers satisfy :math:`\sum_c \alpha_{ic} = C s_i`. With
+    :math:`a_j = (e_{y_i} - e_c) x_i^T` and :math:`W_0` the expansion of the fixed part, the
+    equations read
+
+    .. math::
+
+        \begin{pmatrix} G & B \\ B^T & 0 \end{pmatrix}
+        \begin{pmatrix} \alpha_F \\ \xi \end{pmatrix} =
+        \begin{pmatrix} 1 - m(W_0) \\ C s \end{pmatrix},
+        \qquad G_{jl} = \langle a_j, a_l \rangle
+        = (e_{y_j} - e_{c_j}) \cdot (e_{y_l} - e_{c_l})\; x_j \cdot x_l,
+
+    ``B`` the membership of the free constraints in the budget examples, solved by
+    :func:`~qpsvm.support_sets.symmetric_solver` (minimum norm where ``G`` is singular: more
+    free constraints than ``k d`` leave the multipliers, never ``W``, undetermined). When the
+    sets are the optimum's, the result is the optimum to round-off; nothing here checks that
+    (the certificate does).
+    """
+    upper = f.upper
+    alpha = np.where(fixed, upper[:, None], 0.0)
+    fi, fc = np.nonzero(free)
+    if fi.size == 0:
+        return alpha
+    XF = f.X[fi]
+    XF = XF.toarray() if sp.issparse(XF) else np.asarray(XF)
+    rows = np.arange(fi.size)
+    Y = np.zeros((fi.size, f.n_classes))
+    Y[rows, f.y[fi]] = 1.0
+    Y[rows, fc] -= 1.0
+    S0 = XF @ f.expansion(alpha).T
+    rhs = 1.0 - (S0[rows, f.y[fi]] - S0[rows, fc])
+    with one_blas_thread():
+        G = (Y @ Y.T) * (XF @ XF.T)
+        ex = np.flatnonzero(budget)
+        if ex.size:
+            B = (fi[:, None] == ex[None, :]).astype(np.float64)
+            G = np.block([[G, B], [B.T, np.zeros((ex.size, ex.size))]])
+            rhs = np.append(rhs, upper[ex])
+        x = symmetric_solver(G)(rhs)
+    alpha[fi, fc] = x[: fi.size]
+    return alpha
+
+
+def refine_multiclass(
+    f: MulticlassProblem, cand: Candidate, rounds: int = 5, taus: tuple[float, ...] = TAUS
+) -> list[Candidate]:
+    """Candidates from the KKT equations (:func:`multiclass_kkt`) on the sets a point makes
+    tight (:func:`~qpsvm.verify.multiclass.tight_sets`) at the thresholds :data:`TAUS`, each
+    polished by a primal-dual active-set iteration: the sets are read again off the new point,
+    a free multiplier that came out negative leaves them, one above its bound (an example's
+    budget, for Crammer-Singer) is fixed there, while the sets change and the primal objective
+    does not grow (a chain yields its point of lowest objective: the optimum ``W*`` is the
+    unique minimiser of ``P``). ``taus`` are absolute thresholds on the residuals (margin
+    units): :data:`TAUS` for an interior-point answer, the error band of a rougher start. For
+    the hinge with the
+    L2 penalty and no free intercept (other problems get none)."""
+    if f.squared or f.intercept.coupled or f.penalty.name != "l2":
+        return []
+    if cand.w is None and cand.alpha is None:
+        return []
+    start = f.check_w(cand.w) if cand.w is not None else f.expansion(f.check_alpha(cand.alpha))
+    # more free constraints than twice the entries of W: far from the optimum's sets (G is
+    # singular beyond k d, and its dense solve costs seconds)
+    limit = min(MAX_FREE, 2 * f.n_classes * f.n_features)
+    out: list[Candidate] = []
+    seen: set[bytes] = set()
+    for first in taus:
+        W, tau, prev = start, first, None
+        S = f.scores(W)
+        best, lowest = None, math.inf
+        for _ in range(rounds):
+            residual, slack = tightness(f, f.margins(S), f.slacks_from_scores(S))
+            if prev is not None:
+                residual, slack = _corrected(f, residual, slack, *prev)
+            tight, fixed, budget = tight_sets(f, residual, slack, tau)
+            free = tight & ~fixed & (f.upper[:, None] > 0)
+            key = tight.tobytes() + fixed.tobytes() + budget.tobytes()
+            if key in seen or np.count_nonzero(free) > limit:
+                break
+            seen.add(key)
+            alpha = multiclass_kkt(f, fixed, free, budget)
+            W = f.expansion(alpha)
+            S = f.scores(W)
+            value = f.primal_value(f.penalty_value(W), S)
+            if value > lowest:  # the active-set steps are not settling
+                break
+            best, lowest, prev = Candidate(w=W, b=0.0, alpha=alpha), value, (free, budget, alpha)
+            # the free constraints' residuals at the KKT point are round-off: a floor below
+            # which re-reading the sets would misread them
+            on = tightness(f, f.margins(S), f.slacks_from_scores(S))[0][free & ~budget[:, None]]
+            tau = max(POLISH_TAU, 2.0 * float(np.max(np.abs(on), initial=0.0)))
+        if best is not None:
+            out.append(best)
+    return out
+
+
+def _corrected(
+    f: MulticlassProblem,
+    residual: np.ndarray,
+    slack: np.ndarray,
+    free: np.ndarray,
+    budget: np.ndarray,
+    alpha: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The residuals and slacks of the next active-set round: a free multiplier below 0 makes
+    its constraint loose (residual ``inf``); one above its bound (Weston-Watkins) or an example
+    over its budget (Crammer-Singer, without a budget row) makes it violated (slack 1)."""
+    residual = np.where(free & (alpha < 0.0), np.inf, residual)
+    if f.crammer_singer:
+        over = (np.sum(np.where(free, alpha, 0.0), axis=1) > f.upper) & ~budget
+        over = np.broadcast_to(over[:, None], slack.shape)
+    else:
+        over = free & (alpha > f.upper[:, None])
+    return residual, np.where(over, 1.0, slack)

@@ -306,34 +306,70 @@ def _ww_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
     steps themselves (a step ``delta`` on ``(i, c)`` moves ``s_{y_i}`` by ``delta ||x_i||^2``
     and ``s_c`` by ``-delta ||x_i||^2``), and the ``k`` rows of ``W`` are updated once at the
     end: ``2k`` passes over ``x_i`` per example where one constraint at a time takes
-    ``4 (k - 1)``."""
+    ``4 (k - 1)``.
+
+    With liblinear's shrinking (Hsieh et al. 2008, section 3.4), by example: a multiplier at 0
+    whose gradient exceeds the largest projected gradient of the previous epoch (or at its
+    bound, below the smallest) stays there; an example whose constraints all do is skipped until
+    the active examples meet ``tol``, and then every example is checked again (so is every
+    example in one more epoch when ``max_epochs`` ends a shrunk pass: the violation returned is
+    the whole data's); measured on the
+    digits, 10 classes: most examples are beyond every margin, and the skipped passes cut the
+    epochs' cost several times)."""
     n, k = alpha.shape
     index = np.arange(n)
     score = np.empty(k)
     moved = np.zeros(k)
+    active = n
+    pg_max_old, pg_min_old = np.inf, -np.inf
     epoch = 0
     worst = np.inf
-    while epoch < max_epochs:
+    last = False
+    while not last:
+        if epoch >= max_epochs:
+            if active == n:
+                break
+            # a last full pass: the violation returned covers every example
+            active, last = n, True
+            pg_max_old, pg_min_old = np.inf, -np.inf
         epoch += 1
         worst = 0.0
-        _shuffle(index, rng)
-        for t in range(n):
-            i = index[t]
+        pg_max, pg_min = -np.inf, np.inf
+        _shuffle(index[:active], rng)
+        s = 0
+        while s < active:
+            i = index[s]
             q = sqnorm[i]
             if q <= 0.0:
+                s += 1
                 continue
             yi = y[i]
             for c in range(k):
                 score[c] = _row_dot(i, M, W[c])
+            shrink = True
             for c in range(k):
                 if c == yi:
                     continue
                 g = score[yi] - score[c] - 1.0
-                if (alpha[i, c] <= 0.0 and g >= 0.0) or (alpha[i, c] >= U[i] and g <= 0.0):
+                a = alpha[i, c]
+                if a <= 0.0:
+                    if g > pg_max_old:
+                        continue
+                    pg = min(g, 0.0)
+                elif a >= U[i]:
+                    if g < pg_min_old:
+                        continue
+                    pg = max(g, 0.0)
+                else:
+                    pg = g
+                shrink = False
+                pg_max = max(pg_max, pg)
+                pg_min = min(pg_min, pg)
+                if pg == 0.0:
                     continue
-                worst = max(worst, abs(g))
-                new = min(max(alpha[i, c] - g / (2.0 * q), 0.0), U[i])
-                delta = new - alpha[i, c]
+                worst = max(worst, abs(pg))
+                new = min(max(a - g / (2.0 * q), 0.0), U[i])
+                delta = new - a
                 alpha[i, c] = new
                 score[yi] += delta * q
                 score[c] -= delta * q
@@ -343,10 +379,27 @@ def _ww_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
                 if moved[c] != 0.0:
                     _row_axpy(i, M, moved[c], W[c])
                     moved[c] = 0.0
+            if shrink:
+                active -= 1
+                index[s], index[active] = index[active], index[s]
+                continue
+            s += 1
         if worst <= tol:
-            break
+            if active == n:
+                break
+            active = n
+            pg_max_old, pg_min_old = np.inf, -np.inf
+            continue
+        pg_max_old = pg_max if pg_max > 0.0 else np.inf
+        pg_min_old = pg_min if pg_min < 0.0 else -np.inf
     state[0] = epoch
     state[1] = worst
+
+
+def multiclass_dual_tol(f: MulticlassProblem) -> float:
+    """The default tolerance of :func:`multiclass_dual`: ``2e-3`` for Crammer-Singer, ``1e-2``
+    for Weston-Watkins."""
+    return 2e-3 if f.crammer_singer else 1e-2
 
 
 def multiclass_dual(
@@ -380,9 +433,9 @@ def multiclass_dual(
         working-set rounds repair the statuses it misjudges).
     """
     if tol is None:
-        tol = 2e-3 if f.crammer_singer else 1e-2
+        tol = multiclass_dual_tol(f)
     if max_epochs is None:
-        max_epochs = 1000 if f.crammer_singer else 200
+        max_epochs = 1000 if f.crammer_singer else 5000
     k = f.n_classes
     W = np.zeros((k, f.n_features))
     state = np.zeros(2)

@@ -60,11 +60,13 @@ from qpsvm.formulations.model import CvxModel
 from qpsvm.solution import Candidate, History, Solution
 from qpsvm.solvers.backends import BackendResult, backend_order, solve_model
 from qpsvm.solvers.finish import finish
+from qpsvm.solvers.refine import refine_multiclass
 from qpsvm.solvers.warm_start import (
     NEWTON_MAX_FEATURES,
     Start,
     dual_coordinate_descent,
     multiclass_dual,
+    multiclass_dual_tol,
     smoothed_newton,
 )
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH
@@ -80,6 +82,7 @@ __all__ = [
     "WorkingSet",
     "binary_sets",
     "composed_sets",
+    "kkt_start",
     "multiclass_sets",
     "run_working_set",
     "sampled_start",
@@ -115,6 +118,10 @@ START_GAP = 0.5 * GOOD_ENOUGH * DEFAULT_TOL
 #: dual method of their own (:func:`sampled_start`); a sample this size solves in well under a
 #: second as an LP or QP.
 START_SAMPLE = 1000
+#: Thresholds of the multiclass exact start (:func:`kkt_start`), in error bands of the dual
+#: coordinate descent: measured on 300 x 10 with 4 classes (Crammer-Singer), one band misses
+#: constraints that two find.
+KKT_BANDS = (2.0, 4.0)
 
 
 def folds(f: MulticlassProblem | CompositeProblem) -> bool:
@@ -122,6 +129,7 @@ def folds(f: MulticlassProblem | CompositeProblem) -> bool:
     problem): not under the L1 penalty alone, where ``||w||_1`` minus a linear term can be
     unbounded below; a penalty with an L2 part keeps every restricted problem bounded."""
     return f.penalty.name != "l1"
+
 
 
 @dataclass
@@ -173,6 +181,11 @@ class WorkingSet(ABC):
     def sizes(self) -> dict[str, int]:
         """Sizes of the sets, for logging and ``Solution.info``."""
         return {}
+
+    def polish(self, cand: Candidate) -> Candidate:
+        """The point the certificate is given for the final restricted optimum ``cand`` (the
+        same point here)."""
+        return cand
 
     def infeasible(self, exc: InfeasibleProblemError) -> Exception:
         """The error for a restricted model the backend reports infeasible."""
@@ -463,7 +476,30 @@ class ComposedSets(ResidualSets):
         return Candidate(w=cand.w, b=cand.b, alpha=alpha)
 
 
-class WestonWatkinsSets(ResidualSets):
+class MulticlassPolish:
+    """The multiclass sets' :meth:`WorkingSet.polish`: the restricted optimum (an
+    interior-point answer, accurate to about ``1e-10``) replaced by its refinement
+    (:func:`~qpsvm.solvers.refine.refine_multiclass`, the KKT equations on its tight sets) of
+    lowest primal objective, when one is below the candidate's. The refined point is the
+    optimum to round-off when its sets are right, and the certificate's first dual points then
+    prove it (measured, 1e4 x 50 with 10 classes: the search stopped after 3 points instead of
+    running through all 7, 1.1 s to 0.6 s)."""
+
+    f: MulticlassProblem
+
+    def polish(self, cand: Candidate) -> Candidate:
+        f = self.f
+        if cand.w is None:
+            return cand
+        best, lowest = cand, f.objective(cand.w)
+        for refined in refine_multiclass(f, cand):
+            value = f.objective(refined.w)
+            if value < lowest:
+                best, lowest = refined, value
+        return best
+
+
+class WestonWatkinsSets(MulticlassPolish, ResidualSets):
     """Weston-Watkins: one unit per constraint ``(i, c)``, ``c != y_i``, residual
     ``r_ic = w_{y_i} . x_i - w_c . x_i - 1``, bound ``C s_i``."""
 
@@ -494,7 +530,7 @@ class WestonWatkinsSets(ResidualSets):
         return cand
 
 
-class CrammerSingerSets(StatusSets):
+class CrammerSingerSets(MulticlassPolish, StatusSets):
     r"""Crammer-Singer: one unit per example, whose constraints ``(i, c)`` share one slack.
 
     With the unclipped losses ``h_ic = 1 - (w_{y_i} - w_c) . x_i``: a dropped example needs
@@ -652,9 +688,9 @@ def multiclass_sets(f: MulticlassProblem, start: Start | None, width: float) -> 
     :func:`~qpsvm.solvers.warm_start.multiclass_dual` for the L2 penalty, else the optimum over
     a sample of :data:`START_SAMPLE` examples, :func:`sampled_start`)."""
     sets = CrammerSingerSets if f.crammer_singer else WestonWatkinsSets
-    if start is None and f.penalty.name == "l2":
-        start = multiclass_dual(f)
-    elif start is None:  # the dual method states the L2 penalty: a sample's optimum instead
+    if start is not None:
+        return sets(f, start, width)
+    if f.penalty.name != "l2":  # the dual method states the L2 penalty: a sample's optimum
         sample = _sample(f.n_samples, f.n_classes - 1)
         constraints = np.flatnonzero(np.isin(f.rows, sample))
         start = sampled_start(f, f.build(subset=constraints), sample, f.n_samples)
@@ -662,7 +698,33 @@ def multiclass_sets(f: MulticlassProblem, start: Start | None, width: float) -> 
         losses = np.where(f.mask, r, -np.inf)
         units = losses.max(axis=1) if f.crammer_singer else losses[f.rows, f.cols]
         start.band = _band(units, sample.size, width)
-    return sets(f, start, width)
+        return sets(f, start, width)
+    start = multiclass_dual(f)
+    ws = sets(f, start, width)
+    exact = kkt_start(f, start)
+    if exact is not None:
+        ws.start = exact  # certified first; the sets stay sorted at the approximate start
+    return ws
+
+
+def kkt_start(f: MulticlassProblem, start: Start) -> Start | None:
+    """An exact start from the approximate one: the KKT equations on the sets the start makes
+    tight within :data:`KKT_BANDS` error bands (:func:`~qpsvm.solvers.refine.refine_multiclass`),
+    kept when its duality gap (its own multipliers, projected) is below :data:`START_GAP`: with
+    the optimum's sets it is the optimum to round-off, and no restricted QP is solved. Tried only
+    when the dual coordinate descent reached its default tolerance (where its epochs ran out,
+    its sets are measured to be too far off: Weston-Watkins on the digits and on 1e4 x 50 with
+    10 classes, Crammer-Singer on the latter)."""
+    if start.band > multiclass_dual_tol(f):
+        return None
+    for cand in refine_multiclass(
+        f, start.candidate, taus=tuple(b * start.band for b in KKT_BANDS)
+    ):
+        primal = f.objective(cand.w)
+        dual = f.dual_objective(f.project_dual(cand.alpha))
+        if primal - dual <= START_GAP * max(1.0, abs(primal)):
+            return Start(cand, STATUS_TOL, f"{start.method}+kkt", start.iterations, exact=True)
+    return None
 
 
 def working_set_for(f: Problem, start: Start | None = None, width: float = WIDTH) -> StatusSets:
@@ -722,7 +784,7 @@ def run_working_set(
     certifying = time.perf_counter()
     cand, cert = finish(
         f,
-        grown.cand,
+        ws.polish(grown.cand),
         tol,
         what="the working-set optimum",
         advice="Standardise the features, or use method='full'.",

@@ -68,7 +68,7 @@ from qpsvm.verify.rigorous import (
     squared_multiclass_primal_upper,
 )
 
-__all__ = ["certify_multiclass", "dual_points"]
+__all__ = ["certify_multiclass", "dual_points", "tight_sets", "tightness"]
 
 
 def _slack_matrix(f: MulticlassProblem, xi: np.ndarray) -> np.ndarray:
@@ -128,9 +128,7 @@ def dual_points(
     :data:`~qpsvm.verify.binary.MARGIN_TAUS`, generated lazily (smallest threshold first) so that
     the certificate can stop once a point is good enough.
     """
-    slack = _slack_matrix(f, xi)
-    residual = np.where(f.mask, margins - 1.0 + slack, np.inf)
-    slack = np.broadcast_to(slack, residual.shape)
+    residual, slack = tightness(f, margins, xi)
     # the value a violated constraint's multiplier (or an example's budget) takes at the
     # optimum: C s_i for the hinge, 2 C s_i xi for the squared hinge (stationarity in xi)
     total = np.broadcast_to(
@@ -138,15 +136,7 @@ def dual_points(
     )
     seen: set[bytes] = set()
     for tau in MARGIN_TAUS:
-        tight = residual <= tau
-        over = tight & (slack > tau)
-        if f.crammer_singer:
-            n_tight = tight.sum(axis=1)
-            fixed = over & (n_tight == 1)[:, None]
-            budget = over.any(axis=1) & (n_tight > 1)
-        else:
-            fixed = over
-            budget = np.zeros(f.n_samples, dtype=bool)
+        tight, fixed, budget = tight_sets(f, residual, slack, tau)
         free = tight & ~fixed & (total > 0)  # a box [0, 0] leaves nothing to fit
         # the budgets too: an example with a slack of 1e-10 and two tight classes has the same
         # tight and fixed sets at tau = 1e-10 (a budget row) and 1e-8 (free, as it should be)
@@ -158,6 +148,36 @@ def dual_points(
         if 0 < np.count_nonzero(free) <= MAX_MARGIN_SET:
             _fit_tight(f, alpha, free, budget, W, total)
         yield f.project_dual(alpha)
+
+
+def tightness(
+    f: MulticlassProblem, margins: np.ndarray, xi: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""Residuals :math:`m_{ic} - 1 + \xi` of every constraint (``inf`` off the constraints,
+    at ``c = y_i``) and the slacks broadcast to ``(n, k)``."""
+    slack = _slack_matrix(f, xi)
+    residual = np.where(f.mask, margins - 1.0 + slack, np.inf)
+    return residual, np.broadcast_to(slack, residual.shape)
+
+
+def tight_sets(
+    f: MulticlassProblem, residual: np.ndarray, slack: np.ndarray, tau: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""The constraints a point makes tight at threshold ``tau`` and what their multipliers are.
+
+    ``residual`` is :math:`m_{ic} - 1 + \xi` (``inf`` off the constraints), ``slack`` the
+    exact slacks broadcast to ``(n, k)``. Returns ``tight`` (residual at most ``tau``),
+    ``fixed`` (tight and violated, slack above ``tau``, with the whole budget ``C s_i`` on it:
+    every such constraint for Weston-Watkins, an example's only tight one for Crammer-Singer)
+    and ``budget`` (Crammer-Singer examples with a violated slack shared by several tight
+    classes, whose multipliers sum to ``C s_i``).
+    """
+    tight = residual <= tau
+    over = tight & (slack > tau)
+    if f.crammer_singer:
+        n_tight = tight.sum(axis=1)
+        return tight, over & (n_tight == 1)[:, None], over.any(axis=1) & (n_tight > 1)
+    return tight, over, np.zeros(f.n_samples, dtype=bool)
 
 
 def certify_multiclass(

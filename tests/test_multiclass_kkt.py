@@ -1,0 +1,155 @@
+"""The multiclass KKT refinement, the exact start it gives the working set, and the shrinking
+dual coordinate descent of Weston-Watkins, each checked against the exact rational optimum
+(``method="exact"``) or an identity of the math."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import qpsvm
+from qpsvm.solvers.backends import backend_order, solve_model
+from qpsvm.solvers.refine import refine_multiclass
+from qpsvm.solvers.warm_start import multiclass_dual
+from qpsvm.solvers.working_set import kkt_start
+from tests.conftest import assert_encloses_and_tight
+
+VARIANTS = ("crammer_singer", "weston_watkins")
+#: The intercept modes the refinement serves (the free intercept has none).
+INTERCEPTS = ("none", "regularized")
+
+
+def problem(
+    seed: int,
+    variant: str,
+    intercept: str = "none",
+    weighted: bool = False,
+    n: int = 36,
+    C: float = 0.9,
+):
+    """Overlapping classes (4 of them, d = 3), optional per-example weights."""
+    rng = np.random.default_rng(seed)
+    k, d = 4, 3
+    y = np.arange(n) % k
+    X = rng.normal(size=(n, d)) + rng.normal(scale=1.2, size=(k, d))[y]
+    weights = rng.uniform(0.2, 2.0, n) if weighted else None
+    return qpsvm.MulticlassSVM(
+        X, y, C=C, variant=variant, sample_weight=weights, intercept=intercept
+    )
+
+
+def exact_weights(f):
+    """``W*`` of the exact rational optimum (rounded), shape ``(n_classes, n_features)`` on the
+    problem's data (with the intercepts' column when there is one), and ``P*``."""
+    opt = f.solve(method="exact").info["exact"]
+    return opt.w_float.reshape(f.n_classes, -1), opt.objective
+
+
+def interior_point(f):
+    """The full QP's answer as Clarabel leaves it (about 1e-10 from the optimum)."""
+    model = f.build()
+    solve_model(model, backend_order(None), {}, True)
+    return f.read_model(model)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("intercept", INTERCEPTS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_refinement_of_an_interior_point_is_the_exact_optimum(variant, intercept, weighted):
+    # the KKT equations on the optimum's sets have the optimum as their solution: the refined
+    # W is the exact W* (unique, the objective is strongly convex in W) to round-off, and its
+    # certificate encloses P* with a gap within twice the true suboptimality
+    f = problem(3, variant, intercept, weighted)
+    W_star, P_star = exact_weights(f)
+    refined = refine_multiclass(f, interior_point(f))
+    assert refined
+    best = min(refined, key=lambda c: f.objective(c.w))
+    np.testing.assert_allclose(best.w, W_star, atol=1e-9)
+    cert = f.certify(best)
+    assert cert.passed
+    assert_encloses_and_tight(cert, f.objective(best.w), P_star)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_refined_multipliers_solve_the_kkt_equations(variant):
+    # stationarity W = A^T X by construction, and the multipliers in their dual feasible set
+    # (the box, or the Crammer-Singer budget) to round-off at the optimum's sets
+    f = problem(4, variant, weighted=True)
+    best = min(refine_multiclass(f, interior_point(f)), key=lambda c: f.objective(c.w))
+    np.testing.assert_allclose(best.w, f.expansion(best.alpha), atol=1e-12)
+    assert f.dual_infeasibility(best.alpha) <= 1e-9
+    # strong duality at the optimum: D(alpha) = P(W)
+    assert f.dual_objective(best.alpha) == pytest.approx(f.objective(best.w), rel=1e-11)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"intercept": "free"},
+        {"loss": "squared_hinge"},
+        {"penalty": "l1"},
+    ],
+)
+def test_no_refinement_outside_the_hinge_l2_without_free_intercept(kwargs):
+    # the equations assume alpha = C s on violated constraints and W = A^T X on every column
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(20, 2)), np.arange(20) % 3
+    f = qpsvm.MulticlassSVM(X, y, **kwargs)
+    cand = qpsvm.solution.Candidate(w=np.zeros((3, f.n_features)), b=0.0, alpha=None)
+    assert refine_multiclass(f, cand) == []
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("intercept", INTERCEPTS)
+def test_exact_start_when_given_is_the_optimum(variant, intercept):
+    # the start marked exact claims the optimum to round-off: it must be W* (the certificate
+    # then returns it without a restricted QP)
+    f = problem(5, variant, intercept, weighted=True, n=60)
+    start = kkt_start(f, multiclass_dual(f, tol=1e-6, max_epochs=100_000))
+    assert start is not None and start.exact
+    np.testing.assert_allclose(start.candidate.w, exact_weights(f)[0], atol=1e-9)
+
+
+def test_no_exact_start_from_a_start_that_did_not_converge():
+    # the dual coordinate descent stopped by its epochs, not its tolerance: its sets are not
+    # trusted (band above the default tolerance), and the restricted QPs decide
+    f = problem(6, "weston_watkins", n=60)
+    assert kkt_start(f, multiclass_dual(f, max_epochs=1)) is None
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    variant=st.sampled_from(VARIANTS),
+    intercept=st.sampled_from(INTERCEPTS),
+    weighted=st.booleans(),
+    C=st.sampled_from([0.05, 1.0, 20.0]),
+)
+@example(seed=0, variant="crammer_singer", intercept="none", weighted=False, C=20.0)
+def test_default_solve_is_the_exact_optimum(seed, variant, intercept, weighted, C):
+    # whichever way the working set ends (the exact start or the restricted QPs, polished by
+    # the refinement), the answer is W* and its certificate encloses P*
+    f = problem(seed, variant, intercept, weighted, n=24, C=C)
+    sol = f.solve()
+    assert sol.method == "working_set"
+    W_star, P_star = exact_weights(f)
+    W = f.joint_weights(sol.w, sol.b)
+    assert np.linalg.norm(W - W_star) <= sol.certificate.distance_bound + 1e-9
+    assert_encloses_and_tight(sol.certificate, sol.objective, P_star)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_shrinking_weston_watkins_descent_reaches_the_exact_optimum(seed):
+    # most examples are beyond every margin and get shrunk; run to a tight tolerance, the
+    # descent still ends at the optimum: D(alpha) = P* (strong duality, P* exact), with
+    # W = A^T X kept through its steps and alpha in its box
+    f = problem(seed, "weston_watkins", weighted=True, n=200)
+    start = multiclass_dual(f, tol=1e-10, max_epochs=1_000_000)
+    W, alpha = start.candidate.w, start.candidate.alpha
+    np.testing.assert_allclose(W, f.expansion(alpha), atol=1e-10)
+    assert start.band == 1e-10
+    assert np.all(alpha[f.mask] >= 0.0) and np.all(alpha <= f.upper[:, None])
+    optimum = float(exact_weights(f)[1])
+    assert f.dual_objective(alpha) == pytest.approx(optimum, rel=1e-9)
