@@ -171,7 +171,7 @@ class MulticlassSVM(Formulation):
     online_problem: ClassVar[str] = "qpsvm.solvers.subgradient:multiclass_problem"
     exact_oracle: ClassVar[str] = "qpsvm.solvers.exact:solve_exact_multiclass"
     #: Above this many examples :meth:`default_method` is ``"working_set"``: at every size
-    #: (measured, 4 classes, d = 10, both variants: the working set 1.3-17 times faster than the
+    #: (measured, 4 classes, d = 10, both variants: the working set 1.1-17 times faster than the
     #: full QP from n = 30 to 500, its exact start skipping CVXPY where it certifies; 10
     #: classes, d = 50: at n = 2000 the full Crammer-Singer QP took 35 s, the working set 3 s).
     working_set_min_samples: ClassVar[int] = 0

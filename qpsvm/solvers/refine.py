@@ -162,15 +162,14 @@ def refine_multiclass(
     f: MulticlassProblem, cand: Candidate, rounds: int = 5, taus: tuple[float, ...] = TAUS
 ) -> list[Candidate]:
     """Candidates from the KKT equations (:func:`multiclass_kkt`) on the sets a point makes
-    tight (:func:`~qpsvm.verify.multiclass.tight_sets`) at the thresholds :data:`TAUS`, each
+    tight (:func:`~qpsvm.verify.multiclass.tight_sets`) at the thresholds ``taus``, each
     polished by a primal-dual active-set iteration: the sets are read again off the new point,
     a free multiplier that came out negative leaves them, one above its bound (an example's
     budget, for Crammer-Singer) is fixed there, while the sets change and the primal objective
     does not grow (a chain yields its point of lowest objective: the optimum ``W*`` is the
     unique minimiser of ``P``). ``taus`` are absolute thresholds on the residuals (margin
     units): :data:`TAUS` for an interior-point answer, the error band of a rougher start. For
-    the hinge with the
-    L2 penalty and no free intercept (other problems get none)."""
+    the hinge with the L2 penalty and no free intercept (other problems get none)."""
     if f.squared or f.intercept.coupled or f.penalty.name != "l2":
         return []
     if cand.w is None and cand.alpha is None:
