@@ -247,9 +247,9 @@ class MulticlassSVM(Formulation):
 
     def default_method(self) -> str:
         """``"working_set"`` above :attr:`working_set_min_samples` examples with the L2
-        penalty (the hinge or its square), else ``"qp"`` (with the L1 penalties on digits, n = 300, C = 0.1, nearly every
-        example is short of its margin and stays in the working set: it took 0.6-1.8x the
-        full QP's time, benchmarks/bench_composed_families.py)."""
+        penalty (the hinge or its square), else ``"qp"`` (with the L1 penalties on digits,
+        n = 300, C = 0.1, nearly every example is short of its margin and stays in the working
+        set: it took 0.6-1.8x the full QP's time, benchmarks/bench_composed_families.py)."""
         if (
             "working_set" in self.methods
             and self.penalty.name == "l2"

@@ -133,7 +133,6 @@ def folds(f: MulticlassProblem | CompositeProblem) -> bool:
     return f.penalty.name != "l1"
 
 
-
 @dataclass
 class Round:
     """What one full-data check found.
