@@ -19,6 +19,7 @@ from qpsvm.formulations.ranking import _group_codes, make_pairs
 from qpsvm.solution import Candidate
 from qpsvm.solvers import one_slack
 from qpsvm.solvers.one_slack import _CuttingPlane, _Planes
+from qpsvm.verify import ranking
 from qpsvm.verify.ranking import certify_grouped, hinge_upper, window_dual
 from qpsvm.verify.ranking_sweep import layout, pair_sums, pair_window, sorted_by_query
 from qpsvm.verify.rigorous import distance_lower
@@ -106,6 +107,12 @@ def planes_only(planes: bool):
     return patch.object(one_slack, "DIRECT_PAIRS", 0 if planes else one_slack.DIRECT_PAIRS)
 
 
+def window_ascent(ascent: bool):
+    """The windows' QP by the coordinate ascent's sets first, or (as before its kernel is
+    compiled) by the smoothed Newton steps alone."""
+    return patch.object(ranking, "uncompiled", lambda *args: not ascent)
+
+
 @settings(deadline=None, max_examples=40)
 @given(
     seed=st.integers(0, 2**16),
@@ -168,14 +175,17 @@ def test_one_slack_reaches_the_optimum_of_the_pairs(levels, C, planes):
     log_C=st.sampled_from([-3.0, -1.0, 0.0, 1.0, 2.0]),
     ties=st.booleans(),
     planes=st.booleans(),
+    ascent=st.booleans(),
 )
-@example(seed=0, sizes=[1, 2, 2], levels=2, d=1, log_C=2.0, ties=True, planes=True)
-@example(seed=1, sizes=[7, 7, 7], levels=4, d=2, log_C=2.0, ties=True, planes=True)
-@example(seed=0, sizes=[1, 2, 2], levels=2, d=1, log_C=2.0, ties=True, planes=False)
-@example(seed=1, sizes=[7, 7, 7], levels=4, d=2, log_C=2.0, ties=True, planes=False)
-def test_one_slack_is_the_exact_optimum(seed, sizes, levels, d, log_C, ties, planes):
+@example(seed=0, sizes=[1, 2, 2], levels=2, d=1, log_C=2.0, ties=True, planes=True, ascent=True)
+@example(seed=1, sizes=[7, 7, 7], levels=4, d=2, log_C=2.0, ties=True, planes=True, ascent=True)
+@example(seed=0, sizes=[1, 2, 2], levels=2, d=1, log_C=2.0, ties=True, planes=False, ascent=True)
+@example(seed=1, sizes=[7, 7, 7], levels=4, d=2, log_C=2.0, ties=True, planes=False, ascent=True)
+@example(seed=1, sizes=[7, 7, 7], levels=4, d=2, log_C=2.0, ties=True, planes=False, ascent=False)
+def test_one_slack_is_the_exact_optimum(seed, sizes, levels, d, log_C, ties, planes, ascent):
     # binary and graded relevance, queries of one or two items, tied features and labels, by
-    # one window of every pair or by the planes: the certificate encloses the rational
+    # one window of every pair or by the planes, each window's QP by the coordinate ascent's
+    # sets or by the smoothed Newton steps alone: the certificate encloses the rational
     # optimum P* (compared exactly), w is within its distance bound of w*, and the proven gap
     # is at most tol
     rng = np.random.default_rng(seed)
@@ -190,7 +200,7 @@ def test_one_slack_is_the_exact_optimum(seed, sizes, levels, d, log_C, ties, pla
         f = qpsvm.RankingSVM(X, y=y, groups=groups, C=10.0**log_C)
     except qpsvm.InvalidInputError:
         return  # no query has two relevance levels: no pair
-    with planes_only(planes):
+    with planes_only(planes), window_ascent(ascent):
         sol = f.solve(method="one_slack")
     cert = sol.certificate
     assert sol.status == "optimal" and cert.passed and cert.rigorous

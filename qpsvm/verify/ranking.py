@@ -49,10 +49,12 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from qpsvm._jit import CALLEE, ENTRY
-from qpsvm._numerics import fsum, fsum_dot
+from qpsvm._numerics import fsum, fsum_dot, uncompiled
+from qpsvm._rows import data_arrays, row_sq_norms
 from qpsvm._validation import check_tol
 from qpsvm.contract import RankingProblem
 from qpsvm.solution import Candidate
+from qpsvm.verify.ascent import UNSHRINK_EVERY, coordinate_epochs
 from qpsvm.verify.binary import certify_binary
 from qpsvm.verify.certificate import (
     DEFAULT_TOL,
@@ -124,6 +126,20 @@ NEWTON_DECREMENT = 1e-15
 #: on its condition number less 1) is at most this: the direction then keeps about 8 digits,
 #: plenty for a descent direction whose step is found by an exact line search.
 NEWTON_DIRECT = 1e8
+#: The window's QP is first solved by dual coordinate ascent (:func:`_ascent_sets`) to this
+#: projected-gradient tolerance, and its sets are tried as the exact sets (measured, windows of
+#: 319 to 1193 pairs in 5 to 40 features at dlib's ``c`` 1 to 10: 45 to 65 epochs, 0.1 to 0.8 ms
+#: with the exact sets' fit, against 0.9 to 2.7 ms by the smoothed Newton steps).
+ASCENT_TOL = 1e-7
+#: The ascent runs ``ASCENT_EPOCHS[0]`` epochs, then up to ``ASCENT_EPOCHS[1]`` more only if
+#: its projected gradients' spread is below ``ASCENT_ON`` by then (at dlib's ``c = 100`` the
+#: ascent is slow, about 100 epochs to ``1e-3``, and the smoothed steps solve the window).
+ASCENT_EPOCHS = (40, 60)
+ASCENT_ON = 1e-3
+#: Pairs the smoothed Newton steps may solve in a process before the ascent's kernel is
+#: compiled (:func:`~qpsvm._numerics.uncompiled`): its compile time (about 1.2 s) at their
+#: cost (about 2.5 us a pair of the window).
+ASCENT_PAIRS = 2**19
 #: The line search stops when its bracket is this narrow relative to its right end (round-off),
 #: after at most ``LINE_STEPS`` regula falsi steps.
 LINE_WIDTH = 1e-15
@@ -314,6 +330,25 @@ def _newton_solve(ZQ: np.ndarray, k: float, g: np.ndarray) -> np.ndarray:
     return g - V @ (r / (1.0 + r) * (V.T @ g))
 
 
+def _ascent_sets(Z: np.ndarray, v0: np.ndarray, cap: float) -> tuple[np.ndarray, np.ndarray] | None:
+    r"""The exact optimum of the window's box QP from the sets of a dual coordinate ascent
+    (:func:`~qpsvm.verify.ascent.coordinate_epochs`) from ``alpha = 0`` (``w = v_0``) to
+    :data:`ASCENT_TOL`, for the epochs of :data:`ASCENT_EPOCHS` (:data:`ASCENT_ON`): the pairs
+    with ``0 < alpha_p < cap`` on the margin, those at ``cap`` short of it
+    (:func:`_sets_limit`); ``None`` if these are not its sets."""
+    k = Z.shape[0]
+    alpha, v = np.zeros(k), np.append(v0, 0.0)
+    ones, zeros, box = np.ones(k), np.zeros(k), np.full(k, cap)
+    M, norms = data_arrays(Z), row_sq_norms(Z)
+    for epochs in ASCENT_EPOCHS:
+        _, spread = coordinate_epochs(
+            M, ones, ones, zeros, box, 0.0, norms, alpha, v, epochs, ASCENT_TOL, 0, UNSHRINK_EVERY
+        )
+        if spread <= ASCENT_TOL or spread > ASCENT_ON:
+            break
+    return _sets_limit(Z, v0, cap, (alpha > 0.0) & (alpha < cap), alpha >= cap)
+
+
 def _window_qp(
     Z: np.ndarray, v0: np.ndarray, cap: float, start: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -332,7 +367,8 @@ def _window_qp(
     its optimum gives ``alpha_p = cap clip(t_p / mu, 0, 1)`` with ``w = v_0 + Z^T alpha``
     (stationarity). The start's own sets (margins within :data:`LIMIT_SLACK` of 1 on the
     margin) are tried first, so that a start at the optimum (the certificate of an exact
-    point) costs one least-squares fit. Below :data:`LIMIT_BELOW` each width's pieces are
+    point) costs one least-squares fit; then, once its kernel is compiled, those of a dual
+    coordinate ascent (:func:`_ascent_sets`). Below :data:`LIMIT_BELOW` each width's pieces are
     tried as the exact sets (:func:`_piece_limit`); if none passes, the dual point of the last width
     :data:`SMOOTH_LAST` is returned (within ``cap mu / 4`` per pair of the optimum). Unlike an
     active-set method on the multipliers this does not cycle when pairs sharing items are
@@ -343,6 +379,10 @@ def _window_qp(
     exact = _sets_limit(Z, v0, cap, np.abs(t) <= LIMIT_SLACK, t > LIMIT_SLACK)
     if exact is not None:  # the start's own sets: a start at the optimum returns at once
         return exact
+    if not uncompiled(coordinate_epochs, Z.shape[0], ASCENT_PAIRS):
+        exact = _ascent_sets(Z, v0, cap)
+        if exact is not None:
+            return exact
     mu = max(SMOOTH_FIRST, float(np.max(np.abs(t), initial=0.0)))
     wider = None  # the last width, whose pieces predict the first step of the next one
     while True:
