@@ -286,6 +286,31 @@ def test_grouped_certificate_bounds_the_true_suboptimality():
         assert cert.primal_objective == pytest.approx(binary.primal_objective, rel=1e-12)
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    levels=st.integers(2, 4),
+    tau=st.sampled_from([0.0, 1e-12, 1e-2, 0.3, math.inf]),
+    rounded=st.booleans(),
+)
+@example(seed=0, levels=3, tau=1e-12, rounded=True)
+def test_window_hinge_is_the_hinge_sum_at_its_scores(seed, levels, tau, rounded):
+    # the hinge sum the window's sweep gives (B and the window's pairs short of the margin) is
+    # the sum over every pair of max(0, 1 - s_i + s_j) (exact rationals), within the rounding
+    # of its float sums: N terms (1 - s_i, s_j, 1 - r_p, each rounded, of size at most
+    # M = 1 + 2 max |s|) summed in any order are within N^2 4u M of their exact sum
+    X, y, groups = ranking_problem(seed, levels=levels)
+    if rounded:  # margins of exactly 1 and ties, at the window's edges
+        X = np.round(X, 0)
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=1.0)
+    s = X @ np.random.default_rng(seed).normal(size=X.shape[1])
+    point = window_dual(f.items, f.C, f.query_layout, s, tau)
+    exact = sum(max(Fraction(0), 1 - Fraction(s[i]) + Fraction(s[j])) for i, j in f.pairs)
+    terms = 2 * f.n_pairs + len(s)
+    slack = terms * 4 * 2.0**-53 * (1 + 2 * np.max(np.abs(s))) * terms
+    assert abs(Fraction(point.hinge) - exact) <= Fraction(slack)
+
+
 def test_window_dual_is_dual_feasible_and_matches_its_w():
     # alpha = C on B, alpha_M in [0, C], 0 elsewhere; its w is X^T (C a_B + D_M^T alpha_M)
     X, y, groups = ranking_problem(5, levels=3)

@@ -185,6 +185,11 @@ class WindowDual:
         Their multipliers in ``[0, C]``: the exact maximiser of the dual with the others fixed.
     w : ndarray
         The primal point of the dual point, ``X^T (C a_B + D_M^T alpha_M)`` (rounded).
+    hinge : float
+        The hinge sum :math:`\sum_p \max(0, 1 - s_i + s_j)` at the scores the sets were cut
+        from, in floating point over ``B`` and the window's pairs short of the margin (the
+        value :func:`grouped_hinge_value` computes by a sweep of its own); ``nan`` when not
+        known (pairs ``extra`` joined the window).
     """
 
     n_bound: int
@@ -192,6 +197,7 @@ class WindowDual:
     window: np.ndarray
     alpha: np.ndarray
     w: np.ndarray
+    hinge: float = math.nan
 
 
 def _matvec_T(X: Any, v: np.ndarray) -> np.ndarray:
@@ -454,16 +460,28 @@ def bound_sets(
     fl(s_i - (1 - tau))``), less the pairs ``extra`` (rows ``(i, j)``): their number ``n_B``
     and ``a_B = cnt - cnt'`` (:func:`~qpsvm.verify.ranking_sweep.pair_sums`; ``order`` the
     items sorted by score, when known)."""
+    return _bound_sets(lay, scores, tau, extra, order)[:2]
+
+
+def _bound_sets(
+    lay: QueryLayout,
+    scores: np.ndarray,
+    tau: float,
+    extra: np.ndarray | None,
+    order: np.ndarray | None,
+) -> tuple[int, np.ndarray, float]:
+    """:func:`bound_sets` and the hinge sum over ``B``, ``sum_i cnt_i (1 - s_i) + sum_{(i, j)
+    in B} s_j`` in floating point (``nan`` with pairs ``extra``)."""
     inner = scores - (1.0 - tau)
-    cnt, cnt_other, _, _ = pair_sums(lay, inner, scores, monotone=True, order=order)
+    cnt, cnt_other, total, _ = pair_sums(lay, inner, scores, monotone=True, order=order)
     n_bound = int(cnt.sum())
     coef_bound = cnt - cnt_other
     if extra is not None and extra.size:
         moved = extra[scores[extra[:, 1]] > inner[extra[:, 0]]]  # B's pairs that join M
         np.subtract.at(coef_bound, moved[:, 0], 1)
         np.add.at(coef_bound, moved[:, 1], 1)
-        n_bound -= moved.shape[0]
-    return n_bound, coef_bound
+        return n_bound - moved.shape[0], coef_bound, math.nan
+    return n_bound, coef_bound, fsum(cnt * (1.0 - scores)) + fsum(total)
 
 
 def window_sets(
@@ -472,11 +490,12 @@ def window_sets(
     tau: float,
     extra: np.ndarray | None = None,
     order: np.ndarray | None = None,
-) -> tuple[int, np.ndarray, np.ndarray] | None:
+) -> tuple[int, np.ndarray, np.ndarray, float] | None:
     """The sides of the pairs at scores ``s`` and window ``tau`` (:func:`window_dual`): ``n_B``,
-    ``a_B`` (:func:`bound_sets`) and the window ``M`` with the pairs ``extra``; ``None`` when
-    ``M`` has more than :data:`MAX_WINDOW` pairs; ``order`` is ``sorted_by_query(lay, scores)``,
-    when the caller has it."""
+    ``a_B`` (:func:`bound_sets`), the window ``M`` with the pairs ``extra``, and the hinge sum
+    at ``s`` in floating point (:attr:`WindowDual.hinge`); ``None`` when ``M`` has more than
+    :data:`MAX_WINDOW` pairs; ``order`` is ``sorted_by_query(lay, scores)``, when the caller
+    has it."""
     if order is None:
         order = sorted_by_query(lay, scores)  # one sort for both sweeps
     window = pair_window(lay, scores - (1.0 + tau), scores - (1.0 - tau), scores, MAX_WINDOW, order)
@@ -486,7 +505,10 @@ def window_sets(
         window = np.unique(np.vstack([window, extra]), axis=0)
         if window.shape[0] > MAX_WINDOW:
             return None
-    return (*bound_sets(lay, scores, tau, extra, order), window)
+    n_bound, coef_bound, hinge = _bound_sets(lay, scores, tau, extra, order)
+    if window.shape[0]:  # the window's pairs short of the margin
+        hinge += fsum(np.maximum(0.0, 1.0 - (scores[window[:, 0]] - scores[window[:, 1]])))
+    return n_bound, coef_bound, window, hinge
 
 
 def window_dual(
@@ -512,14 +534,14 @@ def window_dual(
     sets = window_sets(lay, scores, tau, extra, order)
     if sets is None:
         return None
-    n_bound, coef_bound, window = sets
+    n_bound, coef_bound, window, hinge = sets
     v0 = C * _matvec_T(X, coef_bound.astype(np.float64))
     alpha = np.zeros(window.shape[0])
     w = v0
     if window.shape[0]:
         Z = np.ascontiguousarray(_rows(X, window[:, 0]) - _rows(X, window[:, 1]))
         alpha, w = _window_qp(Z, v0, C, start)
-    return WindowDual(n_bound, coef_bound, window, alpha, w)
+    return WindowDual(n_bound, coef_bound, window, alpha, w, hinge)
 
 
 def grouped_primal_upper(
@@ -654,18 +676,30 @@ def certify_grouped(
     scores, _, err = enclosed_product(X.T, w, dot2=False)
     order = sorted_by_query(lay, scores)  # one sort for every sweep
     primal = primal_upper(upper_sum(w * w), C, hinge_upper(lay, scores, err, order))
-    primal_float = 0.5 * fsum(w * w) + C * grouped_hinge_value(lay, scores, order)
+    square = 0.5 * fsum(w * w)
+    # the float objective, for the early stop and the rounding floor: from the first window
+    # read off these scores (its sweep sums the hinge), else by a sweep of its own
+    primal_float = math.nan
+    if point is not None or not windows:
+        primal_float = square + C * grouped_hinge_value(lay, scores, order)
     dual, dual_float, best, expansion = 0.0, 0.0, None, np.zeros_like(w)
     given = () if point is None else (point,)
     points = (window_dual(X, C, lay, scores, tau, start=w, order=order) for tau in windows)
     for point in itertools.chain(given, points):
         if point is None:
             break
+        if math.isnan(primal_float):
+            hinge = point.hinge
+            if math.isnan(hinge):
+                hinge = grouped_hinge_value(lay, scores, order)
+            primal_float = square + C * hinge
         value, estimate, v = grouped_dual_lower(X, C, point, dot2=False)
         if value > dual:
             dual, dual_float, best, expansion = value, estimate, point, v
         if min(primal - dual, primal_float - estimate) <= GOOD_ENOUGH * tol * max(1.0, primal):
             break
+    if math.isnan(primal_float):  # the first window was too wide
+        primal_float = square + C * grouped_hinge_value(lay, scores, order)
     if relative(primal - dual, primal) > tol and best is not None:
         # the plain products' rounding may hide a gap that Dot2's enclosures prove
         primal = grouped_primal_upper(X, C, lay, w)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from qpsvm._jit import ENTRY
+from qpsvm._jit import CALLEE, ENTRY
 
 __all__ = ["QueryLayout", "layout", "pair_sums", "pair_window", "sorted_by_query"]
 
@@ -165,54 +165,66 @@ def sorted_by_query(
 @numba.njit(**ENTRY)
 def _sums(starts, level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude):  # pragma: no cover
     """The sweep of :func:`pair_sums` (outputs accumulated in place); ``by_a`` and ``by_b``
-    hold each query's items sorted by ``a`` and by ``b``."""
+    hold each query's items sorted by ``a`` and by ``b``. Each query's items, levels and keys
+    are first gathered into contiguous buffers, which the sweeps over its levels then read."""
     most = 0
     for q in range(starts.shape[0] - 1):
         most = max(most, starts[q + 1] - starts[q])
     A = np.empty(most, dtype=np.intp)
+    key_a = np.empty(most)
     B = np.empty(most, dtype=np.intp)
+    key_b = np.empty(most)
+    level_a = np.empty(most, dtype=np.intp)
+    level_b = np.empty(most, dtype=np.intp)
     suffix = np.empty(most + 1)
     suffix_abs = np.empty(most + 1)
     for q in range(starts.shape[0] - 1):
         s, e = starts[q], starts[q + 1]
-        if e - s < 2:
+        m = e - s
+        if m < 2:
             continue
         lo_level = hi_level = level[by_b[s]]
-        for k in range(s, e):
-            lo_level = min(lo_level, level[by_b[k]])
-            hi_level = max(hi_level, level[by_b[k]])
+        for k in range(m):
+            lb = level[by_b[s + k]]
+            level_b[k] = lb
+            level_a[k] = level[by_a[s + k]]
+            lo_level = min(lo_level, lb)
+            hi_level = max(hi_level, lb)
         for lvl in range(lo_level, hi_level):
-            nA = 0
-            for k in range(s, e):
-                if level[by_a[k]] > lvl:
-                    A[nA] = by_a[k]
-                    nA += 1
+            nA = 0  # written at every k, kept when selected: no branch to mispredict
+            for k in range(m):
+                i = by_a[s + k]
+                A[nA] = i
+                key_a[nA] = a[i]
+                nA += level_a[k] > lvl
             nB = 0
-            for k in range(s, e):
-                if level[by_b[k]] == lvl:
-                    B[nB] = by_b[k]
-                    nB += 1
+            for k in range(m):
+                j = by_b[s + k]
+                B[nB] = j
+                key_b[nB] = b[j]
+                nB += level_b[k] == lvl
             if nA == 0 or nB == 0:
                 continue
             suffix[nB] = 0.0
             suffix_abs[nB] = 0.0
             for k in range(nB - 1, -1, -1):
-                suffix[k] = suffix[k + 1] + b[B[k]]
-                suffix_abs[k] = suffix_abs[k + 1] + abs(b[B[k]])
+                suffix[k] = suffix[k + 1] + key_b[k]
+                suffix_abs[k] = suffix_abs[k + 1] + abs(key_b[k])
             k = 0
             for t in range(nA):
                 i = A[t]
-                while k < nB and b[B[k]] <= a[i]:
+                ai = key_a[t]
+                while k < nB and key_b[k] <= ai:
                     k += 1
                 cnt[i] += nB - k
                 total[i] += suffix[k]
                 magnitude[i] += suffix_abs[k]
             t = 0
             for k in range(nB):
-                j = B[k]
-                while t < nA and a[A[t]] < b[j]:
+                bj = key_b[k]
+                while t < nA and key_a[t] < bj:
                     t += 1
-                cnt_other[j] += t
+                cnt_other[B[k]] += t
 
 
 def pair_sums(
@@ -258,6 +270,19 @@ def pair_sums(
     return cnt, cnt_other, total, magnitude
 
 
+@numba.njit(**CALLEE)
+def _count_at_most(keys, n, x):  # pragma: no cover - compiled
+    """How many of the sorted ``keys[:n]`` are at most ``x`` (``n >= 1``): a binary search
+    whose halving steps select rather than branch."""
+    base = 0
+    size = n
+    while size > 1:
+        half = size // 2
+        base = base + half if keys[base + half - 1] <= x else base
+        size -= half
+    return base + (1 if keys[base] <= x else 0)
+
+
 @numba.njit(**ENTRY)
 def _window(order, starts, level, by_b, lo, hi, b, limit, out):  # pragma: no cover - compiled
     """Pairs with ``lo_i < b_j <= hi_i``, written to ``out`` up to ``limit``; returns the count
@@ -268,33 +293,41 @@ def _window(order, starts, level, by_b, lo, hi, b, limit, out):  # pragma: no co
         most = max(most, starts[q + 1] - starts[q])
     keys = np.empty(most)
     B = np.empty(most, dtype=np.intp)
+    level_b = np.empty(most, dtype=np.intp)
+    A = np.empty(most, dtype=np.intp)
     for q in range(starts.shape[0] - 1):
         s, e = starts[q], starts[q + 1]
-        if e - s < 2:
+        m = e - s
+        if m < 2:
             continue
         lo_level = hi_level = level[by_b[s]]
-        for k in range(s, e):
-            lo_level = min(lo_level, level[by_b[k]])
-            hi_level = max(hi_level, level[by_b[k]])
+        for k in range(m):
+            lb = level[by_b[s + k]]
+            level_b[k] = lb
+            lo_level = min(lo_level, lb)
+            hi_level = max(hi_level, lb)
         for lvl in range(lo_level, hi_level):
-            nB = 0
-            for k in range(s, e):
-                if level[by_b[k]] == lvl:
-                    B[nB] = by_b[k]
-                    keys[nB] = b[by_b[k]]
-                    nB += 1
+            nB = 0  # written at every k, kept when selected: no branch to mispredict
+            for k in range(m):
+                j = by_b[s + k]
+                B[nB] = j
+                keys[nB] = b[j]
+                nB += level_b[k] == lvl
             if nB == 0:
                 continue
-            for k in range(s, e):
-                i = order[k]
-                if level[i] <= lvl:
-                    continue
-                first = np.searchsorted(keys[:nB], lo[i], side="right")
-                last = np.searchsorted(keys[:nB], hi[i], side="right")
-                for t in range(first, last):
+            nA = 0
+            for k in range(m):
+                i = order[s + k]
+                A[nA] = i
+                nA += level[i] > lvl
+            for t in range(nA):
+                i = A[t]
+                first = _count_at_most(keys, nB, lo[i])
+                last = _count_at_most(keys, nB, hi[i])
+                for r in range(first, last):
                     if found < limit:
                         out[found, 0] = i
-                        out[found, 1] = B[t]
+                        out[found, 1] = B[r]
                     found += 1
     return found
 
