@@ -268,3 +268,88 @@ def test_coupled_free_set_step_finds_the_intercept():
     cert = f.certify(alpha=step, b=b)
     assert cert.passed and cert.relative_gap <= 1e-12
     assert b == pytest.approx(start.b, abs=1e-6)
+
+
+def _spy_systems(monkeypatch, iterative: bool) -> list:
+    """Force the finish's iterative (conjugate gradients) or dense system wherever the rows allow
+    it, and record the kinds built."""
+    monkeypatch.setattr(ascent, "ITERATIVE_FROM", 0.0 if iterative else np.inf)
+    if iterative:
+        monkeypatch.setattr(ascent, "DENSE_FREE_MAX", 0)  # with a free intercept too
+    built: list = []
+    original = ascent._free_system
+
+    def spy(*args, **kwargs):
+        system = original(*args, **kwargs)
+        built.append(type(system).__name__)
+        return system
+
+    monkeypatch.setattr(ascent, "_free_system", spy)
+    return built
+
+
+@pytest.mark.parametrize("iterative", [False, True])
+@pytest.mark.parametrize("duplicates", [False, True])
+def test_free_set_step_on_fewer_rows_than_columns_solves_the_kkt_equations(
+    duplicates, iterative, monkeypatch
+):
+    # n < d: the free rows touch more columns than there are of them, where conjugate
+    # gradients may solve the free set's equations; both systems land on the optimum (G_i = 0
+    # on the free set, in the box, certified), duplicated rows making the Hessian singular
+    X, y = sparse_problem(12, n=150, d=400, k=4)
+    s = np.ones(X.shape[0])
+    if duplicates:
+        X, y, s = _with_duplicates(X, y, 12)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False, sample_weight=s)
+    data, u = _near_optimum(X, y, s)
+    built = _spy_systems(monkeypatch, iterative)
+    step, b = ascent.free_set_step(data, u)
+    assert built and set(built) == {"_IterativeSystem" if iterative else "_FreeSystem"}
+    assert b == 0.0
+    assert np.all(step >= 0) and np.all(step <= s)
+    free = (step > 0) & (step < s)
+    gradient = y * (X @ (X.T @ (step * y))) - 1.0
+    assert np.max(np.abs(gradient[free])) <= 1e-10
+    cert = f.certify(alpha=step)
+    assert cert.passed and cert.relative_gap <= 1e-12
+
+
+@pytest.mark.parametrize("iterative", [False, True])
+def test_coupled_free_set_step_on_fewer_rows_than_columns_finds_the_intercept(
+    iterative, monkeypatch
+):
+    # the free intercept by the two solves of conjugate gradients (H^-1 g, H^-1 sigma) or the
+    # bordered dense factor: balanced multipliers, the free set's margins met, certified
+    X, y = sparse_problem(13, n=150, d=400, k=4)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0)
+    start = f.solve(method="qp")
+    n = X.shape[0]
+    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n))
+    free = (start.alpha > 1e-6) & (start.alpha < 1 - 1e-6)
+    noise = 1e-4 * np.random.default_rng(0).standard_normal(n)
+    u = np.clip(np.where(free, start.alpha + noise, np.round(start.alpha)), 0.0, 1.0)
+    built = _spy_systems(monkeypatch, iterative)
+    step, b = ascent.free_set_step(data, u, coupled=True)
+    assert built and set(built) == {"_IterativeSystem" if iterative else "_FreeSystem"}
+    assert abs(float(y @ step)) <= 1e-10
+    on = (step > 0) & (step < 1)
+    assert on.any()
+    margins = y * (X @ (X.T @ (step * y)) + b)
+    assert np.max(np.abs(margins[on] - 1.0)) <= 1e-10
+    cert = f.certify(alpha=step, b=b)
+    assert cert.passed and cert.relative_gap <= 1e-12
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_iterative_finish_equals_the_rational_oracle(fit_intercept, monkeypatch):
+    # the finish forced after every tolerance of the ascent, its equations solved by conjugate
+    # gradients: the certified optimum encloses the rational oracle's
+    X, y = sparse_problem(14, n=120, d=300, k=4)
+    monkeypatch.setattr(ascent, "FINISH_EPOCHS", 0)
+    monkeypatch.setattr(ascent, "FINISH_GAP", 1.0)
+    built = _spy_systems(monkeypatch, iterative=True)
+    sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=fit_intercept).solve(method="dcd")
+    assert "_IterativeSystem" in built
+    assert sol.method == "dcd" and sol.certificate.passed
+    optimum = _exact_optimum(X, y, fit_intercept=fit_intercept)
+    assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
