@@ -1,5 +1,5 @@
 """The multiclass KKT refinement, the exact start it gives the working set, and the shrinking
-dual coordinate descent of Weston-Watkins, each checked against the exact rational optimum
+dual coordinate descents, each checked against the exact rational optimum
 (``method="exact"``) or an identity of the math."""
 
 from __future__ import annotations
@@ -141,15 +141,19 @@ def test_default_solve_is_the_exact_optimum(seed, variant, intercept, weighted, 
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_shrinking_weston_watkins_descent_reaches_the_exact_optimum(seed):
-    # most examples are beyond every margin and get shrunk; run to a tight tolerance, the
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_shrinking_descent_reaches_the_exact_optimum(seed, variant):
+    # most examples are beyond every margin and get shrunk (Crammer-Singer: class by class,
+    # the true class too when its multiplier sits at C s_i); run to a tight tolerance, the
     # descent still ends at the optimum: D(alpha) = P* (strong duality, P* exact), with
-    # W = A^T X kept through its steps and alpha in its box
-    f = problem(seed, "weston_watkins", weighted=True, n=200)
+    # W = A^T X kept through its steps and alpha in its feasible set
+    f = problem(seed, variant, weighted=True, n=200)
     start = multiclass_dual(f, tol=1e-10, max_epochs=1_000_000)
     W, alpha = start.candidate.w, start.candidate.alpha
     np.testing.assert_allclose(W, f.expansion(alpha), atol=1e-10)
     assert start.band == 1e-10
-    assert np.all(alpha[f.mask] >= 0.0) and np.all(alpha <= f.upper[:, None])
+    assert np.all(alpha[f.mask] >= 0.0) and np.all(alpha[~f.mask] == 0.0)
+    spent = alpha.sum(axis=1)[:, None] if variant == "crammer_singer" else alpha
+    assert np.all(spent <= f.upper[:, None] * (1.0 + 1e-12))
     optimum = float(exact_weights(f)[1])
     assert f.dual_objective(alpha) == pytest.approx(optimum, rel=1e-9)

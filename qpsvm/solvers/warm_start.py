@@ -204,22 +204,28 @@ def dual_coordinate_descent(
 
 
 @numba.njit(**CALLEE)
-def _cs_subproblem(A, B, yi, Ci, out):  # pragma: no cover - compiled
-    """Minimise ``A/2 ||a||^2 + B.a`` over ``sum_m a_m = 0``, ``a_m <= 0`` (``m != yi``),
-    ``a_yi <= Ci`` (Crammer and Singer 2001; liblinear's ``solve_sub_problem``)."""
-    k = B.shape[0]
-    D = B.copy()
-    D[yi] += A * Ci
-    D = -np.sort(-D)
+def _cs_subproblem(A, B, y_at, Ci, active, D, out):  # pragma: no cover - compiled
+    """Minimise ``A/2 ||a||^2 + B.a`` over the first ``active`` entries with ``sum_m a_m = -C_i``
+    when the true class is shrunk at ``C_i`` (``y_at >= active``), else ``0``, ``a_m <= 0``
+    (``m != y_at``), ``a_{y_at} <= C_i`` (Crammer and Singer 2001; liblinear's
+    ``solve_sub_problem``); ``D`` is scratch space, sorted in place (insertion sort: ``k`` is
+    small, and nothing is allocated)."""
+    for m in range(active):
+        value = B[m] + (A * Ci if m == y_at else 0.0)
+        p = m
+        while p > 0 and D[p - 1] < value:  # descending
+            D[p] = D[p - 1]
+            p -= 1
+        D[p] = value
     beta = D[0] - A * Ci
     r = 1
-    while r < k and beta < r * D[r]:
+    while r < active and beta < r * D[r]:
         beta += D[r]
         r += 1
     beta /= r
-    for c in range(k):
-        cap = Ci if c == yi else 0.0
-        out[c] = min(cap, (beta - B[c]) / A)
+    for m in range(active):
+        cap = Ci if m == y_at else 0.0
+        out[m] = min(cap, (beta - B[m]) / A)
 
 
 @numba.njit(**ENTRY)
@@ -228,15 +234,25 @@ def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
     2008; liblinear's ``Solver_MCSVM_CS``): one example's ``k`` multipliers at a time, exactly.
     ``alpha`` is liblinear's ``(n, k)`` form ``A``; ``state = [epochs, violation]`` on return.
 
-    With liblinear's shrinking of examples: a class whose multiplier is at its bound with a
-    gradient below every class that can still grow stays there; an example with at most one
-    other class is skipped until the active examples meet the tolerance ``eps_shrink``, which
-    then halves down to ``tol`` and everything is checked again (liblinear's schedule).
+    With liblinear's shrinking, of classes and of examples: a class whose multiplier is at its
+    bound with a gradient below every class that can still grow leaves the example's active
+    classes (its gradient is no longer computed); an example with at most one active class is
+    skipped, until the active examples meet the tolerance ``eps_shrink``, which then halves down
+    to ``tol`` and every class of every example is checked again (liblinear's schedule: the
+    violation returned is a full pass's). Per example, ``order[i, :active_k[i]]`` are its active
+    classes and ``at_y[i]`` the position of ``y_i`` in ``order[i]``.
     """
     n, k = alpha.shape
     index = np.arange(n)
+    order = np.empty((n, k), dtype=np.int64)
+    for i in range(n):
+        for m in range(k):
+            order[i, m] = m
+    at_y = y.copy()
+    active_k = np.full(n, k, dtype=np.int64)
     G = np.empty(k)
     B = np.empty(k)
+    D = np.empty(k)
     new = np.empty(k)
     active = n
     eps_shrink = max(10.0 * tol, 1.0)
@@ -254,19 +270,33 @@ def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
             if A <= 0.0 or U[i] <= 0.0:
                 s += 1
                 continue
-            yi = y[i]
+            cls = order[i]
+            ka = active_k[i]
+            yat = at_y[i]
             g_max = -np.inf
             g_min = np.inf
-            for c in range(k):
-                G[c] = _row_dot(i, M, W[c]) + (0.0 if c == yi else 1.0)
-                g_max = max(g_max, G[c])
-                if alpha[i, c] < (U[i] if c == yi else 0.0):
-                    g_min = min(g_min, G[c])
-            movable = 0
-            for c in range(k):
-                if alpha[i, c] != (U[i] if c == yi else 0.0) or G[c] >= g_min:
-                    movable += 1
-            if movable <= 1:
+            for m in range(ka):
+                c = cls[m]
+                G[m] = _row_dot(i, M, W[c]) + (0.0 if m == yat else 1.0)
+                g_max = max(g_max, G[m])
+                if alpha[i, c] < (U[i] if m == yat else 0.0):
+                    g_min = min(g_min, G[m])
+            # shrink the classes at their bound whose gradient is below every movable one
+            m = 0
+            while m < ka:
+                if alpha[i, cls[m]] == (U[i] if m == yat else 0.0) and G[m] < g_min:
+                    ka -= 1
+                    cls[m], cls[ka] = cls[ka], cls[m]
+                    G[m], G[ka] = G[ka], G[m]
+                    if yat == ka:
+                        yat = m
+                    elif yat == m:
+                        yat = ka
+                else:
+                    m += 1
+            active_k[i] = ka
+            at_y[i] = yat
+            if ka <= 1:
                 active -= 1
                 index[s], index[active] = index[active], index[s]
                 continue
@@ -274,18 +304,20 @@ def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
             if g_max - g_min <= _CS_SPREAD:
                 continue
             worst = max(worst, g_max - g_min)
-            for c in range(k):
-                B[c] = G[c] - A * alpha[i, c]
-            _cs_subproblem(A, B, yi, U[i], new)
-            for c in range(k):
-                delta = new[c] - alpha[i, c]
+            for m in range(ka):
+                B[m] = G[m] - A * alpha[i, cls[m]]
+            _cs_subproblem(A, B, yat, U[i], ka, D, new)
+            for m in range(ka):
+                c = cls[m]
+                delta = new[m] - alpha[i, c]
                 if abs(delta) > _CS_SPREAD:
                     _row_axpy(i, M, delta, W[c])
-                    alpha[i, c] = new[c]
+                    alpha[i, c] = new[m]
         if worst < eps_shrink:
             if worst <= tol and from_all:
                 break
             active = n
+            active_k[:] = k
             eps_shrink = max(0.5 * eps_shrink, tol)
             from_all = True
         else:
@@ -419,8 +451,10 @@ def multiclass_dual(
         the working set from ~4000 to ~1200 examples, which more than halves the total time),
         ``1e-2`` for Weston-Watkins.
     max_epochs : int, optional
-        Passes over the data at most; default 1000 for Crammer-Singer (shrunk passes are cheap),
-        200 for Weston-Watkins.
+        Passes over the data at most; default 2000 for Crammer-Singer (shrunk passes are cheap:
+        measured on the digits, 10 classes, the descent reaches ``2e-3`` after ~1500 epochs in
+        ~0.06 s, and the exact start it sorts then needs no restricted QP), 5000 for
+        Weston-Watkins.
     seed : int, default=0
         Seed of the random order.
 
@@ -435,7 +469,7 @@ def multiclass_dual(
     if tol is None:
         tol = multiclass_dual_tol(f)
     if max_epochs is None:
-        max_epochs = 1000 if f.crammer_singer else 5000
+        max_epochs = 2000 if f.crammer_singer else 5000
     k = f.n_classes
     W = np.zeros((k, f.n_features))
     state = np.zeros(2)
