@@ -14,6 +14,7 @@ from qpsvm.solvers.backends import backend_order, solve_model
 from qpsvm.solvers.refine import refine_multiclass
 from qpsvm.solvers.warm_start import multiclass_dual
 from qpsvm.solvers.working_set import kkt_start
+from qpsvm.verify.certificate import PROVEN, best_dual_point
 from tests.conftest import assert_encloses_and_tight
 
 VARIANTS = ("crammer_singer", "weston_watkins")
@@ -157,3 +158,38 @@ def test_shrinking_descent_reaches_the_exact_optimum(seed, variant):
     assert np.all(spent <= f.upper[:, None] * (1.0 + 1e-12))
     optimum = float(exact_weights(f)[1])
     assert f.dual_objective(alpha) == pytest.approx(optimum, rel=1e-9)
+
+
+def test_dual_point_search_stops_once_the_tolerance_is_proven():
+    # points of D = 1, 5, 9.6, 9.9 against P = 10, tol 0.1: the gap 0.4 of the third is below
+    # PROVEN * tol * P = 0.5, so the search stops there and leaves the fourth in the iterator;
+    # searched on from the third (its value given), it ends at the best point
+    values = {1: 1.0, 2: 5.0, 3: 9.6, 4: 9.9}
+    points = iter([np.array([v]) for v in values])
+    value = lambda a: values[int(a[0])]  # noqa: E731
+    start = np.array([0.0])
+    alpha, dual, early = best_dual_point(value, points, start, 10.0, 0.1, enough=PROVEN)
+    assert (alpha[0], dual, early) == (3, 9.6, True)
+    alpha, dual, early = best_dual_point(value, points, alpha, 10.0, 0.1, dual=dual)
+    assert (alpha[0], dual, early) == (4, 9.9, False)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), variant=st.sampled_from(VARIANTS))
+def test_gap_encloses_and_is_tight_for_candidates_of_any_quality(seed, variant):
+    # the search for a dual point stops once the candidate passes (gap below PROVEN * tol),
+    # else it runs through every point: for candidates on the segment from W* to a rough
+    # start, from far below the tolerance to far above it, [lower, upper] holds the exact P*,
+    # the gap is within twice the exact suboptimality (or below the tolerance), and the
+    # candidate passes exactly when its gap is below tol
+    f = problem(seed, variant, weighted=True, n=30, C=2.0)
+    W_star, P_star = exact_weights(f)
+    rough = multiclass_dual(f, tol=0.5, max_epochs=3).candidate.w
+    passed = []
+    for t in (1e-11, 1e-10, 1e-9, 1e-8, 1e-6, 1e-4, 1.0):
+        W = W_star + t * (rough - W_star)
+        cert = f.certify(w=W)
+        assert_encloses_and_tight(cert, f.objective(W), P_star)
+        assert cert.passed == (cert.relative_gap <= cert.tol)
+        passed.append(cert.passed)
+    assert passed[0] and not passed[-1]  # the segment crosses the tolerance

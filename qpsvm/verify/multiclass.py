@@ -27,7 +27,9 @@ fitted by bounded least squares to :math:`W = A^T X` (for Crammer-Singer example
 tight violated classes, with the budget :math:`\sum_c \alpha_{ic} = C s_i` as an extra equation),
 then projected. This makes the gap tight for any candidate near the optimum, e.g. scikit-learn's
 ``LinearSVC(multi_class="crammer_singer", fit_intercept=False)``. The search stops as soon as the
-relative gap is below :data:`~qpsvm.verify.certificate.GOOD_ENOUGH` times the tolerance.
+relative gap is below :data:`~qpsvm.verify.certificate.PROVEN` times the tolerance (the
+candidate passes: a better point would only shrink a gap already proven), and goes on when
+the rigorous enclosure of that point does not pass after all.
 
 Free per-class intercepts (the problem on ``[X, 1]`` whose last column of ``W``, the ``b_c``, is
 not penalised) add the balance :math:`\sum_i A_{ic} = 0` per class: the fit above targets 0 on
@@ -55,9 +57,11 @@ from qpsvm.solution import Candidate
 from qpsvm.verify.binary import MARGIN_TAUS, MAX_MARGIN_SET
 from qpsvm.verify.certificate import (
     DEFAULT_TOL,
+    PROVEN,
     Certificate,
     best_dual_point,
     evaluation_allowance,
+    relative,
 )
 from qpsvm.verify.projection import bounded_fit
 from qpsvm.verify.rigorous import (
@@ -245,7 +249,9 @@ def certify_multiclass(
         def value(a: np.ndarray) -> float:
             return f.dual_objective(a) - half * float(np.sum(np.abs(f.balance(a))))
 
-    alpha, _, _ = best_dual_point(value, candidates, np.zeros_like(margins), primal, tol)
+    points = iter(candidates)
+    start = np.zeros_like(margins)
+    alpha, found, early = best_dual_point(value, points, start, primal, tol, enough=PROVEN)
 
     # the rigorous enclosure (qpsvm.verify.rigorous)
     upper, lower = (
@@ -253,9 +259,15 @@ def certify_multiclass(
         if f.squared
         else (multiclass_primal_upper, multiclass_dual_lower)
     )
+    estimate = primal
     primal, primal_estimate = upper(f, W, free, f.penalty)
     spread = multiclass_intercept_spread(f, primal, f.penalty) if free else None
-    dual, alpha, dual_estimate = lower(f, alpha, spread, f.penalty)
+    dual, proven, dual_estimate = lower(f, alpha, spread, f.penalty)
+    if early and relative(primal - dual, primal) > tol:
+        # the rounding allowance took the margin: the points left may still pass
+        alpha, _, _ = best_dual_point(value, points, alpha, estimate, tol, dual=found)
+        dual, proven, dual_estimate = lower(f, alpha, spread, f.penalty)
+    alpha = proven
     slack = _slack_matrix(f, xi)
     goal, known = f.stationary(W)
     comp = np.where(f.mask, np.abs(alpha * (margins - 1.0 + slack)), 0.0)
