@@ -72,6 +72,10 @@ if _QPSVMCacheLocator not in CacheImpl._locator_classes:
 
 #: Dispatchers found without a usable cache entry (read once per process: the index is a file).
 _UNCACHED: set[int] = set()
+#: Dispatchers found compiled or cached: a call compiles nothing from then on (it loads the
+#: entry or has it), so the answer stays (``dispatcher.signatures`` costs microseconds, and the
+#: certificate's sums ask before every call).
+_COMPILED: set[int] = set()
 
 
 def compiled(dispatcher: Any) -> bool:
@@ -85,19 +89,22 @@ def compiled(dispatcher: Any) -> bool:
     the function's bytecode and closure). A cache this cannot read counts as missing, so a
     change in numba makes callers take their uncompiled path, never a wrong one. An index found
     without an entry is remembered for the process (a kernel compiled meanwhile shows in
-    ``dispatcher.signatures``).
+    ``dispatcher.signatures``), and so is a dispatcher found compiled or cached.
     """
-    if dispatcher.signatures:
+    key = id(dispatcher)
+    if key in _COMPILED:
         return True
-    if id(dispatcher) in _UNCACHED:
+    if dispatcher.signatures:
+        _COMPILED.add(key)
+        return True
+    if key in _UNCACHED:
         return False
     try:
         cache = dispatcher._cache
         index = cache._cache_file._load_index()
         codegen = dispatcher.targetctx.codegen()
-        found = any(key[1:] == cache._index_key(key[0], codegen)[1:] for key in index)
+        found = any(entry[1:] == cache._index_key(entry[0], codegen)[1:] for entry in index)
     except (AttributeError, TypeError, ValueError, OSError):
         found = False
-    if not found:
-        _UNCACHED.add(id(dispatcher))
+    (_COMPILED if found else _UNCACHED).add(key)
     return found

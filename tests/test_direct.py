@@ -49,6 +49,11 @@ def test_matrices_state_the_primal(intercept, sparse):
     np.testing.assert_array_equal(P.toarray(), np.diag(np.r_[np.ones(d), np.zeros(k - d + n)]))
     np.testing.assert_array_equal(q, np.r_[np.zeros(k), 1.7 * s])
     np.testing.assert_array_equal(b, np.r_[-m, np.zeros(n)])
+    # stored as scipy stores them: sorted, no duplicates, no explicit zeros (Clarabel's
+    # factorization follows the stored pattern)
+    for M, dense in ((A, expected), (P, P.toarray())):
+        assert M.has_canonical_format
+        assert M.nnz == np.count_nonzero(dense)
 
 
 def test_known_optimum_without_cvxpy():

@@ -31,7 +31,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import minimize_scalar
 
 from qpsvm._lazy import lazy_module
 from qpsvm._numerics import fsum_dot, tdot
@@ -51,6 +50,8 @@ from qpsvm.formulations.pieces import make_intercept, make_loss, make_penalty
 from qpsvm.kernels import Kernel, check_precomputed, gram_factor, make_kernel
 from qpsvm.solution import Candidate, Solution
 from qpsvm.verify.fenchel import LossConjugate
+
+optimize = lazy_module("scipy.optimize")
 
 cp = lazy_module("cvxpy")
 
@@ -449,7 +450,7 @@ class ComposedProblem(Formulation):
 
         lo, hi = float(np.min(breaks)), float(np.max(breaks))
         width = max(1.0, hi - lo)
-        found = minimize_scalar(
+        found = optimize.minimize_scalar(
             value, bounds=(lo - width, hi + width), method="bounded", options={"xatol": 1e-13}
         )
         order = np.sort(breaks)

@@ -45,13 +45,15 @@ from typing import Any, NamedTuple
 
 import numba
 import numpy as np
-import scipy.optimize
 import scipy.sparse as sp
 
 from qpsvm._jit import ENTRY
+from qpsvm._lazy import lazy_module
 from qpsvm._numerics import U, gamma, up
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError, SolverError
 from qpsvm.models.pairwise import DD_TOLERANCE, map_inference
+
+optimize = lazy_module("scipy.optimize")
 
 __all__ = [
     "GRID_BITS",
@@ -358,7 +360,7 @@ def maximise_local_polytope(
     A = _constraints(n_nodes, edges, k)
     b = np.zeros(A.shape[0])
     b[:n_nodes] = 1.0
-    result = scipy.optimize.linprog(
+    result = optimize.linprog(
         -np.concatenate([unary.ravel(), pairwise.ravel()]),
         A_eq=A,
         b_eq=b,

@@ -55,27 +55,44 @@ def _primal_matrices(
 ) -> tuple[sp.csc_matrix, np.ndarray, sp.csc_matrix, np.ndarray]:
     """``P, q, A, b_c`` of the soft-margin primal over ``x = (w, b, xi)`` (``b`` only with an
     intercept); the first ``n`` rows of ``A`` are the margin rows ``[-y_i x_i, -y_i, -e_i]``,
-    the next ``n`` the slacks' signs ``-e_i``."""
+    the next ``n`` the slacks' signs ``-e_i``. Both are assembled column by column in
+    compressed form (scipy's diagonal and coordinate constructors cost more than the rest of a
+    small problem's setup)."""
     Z, y = signed_rows(f, None)
     n, d = Z.shape
     k = d + int(f.fit_intercept)
-    P = sp.diags(np.r_[np.ones(d), np.zeros(k - d + n)], format="csc")
-    q = np.r_[np.zeros(k), f.C * f.sample_weight]
-    Z = sp.coo_matrix(Z)
-    rows, cols, vals = [Z.row], [Z.col], [-Z.data]
-    if f.fit_intercept:
-        rows.append(np.arange(n))
-        cols.append(np.full(n, d))
-        vals.append(-y.astype(np.float64))
-    slack = np.arange(n)
-    rows += [slack, n + slack]
-    cols += [k + slack, k + slack]
-    vals += [-np.ones(n), -np.ones(n)]
-    A = sp.csc_matrix(
-        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(2 * n, k + n)
+    index = np.arange(n)
+    P = sp.csc_matrix(
+        (np.ones(d), np.arange(d), np.r_[np.arange(d + 1), np.full(k - d + n, d)]),
+        shape=(k + n, k + n),
     )
+    q = np.r_[np.zeros(k), f.C * f.sample_weight]
+    values, rows, ends = _columns(Z)
+    data, indices, ends, nnz = [-values], [rows], [ends], ends[-1]
+    if f.fit_intercept:
+        data.append(-y.astype(np.float64))
+        indices.append(index)
+        ends.append(np.array([nnz + n]))
+    data.append(np.full(2 * n, -1.0))  # column k + i: the rows i and n + i
+    indices.append(np.column_stack([index, index + n]).ravel())
+    ends.append(nnz + (k - d) * n + 2 * np.arange(1, n + 1))
+    indptr = np.concatenate([[0], *ends])
+    A = sp.csc_matrix((np.concatenate(data), np.concatenate(indices), indptr), shape=(2 * n, k + n))
     b = np.r_[-f.margin, np.zeros(n)]
     return P, q, A, b
+
+
+def _columns(Z: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``Z`` in compressed sparse column form: the values, their rows (sorted within each
+    column) and each column's end; a dense ``Z``'s zeros are left out, as scipy's conversion
+    leaves them out."""
+    if sp.issparse(Z):
+        W = sp.csc_matrix(Z)
+        W.sum_duplicates()
+        return W.data, W.indices, W.indptr[1:]
+    T = np.asarray(Z).T
+    stored = T != 0
+    return T[stored], np.nonzero(stored)[1], np.cumsum(np.count_nonzero(stored, axis=1))
 
 
 def _dual_matrices(

@@ -7,7 +7,12 @@ valid lower bound ``D(alpha) <= P*`` by weak duality.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import lsq_linear
+
+from qpsvm._lazy import lazy_module
+
+#: scipy.optimize, imported on first use (a tenth of a second of ``import qpsvm`` that the
+#: certificates of the common problems never need).
+optimize = lazy_module("scipy.optimize")
 
 __all__ = ["bounded_fit", "project_box_hyperplane", "project_capped_simplex"]
 
@@ -25,7 +30,7 @@ def bounded_fit(A: np.ndarray, target: np.ndarray, lo: np.ndarray, hi: np.ndarra
     """``argmin ||A x - target||`` over ``lo <= x <= hi`` (dense ``A``): the multipliers that
     best explain a candidate's stationarity within their box."""
     method = "bvls" if A.shape[1] <= BVLS_MAX_SET else "trf"
-    return lsq_linear(A, target, bounds=(lo, hi), tol=FIT_TOL, method=method).x
+    return optimize.lsq_linear(A, target, bounds=(lo, hi), tol=FIT_TOL, method=method).x
 
 
 def project_box_hyperplane(

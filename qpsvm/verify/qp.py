@@ -65,13 +65,15 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import lsq_linear
 from scipy.sparse.linalg import lsqr, spsolve
 
+from qpsvm._lazy import lazy_module
 from qpsvm._numerics import two_product
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH, Certificate, relative
 from qpsvm.verify.psd import psd_reason
 from qpsvm.verify.rigorous import TINY, U, down, enclosed_product, gamma, up, upper_sum
+
+optimize = lazy_module("scipy.optimize")
 
 __all__ = ["QPCertificate", "certify_qp"]
 
@@ -510,9 +512,9 @@ def _fit_multipliers(
     lo = np.concatenate(lower)
     bounds = (lo, np.full(lo.size, np.inf))
     if M.shape[1] <= 2000 and qp.n <= 4000:
-        fit = lsq_linear(M.toarray(), -gradient, bounds=bounds, method="bvls", tol=1e-15)
+        fit = optimize.lsq_linear(M.toarray(), -gradient, bounds=bounds, method="bvls", tol=1e-15)
     else:
-        fit = lsq_linear(M, -gradient, bounds=bounds, lsq_solver="lsmr", tol=1e-15)
+        fit = optimize.lsq_linear(M, -gradient, bounds=bounds, lsq_solver="lsmr", tol=1e-15)
     sol = np.asarray(fit.x)
     pos = 0
     if qp.G is not None:
