@@ -110,12 +110,45 @@ def test_dual_matrices_state_the_dual(intercept, sparse):
     np.testing.assert_array_equal(b, np.r_[np.zeros(zero + n), 1.5 * s])
 
 
+@pytest.mark.parametrize("intercept", [True, False])
+def test_positive_definite_gram_states_the_dual_over_alpha(intercept):
+    # a positive definite rbf Gram matrix: P = diag(y) K diag(y) (its upper triangle, as
+    # Clarabel reads P) over alpha alone; rows y.alpha = 0, -alpha <= 0, alpha <= C s
+    X, y = random_problem(3, n=8, d=3)
+    f = qpsvm.SoftMarginDual(X, y, C=1.5, kernel="rbf", gamma=0.5, fit_intercept=intercept)
+    P, q, A, b, zero = direct._dual_matrices(f)
+    n = X.shape[0]
+    yy = np.where(y > 0, 1.0, -1.0)
+    np.testing.assert_array_equal(P.toarray(), np.triu(f.gram() * np.outer(yy, yy)))
+    rows = ([yy[None, :]] if intercept else []) + [-np.eye(n), np.eye(n)]
+    np.testing.assert_array_equal(A.toarray(), np.vstack(rows))
+    assert zero == int(intercept)
+    np.testing.assert_array_equal(q, -np.ones(n))
+    np.testing.assert_array_equal(b, np.r_[np.zeros(zero + n), 1.5 * np.ones(n)])
+
+
+def test_singular_gram_states_the_dual_through_its_factor():
+    # a duplicated point makes K singular (its Cholesky factorization fails): the dual keeps
+    # t = F^T (y o alpha) for the factor F F^T = K of kernels.gram_factor
+    X, y = random_problem(3, n=8, d=3)
+    X[1], y[1] = X[0], y[0]
+    f = qpsvm.SoftMarginDual(X, y, C=1.5, kernel="rbf", gamma=0.5)
+    P, _, A, _, zero = direct._dual_matrices(f)
+    k = zero - 1
+    assert 0 < k < 8 and A.shape == (k + 1 + 16, 8 + k)
+    np.testing.assert_array_equal(P.toarray(), np.diag(np.r_[np.zeros(8), np.ones(k)]))
+
+
 @pytest.mark.parametrize("kernel", ["linear", "rbf", "poly"])
 @pytest.mark.parametrize("intercept", [True, False])
-def test_direct_dual_has_the_primal_optimum(kernel, intercept):
-    # strong duality: the dual solved from its matrices and the CVXPY model (the statement of
-    # the problem) enclose the same optimum, each certified at 1e-9
+@pytest.mark.parametrize("duplicate", [False, True])
+def test_direct_dual_has_the_primal_optimum(kernel, intercept, duplicate):
+    # strong duality: the dual solved from its matrices (over alpha alone for a positive
+    # definite Gram matrix, through a factor for a singular one) and the CVXPY model (the
+    # statement of the problem) enclose the same optimum, each certified at 1e-9
     X, y = random_problem(4, n=60, d=3)
+    if duplicate:
+        X[1], y[1] = X[0], y[0]
     f = qpsvm.SoftMarginDual(X, y, C=2.0, kernel=kernel, gamma=0.5, fit_intercept=intercept)
     sol = direct.solve_dual_direct(f, 1e-9)
     assert sol is not None and sol.certificate.passed and f._model is None

