@@ -69,7 +69,6 @@ from qpsvm.verify.rigorous import (
     TINY,
     DualSums,
     U,
-    _abs_product,
     down,
     dual_estimate,
     dual_lower_value,
@@ -617,8 +616,8 @@ def grouped_expansion(X: Any, C: float, point: WindowDual, dot2: bool = True) ->
         np.add.at(size, j, alpha)
         k = int(np.max(np.bincount(point.window.ravel())))
     coef_err = up(gamma(k + 3) * size)
-    hi, lo, err = enclosed_product(X, coef, dot2=dot2)
-    return hi, lo, err + 2.0 * _abs_product(X, coef_err) + X.shape[0] * TINY
+    hi, lo, err = enclosed_product(X, coef, dot2=dot2, slack=coef_err)
+    return hi, lo, err + X.shape[0] * TINY
 
 
 def grouped_gain_lower(C: float, n_bound: int, alpha: np.ndarray) -> float:
@@ -645,6 +644,7 @@ def certify_grouped(
     tol: float = DEFAULT_TOL,
     point: WindowDual | None = None,
     windows: Sequence[float] = WINDOW_TAUS,
+    near: np.ndarray | None = None,
 ) -> Certificate:
     """Certify ``w`` for a ranking SVM whose pairs come from relevance labels (unit pair
     weights), without forming the pairs (module docstring).
@@ -670,11 +670,15 @@ def certify_grouped(
         partition of the pairs), as for the windows' own points.
     windows : sequence of float, default=WINDOW_TAUS
         The windows ``tau`` tried after ``point``.
+    near : ndarray of intp, optional
+        The items sorted within queries by nearby scores (e.g. those ``point`` was read off):
+        the sort by ``w``'s scores starts from it
+        (:func:`~qpsvm.verify.ranking_sweep.sorted_by_query`).
     """
     tol = check_tol(tol)
     X, C, lay = f.items, f.C, f.query_layout
     scores, _, err = enclosed_product(X.T, w, dot2=False)
-    order = sorted_by_query(lay, scores)  # one sort for every sweep
+    order = sorted_by_query(lay, scores, near)  # one sort for every sweep
     primal = primal_upper(upper_sum(w * w), C, hinge_upper(lay, scores, err, order))
     square = 0.5 * fsum(w * w)
     # the float objective, for the early stop and the rounding floor: from the first window

@@ -248,7 +248,13 @@ def _dot2_applies(M: Any, v: np.ndarray, start: tuple | None) -> bool:
     return all(_max_abs(np.asarray(a)) < SPLIT_LIMIT for a in entries)
 
 
-def enclosed_product(M: Any, v: np.ndarray, start: tuple | None = None, dot2: bool = True) -> tuple:
+def enclosed_product(
+    M: Any,
+    v: np.ndarray,
+    start: tuple | None = None,
+    dot2: bool = True,
+    slack: np.ndarray | None = None,
+) -> tuple:
     r"""``M^T v`` (plus ``start = (hi, lo, err)``) as ``hi + lo`` with a bound ``err``:
     :math:`|hi + lo - (M^T v + start)| \le err`.
 
@@ -261,25 +267,40 @@ def enclosed_product(M: Any, v: np.ndarray, start: tuple | None = None, dot2: bo
     doubled; the start's own error is added rounded up. ``dot2=False`` asks for the plain
     product (``lo = 0``, no ``start``): one BLAS call, with a bound about ``1 / (4 n u)`` times
     wider than Dot2's, for callers that retry with Dot2 when it is too wide to prove a gap.
+
+    ``slack`` (no ``start``) bounds the error of ``v`` itself, :math:`|v' - v| \le slack`:
+    the bound then holds for :math:`M^T v'` too. With the bound above read as
+    :math:`c\,|M|^T|v|` (``c`` half the doubled factor), both terms are one product
+    :math:`|M|^T u` with :math:`u = c|v| + slack` rounded up, doubled for its own rounding:
+    one pass over ``M`` for both.
     """
     n = M.shape[0] + (0 if start is None else 2)
     if not dot2 and start is not None:
         raise ValueError("the plain product takes no start")
+    if slack is not None and start is not None:
+        raise ValueError("a slack on v takes no start")
     dot2 = dot2 and _dot2_applies(M, v, start)
+    factor = 8.0 * gamma(2 * n) ** 2 if dot2 else 2.0 * gamma(n)
+    magnitude = None
     if not dot2 and start is None:
         hi = np.asarray(M.T @ np.asarray(v, dtype=np.float64), dtype=np.float64).ravel()
         lo = np.zeros_like(hi)
-        magnitude = _abs_product(M, v)
     elif dot2 and start is None and sp.issparse(M) and M.format == "csc":
         # M^T is a CSR matrix (the scores X w of CSR rows): one pass along its rows
         hi, lo, magnitude = rows_dot2(M.T, v)
     else:
         hi, lo = tdot2(M, v, None if start is None else start[:2])
-        magnitude = _abs_product(M, v)
-    if start is not None:
-        magnitude = magnitude + np.abs(start[0]) + np.abs(start[1])
-    factor = 8.0 * gamma(2 * n) ** 2 if dot2 else 2.0 * gamma(n)
-    err = factor * magnitude + n * TINY
+    if slack is not None and magnitude is None:
+        weights = up(up(0.5 * factor * np.abs(np.asarray(v, dtype=np.float64))) + slack)
+        err = 2.0 * _abs_product(M, weights) + n * TINY
+    else:
+        if magnitude is None:
+            magnitude = _abs_product(M, v)
+        if start is not None:
+            magnitude = magnitude + np.abs(start[0]) + np.abs(start[1])
+        err = factor * magnitude + n * TINY
+        if slack is not None:
+            err = err + 2.0 * _abs_product(M, slack)
     if start is not None:
         err = up(err + 2.0 * gamma(2 * n) * np.abs(start[1]) + start[2])
     if not (np.all(np.isfinite(hi)) and np.all(np.isfinite(lo)) and np.all(np.isfinite(err))):
