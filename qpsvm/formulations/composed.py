@@ -19,9 +19,11 @@ and, with a free intercept, ``sigma . u = 0``.
 
 Fast paths: the hinge loss with the L2 penalty and a free or no intercept is
 :class:`~qpsvm.SoftMarginPrimal` itself (working set, SMO, homotopy paths). Every other
-combination is solved by the generic route: the full CVXPY problem (``method="qp"``), then the
-Fenchel certificate, whose dual point is improved by exact dual coordinate ascent for the L2
-penalty.
+combination is solved by the full CVXPY problem (``method="qp"``) or the working set
+(:class:`~qpsvm.solvers.working_set.ComposedSets`: restricted problems over the units near a
+kink of their loss, the others fixed at a bound or dropped; for a nonlinear kernel from the
+exact start of :mod:`qpsvm.solvers.kernel_descent`), then the Fenchel certificate, whose dual
+point is improved by exact dual coordinate ascent for the L2 penalty.
 """
 
 from __future__ import annotations
@@ -110,15 +112,13 @@ class ComposedProblem(Formulation):
         The pieces.
     """
 
-    methods: ClassVar[tuple[str, ...]] = ("qp", "full")
+    methods: ClassVar[tuple[str, ...]] = ("qp", "full", "working_set")
     refusals: ClassVar[dict[str, str]] = {
-        name: "composed problems are solved by the full CVXPY problem (method='qp'); SMO, the "
-        "online methods and the rational oracle serve the hinge loss with the L2 penalty and a "
-        "free or no intercept (SoftMarginPrimal, SoftMarginDual)"
+        name: "composed problems are solved by the full CVXPY problem (method='qp') or the "
+        "working set; SMO, the online methods and the rational oracle serve the hinge loss with "
+        "the L2 penalty and a free or no intercept (SoftMarginPrimal, SoftMarginDual)"
         for name in ("smo", "subgradient", "exact", "homotopy")
     } | {
-        "working_set": "the working set serves the hinge and squared hinge losses with the "
-        "linear kernel (their dual is a box; a kernel's or a regression's is not folded in)",
         "dcd": "dual coordinate descent serves the linear classifiers with the L2 penalty and "
         "a hinge or squared hinge loss",
         "newton": "Newton's method serves the squared hinge loss with the L2 penalty, no "
@@ -165,9 +165,6 @@ class ComposedProblem(Formulation):
         self.epsilon = float(epsilon)
         self._model: CvxModel | None = None
         self._gram: np.ndarray | None = None
-        if self.linear and not self.regression:
-            # the margin losses are piecewise quadratic with a box dual: the working set
-            self.methods = (*self.methods, "working_set")
         if self.linear and self.penalty.name == "l2" and not self.regression:
             # dual coordinate descent: the hinge losses' duals have a box and no kernel
             self.methods = (*self.methods, "dcd")
@@ -183,11 +180,16 @@ class ComposedProblem(Formulation):
 
     def default_method(self) -> str:
         """``"dcd"`` for sparse data where it applies (measured in
-        benchmarks/regimes/sparse.py); ``"working_set"`` for the L1 and L1 + L2 penalties above
-        :attr:`working_set_min_samples` samples (measured in
-        benchmarks/bench_composed_families.py on ranking pairs); else ``"qp"``."""
+        benchmarks/regimes/sparse.py); ``"working_set"`` for a nonlinear kernel (its exact
+        start, :mod:`qpsvm.solvers.kernel_descent`: 0.07-0.7 of the full QP's time at
+        n = 500-2000, benchmarks/bench_composed_working_set.py) and for the L1 and L1 + L2
+        penalties above :attr:`working_set_min_samples` samples (measured in
+        benchmarks/bench_composed_families.py on ranking pairs); else ``"qp"`` (linear SVR:
+        the working set measured 0.9-2.2 times the full QP at n = 500-2000)."""
         if "dcd" in self.methods and sp.issparse(self.X):
             return "dcd"
+        if not self.linear:
+            return "working_set"
         if (
             "working_set" in self.methods
             and self.penalty.name != "l2"
@@ -270,13 +272,19 @@ class ComposedProblem(Formulation):
         return self.build_restricted(None, None)
 
     def build_restricted(self, subset: np.ndarray | None, bound: np.ndarray | None) -> CvxModel:
-        r"""The primal over the samples ``subset`` (default: all), with the samples ``bound``
-        (a boolean mask) folded in at their multipliers' bound ``u_i = C c_i`` (the hinge loss
-        in its linear piece): they add ``C sum_{i in E} c_i (m_i - z_i)``, which is
-        ``-C (w . g + b t)`` up to a constant, ``g = sum_E c_i sigma_i x_i``,
-        ``t = sum_E c_i sigma_i``, instead of constraints. The model's ``index`` is ``subset``
-        (the rows of its ``margin`` constraint); ``C`` stays a parameter.
+        r"""The problem over the samples ``subset`` (default: all), with the samples of
+        ``bound`` folded in at their multipliers' bound ``u_i = s_i C c_i`` (the loss in a linear
+        piece); ``bound`` holds the signs ``s_i`` (``+1`` for the margin losses and for a target
+        above the tube, ``-1`` below it; a boolean mask means ``+1``), 0 for the other samples.
+
+        Linear kernel: the primal, where a fixed sample adds ``C c_i s_i (t_i - z_i)`` (up to a
+        constant, ``t_i`` its margin or target), which is ``-C (w . g + b t)``,
+        ``g = sum_E c_i s_i sigma_i x_i``, ``t = sum_E c_i s_i sigma_i``, instead of
+        constraints; ``C`` stays a parameter. A nonlinear kernel: the dual over ``subset``
+        (:meth:`build_dual`). The model's ``index`` is ``subset`` (the rows of its constraints).
         """
+        if not self.linear:
+            return self.build_dual(subset, bound)
         w = cp.Variable(self.n_features, name="w")
         prediction, extra, stated = self.predictions(w, subset)
         variables: dict[str, cp.Variable] = {"w": w, **extra}
@@ -296,7 +304,7 @@ class ComposedProblem(Formulation):
         C = cp.Parameter(nonneg=True, value=self.C, name="C")
         loss = self.sample_weight[rows] @ term
         if bound is not None and np.any(bound):
-            c = np.where(bound, self.sample_weight, 0.0)
+            c = self.sample_weight * np.asarray(bound, dtype=np.float64)
             loss = loss - w @ self.expansion(c)
             if b is not None:
                 loss = loss - b * fsum_dot(c, self.sigma)
@@ -311,36 +319,58 @@ class ComposedProblem(Formulation):
         any variables and constraints they need (none here: ``X @ w``)."""
         return (self.X if subset is None else self.X[subset]) @ w, {}, {}
 
-    def build_dual(self) -> CvxModel:
+    def build_dual(
+        self, subset: np.ndarray | None = None, bound: np.ndarray | None = None
+    ) -> CvxModel:
         """The kernel dual: ``max sum_i (p_i u_i - eps_i |u_i| - d_i u_i^2 / 2)
         - 1/2 ||L^T (u sigma)||^2 [- B^2/2 (sigma . u)^2]`` with ``K = L L^T`` (the factor:
         Clarabel is more accurate on it than on ``K``), the loss's ``p, eps, d`` and box
         (:meth:`loss_conjugate`).
 
-        Variable ``alpha`` (the multipliers ``u``); constraints ``lower`` (``u >= lo`` where
+        Over the samples ``subset`` (default: all) with the others fixed: ``u_i = s_i C c_i``
+        for the signs ``s_i`` of ``bound`` (:meth:`build_restricted`), 0 elsewhere. The fixed
+        ``u_E`` add ``-(u sigma)_S . K_SE (u sigma)_E`` to the objective and their sums to the
+        intercept's terms; ``L`` factors ``K_SS``.
+
+        Variable ``alpha`` (the multipliers ``u_S``); constraints ``lower`` (``u >= lo`` where
         finite), ``upper`` (``u <= hi`` where finite) and, with a free intercept, ``balance``
-        (``sigma . u = 0``). ``C`` enters the box and ``d`` as data.
+        (``sigma . u = 0``). ``C`` enters the box and ``d`` as data. The model's ``index`` is
+        ``subset``.
         """
         c = self.loss_conjugate()
-        u = cp.Variable(self.n_samples, name="alpha")
-        quad = cp.sum_squares(gram_factor(self.gram()).T @ cp.multiply(self.sigma, u))
-        objective = c.p @ u - 0.5 * quad
-        if np.any(c.eps > 0):
-            objective = objective - c.eps @ cp.abs(u)
-        if np.any(c.d > 0):
-            objective = objective - 0.5 * (c.d @ cp.square(u))
+        rows = np.arange(self.n_samples) if subset is None else np.asarray(subset, dtype=np.intp)
+        fixed = np.zeros(self.n_samples)
+        if bound is not None:
+            fixed = np.asarray(bound, dtype=np.float64) * self.loss_weights()
+            fixed[rows] = 0.0
+        sigma = self.sigma[rows]
+        u = cp.Variable(rows.size, name="alpha")
+        block = self.gram() if subset is None else self.gram_rows(rows)
+        inner = block if subset is None else block[:, rows]
+        quad = cp.sum_squares(gram_factor(inner).T @ cp.multiply(sigma, u))
+        objective = c.p[rows] @ u - 0.5 * quad
+        su = cp.multiply(sigma, u)
+        coupling: Any = cp.sum(su)
+        if np.any(fixed):
+            objective = objective - su @ (block @ (fixed * self.sigma))
+            coupling = coupling + fsum_dot(fixed, self.sigma)
+        if np.any(c.eps[rows] > 0):
+            objective = objective - c.eps[rows] @ cp.abs(u)
+        if np.any(c.d[rows] > 0):
+            objective = objective - 0.5 * (c.d[rows] @ cp.square(u))
         if self.intercept.regularized:
-            objective = objective - 0.5 * self.intercept.scaling**2 * cp.square(self.sigma @ u)
+            objective = objective - 0.5 * self.intercept.scaling**2 * cp.square(coupling)
         constraints: dict[str, cp.Constraint] = {}
-        low, high = np.flatnonzero(np.isfinite(c.lo)), np.flatnonzero(np.isfinite(c.hi))
+        lo, hi = c.lo[rows], c.hi[rows]
+        low, high = np.flatnonzero(np.isfinite(lo)), np.flatnonzero(np.isfinite(hi))
         if low.size:
-            constraints["lower"] = u[low] >= c.lo[low]
+            constraints["lower"] = u[low] >= lo[low]
         if high.size:
-            constraints["upper"] = u[high] <= c.hi[high]
+            constraints["upper"] = u[high] <= hi[high]
         if self.intercept.coupled:
-            constraints["balance"] = self.sigma @ u == 0
+            constraints["balance"] = coupling == 0
         problem = cp.Problem(cp.Maximize(objective), list(constraints.values()))
-        return CvxModel(problem, {"alpha": u}, constraints)
+        return CvxModel(problem, {"alpha": u}, constraints, index=subset)
 
     def kernel_intercept(self, u: np.ndarray, scores: np.ndarray) -> float:
         """The intercept of multipliers ``u`` with scores ``g``: ``B^2 sigma . u`` when

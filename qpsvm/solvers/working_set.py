@@ -60,6 +60,7 @@ from qpsvm.formulations.model import CvxModel
 from qpsvm.solution import Candidate, History, Solution
 from qpsvm.solvers.backends import BackendResult, backend_order, solve_model
 from qpsvm.solvers.finish import finish
+from qpsvm.solvers.kernel_descent import kernel_descent_start, kkt_polish
 from qpsvm.solvers.refine import refine_multiclass
 from qpsvm.solvers.warm_start import (
     NEWTON_MAX_FEATURES,
@@ -82,12 +83,14 @@ __all__ = [
     "WorkingSet",
     "binary_sets",
     "composed_sets",
+    "composed_units",
     "kkt_start",
     "multiclass_sets",
     "run_working_set",
     "sampled_start",
     "solve_working_set",
     "start_binary",
+    "unit_residuals",
     "working_set_for",
 ]
 
@@ -434,47 +437,132 @@ class BinarySets(ResidualSets):
 
 
 class ComposedSets(ResidualSets):
-    r"""The linear composed problems with a margin loss (hinge or squared hinge, any penalty and
-    intercept; the ranking ones on pair differences): one unit per sample, residual
-    ``r_i = z_i - m_i`` with ``z_i = sigma_i (w . x_i + b)``.
+    r"""The composed problems (any loss, penalty and intercept; linear, kernel or ranking on
+    pair differences): units are the sides of the losses' kinks.
 
-    Both losses are piecewise quadratic in ``z_i`` with one break at the margin: beyond it
-    (``r_i > 0``) a sample adds nothing (dropped, ``u_i = 0``); short of it the hinge is linear
-    (fixed at ``u_i = C c_i``: a linear term of the restricted problem), the squared hinge
-    quadratic (its multiplier ``2 C c_i (m_i - z_i)`` is unbounded, so such samples stay in
-    ``W``). Under the L1 penalty alone no sample is fixed either: ``||w||_1`` minus a linear
-    term can be unbounded below, where a penalty with an L2 part keeps every restricted problem
-    bounded. The restricted problem is the formulation's own CVXPY problem over ``W``
-    (:meth:`~qpsvm.formulations.composed.ComposedProblem.build_restricted`): an LP or QP for
-    the L1, L1 + L2 and L2 penalties alike.
+    Every loss is piecewise quadratic in ``z_i = sigma_i (w . phi(x_i) + b)``. A margin loss
+    has one unit per sample, residual ``r_i = z_i - m_i``; an epsilon-insensitive loss two,
+    one per side of its tube: ``r_i^+ = z_i - y_i + eps`` (its multiplier ``u_i > 0`` when the
+    target is above the tube) and ``r_i^- = y_i - z_i + eps`` (``u_i < 0`` below it), so
+    ``u_i = alpha_i^+ - alpha_i^-`` with each ``alpha`` in ``[0, C c_i]`` (libsvm's
+    ``alpha, alpha^*``), at most one of them nonzero. Beyond its kink (``r > 0``) a unit adds
+    nothing (dropped, ``alpha = 0``); short of it the unsquared losses are linear (fixed at
+    ``alpha = C c_i``: a linear term of the restricted problem), the squared ones quadratic
+    (their multiplier is unbounded, so such units stay in ``W``). Under the L1 penalty alone no
+    unit is fixed either: ``||w||_1`` minus a linear term can be unbounded below, where a penalty
+    with an L2 part keeps every restricted problem bounded. A free intercept's coupling
+    ``sum_i sigma_i u_i = 0`` reads ``sum_j l_j alpha_j = 0`` with labels ``l = sigma s`` (``s``
+    the unit's side), which :meth:`ResidualSets.balance` keeps reachable.
+
+    The restricted problem is the formulation's own CVXPY problem over the samples with a unit
+    in ``W`` (:meth:`~qpsvm.formulations.composed.ComposedProblem.build_restricted`): the primal
+    (an LP or QP) for the linear kernel, the dual over those samples for a nonlinear one. A
+    sample with a unit in ``W`` has its whole loss there, so its other unit joins ``W`` too.
     """
+
+    def __init__(self, f: CompositeProblem, start: Start, width: float) -> None:
+        self.rows, self.sides = composed_units(f)
+        super().__init__(f, start, width)
 
     @property
     def upper(self) -> np.ndarray:
-        hi = self.f.loss_conjugate().hi
+        hi = self.f.loss_conjugate().hi[self.rows]
         return hi if folds(self.f) else np.full(hi.shape, np.inf)
 
     @property
     def labels(self) -> np.ndarray | None:
-        return self.f.sigma if self.f.intercept.coupled else None
+        return self.f.sigma[self.rows] * self.sides if self.f.intercept.coupled else None
 
     @property
     def scale(self) -> float:
-        return max(1.0, float(np.max(self.f.target)))
+        return max(1.0, float(np.max(np.abs(self.f.target))) + self.f.epsilon)
+
+    @property
+    def c_parametric(self) -> bool:
+        # the kernel dual states C in its box and fixed multipliers
+        return self.f.linear
 
     def evaluate(self, cand: Candidate) -> tuple[np.ndarray, float]:
         f = self.f
-        z = f.margins(cand.w, cand.b or 0.0)
-        return z - f.target, float(f.objective(cand.w, cand.b or 0.0))
+        if f.linear:
+            z = f.margins(cand.w, cand.b or 0.0)
+            objective = f.objective(cand.w, cand.b or 0.0)
+        else:
+            z = f.sigma * (f.kernel_product(cand.alpha) + (cand.b or 0.0))
+            objective = f.objective_alpha(cand.alpha, cand.b or 0.0)
+        return unit_residuals(f, z, self.rows, self.sides), float(objective)
+
+    def sort(self, start: Start) -> None:
+        super().sort(start)
+        self.tie()
+
+    def update(self, cand: Candidate) -> Round:
+        found = super().update(cand)
+        return Round(found.added + self.tie(), found.objective, found.violation)
+
+    def tie(self) -> int:
+        """Move into ``W`` the fixed units of samples with a unit in ``W``; returns how many."""
+        inside = np.zeros(self.f.n_samples, dtype=bool)
+        inside[self.rows[self.work]] = True
+        tied = self.bound & inside[self.rows]
+        if np.any(tied):
+            self.work |= tied
+            self.bound &= ~tied
+            self._model = None
+        return int(np.count_nonzero(tied))
+
+    def fixed_signs(self) -> np.ndarray:
+        """Per sample, the side ``s_i`` of its unit fixed at the bound (0 for none)."""
+        signs = np.zeros(self.f.n_samples)
+        np.add.at(signs, self.rows[self.bound], self.sides[self.bound])
+        return signs
 
     def build(self) -> CvxModel:
-        return self.f.build_restricted(np.flatnonzero(self.work), self.bound)
+        subset = np.unique(self.rows[self.work])
+        return self.f.build_restricted(subset, self.fixed_signs())
+
+    def polish(self, cand: Candidate) -> Candidate:
+        """For a nonlinear kernel, the restricted optimum, its KKT polish
+        (:func:`~qpsvm.solvers.kernel_descent.kkt_polish`) or the exact start, whichever has the
+        lowest primal objective (an interior-point answer on a large ``C`` can be less accurate
+        than the start)."""
+        f = self.f
+        if f.linear:
+            return cand
+        pool = [cand, *kkt_polish(f, cand.alpha, float(cand.b or 0.0))]
+        if self.start.exact:
+            pool.append(self.start.candidate)
+        return min(pool, key=lambda c: f.objective_alpha(c.alpha, c.b))
 
     def read(self, model: CvxModel) -> Candidate:
-        cand = self.f.read_model(model)
-        alpha = self.fixed_alpha()
-        alpha[model.index] = cand.alpha
-        return Candidate(w=cand.w, b=cand.b, alpha=alpha)
+        f = self.f
+        alpha = self.fixed_signs() * f.loss_weights()
+        if f.linear:
+            cand = f.read_model(model)
+            alpha[model.index] = cand.alpha
+            return Candidate(w=cand.w, b=cand.b, alpha=alpha)
+        value = np.asarray(model.variables["alpha"].value, dtype=np.float64).ravel()
+        conjugate = f.loss_conjugate()
+        index = model.index
+        alpha[index] = np.clip(value, conjugate.lo[index], conjugate.hi[index])
+        return Candidate(w=None, b=f.kernel_intercept(alpha, f.kernel_product(alpha)), alpha=alpha)
+
+
+def composed_units(f: CompositeProblem) -> tuple[np.ndarray, np.ndarray]:
+    """The working-set units of a composed problem (:class:`ComposedSets`): their samples and
+    sides, one unit per sample for a margin loss, two (``+1`` then ``-1``) for a tube."""
+    n = f.n_samples
+    if f.regression:
+        return np.tile(np.arange(n), 2), np.repeat([1.0, -1.0], n)
+    return np.arange(n), np.ones(n)
+
+
+def unit_residuals(
+    f: CompositeProblem, z: np.ndarray, rows: np.ndarray, sides: np.ndarray
+) -> np.ndarray:
+    """``r_j = s_j (z_i - t_i) + eps`` of the units ``(i, s_j)`` at the margins or predictions
+    ``z``: their distance beyond the kink (``t`` the margins or targets)."""
+    return sides * (z[rows] - f.target[rows]) + f.epsilon
 
 
 class MulticlassPolish:
@@ -654,13 +742,17 @@ def sampled_start(f: Problem, model: CvxModel, sample: np.ndarray, units: int) -
 
 
 def composed_sets(f: CompositeProblem, start: Start | None, width: float) -> ComposedSets:
-    """The working set of a linear composed problem with a margin loss, sorted at ``start``
-    (default: the optimum over a sample of :data:`START_SAMPLE` units, :func:`sampled_start`,
-    its band from the residuals' distribution)."""
+    """The working set of a composed problem, sorted at ``start`` (default: the optimum over a
+    sample of :data:`START_SAMPLE` samples, :func:`sampled_start` for the linear kernel,
+    its band from the residuals' distribution; for a nonlinear kernel the exact start of
+    :func:`~qpsvm.solvers.kernel_descent.kernel_descent_start`)."""
+    if start is None and not f.linear:
+        start = kernel_descent_start(f)
     if start is None:
         sample = _sample(f.n_samples)
         start = sampled_start(f, f.build_restricted(sample, None), sample, f.n_samples)
-        r = f.margins(start.candidate.w, start.candidate.b) - f.target
+        z = f.margins(start.candidate.w, start.candidate.b)
+        r = unit_residuals(f, z, *composed_units(f))
         start.band = _band(r, sample.size, width)
     return ComposedSets(f, start, width)
 

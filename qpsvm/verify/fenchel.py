@@ -58,7 +58,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from qpsvm._jit import ENTRY
+from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._numerics import fsum, fsum_dot, tdot
 from qpsvm._validation import check_tol
 from qpsvm.contract import CompositeProblem
@@ -84,7 +84,7 @@ from qpsvm.verify.rigorous_composed import (
 )
 from qpsvm.verify.rigorous_poly import PolyBound
 
-__all__ = ["LossConjugate", "certify_composed", "project_coupled"]
+__all__ = ["LossConjugate", "certify_composed", "coordinate_minimiser", "project_coupled"]
 
 #: Sweeps of dual coordinate ascent (single coordinates) when improving a dual point.
 ASCENT_SWEEPS = 2000
@@ -163,6 +163,18 @@ def project_coupled(u: np.ndarray, lo: np.ndarray, hi: np.ndarray, sigma: np.nda
     return point
 
 
+@numba.njit(**CALLEE)
+def coordinate_minimiser(a, eps, c, denom, lo, hi):  # pragma: no cover - compiled
+    """The maximiser over ``t`` in ``[lo, hi]`` of ``(a + c) t - eps |t| - denom t^2 / 2``: one
+    exact step of dual coordinate ascent (``c = q u_k - g_k``, ``denom = q + d``)."""
+    new = (a - eps + c) / denom
+    if new <= 0.0:
+        new = (a + eps + c) / denom
+        if new >= 0.0:
+            new = 0.0
+    return min(max(new, lo), hi)
+
+
 @numba.njit(**ENTRY)
 def _coordinate_ascent(A, u, v, p, eps, d, lo, hi, sweeps, tol):  # pragma: no cover - compiled
     """Exact maximisation of ``D`` (L2 penalty, no coupling) over one ``u_k`` at a time, for
@@ -183,13 +195,7 @@ def _coordinate_ascent(A, u, v, p, eps, d, lo, hi, sweeps, tol):  # pragma: no c
             g = 0.0
             for j in range(m):
                 g += A[k, j] * v[j]
-            c = q[k] * u[k] - g
-            new = (p[k] - eps[k] + c) / denom
-            if new <= 0.0:
-                new = (p[k] + eps[k] + c) / denom
-                if new >= 0.0:
-                    new = 0.0
-            new = min(max(new, lo[k]), hi[k])
+            new = coordinate_minimiser(p[k], eps[k], q[k] * u[k] - g, denom, lo[k], hi[k])
             delta = new - u[k]
             if delta != 0.0:
                 for j in range(m):
