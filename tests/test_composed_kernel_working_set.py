@@ -56,14 +56,16 @@ def problem(loss, intercept, seed, n, C=2.0, epsilon=0.2, kernel=None, weights=N
     return qpsvm.SupportVectorRegression(X, t, C, epsilon, **common)
 
 
-def exact_optimum(f) -> Fraction:
+def exact_optimum(f, K=None) -> Fraction:
     r"""The exact optimum of a poly-kernel composed problem: its dual
     :math:`\max \sum_j c_j z_j - \tfrac12 z^T H z` over the units ``z >= 0`` (one per sample,
     or libsvm's ``alpha, alpha^*`` per sample of a tube), capped at the exact ``W_i = C c_i``
     for the unsquared losses, with the coupling for a free intercept, stated as an LCP in
-    fractions (KKT: ``Hz - c + caps' multipliers -+ the coupling's >= 0``, complementary)."""
+    fractions (KKT: ``Hz - c + caps' multipliers -+ the coupling's >= 0``, complementary).
+    ``K`` is the exact Gram matrix in fractions (default: the poly kernel's on ``f.X``)."""
     n = f.n_samples
-    K = exact_poly(f.X, f.kernel.gamma, f.kernel.coef0, f.kernel.degree)
+    if K is None:
+        K = exact_poly(f.X, f.kernel.gamma, f.kernel.coef0, f.kernel.degree)
     W = [Fraction(f.C) * Fraction(float(c)) for c in f.sample_weight]
     B2 = Fraction(f.intercept.scaling) ** 2 if f.intercept.regularized else Fraction(0)
     sides = [(i, 1) for i in range(n)]

@@ -46,7 +46,7 @@ from qpsvm.verify.certificate import (
     evaluation_allowance,
 )
 from qpsvm.verify.projection import bounded_fit
-from qpsvm.verify.psd import gram_verdict
+from qpsvm.verify.psd import ExactGram, gram_verdict
 from qpsvm.verify.rigorous import (
     RbfError,
     binary_dual_lower,
@@ -85,7 +85,7 @@ KERNEL_ULPS = 4.0
 ROW_BLOCK_BYTES = 2**25
 
 
-def kernel_ulps(f: BinaryProblem) -> float | RbfError | PolyBound:
+def kernel_ulps(f: BinaryProblem) -> float | RbfError | PolyBound | ExactGram:
     """Units of round-off ``c`` in one computed kernel value, ``|K^_ij - K_ij| <= c eps |K_ij|``,
     or a proven bound per pair of rows.
 
@@ -93,12 +93,12 @@ def kernel_ulps(f: BinaryProblem) -> float | RbfError | PolyBound:
     :func:`~qpsvm.verify.rigorous.rbf_pair_error`, tighter than the global
     :func:`~qpsvm.verify.rigorous.rbf_value_error` where the rows' norms are below the largest.
     Poly, ``(gamma a.b + c0)^p``: the values the certificate evaluates itself, each with its
-    proven bound (:mod:`qpsvm.verify.rigorous_poly`). A precomputed Gram matrix is the data
-    (0); a callable :data:`KERNEL_ULPS`.
+    proven bound (:mod:`qpsvm.verify.rigorous_poly`). A precomputed Gram matrix is the data:
+    exact values (:class:`~qpsvm.verify.psd.ExactGram`); a callable :data:`KERNEL_ULPS`.
     """
     kernel = f.kernel
     if kernel.name == "precomputed":
-        return 0.0
+        return ExactGram(float(np.max(np.diag(f.X), initial=0.0)))
     if kernel.name == "rbf":
         return rbf_pair_error(kernel.gamma, f.X)
     if kernel.name == "poly":
@@ -107,7 +107,9 @@ def kernel_ulps(f: BinaryProblem) -> float | RbfError | PolyBound:
 
 
 def kernel_scores(
-    f: BinaryProblem, alphas: Sequence[np.ndarray], ulps: float | RbfError | PolyBound
+    f: BinaryProblem,
+    alphas: Sequence[np.ndarray],
+    ulps: float | RbfError | PolyBound | ExactGram,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     r"""Kernel scores ``g = K (alpha y)`` and a bound ``e`` on their error, from the data, for
     each of ``alphas`` (poly and callable kernels: in one pass over the rows of their support).
@@ -126,8 +128,9 @@ def kernel_scores(
     then the per-pair bound, and ``K (|alpha| q)`` with ``q`` the squared row norms is summed in
     the same pass too); for poly too: the rows are the certificate's own evaluation
     (:func:`~qpsvm.verify.rigorous_poly.poly_rows`) with a proven bound on every value, summed
-    with ``|alpha|`` in the same pass (:func:`~qpsvm.verify.rigorous_poly.poly_score_error`).
-    ``e`` is negligible for kernel values of order 1 and decisive when they are huge and the
+    with ``|alpha|`` in the same pass (:func:`~qpsvm.verify.rigorous_poly.poly_score_error`);
+    a precomputed Gram matrix's values are exact, and the same proven bound holds with no value
+    error. ``e`` is negligible for kernel values of order 1 and decisive when they are huge and the
     scores small: on raw features ``~ N(100, 1)`` the poly kernel ``(0.1 x.x' + 1)^3`` is
     ``~ 1e10``, each value is rounded by ``~ 1e-6`` and the optimum of the rounded Gram matrix
     moves in the 6th digit.
@@ -169,6 +172,8 @@ def kernel_scores(
             e = rbf_score_error(ulps, alpha, mag, weighted[k], g)
         elif poly:
             e = poly_score_error(alpha, mag, errors[k], g)
+        elif isinstance(ulps, ExactGram):
+            e = poly_score_error(alpha, mag, np.zeros_like(mag), g)
         else:
             e = (ulps + mk * mk * eps) * eps * mag
         out.append((g, e + eps * np.abs(g)))
@@ -447,7 +452,7 @@ def _kernel_bounds(
     else:
         g, e_dual = kernel_scores(f, [alpha], k.ulps)[0]
     if k.proven:
-        diagonal = k.ulps.diagonal if isinstance(k.ulps, PolyBound) else 1.0
+        diagonal = k.ulps.diagonal if isinstance(k.ulps, PolyBound | ExactGram) else 1.0
         primal = kernel_primal_upper(f, side.alpha, side.b, k.scores, k.error)
         dual, alpha = kernel_dual_lower(f, alpha, g, e_dual, primal, diagonal)
     else:
@@ -461,9 +466,10 @@ def _kernel_bounds(
     return primal, dual, alpha
 
 
-def kernel_proven(X: Any, ulps: float | RbfError | PolyBound) -> bool:
-    r"""Whether the kernel certificate is a proof: every value's rounding bounded (rbf, poly)
-    and the Gram matrix on the data positive semidefinite.
+def kernel_proven(X: Any, ulps: float | RbfError | PolyBound | ExactGram) -> bool:
+    r"""Whether the kernel certificate is a proof: every value's rounding bounded (rbf, poly,
+    a precomputed Gram matrix's exact values) and the Gram matrix on the data positive
+    semidefinite.
 
     Semidefiniteness on the data is all weak duality needs. The problem the certificate
     encloses is the dual QP stated on the data, :math:`\max D(\alpha) = m\cdot\alpha -
@@ -474,13 +480,13 @@ def kernel_proven(X: Any, ulps: float | RbfError | PolyBound) -> bool:
     the dual and the primal objective of the linear SVM on the rows of ``L`` (with ``w =
     L^T (\alpha y)``), whose weak duality gives :math:`D(\alpha') \le P^* \le P(\alpha, b)`
     for every feasible :math:`\alpha'`; the kernel's values off the data never enter. rbf and
-    poly with ``coef0 >= 0`` are positive semidefinite kernels; poly with ``coef0 < 0`` is
-    checked on the data (:func:`~qpsvm.verify.psd.gram_verdict`, up to
-    :data:`~qpsvm.verify.psd.GRAM_PROOF_SIZE` points): proven semidefinite, the certificate is
-    rigorous; undecided, it is not (``rigorous=False``, the reason logged); proven indefinite,
-    the dual is nonconvex and the "primal" over the expansion unbounded below (along a
-    direction of negative curvature the quadratic wins over the hinge), so no certificate
-    exists.
+    poly with ``coef0 >= 0`` are positive semidefinite kernels; poly with ``coef0 < 0`` and a
+    precomputed Gram matrix are checked on the data (:func:`~qpsvm.verify.psd.gram_verdict`, up
+    to :data:`~qpsvm.verify.psd.GRAM_PROOF_SIZE` points): proven semidefinite, the certificate
+    is rigorous; undecided, it is not (``rigorous=False``, the reason logged); proven
+    indefinite, the dual is nonconvex and the "primal" over the expansion unbounded below
+    (along a direction of negative curvature the quadratic wins over the hinge), so no
+    certificate exists.
 
     Raises
     ------
@@ -489,20 +495,29 @@ def kernel_proven(X: Any, ulps: float | RbfError | PolyBound) -> bool:
     """
     if isinstance(ulps, RbfError):
         return True
-    if not isinstance(ulps, PolyBound):
+    if not isinstance(ulps, PolyBound | ExactGram):
         return False
-    if ulps.positive_semidefinite:
+    if isinstance(ulps, PolyBound) and ulps.positive_semidefinite:
         return True
     verdict = gram_verdict(ulps, X)
     if verdict.psd is False:
+        what = (
+            "the precomputed Gram matrix is"
+            if isinstance(ulps, ExactGram)
+            else f"the poly kernel with coef0 = {ulps.coef0:g} < 0 has a Gram matrix on these "
+            "data that is"
+        )
+        fix = (
+            "Pass a positive semidefinite Gram matrix (a valid kernel gives one; add a ridge)."
+            if isinstance(ulps, ExactGram)
+            else "Use coef0 >= 0 (then the kernel is positive semidefinite on any data)."
+        )
         raise NonConvexProblemError(
-            f"the poly kernel with coef0 = {ulps.coef0:g} < 0 has a Gram matrix on these data "
-            "that is not positive semidefinite (proven: v^T K v < 0 for a vector v): the SVM's "
-            "dual is a nonconvex QP, which no duality gap can certify. Use coef0 >= 0 (then "
-            "the kernel is positive semidefinite on any data)."
+            f"{what} not positive semidefinite ({verdict.reason}): the SVM's dual is a "
+            f"nonconvex QP, which no duality gap can certify. {fix}"
         )
     if verdict.psd is None:
-        logger.info("poly certificate not rigorous: the Gram matrix is %s", verdict.reason)
+        logger.info("kernel certificate not rigorous: the Gram matrix is %s", verdict.reason)
     return bool(verdict.psd)
 
 

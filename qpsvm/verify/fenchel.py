@@ -74,6 +74,7 @@ from qpsvm.verify.certificate import (
     evaluation_allowance,
 )
 from qpsvm.verify.projection import bounded_fit
+from qpsvm.verify.psd import ExactGram
 from qpsvm.verify.rigorous_composed import (
     RIGOROUS_PENALTIES,
     composed_box,
@@ -337,6 +338,53 @@ def certify_composed(
     tol = check_tol(tol)
     if not f.linear:
         return _certify_kernel(f, cand, tol, hints)
+    found = _search(f, cand, tol, hints)
+    best, best_value, primal = found.u, found.value, found.primal
+    rigorous = f.penalty.name in RIGOROUS_PENALTIES
+    floor = 0.0
+    if rigorous:
+        estimates = (primal, best_value)
+        primal = composed_primal_upper(f, found.w, found.b)
+        best_value, best = composed_dual_lower(f, best, primal)
+        floor = evaluation_allowance(primal, best_value, *estimates)
+    complementarity, stationarity = _young(f, found, best)
+    return Certificate(
+        primal_objective=float(primal),
+        dual_objective=float(best_value),
+        primal_infeasibility=found.primal_infeasibility,
+        dual_infeasibility=0.0 if found.u_in is None else f.dual_infeasibility(found.u_in),
+        complementarity=complementarity,
+        stationarity=stationarity,
+        tol=tol,
+        formulation=f.describe(),
+        alpha=best,
+        strong_convexity=f.penalty.strong_convexity,
+        rigorous=rigorous,
+        rounding_floor=floor,
+    )
+
+
+@dataclass
+class _Found:
+    """What the dual search of :func:`_search` found, in working precision: the best dual
+    point ``u`` and its value, with the candidate's ``w``, ``b``, margins ``z``, primal value,
+    slacks' violation and own multipliers ``u_in``."""
+
+    u: np.ndarray
+    value: float
+    w: np.ndarray
+    b: float
+    z: np.ndarray
+    primal: float
+    primal_infeasibility: float
+    u_in: np.ndarray | None
+
+
+def _search(
+    f: CompositeProblem, cand: Candidate, tol: float, hints: Sequence[np.ndarray]
+) -> _Found:
+    """The candidate's values and the best dual point found for it (linear kernel), in working
+    precision only: the rigorous bounds are the caller's, computed once for the point kept."""
     dual = _Dual(f)
     u_in = None if cand.alpha is None else f.check_alpha(cand.alpha)
     if cand.w is not None:
@@ -373,32 +421,17 @@ def certify_composed(
         value = dual.value(improved)
         if value > best_value:
             best, best_value = improved, value
+    return _Found(best, best_value, w, b, z, primal, primal_inf, u_in)
 
-    rigorous = f.penalty.name in RIGOROUS_PENALTIES
-    floor = 0.0
-    if rigorous:
-        estimates = (primal, best_value)
-        primal = composed_primal_upper(f, w, b)
-        best_value, best = composed_dual_lower(f, best, primal)
-        floor = evaluation_allowance(primal, best_value, *estimates)
-    v = dual.v(best)
-    w_aug = f.intercept.augment(w, b)
+
+def _young(f: CompositeProblem, found: _Found, u: np.ndarray) -> tuple[float, float]:
+    """The largest per-sample Fenchel-Young gap of the losses (``complementarity``) and the
+    penalty's (``stationarity``) at the candidate of ``found`` and the dual point ``u``."""
+    v = _Dual(f).v(u)
+    w_aug = f.intercept.augment(found.w, found.b)
     young_penalty = f.penalty.value(w_aug) + f.penalty.conjugate(v) - fsum_dot(w_aug, v)
-    young_loss = f.loss_young_gaps(z, best)
-    return Certificate(
-        primal_objective=float(primal),
-        dual_objective=float(best_value),
-        primal_infeasibility=primal_inf,
-        dual_infeasibility=0.0 if u_in is None else f.dual_infeasibility(u_in),
-        complementarity=float(np.max(young_loss, initial=0.0)),
-        stationarity=float(max(0.0, young_penalty)),
-        tol=tol,
-        formulation=f.describe(),
-        alpha=best,
-        strong_convexity=f.penalty.strong_convexity,
-        rigorous=rigorous,
-        rounding_floor=floor,
-    )
+    young_loss = f.loss_young_gaps(found.z, u)
+    return float(np.max(young_loss, initial=0.0)), float(max(0.0, young_penalty))
 
 
 class _KernelView:
@@ -420,17 +453,18 @@ def _certify_kernel(
 ) -> Certificate:
     """:func:`certify_composed` for a nonlinear kernel: multipliers ``u`` (and ``b``).
 
-    The dual point is searched on the factor problem (:meth:`factor_problem`), and both
-    objectives are evaluated with the Gram matrix, through scores ``g = K (u sigma)`` within a
+    The dual point is searched on the factor problem (:meth:`factor_problem`) in working
+    precision (:func:`_search`: no rigorous bound is computed there), and both objectives are
+    evaluated, and bounded once, with the Gram matrix, through scores ``g = K (u sigma)`` within a
     bound ``e`` of the exact ones (:func:`~qpsvm.verify.binary.kernel_scores`). Where every
     value's rounding is bounded and the Gram matrix on the data is positive semidefinite
     (:func:`~qpsvm.verify.binary.kernel_proven`: rbf, poly with ``coef0 >= 0``, poly with
-    ``coef0 < 0`` proven on the data) the ends are rigorous
+    ``coef0 < 0`` and a precomputed Gram matrix proven on the data) the ends are rigorous
     (:func:`~qpsvm.verify.rigorous_composed.composed_kernel_primal_upper`,
     :func:`~qpsvm.verify.rigorous_composed.composed_kernel_dual_lower`): weak duality holds
     for the linear problem on the rows of a real factor ``K = L L^T`` of the exact Gram
-    matrix, whose objectives these are. Otherwise (precomputed and callable kernels, an
-    undecided poly Gram matrix) ``e`` is added to ``P`` and subtracted from ``D`` in working
+    matrix, whose objectives these are. Otherwise (callable kernels, a precomputed or poly
+    Gram matrix left undecided) ``e`` is added to ``P`` and subtracted from ``D`` in working
     precision, and ``rigorous=False``.
 
     Raises
@@ -450,14 +484,15 @@ def _certify_kernel(
     b = f.kernel_intercept(u_in, g) if cand.b is None else f.check_b(cand.b)
     shadow = f.factor_problem()
     candidate = Candidate(w=shadow.expansion(u_in), b=b, alpha=u_in)
-    search = certify_composed(shadow, candidate, tol, hints)
+    found = _search(shadow, candidate, tol, hints)
+    complementarity, stationarity = _young(shadow, found, found.u)
     weights = f.loss_weights()
     z = f.sigma * (g + b)
     extra = f.penalty.value(np.array([b / f.intercept.scaling])) if f.intercept.regularized else 0
     primal = 0.5 * fsum_dot(u_in * f.sigma, g) + extra
     loss = f.loss.value(z, f.target, f.epsilon)
     primal += fsum_dot(weights, loss)
-    u = composed_box(f, search.alpha) if rigorous else search.alpha
+    u = composed_box(f, found.u) if rigorous else found.u
     g_dual, e_dual = kernel_scores(view, [u], ulps)[0]
     extra = 0.0
     if f.intercept.regularized:
@@ -467,7 +502,7 @@ def _certify_kernel(
     if rigorous:
         estimates = (primal, dual)
         primal = composed_kernel_primal_upper(f, u_in, b, g, e)
-        diagonal = ulps.diagonal if isinstance(ulps, PolyBound) else 1.0
+        diagonal = ulps.diagonal if isinstance(ulps, PolyBound | ExactGram) else 1.0
         dual = composed_kernel_dual_lower(f, u, g_dual, e_dual, primal, diagonal)
         floor = evaluation_allowance(primal, dual, *estimates)
     else:
@@ -483,8 +518,8 @@ def _certify_kernel(
         dual_objective=float(dual),
         primal_infeasibility=f.slack_violation(z, cand.xi) if cand.xi is not None else 0.0,
         dual_infeasibility=f.dual_infeasibility(u_in),
-        complementarity=search.complementarity,
-        stationarity=search.stationarity,
+        complementarity=complementarity,
+        stationarity=stationarity,
         tol=tol,
         formulation=f.describe(),
         alpha=u,

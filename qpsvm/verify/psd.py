@@ -42,6 +42,7 @@ from qpsvm.verify.rigorous_poly import PolyBound, poly_rows
 __all__ = [
     "EXACT_PSD_SIZE",
     "GRAM_PROOF_SIZE",
+    "ExactGram",
     "GramVerdict",
     "gram_verdict",
     "is_pd_cholesky",
@@ -148,6 +149,15 @@ def psd_reason(P: sp.spmatrix) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class ExactGram:
+    r"""A precomputed Gram matrix as the certificate sees it: its values are the data, exact
+    (no rounding to bound), with ``diagonal`` :math:`= \max_i K_{ii}`, which bounds every
+    :math:`|K_{ij}|` once ``K`` is proven positive semidefinite."""
+
+    diagonal: float
+
+
 #: Largest training set whose poly Gram matrix (``coef0 < 0``) a certificate tries to prove
 #: positive semidefinite: the ``n x n`` values with their bounds (0.05 s at n = 500) and a
 #: Cholesky factor whose residual is enclosed column by column by Dot2, ``O(n^3)`` compensated
@@ -178,7 +188,7 @@ def _symmetric(M: np.ndarray) -> np.ndarray:
     return upper + np.triu(M, 1).T
 
 
-def gram_verdict(bound: PolyBound, X: Any) -> GramVerdict:
+def gram_verdict(bound: PolyBound | ExactGram, X: Any) -> GramVerdict:
     r"""Whether the exact Gram matrix :math:`K_{ij} = (\gamma\, x_i\cdot x_j + c_0)^p` of the
     poly kernel on the rows of ``X`` is positive semidefinite, proven either way where it can
     be (the kernel need not be for :math:`c_0 < 0`; for :math:`c_0 \ge 0` it is, by Schur's
@@ -199,17 +209,30 @@ def gram_verdict(bound: PolyBound, X: Any) -> GramVerdict:
       rigorously (Dot2 with its bound) and the sums evaluated in fractions; a negative upper
       bound proves :math:`v^T K v < 0`.
 
+    A precomputed Gram matrix (``bound`` an :class:`ExactGram`, ``X`` the matrix) goes the same
+    way with :math:`\hat K = K` and ``E = 0``: its values are the data, stated exactly, so it
+    must be exactly symmetric (else nothing is proven); where the shifted Cholesky factor proves
+    nothing (a singular ``K``) and ``n`` is at most :data:`EXACT_PSD_SIZE`, exact elimination
+    decides it.
+
     Above :data:`GRAM_PROOF_SIZE` rows nothing is tried.
     """
     n = X.shape[0]
-    if bound.positive_semidefinite:
+    exact = isinstance(bound, ExactGram)
+    if not exact and bound.positive_semidefinite:
         return GramVerdict(True, "coef0 >= 0: the poly kernel is positive semidefinite")
     if n > GRAM_PROOF_SIZE:
         return GramVerdict(
             None, f"n = {n} rows, above the {GRAM_PROOF_SIZE} its Gram matrix is checked for"
         )
-    K, E = poly_rows(bound, X, np.arange(n))
-    K, E = _symmetric(K), _symmetric(E)
+    if exact:
+        K = np.asarray(X, dtype=np.float64)
+        if not np.array_equal(K, K.T):
+            return GramVerdict(None, "not exactly symmetric: pass (K + K.T) / 2")
+        E = np.zeros_like(K)
+    else:
+        K, E = poly_rows(bound, X, np.arange(n))
+        K, E = _symmetric(K), _symmetric(E)
     if not (np.all(np.isfinite(K)) and np.all(np.isfinite(E))):
         return GramVerdict(None, "its values or their bounds are not finite in float64")
     r = max((upper_sum(row) for row in E), default=0.0)
@@ -218,6 +241,10 @@ def gram_verdict(bound: PolyBound, X: Any) -> GramVerdict:
     np.fill_diagonal(S, diagonal)
     if is_pd_cholesky(S):
         return GramVerdict(True, "proven positive definite (shifted Cholesky factor)")
+    if exact and n <= EXACT_PSD_SIZE:
+        if is_psd_exact(K):
+            return GramVerdict(True, "proven positive semidefinite (exact elimination)")
+        return GramVerdict(False, "proven not positive semidefinite (exact elimination)")
     _, vectors = np.linalg.eigh(K)
     v = vectors[:, 0]
     hi, lo, err = enclosed_product(K, v)
