@@ -2,7 +2,8 @@
 rounding to bound), so :func:`qpsvm.verify.psd.gram_verdict` decides semidefiniteness with no
 value error, and a proven semidefinite matrix gets a rigorous certificate whose enclosure holds
 the exact rational optimum (the dual as a linear complementarity problem in fractions); a
-matrix proven indefinite is refused with the typed error."""
+matrix proven indefinite gets a certificate that is not rigorous (a float ``X @ X.T`` often is
+indefinite once rounded; refusing it would refuse the commonest use)."""
 
 from __future__ import annotations
 
@@ -65,9 +66,10 @@ def test_precomputed_soft_margin_dual_is_rigorous():
     assert cert.passed and cert.rigorous
 
 
-def test_precomputed_indefinite_gram_is_refused():
+def test_precomputed_indefinite_gram_is_not_rigorous():
     """Semidefinite but for one diagonal entry lowered: the smallest eigenvalue is within the
-    input check's floating-point tolerance, and the exact proof finds it negative."""
+    input check's floating-point tolerance, and the exact proof finds it negative; the
+    certificate says it proves nothing rather than refusing the matrix."""
     K = integer_gram(2)
     v = np.linalg.eigh(K)[1][:, 0]  # a null vector of the singular K
     j = int(np.argmax(np.abs(v)))
@@ -77,12 +79,14 @@ def test_precomputed_indefinite_gram_is_refused():
     assert verdict.psd is False
     y = np.where(np.arange(K.shape[0]) % 2 == 0, 1, -1)
     f = qpsvm.ComposedClassifier(K, y, 0.3, loss="squared_hinge", kernel="precomputed")
-    with pytest.raises(qpsvm.NonConvexProblemError, match="precomputed Gram matrix"):
-        f.certify(alpha=np.zeros(K.shape[0]), b=0.0)
-    with pytest.raises(qpsvm.NonConvexProblemError):
-        qpsvm.SoftMarginDual(K, y, C=0.5, kernel="precomputed").certify(
-            alpha=np.zeros(K.shape[0]), b=0.0
-        )
+    assert not f.certify(alpha=np.zeros(K.shape[0]), b=0.0).rigorous
+    dual = qpsvm.SoftMarginDual(K, y, C=0.5, kernel="precomputed")
+    assert not dual.certify(alpha=np.zeros(K.shape[0]), b=0.0).rigorous
+    # the same matrix with a ridge is proven definite: rigorous again
+    ridged = K + 1e-6 * np.eye(K.shape[0])
+    assert gram_verdict(ExactGram(float(np.max(np.diag(ridged)))), ridged).psd is True
+    cert = qpsvm.SoftMarginDual(ridged, y, C=0.5, kernel="precomputed").solve().certificate
+    assert cert.passed and cert.rigorous
 
 
 def test_precomputed_gram_not_exactly_symmetric_is_not_rigorous():

@@ -483,15 +483,18 @@ def kernel_proven(X: Any, ulps: float | RbfError | PolyBound | ExactGram) -> boo
     poly with ``coef0 >= 0`` are positive semidefinite kernels; poly with ``coef0 < 0`` and a
     precomputed Gram matrix are checked on the data (:func:`~qpsvm.verify.psd.gram_verdict`, up
     to :data:`~qpsvm.verify.psd.GRAM_PROOF_SIZE` points): proven semidefinite, the certificate
-    is rigorous; undecided, it is not (``rigorous=False``, the reason logged); proven
-    indefinite, the dual is nonconvex and the "primal" over the expansion unbounded below
-    (along a direction of negative curvature the quadratic wins over the hinge), so no
-    certificate exists.
+    is rigorous; undecided, it is not (``rigorous=False``, the reason logged); a poly Gram
+    matrix proven indefinite makes the dual nonconvex and the "primal" over the expansion
+    unbounded below (along a direction of negative curvature the quadratic wins over the
+    hinge), so no certificate exists. A precomputed Gram matrix proven indefinite gets a
+    certificate that is not rigorous (the reason logged), as an undecided one: a float
+    ``X @ X.T`` with more points than features is often indefinite once rounded, and refusing
+    it would refuse the commonest use of precomputed kernels.
 
     Raises
     ------
     NonConvexProblemError
-        When the Gram matrix on the data is proven not positive semidefinite.
+        When a poly kernel's Gram matrix on the data is proven not positive semidefinite.
     """
     if isinstance(ulps, RbfError):
         return True
@@ -500,21 +503,20 @@ def kernel_proven(X: Any, ulps: float | RbfError | PolyBound | ExactGram) -> boo
     if isinstance(ulps, PolyBound) and ulps.positive_semidefinite:
         return True
     verdict = gram_verdict(ulps, X)
+    if verdict.psd is False and isinstance(ulps, ExactGram):
+        logger.info(
+            "kernel certificate not rigorous: the precomputed Gram matrix is %s (a float "
+            "Gram matrix such as X @ X.T with more points than features is often indefinite "
+            "once rounded; add a small ridge to make it provably definite)",
+            verdict.reason,
+        )
+        return False
     if verdict.psd is False:
-        what = (
-            "the precomputed Gram matrix is"
-            if isinstance(ulps, ExactGram)
-            else f"the poly kernel with coef0 = {ulps.coef0:g} < 0 has a Gram matrix on these "
-            "data that is"
-        )
-        fix = (
-            "Pass a positive semidefinite Gram matrix (a valid kernel gives one; add a ridge)."
-            if isinstance(ulps, ExactGram)
-            else "Use coef0 >= 0 (then the kernel is positive semidefinite on any data)."
-        )
         raise NonConvexProblemError(
-            f"{what} not positive semidefinite ({verdict.reason}): the SVM's dual is a "
-            f"nonconvex QP, which no duality gap can certify. {fix}"
+            f"the poly kernel with coef0 = {ulps.coef0:g} < 0 has a Gram matrix on these data "
+            f"that is not positive semidefinite ({verdict.reason}): the SVM's dual is a "
+            "nonconvex QP, which no duality gap can certify. Use coef0 >= 0 (then the kernel "
+            "is positive semidefinite on any data)."
         )
     if verdict.psd is None:
         logger.info("kernel certificate not rigorous: the Gram matrix is %s", verdict.reason)
