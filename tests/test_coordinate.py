@@ -226,50 +226,6 @@ def _near_optimum(X, y, upper):
     return data, u
 
 
-@pytest.mark.parametrize("duplicates", [False, True])
-def test_free_set_step_solves_the_kkt_equations_of_the_optimal_sets(duplicates):
-    # started near the optimum, the active-set finish lands on it: G_i = 0 on the free set
-    # (the margin met), in the box, and the certificate proves it; with duplicated rows and
-    # weights the free set's Hessian is singular
-    X, y = sparse_problem(9, n=150, d=25, k=4)
-    s = np.ones(X.shape[0])
-    if duplicates:
-        X, y, s = _with_duplicates(X, y, 9)
-    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False, sample_weight=s)
-    data, u = _near_optimum(X, y, s)
-    step, b = ascent.free_set_step(data, u)
-    assert b == 0.0
-    assert np.all(step >= 0) and np.all(step <= s)
-    free = (step > 0) & (step < s)
-    gradient = y * (X @ (X.T @ (step * y))) - 1.0
-    assert np.max(np.abs(gradient[free])) <= 1e-10
-    cert = f.certify(alpha=step)
-    assert cert.passed and cert.relative_gap <= 1e-12
-
-
-def test_coupled_free_set_step_finds_the_intercept():
-    # from the interior-point optimum perturbed on its free set (unbalanced by it): the step
-    # balances the multipliers, meets the free set's margins with the intercept it returns,
-    # and the certificate proves the pair
-    X, y = sparse_problem(11, n=150, d=25, k=4)
-    f = qpsvm.SoftMarginPrimal(X, y, C=1.0)
-    start = f.solve(method="qp")
-    n = X.shape[0]
-    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n))
-    free = (start.alpha > 1e-6) & (start.alpha < 1 - 1e-6)
-    noise = 1e-4 * np.random.default_rng(0).standard_normal(n)
-    u = np.clip(np.where(free, start.alpha + noise, np.round(start.alpha)), 0.0, 1.0)
-    step, b = ascent.free_set_step(data, u, coupled=True)
-    assert abs(float(y @ step)) <= 1e-10
-    on = (step > 0) & (step < 1)
-    assert on.any()
-    margins = y * (X @ (X.T @ (step * y)) + b)
-    assert np.max(np.abs(margins[on] - 1.0)) <= 1e-10
-    cert = f.certify(alpha=step, b=b)
-    assert cert.passed and cert.relative_gap <= 1e-12
-    assert b == pytest.approx(start.b, abs=1e-6)
-
-
 def _spy_systems(monkeypatch, iterative: bool) -> list:
     """Force the finish's iterative (conjugate gradients) or dense system wherever the rows allow
     it, and record the kinds built."""
@@ -288,23 +244,30 @@ def _spy_systems(monkeypatch, iterative: bool) -> list:
     return built
 
 
-@pytest.mark.parametrize("iterative", [False, True])
+@pytest.mark.parametrize(
+    ("seed", "d", "iterative"),
+    [(9, 25, None), (12, 400, False), (12, 400, True)],
+    ids=["default", "dense-n<d", "iterative-n<d"],
+)
 @pytest.mark.parametrize("duplicates", [False, True])
-def test_free_set_step_on_fewer_rows_than_columns_solves_the_kkt_equations(
-    duplicates, iterative, monkeypatch
+def test_free_set_step_solves_the_kkt_equations_of_the_optimal_sets(
+    duplicates, seed, d, iterative, monkeypatch
 ):
-    # n < d: the free rows touch more columns than there are of them, where conjugate
-    # gradients may solve the free set's equations; both systems land on the optimum (G_i = 0
-    # on the free set, in the box, certified), duplicated rows making the Hessian singular
-    X, y = sparse_problem(12, n=150, d=400, k=4)
+    # started near the optimum, the active-set finish lands on it: G_i = 0 on the free set
+    # (the margin met), in the box, and the certificate proves it; with duplicated rows and
+    # weights the free set's Hessian is singular; with n < d the free rows touch more columns
+    # than there are of them, where conjugate gradients may solve the free set's equations:
+    # both systems, forced, land on the optimum
+    X, y = sparse_problem(seed, n=150, d=d, k=4)
     s = np.ones(X.shape[0])
     if duplicates:
-        X, y, s = _with_duplicates(X, y, 12)
+        X, y, s = _with_duplicates(X, y, seed)
     f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False, sample_weight=s)
     data, u = _near_optimum(X, y, s)
-    built = _spy_systems(monkeypatch, iterative)
+    built = None if iterative is None else _spy_systems(monkeypatch, iterative)
     step, b = ascent.free_set_step(data, u)
-    assert built and set(built) == {"_IterativeSystem" if iterative else "_FreeSystem"}
+    if built is not None:
+        assert built and set(built) == {"_IterativeSystem" if iterative else "_FreeSystem"}
     assert b == 0.0
     assert np.all(step >= 0) and np.all(step <= s)
     free = (step > 0) & (step < s)
@@ -314,13 +277,17 @@ def test_free_set_step_on_fewer_rows_than_columns_solves_the_kkt_equations(
     assert cert.passed and cert.relative_gap <= 1e-12
 
 
-@pytest.mark.parametrize("iterative", [False, True])
-def test_coupled_free_set_step_on_fewer_rows_than_columns_finds_the_intercept(
-    iterative, monkeypatch
-):
-    # the free intercept by the two solves of conjugate gradients (H^-1 g, H^-1 sigma) or the
-    # bordered dense factor: balanced multipliers, the free set's margins met, certified
-    X, y = sparse_problem(13, n=150, d=400, k=4)
+@pytest.mark.parametrize(
+    ("seed", "d", "iterative"),
+    [(11, 25, None), (13, 400, False), (13, 400, True)],
+    ids=["default", "dense-n<d", "iterative-n<d"],
+)
+def test_coupled_free_set_step_finds_the_intercept(seed, d, iterative, monkeypatch):
+    # from the interior-point optimum perturbed on its free set (unbalanced by it): the step
+    # balances the multipliers, meets the free set's margins with the intercept it returns,
+    # and the certificate proves the pair; with n < d also by the two solves of conjugate
+    # gradients (H^-1 g, H^-1 sigma) or the bordered dense factor, forced
+    X, y = sparse_problem(seed, n=150, d=d, k=4)
     f = qpsvm.SoftMarginPrimal(X, y, C=1.0)
     start = f.solve(method="qp")
     n = X.shape[0]
@@ -328,9 +295,10 @@ def test_coupled_free_set_step_on_fewer_rows_than_columns_finds_the_intercept(
     free = (start.alpha > 1e-6) & (start.alpha < 1 - 1e-6)
     noise = 1e-4 * np.random.default_rng(0).standard_normal(n)
     u = np.clip(np.where(free, start.alpha + noise, np.round(start.alpha)), 0.0, 1.0)
-    built = _spy_systems(monkeypatch, iterative)
+    built = None if iterative is None else _spy_systems(monkeypatch, iterative)
     step, b = ascent.free_set_step(data, u, coupled=True)
-    assert built and set(built) == {"_IterativeSystem" if iterative else "_FreeSystem"}
+    if built is not None:
+        assert built and set(built) == {"_IterativeSystem" if iterative else "_FreeSystem"}
     assert abs(float(y @ step)) <= 1e-10
     on = (step > 0) & (step < 1)
     assert on.any()
@@ -338,6 +306,7 @@ def test_coupled_free_set_step_on_fewer_rows_than_columns_finds_the_intercept(
     assert np.max(np.abs(margins[on] - 1.0)) <= 1e-10
     cert = f.certify(alpha=step, b=b)
     assert cert.passed and cert.relative_gap <= 1e-12
+    assert b == pytest.approx(start.b, abs=1e-6)
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
