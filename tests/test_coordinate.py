@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from conftest import random_problem
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import qpsvm
@@ -119,6 +119,43 @@ def test_dcd_is_certified_on_random_sparse_problems(seed, C, problem):
     assert other.certificate.lower <= sol.certificate.upper
 
 
+@settings(max_examples=10, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    C=st.sampled_from([0.1, 1.0, 10.0]),
+    intercept=st.sampled_from(["none", "regularized"]),
+    scaling=st.sampled_from([0.5, 1.0, 3.0]),
+    weighted=st.booleans(),
+)
+@example(seed=0, C=10.0, intercept="regularized", scaling=3.0, weighted=True)
+def test_sparse_squared_hinge_with_few_features_is_newton_and_the_qp_optimum(
+    seed, C, intercept, scaling, weighted
+):
+    """Many more nonzeros than features (d^3 <= 1000 nnz): the default is the finite Newton
+    method, with the regularised intercept as a coordinate on the constant feature B; its
+    certified optimum is the full QP's (unique: P is strongly convex in (w, b / B)), and dense
+    rows give the same point."""
+    X, y = sparse_problem(seed, n=300, d=12, k=3)
+    if len(np.unique(y)) < 2:
+        return
+    weights = np.random.default_rng(seed).uniform(0.5, 2.0, X.shape[0]) if weighted else None
+    kwargs = dict(C=C, loss="squared_hinge", intercept=intercept, sample_weight=weights)
+    if intercept == "regularized":
+        kwargs["intercept_scaling"] = scaling
+    f = qpsvm.SoftMarginPrimal(X, y, **kwargs)
+    assert f.default_method() == "newton"
+    sol = f.solve()
+    assert sol.solver == "newton" and sol.certificate.passed
+    reference = f.fresh_copy().solve(method="qp")
+    assert reference.certificate.passed
+    assert sol.objective == pytest.approx(reference.objective, rel=2e-9)
+    assert sol.certificate.lower <= reference.certificate.upper
+    assert reference.certificate.lower <= sol.certificate.upper
+    dense = qpsvm.SoftMarginPrimal(X.toarray(), y, **kwargs).solve(method="newton")
+    np.testing.assert_allclose(dense.w, sol.w, rtol=1e-9, atol=1e-12)
+    assert dense.b == pytest.approx(sol.b, rel=1e-9, abs=1e-12)
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_certificate_of_a_bare_sparse_w_is_tight_without_dense_algebra(fit_intercept):
@@ -148,6 +185,13 @@ def test_default_method_follows_the_measured_crossovers():
     assert qpsvm.SoftMarginPrimal(X[:500], y[:500]).default_method() == "dcd"
     # the squared hinge's dual is strongly concave: coordinate descent at every shape
     assert qpsvm.SoftMarginPrimal(X, y, loss="squared_hinge").default_method() == "dcd"
+    # ... and without a free intercept, where d^3 is at most 1000 nnz, the finite Newton method
+    for intercept in ("none", "regularized"):
+        g = qpsvm.SoftMarginPrimal(X, y, loss="squared_hinge", intercept=intercept)
+        assert g.default_method() == "newton"
+        wide = sparse_problem(6, n=300, d=200, k=5)
+        g = qpsvm.SoftMarginPrimal(*wide, loss="squared_hinge", intercept=intercept)
+        assert g.default_method() == "dcd"
     # dense data keep the working set and the full QP
     assert qpsvm.SoftMarginPrimal(X.toarray()[:50], y[:50]).default_method() == "qp"
 

@@ -122,7 +122,7 @@ class ComposedProblem(Formulation):
         "dcd": "dual coordinate descent serves the linear classifiers with the L2 penalty and "
         "a hinge or squared hinge loss",
         "newton": "Newton's method serves the squared hinge loss with the L2 penalty, no "
-        "intercept and the linear kernel",
+        "intercept or the regularised one, and the linear kernel",
     }
     certifier: ClassVar[str] = "qpsvm.verify.fenchel:certify_composed"
     working_set: ClassVar[str] = "qpsvm.solvers.working_set:composed_sets"
@@ -130,6 +130,14 @@ class ComposedProblem(Formulation):
     #: L1 and L1 + L2 penalties: at 5106 ranking pairs (d = 20, C = 0.1) the working set took
     #: half the full LP's time, the crossover of the binary problems (1000) is kept.
     working_set_min_samples: ClassVar[int] = 1000
+    #: Sparse data take :meth:`default_method` ``"newton"`` where it applies and ``d^3`` is at
+    #: most this many times ``nnz(X)`` (a Newton iteration factors a dense ``d x d`` system, a
+    #: dual coordinate descent epoch is a pass over the nonzeros). Measured on
+    #: benchmarks/regimes/sparse.py's data (10 nonzeros a row, the squared hinge without or
+    #: with the regularised intercept; 4 Newton iterations, 38-69 epochs): Newton 0.04-0.05 s
+    #: against dcd 0.08-0.11 s at 20000 x 200 (``d^3 / nnz = 40``), 0.13-0.14 s against
+    #: 0.32-0.47 s at 50000 x 500 (250), but 0.14 s against 0.03-0.05 s at 10000 x 1000 (1e4).
+    newton_max_cube: ClassVar[float] = 1000.0
     coordinate_problem: ClassVar[str] = "qpsvm.solvers.coordinate:composed_problem"
     regression: ClassVar[bool] = False
     #: ``(items, pairs)`` when the rows are the exact differences ``items[i] - items[j]`` of
@@ -168,8 +176,9 @@ class ComposedProblem(Formulation):
         if self.linear and self.penalty.name == "l2" and not self.regression:
             # dual coordinate descent: the hinge losses' duals have a box and no kernel
             self.methods = (*self.methods, "dcd")
-            if self.loss.name == "squared_hinge" and not self.intercept.fitted:
-                # a piecewise quadratic primal in w alone: the finite Newton method
+            if self.loss.name == "squared_hinge" and not self.intercept.coupled:
+                # a piecewise quadratic primal in w (and a regularised intercept's coordinate
+                # w_{d+1} = b / B) alone: the finite Newton method
                 self.methods = (*self.methods, "newton")
         if not self.linear and self.penalty.name != "l2":
             raise InvalidInputError(
@@ -180,13 +189,18 @@ class ComposedProblem(Formulation):
 
     def default_method(self) -> str:
         """``"dcd"`` for sparse data where it applies (measured in
-        benchmarks/regimes/sparse.py); ``"working_set"`` for a nonlinear kernel (its exact
-        start, :mod:`qpsvm.solvers.kernel_descent`: 0.07-0.7 of the full QP's time at
-        n = 500-2000, benchmarks/bench_composed_working_set.py) and for the L1 and L1 + L2
+        benchmarks/regimes/sparse.py), ``"newton"`` instead for the squared hinge with many
+        more nonzeros than features (:attr:`newton_max_cube`); ``"working_set"`` for a
+        nonlinear kernel (its exact start, :mod:`qpsvm.solvers.kernel_descent`: 0.07-0.7 of
+        the full QP's time at n = 500-2000, benchmarks/bench_composed_working_set.py) and for
+        the L1 and L1 + L2
         penalties above :attr:`working_set_min_samples` samples (measured in
         benchmarks/bench_composed_families.py on ranking pairs); else ``"qp"`` (linear SVR:
         the working set measured 0.9-2.2 times the full QP at n = 500-2000)."""
         if "dcd" in self.methods and sp.issparse(self.X):
+            cube = float(self.n_features) ** 3
+            if "newton" in self.methods and cube <= self.newton_max_cube * self.X.nnz:
+                return "newton"
             return "dcd"
         if not self.linear:
             return "working_set"

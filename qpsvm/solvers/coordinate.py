@@ -32,7 +32,7 @@ from qpsvm.contract import BinaryProblem, CompositeProblem, check_method, part
 from qpsvm.exceptions import InvalidInputError, RoundingFloorError, UncertifiedSolutionError
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.finish import finish
-from qpsvm.verify.ascent import CoordinateData, ascend, balanced_ascent
+from qpsvm.verify.ascent import SOLVER_UNSHRINK_EVERY, CoordinateData, ascend, balanced_ascent
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH
 
 __all__ = ["CoordinateProblem", "binary_problem", "composed_problem", "solve_dcd"]
@@ -137,7 +137,14 @@ def solve_dcd(
             logger.warning("dcd: %s; solving by method=%r instead.", error, fallback)
             return f.solve(method=fallback, tol=tol)
     else:
-        step = ascend(data, np.zeros(data.sigma.shape[0]), target, max_epochs=max_epochs, seed=seed)
+        step = ascend(
+            data,
+            np.zeros(data.sigma.shape[0]),
+            target,
+            max_epochs=max_epochs,
+            seed=seed,
+            unshrink_every=SOLVER_UNSHRINK_EVERY,
+        )
         epochs = step.epochs
         cand = Candidate(w=step.v[:-1], b=data.intercept(step.v, 0.0), alpha=step.u)
         cand, cert = finish(f, cand, tol, what=WHAT, advice=ADVICE, eager=False)

@@ -15,30 +15,36 @@ solves the ``d x d`` system
 
     \Big(I + 2 \sum_{i \in A} W_i x_i x_i^T\Big) \bar w = 2 \sum_{i \in A} W_i \sigma_i m_i x_i.
 
-Each iteration solves it for the rows short of the margin at ``w``. If every row is on the
-same side of the margin at ``\bar w`` (those of the system short of it or on it, the others on
-it or beyond), the gradient of ``P`` at ``\bar w`` is that of the system's quadratic, zero:
-``\bar w`` minimises ``P`` exactly (up to the rounding of one linear solve). Otherwise the
-iterate moves along ``\bar w - w`` to the exact minimiser of ``P`` on that line (a piecewise
-quadratic in the step: its slope is piecewise linear, and the walk over its kinks in sorted
-order finds the root exactly, :func:`exact_step`). This finite Newton
-method is Keerthi and DeCoste's L2-SVM-MFN ("A modified finite Newton method for fast solution
-of large scale linear SVMs", JMLR 6, 2005). For the ranking problems the rows are the pairs'
-differences ``x_i - x_j``: only the rows of the pairs short of the margin are ever formed. The
-point is certified by the problem's own certificate (Fenchel duality of the pieces,
-:func:`qpsvm.verify.fenchel.certify_composed`).
+A regularised intercept ``b = B w_{d+1}`` (liblinear's bias) is one more coordinate of ``w`` on
+the constant feature ``B`` appended to every row. On sparse rows the system is summed over each
+row's nonzeros (``O(nnz(x_i)^2)`` a row, :func:`_weighted_gram`), never over a dense row. Each
+iteration solves it for the rows short of the margin at ``w``. If every row is on the same side
+of the margin at ``\bar w`` (those of the system short of it or on it, the others on it or
+beyond), the gradient of ``P`` at ``\bar w`` is that of the system's quadratic, zero: ``\bar w``
+minimises ``P`` exactly (up to the rounding of one linear solve). Otherwise the iterate moves
+along ``\bar w - w`` to the exact minimiser of ``P`` on that line (a piecewise quadratic in the
+step: its slope is piecewise linear, and the walk over its kinks in sorted order finds the root
+exactly, :func:`exact_step`). This finite Newton method is Keerthi and DeCoste's L2-SVM-MFN ("A
+modified finite Newton method for fast solution of large scale linear SVMs", JMLR 6, 2005). For
+the ranking problems the rows are the pairs' differences ``x_i - x_j``: only the rows of the
+pairs short of the margin are ever formed. The point is certified by the problem's own
+certificate (Fenchel duality of the pieces, :func:`qpsvm.verify.fenchel.certify_composed`).
 """
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._jit import ENTRY
 from qpsvm._validation import check_int, check_tol
 from qpsvm.contract import CompositeProblem, check_method
 from qpsvm.exceptions import InvalidInputError
+from qpsvm.formulations.pieces.intercepts import with_bias_column
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.finish import finish
 from qpsvm.verify.certificate import DEFAULT_TOL
@@ -54,21 +60,56 @@ WHAT = "the finite Newton optimum"
 ADVICE = "Try method='qp' (the full CVXPY problem)."
 
 
-def _rows(f: CompositeProblem, idx: np.ndarray) -> np.ndarray:
-    """The rows ``sigma_i x_i`` of ``idx``, dense: pair differences formed from the items."""
-    if f.item_pairs is not None:
-        items, pairs = f.item_pairs
-        a, b = items[pairs[idx, 0]], items[pairs[idx, 1]]
-        R = a - b
+def _design(f: CompositeProblem) -> Any:
+    """The rows ``x_i`` the weights act on: ``X`` (CSR when sparse), with the regularised
+    intercept's constant feature ``B`` appended (:func:`with_bias_column`; ``b = B
+    w_{d+1}``)."""
+    if f.intercept.regularized:
+        return with_bias_column(f.X, f.intercept.scaling)
+    return sp.csr_matrix(f.X) if sp.issparse(f.X) else f.X
+
+
+def _system(
+    f: CompositeProblem, X: Any, idx: np.ndarray, W: np.ndarray, m: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    r"""``H = I + 2 sum_i W_i x_i x_i^T`` and ``2 sum_i W_i sigma_i m_i x_i`` over the rows
+    ``idx``: a sparse product for sparse rows (``O(nnz)`` per row's nonzeros, never a dense row),
+    dense rows otherwise (pair differences formed from the items)."""
+    if f.item_pairs is None and sp.issparse(X):
+        H = np.zeros((X.shape[1], X.shape[1]))
+        _weighted_gram(X.data, X.indices, X.indptr, idx, 2.0 * W[idx], H)
+        z = np.zeros(X.shape[0])
+        z[idx] = 2.0 * W[idx] * f.sigma[idx] * m[idx]
+        rhs = np.asarray(X.T @ z).ravel()
     else:
-        R = f.X[idx]
-    R = R.toarray() if sp.issparse(R) else np.asarray(R, dtype=np.float64)
-    return R * f.sigma[idx, None]
+        if f.item_pairs is not None:
+            items, pairs = f.item_pairs
+            R = items[pairs[idx, 0]] - items[pairs[idx, 1]]
+        else:
+            R = X[idx]
+        R = R.toarray() if sp.issparse(R) else np.asarray(R, dtype=np.float64)
+        R = R * f.sigma[idx, None]
+        H = 2.0 * (R.T @ (W[idx, None] * R))
+        rhs = 2.0 * (R.T @ (W[idx] * m[idx]))
+    H.flat[:: H.shape[0] + 1] += 1.0  # the identity of the penalty
+    return H, rhs
 
 
-def _margins(f: CompositeProblem, w: np.ndarray) -> np.ndarray:
+@numba.njit(**ENTRY)
+def _weighted_gram(data, indices, indptr, rows, weights, H):  # pragma: no cover - compiled
+    """``H += sum_s weights_s x_{rows_s} x_{rows_s}^T`` over the CSR rows ``(data, indices,
+    indptr)``: ``O(nnz(x_i)^2)`` per row."""
+    for s in range(rows.shape[0]):
+        i, c = rows[s], weights[s]
+        for a in range(indptr[i], indptr[i + 1]):
+            ca, ja = c * data[a], indices[a]
+            for q in range(indptr[i], indptr[i + 1]):
+                H[ja, indices[q]] += ca * data[q]
+
+
+def _margins(f: CompositeProblem, X: Any, w: np.ndarray) -> np.ndarray:
     """``sigma_i x_i . w`` for every row."""
-    return f.sigma * np.asarray(f.X @ w).ravel()
+    return f.sigma * np.asarray(X @ w).ravel()
 
 
 def exact_step(a: float, b: float, r: np.ndarray, g: np.ndarray, W: np.ndarray) -> float:
@@ -110,13 +151,13 @@ def solve_newton(
     tol: float = DEFAULT_TOL,
     max_iter: int = MAX_ITER,
 ) -> Solution:
-    """Solve the squared hinge with the L2 penalty and no intercept exactly by Newton's method
-    (module docstring), certified at ``tol``.
+    """Solve the squared hinge with the L2 penalty and no intercept (or the regularised one)
+    exactly by Newton's method (module docstring), certified at ``tol``.
 
     Parameters
     ----------
     f : ComposedProblem
-        Squared hinge loss, L2 penalty, no intercept, linear kernel (e.g.
+        Squared hinge loss, L2 penalty, no or a regularised intercept, linear kernel (e.g.
         ``RankingSVM(..., loss="squared_hinge")``).
     solver : None
         Refused: the method uses no QP backend.
@@ -141,18 +182,15 @@ def solve_newton(
             f"{MAX_FEATURES}); use method='dcd' (dual coordinate descent over the nonzeros)."
         )
     start = time.perf_counter()
-    W, m = f.loss_weights(), f.target
-    w = np.zeros(f.n_features)
-    r = m - _margins(f, w)
+    W, m, X = f.loss_weights(), f.target, _design(f)
+    w = np.zeros(X.shape[1])
+    r = m - _margins(f, X, w)
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 - the count is reported
         short = r > 0.0
-        rows = np.flatnonzero(short)
-        R = _rows(f, rows)
-        H = 2.0 * (R.T @ (W[rows, None] * R))
-        H.flat[:: H.shape[0] + 1] += 1.0  # the identity of the penalty
-        target = np.linalg.solve(H, 2.0 * (R.T @ (W[rows] * m[rows])))
-        r_target = m - _margins(f, target)
+        H, rhs = _system(f, X, np.flatnonzero(short), W, m)
+        target = np.linalg.solve(H, rhs)
+        r_target = m - _margins(f, X, target)
         if np.all(r_target[short] >= 0.0) and np.all(r_target[~short] <= 0.0):
             w = target  # every row on the side of its system: the gradient of P is 0 there
             break
@@ -161,10 +199,13 @@ def solve_newton(
         if step == 0.0:
             break
         w = w + step * d
-        r = m - _margins(f, w)
+        r = m - _margins(f, X, w)
     # the multipliers of stationarity, w = sum_i u_i sigma_i x_i: u_i = 2 W_i max(0, r_i)
-    alpha = 2.0 * W * np.maximum(0.0, m - _margins(f, w))
-    cand = Candidate(w=w, b=0.0, alpha=alpha)
+    alpha = 2.0 * W * np.maximum(0.0, m - _margins(f, X, w))
+    if f.intercept.regularized:
+        cand = Candidate(w=w[:-1], b=f.intercept.scaling * float(w[-1]), alpha=alpha)
+    else:
+        cand = Candidate(w=w, b=0.0, alpha=alpha)
     cand, cert = finish(f, cand, tol, what=WHAT, advice=ADVICE, eager=False)
     return f.solution_from(
         cand,
