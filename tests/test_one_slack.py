@@ -21,7 +21,13 @@ from qpsvm.solvers import one_slack
 from qpsvm.solvers.one_slack import _CuttingPlane, _Planes
 from qpsvm.verify import ranking
 from qpsvm.verify.ranking import certify_grouped, hinge_upper, window_dual
-from qpsvm.verify.ranking_sweep import layout, pair_sums, pair_window, sorted_by_query
+from qpsvm.verify.ranking_sweep import (
+    layout,
+    level_counts,
+    pair_sums,
+    sorted_by_query,
+    window_sides,
+)
 from qpsvm.verify.rigorous import distance_lower
 
 
@@ -64,15 +70,23 @@ def test_sweeps_match_the_pairs_one_by_one(seed, levels, queries, rounded):
         magnitude, np.bincount(P[on, 0], np.abs(b[P[on, 1]]), minlength=n), atol=1e-12
     )
     lo, hi = a - 0.5, a + 0.3
-    window = pair_window(lay, lo, hi, b, 10_000)
+    window, cnt_beyond, other_beyond, total_beyond = window_sides(lay, lo, hi, b, 10_000)
     inside = (b[P[:, 1]] > lo[P[:, 0]]) & (b[P[:, 1]] <= hi[P[:, 0]])
     assert sorted(map(tuple, window)) == sorted(map(tuple, P[inside]))
-    assert pair_window(lay, lo, hi, b, 0) is None or not inside.any()
+    assert window_sides(lay, lo, hi, b, 0)[0] is None or not inside.any()
+    # the window's pass also sums over the pairs beyond it (b_j > hi_i), as the sweep does
+    beyond = pair_sums(lay, hi, b)
+    assert np.array_equal(cnt_beyond, beyond[0]) and np.array_equal(other_beyond, beyond[1])
+    np.testing.assert_allclose(total_beyond, beyond[2], atol=1e-12)
     # keys in the same order (a = fl(b - 1)): one sort per query gives the same sums
     shifted = b - 1.0
     once = pair_sums(lay, shifted, b, monotone=True)
     for got, want in zip(once, pair_sums(lay, shifted, b), strict=True):
         assert np.array_equal(got, want)
+    # at equal scores every pair is short of the margin: the counts by levels alone
+    zero = np.zeros(n)
+    every = pair_sums(lay, zero - 1.0, zero, monotone=True)
+    assert all(np.array_equal(x, y) for x, y in zip(level_counts(lay), every[:2], strict=True))
 
 
 @settings(deadline=None)  # the first example compiles the re-sort

@@ -33,8 +33,9 @@ from qpsvm.verify.ranking import (
     grouped_gain_lower,
     grouped_hinge_upper,
     grouped_hinge_value,
+    window_sets,
 )
-from qpsvm.verify.ranking_sweep import QueryLayout, layout, pair_window
+from qpsvm.verify.ranking_sweep import QueryLayout, layout
 from qpsvm.verify.rigorous import DualSums
 
 __all__ = [
@@ -121,15 +122,13 @@ def rank_sort_parts(block: ItemBlock, sort: RankSort, band: float, least: int) -
         The block has more than :data:`~qpsvm.verify.ranking.MAX_WINDOW` pairs in the window.
     """
     s0 = block.X @ sort.w
-    window = pair_window(
-        block.layout, s0 - (1.0 + sort.band), s0 - (1.0 - sort.band), s0, MAX_WINDOW
-    )
-    if window is None:
+    sides = window_sets(block.layout, s0, sort.band)
+    if sides is None:
         raise InaccurateSolutionError(
             f"a block has more than {MAX_WINDOW} pairs within {sort.band:.3g} of the margin at "
             "the start; use smaller blocks or a smaller band."
         )
-    n_bound, coef = bound_sets(block.layout, s0, sort.band)
+    n_bound, coef, window, _ = sides
     i, j = window[:, 0], window[:, 1]
     distance = np.abs(s0[i] - s0[j] - 1.0)
     return SortParts(block.rows(i, j, distance), pair_fold(block.X.T @ coef, n_bound))

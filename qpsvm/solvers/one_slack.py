@@ -66,7 +66,7 @@ from qpsvm.verify.ranking import (
     certify_grouped,
     window_dual,
 )
-from qpsvm.verify.ranking_sweep import pair_sums, sorted_by_query
+from qpsvm.verify.ranking_sweep import level_counts, pair_sums, sorted_by_query
 
 __all__ = ["solve_one_slack"]
 
@@ -331,7 +331,15 @@ class _CuttingPlane:
     it: int = 0
 
     def __post_init__(self) -> None:
-        self.best = self.point(np.zeros(self.f.n_features), np.zeros(self.f.items.shape[0]))
+        # w = 0: every pair is short of the margin, its plane read off the levels (no sweep),
+        # and any order within the queries sorts the equal scores
+        lay, C = self.f.query_layout, self.f.C
+        cnt, cnt_other = level_counts(lay)
+        coef = (cnt - cnt_other).astype(np.float64)
+        w = np.zeros(self.f.n_features)
+        self.planes.add(np.asarray(self.f.items.T @ coef).ravel() / self.m, 1.0)
+        scores = np.zeros(self.f.items.shape[0])
+        self.best = _Point(w, scores, lay.order, C * float(self.m), coef, self.m)
 
     def point(self, w: np.ndarray, scores: np.ndarray, near: _Point | None = None) -> _Point:
         """The objective and plane at ``w`` with scores ``X w`` (one sweep; the items sorted

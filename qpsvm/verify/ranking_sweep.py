@@ -36,7 +36,14 @@ import numpy as np
 
 from qpsvm._jit import CALLEE, ENTRY
 
-__all__ = ["QueryLayout", "layout", "pair_sums", "pair_window", "sorted_by_query"]
+__all__ = [
+    "QueryLayout",
+    "layout",
+    "level_counts",
+    "pair_sums",
+    "sorted_by_query",
+    "window_sides",
+]
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,21 @@ def layout(relevance: np.ndarray, codes: np.ndarray) -> QueryLayout:
     n_pairs, most = _count_pairs(order, starts, level, n_levels)
     query = np.asarray(codes, dtype=np.intp)
     return QueryLayout(order, starts, level, query, int(n_pairs), int(sizes.max()), int(most))
+
+
+def level_counts(lay: QueryLayout) -> tuple[np.ndarray, np.ndarray]:
+    """Per item, the pairs it is the preferred item of (``cnt_i``: items of its query at a
+    lower level) and the other item of (``cnt'_j``: items at a higher level): the counts of
+    :func:`pair_sums` when every pair is selected (e.g. at equal scores, ``w = 0``), from the
+    levels' counts per query without a sort, ``O(n + Q L)``."""
+    n_levels = int(lay.level.max()) + 1 if lay.level.size else 0
+    key = lay.query * n_levels + lay.level
+    n_queries = lay.starts.shape[0] - 1
+    counts = np.bincount(key, minlength=n_queries * n_levels).reshape(n_queries, n_levels)
+    upto = np.cumsum(counts, axis=1)
+    below = (upto - counts).ravel()
+    above = (upto[:, -1:] - upto).ravel()
+    return below[key].astype(np.int64), above[key].astype(np.int64)
 
 
 @numba.njit(**ENTRY)
@@ -284,9 +306,14 @@ def _count_at_most(keys, n, x):  # pragma: no cover - compiled
 
 
 @numba.njit(**ENTRY)
-def _window(order, starts, level, by_b, lo, hi, b, limit, out):  # pragma: no cover - compiled
+def _window(
+    order, starts, level, by_b, lo, hi, b, limit, out, cnt, cnt_other, total
+):  # pragma: no cover - compiled
     """Pairs with ``lo_i < b_j <= hi_i``, written to ``out`` up to ``limit``; returns the count
-    (``by_b``: each query's items sorted by ``b``)."""
+    (``by_b``: each query's items sorted by ``b``). The pairs beyond, ``b_j > hi_i``, are
+    counted on the way (``cnt``, ``cnt_other``, and ``total`` their sums of ``b_j`` per
+    preferred item, accumulated in place): each ``i`` adds 1 to the other items from its
+    cut on, summed over the cuts in one pass."""
     found = 0
     most = 0
     for q in range(starts.shape[0] - 1):
@@ -295,6 +322,8 @@ def _window(order, starts, level, by_b, lo, hi, b, limit, out):  # pragma: no co
     B = np.empty(most, dtype=np.intp)
     level_b = np.empty(most, dtype=np.intp)
     A = np.empty(most, dtype=np.intp)
+    suffix = np.empty(most + 1)
+    cuts = np.zeros(most + 1, dtype=np.int64)
     for q in range(starts.shape[0] - 1):
         s, e = starts[q], starts[q + 1]
         m = e - s
@@ -320,30 +349,50 @@ def _window(order, starts, level, by_b, lo, hi, b, limit, out):  # pragma: no co
                 i = order[s + k]
                 A[nA] = i
                 nA += level[i] > lvl
+            suffix[nB] = 0.0
+            for k in range(nB - 1, -1, -1):
+                suffix[k] = suffix[k + 1] + keys[k]
             for t in range(nA):
                 i = A[t]
                 first = _count_at_most(keys, nB, lo[i])
                 last = _count_at_most(keys, nB, hi[i])
+                cnt[i] += nB - last
+                total[i] += suffix[last]
+                cuts[last] += 1
                 for r in range(first, last):
                     if found < limit:
                         out[found, 0] = i
                         out[found, 1] = B[r]
                     found += 1
+            running = 0
+            for r in range(nB):
+                running += cuts[r]
+                cuts[r] = 0
+                cnt_other[B[r]] += running
+            cuts[nB] = 0
     return found
 
 
-def pair_window(
+def window_sides(
     lay: QueryLayout,
     lo: np.ndarray,
     hi: np.ndarray,
     b: np.ndarray,
     limit: int,
     order: np.ndarray | None = None,
-) -> np.ndarray | None:
-    """The pairs ``(i, j)``, ``y_i > y_j``, with ``lo_i < b_j <= hi_i``, as rows ``(i, j)``;
-    ``None`` when there are more than ``limit``. ``order`` is ``sorted_by_query(lay, b)``,
-    when the caller has it."""
+) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs ``(i, j)``, ``y_i > y_j``, with ``lo_i < b_j <= hi_i`` (the window), as rows
+    ``(i, j)`` (``None`` when there are more than ``limit``), and by the same pass the sums of
+    :func:`pair_sums` over the pairs beyond it, ``b_j > hi_i``: ``cnt``, ``cnt'`` and the sums
+    of ``b_j`` per preferred item (in floating point, at most ``max_levels`` additions each).
+    ``order`` is ``sorted_by_query(lay, b)``, when the caller has it."""
+    n = b.shape[0]
     out = np.empty((limit, 2), dtype=np.intp)
+    cnt = np.zeros(n, dtype=np.int64)
+    cnt_other = np.zeros(n, dtype=np.int64)
+    total = np.zeros(n)
     by_b = sorted_by_query(lay, b) if order is None else order
-    found = _window(lay.order, lay.starts, lay.level, by_b, lo, hi, b, limit, out)
-    return out[:found] if found <= limit else None
+    found = _window(
+        lay.order, lay.starts, lay.level, by_b, lo, hi, b, limit, out, cnt, cnt_other, total
+    )
+    return (out[:found] if found <= limit else None), cnt, cnt_other, total

@@ -230,6 +230,54 @@ def _abs_product(M: Any, v: np.ndarray) -> np.ndarray:
     return np.asarray(A.T @ np.abs(v)).ravel()
 
 
+@numba.njit(**ENTRY, fastmath={"reassoc"})
+def _rows_product(R, v, u):  # pragma: no cover - compiled
+    """``R v`` and ``|R| u`` of a C-contiguous ``R`` in one pass, each row's sums in any order
+    (``reassoc``: vectorised; the plain product's bound holds for every order)."""
+    hi = np.empty(R.shape[0])
+    magnitude = np.empty(R.shape[0])
+    for j in range(R.shape[0]):
+        total = 0.0
+        size = 0.0
+        for i in range(R.shape[1]):
+            x = R[j, i]
+            total += x * v[i]
+            size += abs(x) * u[i]
+        hi[j] = total
+        magnitude[j] = size
+    return hi, magnitude
+
+
+@numba.njit(**ENTRY, fastmath={"reassoc"})
+def _columns_product(M, v, u):  # pragma: no cover - compiled
+    """``M^T v`` and ``|M|^T u`` of a C-contiguous ``M`` in one pass, row by row."""
+    hi = np.zeros(M.shape[1])
+    magnitude = np.zeros(M.shape[1])
+    for i in range(M.shape[0]):
+        a = v[i]
+        b = u[i]
+        for j in range(M.shape[1]):
+            x = M[i, j]
+            hi[j] += x * a
+            magnitude[j] += abs(x) * b
+    return hi, magnitude
+
+
+def _plain_product(M: Any, v: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``M^T v`` in plain floating point and ``|M|^T u`` (:func:`_abs_product`): one compiled
+    pass over a dense float64 ``M`` for both (:func:`_rows_product`, :func:`_columns_product`),
+    else a product and :func:`_abs_product`."""
+    v = np.asarray(v, dtype=np.float64)
+    if isinstance(M, np.ndarray) and M.dtype == np.float64 and M.ndim == 2 and v.ndim == 1:
+        u = np.ascontiguousarray(u, dtype=np.float64)
+        if M.flags.f_contiguous and not uncompiled(_rows_product, M.shape[1], ABS_ROWS):
+            return _rows_product(M.T, v, u)
+        if M.flags.c_contiguous and not uncompiled(_columns_product, M.shape[0], ABS_ROWS):
+            return _columns_product(M, v, u)
+    hi = np.asarray(M.T @ v, dtype=np.float64).ravel()
+    return hi, _abs_product(M, u)
+
+
 def _max_abs(a: np.ndarray) -> float:
     """``max |a|`` (0 for an empty array) without forming ``|a|``."""
     if a.size == 0:
@@ -281,18 +329,22 @@ def enclosed_product(
         raise ValueError("a slack on v takes no start")
     dot2 = dot2 and _dot2_applies(M, v, start)
     factor = 8.0 * gamma(2 * n) ** 2 if dot2 else 2.0 * gamma(n)
+    weights = None  # with a slack, the bound is one product |M|^T weights
+    if slack is not None:
+        weights = up(up(0.5 * factor * np.abs(np.asarray(v, dtype=np.float64))) + slack)
     magnitude = None
-    if not dot2 and start is None:
-        hi = np.asarray(M.T @ np.asarray(v, dtype=np.float64), dtype=np.float64).ravel()
+    if not dot2 and start is None:  # the product and its bound's magnitudes in one pass
+        hi, magnitude = _plain_product(M, v, np.abs(v) if weights is None else weights)
         lo = np.zeros_like(hi)
     elif dot2 and start is None and sp.issparse(M) and M.format == "csc":
         # M^T is a CSR matrix (the scores X w of CSR rows): one pass along its rows
         hi, lo, magnitude = rows_dot2(M.T, v)
     else:
         hi, lo = tdot2(M, v, None if start is None else start[:2])
-    if slack is not None and magnitude is None:
-        weights = up(up(0.5 * factor * np.abs(np.asarray(v, dtype=np.float64))) + slack)
-        err = 2.0 * _abs_product(M, weights) + n * TINY
+    if weights is not None and (not dot2 or magnitude is None):
+        if magnitude is None:
+            magnitude = _abs_product(M, weights)
+        err = 2.0 * magnitude + n * TINY
     else:
         if magnitude is None:
             magnitude = _abs_product(M, v)
