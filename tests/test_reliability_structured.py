@@ -720,7 +720,7 @@ def exact_or_refused(f, **options):
     try:
         sol = f.solve(**options)
     except qpsvm.UncertifiedSolutionError as exc:
-        assert "standardise the features" in str(exc)
+        assert "standardise the features" in str(exc).lower()
         return None
     assert sol.certificate.passed and sol.certificate.relative_gap <= TOL
     return sol
@@ -741,6 +741,7 @@ def test_ranking_exact_or_refused_on_random_hard_data(seed, score_form, shift, s
 @pytest.mark.slow
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 10_000), variant=st.sampled_from(VARIANTS), **hard_transform)
+@example(seed=0, variant="crammer_singer", shift=1e3, scale=1e-4, log_C=0.0)
 def test_multiclass_exact_or_refused_on_random_hard_data(seed, variant, shift, scale, log_C):
     X, y = multiclass_problem(seed)
     f = qpsvm.MulticlassSVM(X * scale + shift, y, C=10.0**log_C, variant=variant)
