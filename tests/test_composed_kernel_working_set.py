@@ -113,6 +113,8 @@ def test_kernel_working_set_is_the_exact_optimum(loss, intercept):
     assert cert.passed and cert.rigorous
     assert Fraction(cert.lower) <= optimum <= Fraction(cert.upper)
     assert abs(sol.objective - float(optimum)) <= 1e-9 * max(1.0, float(optimum))
+    # the answer is SMO's start on the units, polished: no restricted QP was needed
+    assert sol.info["start"] == "smo" and sol.info["rounds"] == 0
 
 
 @pytest.mark.parametrize(("loss", "intercept"), CLASSIFICATION + REGRESSION)
@@ -130,7 +132,7 @@ def test_working_set_equals_the_full_qp(loss, intercept, kernel):
 def test_restricted_dual_problems_finish_an_inexact_start(monkeypatch):
     """A rough start that is not certified: the restricted kernel duals, with units fixed at
     both sides of the tube, grow to the optimum."""
-    monkeypatch.setattr(kernel_descent, "DESCENT_TOLS", (0.3,))
+    monkeypatch.setattr(kernel_descent, "START_TOLS", (0.3,))
     rough = kernel_descent.kernel_descent_start
 
     def inexact(f):
@@ -193,6 +195,32 @@ def test_working_set_over_C_epsilon_and_weights(seed, log_C, epsilon, mode, kern
     assert full.certificate.passed
     assert ws.certificate.lower <= full.objective * (1 + 1e-12) + 1e-12
     assert full.certificate.lower <= ws.objective * (1 + 1e-12) + 1e-12
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**16),
+    log_C=st.floats(-2.0, 3.0),
+    epsilon=st.floats(0.0, 1.0),
+    mode=st.sampled_from(CLASSIFICATION + REGRESSION),
+    kernel=st.sampled_from([{"kernel": "rbf", "gamma": 0.5}, POLY]),
+    zero_weights=st.booleans(),
+)
+def test_smo_start_is_exact(seed, log_C, epsilon, mode, kernel, zero_weights):
+    """SMO on the dual's units (one per sample, or one per side of the tube; the squared
+    losses' diagonal, a regularised intercept's ``B^2``, the coupling of a free one), then the
+    KKT equations on its free set, is the certified optimum itself over any C, tube and
+    weights: the working set solves no restricted QP. Where the data's rounding floor is
+    above 1e-9 (large C), at the looser tolerance the floor allows."""
+    rng = np.random.default_rng(seed)
+    weights = rng.uniform(0.1, 3.0, 40)
+    if zero_weights:
+        weights[rng.random(40) < 0.3] = 0.0
+        weights[:2] = 1.0
+    f = problem(*mode, seed, 40, C=10.0**log_C, epsilon=epsilon, kernel=kernel, weights=weights)
+    sol = floored(f, "working_set")
+    assert sol.certificate.passed and sol.certificate.rigorous
+    assert sol.info["start"] == "smo" and sol.info["rounds"] == 0
 
 
 def test_default_is_the_working_set_for_kernels_only():

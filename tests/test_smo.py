@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import numpy as np
@@ -13,7 +14,15 @@ from sklearn.svm import SVC
 
 import qpsvm
 from qpsvm.solution import Candidate
-from qpsvm.solvers.smo import _polish, _polish_pays, gradient_gap, smo_intercept
+from qpsvm.solvers.smo import (
+    SMOUnits,
+    _kernel_rows,
+    _polish,
+    _polish_pays,
+    _SMOState,
+    gradient_gap,
+    smo_intercept,
+)
 from qpsvm.solvers.warm_start import Start
 from tests.conftest import random_problem
 
@@ -401,3 +410,26 @@ def test_kkt_polish_pays_only_for_small_free_sets():
     alpha = np.where(np.arange(100) < 50, 0.5, 0.0)
     assert _polish_pays(alpha, upper, 10**3)  # 50^3/3 = 41667 <= 0.5 * 10 * 1e3 * 100
     assert not _polish_pays(alpha, upper, 10)
+
+
+@pytest.mark.parametrize("intercept", [True, False])
+@pytest.mark.parametrize("cached", [True, False])
+def test_gathered_unit_rows_follow_the_samples_path(intercept, cached):
+    """The units of the soft-margin dual with their rows gathered (``mapped``, the path of SVR
+    and the squared losses, here with ``B = D = 0``) are the same problem with the same rows:
+    SMO takes the same steps, to the bit, as on the cached rows read in place, shrinking and
+    unshrinking included."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 4))
+    y = np.where(X[:, 0] + 0.8 * rng.normal(size=300) > 0, 1, -1)
+    f = qpsvm.SoftMarginDual(X, y, C=10.0, kernel="rbf", gamma=0.5, fit_intercept=intercept)
+    runs = []
+    for mapped in (False, True):
+        units = dataclasses.replace(SMOUnits.samples(f), mapped=mapped)
+        rows = _kernel_rows(f.fresh_copy(), 0.1 if cached else None)  # 43 rows: evictions
+        state = _SMOState.start(units, rows, 10**6, True, True)
+        runs.append((state.run(1e-3), state.run(1e-9), state.alpha, state.G))
+    (first, last, alpha, G), (first2, last2, alpha2, G2) = runs
+    assert first == first2 and last == last2
+    np.testing.assert_array_equal(alpha, alpha2)
+    np.testing.assert_array_equal(G, G2)

@@ -410,33 +410,63 @@ def _shrink(y, U, alpha, G, act, n_act, intercept, scratch):  # pragma: no cover
 
 
 @numba.njit(**CALLEE)
-def _bound_change(i, old, Ki, y, U, alpha, G_bar):  # pragma: no cover - compiled
-    """Keep ``G_bar = sum_{j: alpha_j = U_j} U_j Q_j`` (the gradient of the variables at their
-    upper bound, libsvm's ``G_bar``) when ``alpha_i`` moved from ``old``: a pass over ``Q_i``
-    only if it reached or left its bound."""
-    was, now = old >= U[i], alpha[i] >= U[i]
-    if was != now:
-        c = U[i] * y[i] if now else -U[i] * y[i]
-        for t in range(G_bar.shape[0]):
-            G_bar[t] += c * y[t] * Ki[t]
+def _entry(R, t, units):  # pragma: no cover - compiled
+    """``K_{s_i s_t} (+ B^2)`` of unit ``t`` from the kernel row ``R`` of a unit ``i``'s sample
+    (``R[t]`` itself when the units are the samples)."""
+    sample, _, B2, mapped, _ = units
+    return R[sample[t]] + B2 if mapped else R[t]
 
 
 @numba.njit(**CALLEE)
-def _unshrink(cache, y, m, U, alpha, G, G_bar, act, n_act):  # pragma: no cover - compiled
+def _unit_row(i, cache, units, out, act, n_act):  # pragma: no cover - compiled
+    """Row ``i`` of the units' matrix, ``y_i y_t Q_it = K_{s_i s_t} + B^2 + D_i [t = i]``, on
+    the active units ``act[:n_act]``: the cached kernel row itself when the units are the
+    samples (no shift), else gathered into ``out`` (libsvm's ``SVR_Q::get_Q``)."""
+    sample, shift, _, mapped, _ = units
+    if not mapped:
+        return cached_row(i, cache)
+    R = cached_row(sample[i], cache)
+    for k in range(n_act):
+        t = act[k]
+        out[t] = _entry(R, t, units)
+    out[i] += shift[i]
+    return out
+
+
+@numba.njit(**CALLEE)
+def _bound_change(i, old, Ki, y, U, alpha, G_bar, cache, units):  # pragma: no cover - compiled
+    """Keep ``G_bar = sum_{j: alpha_j = U_j} U_j Q_j`` (the gradient of the variables at their
+    upper bound, libsvm's ``G_bar``) when ``alpha_i`` moved from ``old``: a pass over ``Q_i``
+    only if it reached or left its bound (for gathered unit rows, which hold the active units
+    only, over the kernel row of ``i``'s sample)."""
+    was, now = old >= U[i], alpha[i] >= U[i]
+    if was != now:
+        c = U[i] * y[i] if now else -U[i] * y[i]
+        sample, shift, _, mapped, _ = units
+        R = cached_row(sample[i], cache) if mapped else Ki
+        for t in range(G_bar.shape[0]):
+            G_bar[t] += c * y[t] * _entry(R, t, units)
+        G_bar[i] += c * y[i] * shift[i]
+
+
+@numba.njit(**CALLEE)
+def _unshrink(cache, units, y, m, U, alpha, G, G_bar, act, n_act):  # pragma: no cover - compiled
     """Recompute the gradient of the shrunk variables, ``G_t = G_bar_t - m_t + y_t sum_j
-    alpha_j y_j K_jt`` over the free ``0 < alpha_j < U_j`` only (rows from the cache), and make
-    every variable active again (in index order)."""
+    alpha_j y_j Q_jt`` over the free ``0 < alpha_j < U_j`` only (rows from the cache; a shrunk
+    unit is at a bound, so no diagonal shift enters), and make every variable active again
+    (in index order)."""
     n = y.shape[0]
+    sample = units[0]
     if n_act < n:
         for k in range(n_act, n):
             G[act[k]] = G_bar[act[k]] - m[act[k]]
         for j in range(n):
             if 0.0 < alpha[j] < U[j]:
-                Kj = cached_row(j, cache)
+                R = cached_row(sample[j], cache)
                 c = alpha[j] * y[j]
                 for k in range(n_act, n):
                     t = act[k]
-                    G[t] += y[t] * Kj[t] * c
+                    G[t] += y[t] * _entry(R, t, units) * c
     for t in range(n):
         act[t] = t
     return n
@@ -445,6 +475,7 @@ def _unshrink(cache, y, m, U, alpha, G, G_bar, act, n_act):  # pragma: no cover 
 @numba.njit(**ENTRY)
 def smo_loop(
     cache,
+    units,
     y,
     m,
     U,
@@ -459,13 +490,19 @@ def smo_loop(
     shrinking,
 ):  # pragma: no cover - compiled
     """SMO on ``min 1/2 a^T Q a - m.a`` over ``0 <= a <= U`` (and ``y.a`` fixed with an
-    intercept), ``Q_ij = y_i y_j K_ij``; ``G`` holds the gradient ``Q a - m`` and ``G_bar``
-    the part ``sum_{j: a_j = U_j} U_j Q_j`` of it (zero at ``a = 0``); both are updated, so a
-    later call continues from them (warm).
+    intercept), ``Q_ij = y_i y_j K_ij``, over units as libsvm's ``Solver`` states all its
+    formulations: ``units = (sample, shift, B2, mapped, buffers)`` make
+    ``Q_ij = y_i y_j (K_{s_i s_j} + B^2) + D_i [i = j]`` (unit ``i`` of sample ``s_i``, e.g. one
+    unit per side of SVR's tube; ``B^2`` of a regularised intercept; ``D`` the diagonal of a
+    squared loss), its rows gathered into the two ``buffers`` (:func:`_unit_row`) unless
+    ``mapped`` is false (the units are the samples, ``B = D = 0``); ``G`` holds the gradient
+    ``Q a - m`` and ``G_bar`` the part ``sum_{j: a_j = U_j} U_j Q_j`` of it (zero at
+    ``a = 0``); both are updated, so a later call continues from them (warm).
 
     With an intercept, the working pair is libsvm's (Fan, Chen and Lin 2005): ``i`` maximises
     ``-y_t G_t`` over ``I_up``, ``j`` minimises it over ``I_low`` (``second_order=False``) or
-    maximises the second-order decrease ``b_ij^2 / (K_ii + K_jj - 2 K_ij)``; the loop stops when
+    maximises the second-order decrease ``b_ij^2 / (Q_ii + Q_jj - 2 y_i y_j Q_ij)`` (``diag``
+    holds ``Q_ii``); the loop stops when
     ``max_{I_up} -yG - min_{I_low} -yG < tol``. Without one, a single coordinate moves (largest
     projected gradient, or largest exact decrease) until every projected gradient is below
     ``tol``. Rows of ``K`` come from ``cache`` (:func:`qpsvm.kernels.cached_row`: a formed
@@ -482,6 +519,7 @@ def smo_loop(
     Returns ``(iterations, violation)``; ``cache[4]`` counts cache hits and misses.
     """
     n = y.shape[0]
+    rows_i, rows_j = units[4][0], units[4][1]
     act = np.arange(n)
     scratch = np.empty(n, dtype=np.int64)
     n_act = n
@@ -504,7 +542,7 @@ def smo_loop(
                     g1, g2 = _extremes(y, U, alpha, G, act, n_act, intercept)
                     if (g1 + g2 if intercept else g1) <= 10.0 * tol:
                         unshrunk = True
-                        n_act = _unshrink(cache, y, m, U, alpha, G, G_bar, act, n_act)
+                        n_act = _unshrink(cache, units, y, m, U, alpha, G, G_bar, act, n_act)
                 n_act = _shrink(y, U, alpha, G, act, n_act, intercept, scratch)
         for _ in range(2):
             if intercept:
@@ -514,7 +552,7 @@ def smo_loop(
                 j = -1
                 violation = 0.0
                 if i >= 0:
-                    Ki = cached_row(i, cache)
+                    Ki = _unit_row(i, cache, units, rows_i, act, n_act)
                     j, violation = _select_j(
                         i, gmax, Ki, y, U, alpha, G, diag, second_order, act, n_act
                     )
@@ -525,28 +563,28 @@ def smo_loop(
             if not done or n_act == n:
                 break
             # optimal on the active variables: rebuild the gradient and select among them all
-            n_act = _unshrink(cache, y, m, U, alpha, G, G_bar, act, n_act)
+            n_act = _unshrink(cache, units, y, m, U, alpha, G, G_bar, act, n_act)
             counter = 1
         if done:
             break
         if intercept:
-            Kj = cached_row(j, cache)
+            Kj = _unit_row(j, cache, units, rows_j, act, n_act)
             old_i, old_j = alpha[i], alpha[j]
             i_next, gmax = _pair_step(i, j, Ki, Kj, y, U, alpha, G, diag, act, n_act)
             if shrinking:
-                _bound_change(i, old_i, Ki, y, U, alpha, G_bar)
-                _bound_change(j, old_j, Kj, y, U, alpha, G_bar)
+                _bound_change(i, old_i, Ki, y, U, alpha, G_bar, cache, units)
+                _bound_change(j, old_j, Kj, y, U, alpha, G_bar, cache, units)
             i, selected = i_next, True
         else:
-            Ki = cached_row(i, cache)
+            Ki = _unit_row(i, cache, units, rows_i, act, n_act)
             old = alpha[i]
             _single_step(i, step, Ki, y, U, alpha, G, act, n_act)
             if shrinking:
-                _bound_change(i, old, Ki, y, U, alpha, G_bar)
+                _bound_change(i, old, Ki, y, U, alpha, G_bar, cache, units)
         it += 1
     if n_act < n:
         # stopped by max_iter: a gradient on every variable, and the violation of them all
-        n_act = _unshrink(cache, y, m, U, alpha, G, G_bar, act, n_act)
+        n_act = _unshrink(cache, units, y, m, U, alpha, G, G_bar, act, n_act)
         g1, g2 = _extremes(y, U, alpha, G, act, n_act, intercept)
         violation = g1 + g2 if intercept else g1
     return it, violation

@@ -66,7 +66,7 @@ from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers import _online_kernels as kernels
 from qpsvm.support_sets import kkt_on_sets
 
-__all__ = ["SELECTIONS", "full_qp_first", "gradient_gap", "smo_intercept", "solve_smo"]
+__all__ = ["SELECTIONS", "SMOUnits", "full_qp_first", "gradient_gap", "smo_intercept", "solve_smo"]
 
 logger = logging.getLogger("qpsvm")
 
@@ -242,7 +242,13 @@ def solve_smo(
     tol, max_iter, cache_size = _check_options(f, tol, max_iter, cache_size, selection, shrinking)
     if gap is not None:
         gap = check_number(gap, "gap")
-    state = _SMOState.start(f, cache_size, max_iter, selection == "second_order", shrinking)
+    state = _SMOState.start(
+        SMOUnits.samples(f),
+        _kernel_rows(f, cache_size),
+        max_iter,
+        selection == "second_order",
+        shrinking,
+    )
     before = state.cache_counts()
     start = time.perf_counter()
     n_iter, violation, status = _run_stages(f, state, tol, gap)
@@ -267,13 +273,58 @@ def solve_smo(
     )
 
 
+@dataclass(frozen=True)
+class SMOUnits:
+    r"""The variables of the SMO loop, as libsvm's ``Solver`` states all its formulations:
+
+    .. math::
+
+        \min_\beta\ \tfrac12 \beta^T Q \beta - m^T\beta, \quad
+        Q_{kl} = y_k y_l (K_{s_k s_l} + B^2) + D_k [k = l], \quad
+        0 \le \beta_k \le U_k, \quad y^T\beta = 0 \text{ (with ``equality``)},
+
+    unit ``k`` of sample ``s_k`` with label ``y_k = +-1``: the soft-margin dual has one unit
+    per sample (``m`` the margins, no ``B`` or ``D``); SVR two, one per side of the tube
+    (libsvm's ``alpha, alpha*``); a squared loss puts ``D`` on the diagonal, a regularised
+    intercept ``B^2`` on every kernel value. ``U_k`` may be infinite.
+    """
+
+    y: np.ndarray
+    m: np.ndarray
+    upper: np.ndarray
+    sample: np.ndarray
+    shift: np.ndarray
+    B2: float
+    equality: bool
+    #: False when the units are the samples and ``B = D = 0``: the loop reads the cached
+    #: kernel rows in place instead of gathering unit rows.
+    mapped: bool
+
+    @classmethod
+    def samples(cls, f: BinaryProblem) -> SMOUnits:
+        """The soft-margin dual's units: one per sample, ``y``, ``m`` its margins, ``U = C s``."""
+        n = f.n_samples
+        return cls(f.y, f.margin, f.upper, np.arange(n), np.zeros(n), 0.0, f.fit_intercept, False)
+
+    def loop_units(self) -> tuple:
+        """The ``units`` argument of :func:`~qpsvm.solvers._online_kernels.smo_loop`, with its
+        two row buffers (empty when the rows are read in place)."""
+        width = self.y.size if self.mapped else 0
+        return self.sample, self.shift, float(self.B2), self.mapped, np.zeros((2, width))
+
+    def diagonal(self, kernel_diag: np.ndarray) -> np.ndarray:
+        """``Q_kk = K_{s_k s_k} + B^2 + D_k`` from the kernel's diagonal."""
+        return kernel_diag[self.sample] + self.B2 + self.shift
+
+
 @dataclass
 class _SMOState:
-    r"""What SMO carries between its (warm) runs: the kernel rows (:func:`_kernel_rows`) and
-    diagonal, the multipliers ``alpha``, the dual gradient ``G = Q alpha - m`` and its part
-    ``G_bar`` from the multipliers at their upper bound (libsvm's, for shrinking)."""
+    r"""What SMO carries between its (warm) runs: the units (:class:`SMOUnits`), the kernel rows
+    (:func:`_kernel_rows`) and the diagonal ``Q_kk``, the multipliers ``alpha``, the dual
+    gradient ``G = Q alpha - m`` and its part ``G_bar`` from the multipliers at their upper bound
+    (libsvm's, for shrinking)."""
 
-    f: BinaryProblem
+    units: SMOUnits
     arrays: tuple
     diag: np.ndarray
     max_iter: int
@@ -282,29 +333,32 @@ class _SMOState:
     alpha: np.ndarray
     G: np.ndarray
     G_bar: np.ndarray
+    loop_units: tuple
 
     @classmethod
     def start(
         cls,
-        f: BinaryProblem,
-        cache_size: float | None,
+        units: SMOUnits,
+        rows: tuple[tuple, np.ndarray],
         max_iter: int,
         second_order: bool,
         shrinking: bool,
     ) -> _SMOState:
-        """SMO's start: ``alpha = 0``, ``G = -m``, ``G_bar = 0``."""
-        arrays, diag = _kernel_rows(f, cache_size)
-        n = f.n_samples
+        """SMO's start: ``alpha = 0``, ``G = -m``, ``G_bar = 0``; ``rows`` the kernel rows and
+        diagonal of :func:`_kernel_rows`."""
+        arrays, kernel_diag = rows
+        n = units.y.size
         return cls(
-            f,
+            units,
             arrays,
-            diag,
+            units.diagonal(kernel_diag),
             max_iter,
             second_order,
             bool(shrinking),
             np.zeros(n),
-            -f.margin,
+            -units.m,
             np.zeros(n),
+            units.loop_units(),
         )
 
     def cache_counts(self) -> np.ndarray:
@@ -314,12 +368,13 @@ class _SMOState:
     def run(self, tol: float) -> tuple[int, float]:
         """SMO steps (in place) until the KKT violation is below ``tol`` or ``max_iter``;
         returns the steps taken and the violation reached."""
-        f = self.f
+        u = self.units
         it, v = kernels.smo_loop(
             self.arrays,
-            f.y,
-            f.margin,
-            f.upper,
+            self.loop_units,
+            u.y,
+            u.m,
+            u.upper,
             self.diag,
             self.alpha,
             self.G,
@@ -327,7 +382,7 @@ class _SMOState:
             tol,
             self.max_iter,
             self.second_order,
-            f.fit_intercept,
+            u.equality,
             self.shrinking,
         )
         return int(it), max(float(v), 0.0)
