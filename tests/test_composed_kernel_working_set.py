@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import qpsvm
 from qpsvm.exact.lemke import solve_lcp
 from qpsvm.exceptions import RoundingFloorError, UncertifiedSolutionError
-from qpsvm.solvers import kernel_descent, working_set
+from qpsvm.solvers import kernel_start, working_set
 from tests.conftest import exact_poly
 
 POLY = {"kernel": "poly", "gamma": 0.5, "coef0": 1.0, "degree": 2}
@@ -132,8 +132,8 @@ def test_working_set_equals_the_full_qp(loss, intercept, kernel):
 def test_restricted_dual_problems_finish_an_inexact_start(monkeypatch):
     """A rough start that is not certified: the restricted kernel duals, with units fixed at
     both sides of the tube, grow to the optimum."""
-    monkeypatch.setattr(kernel_descent, "START_TOLS", (0.3,))
-    rough = kernel_descent.kernel_descent_start
+    monkeypatch.setattr(kernel_start, "START_TOLS", (0.3,))
+    rough = kernel_start.kernel_smo_start
 
     def inexact(f):
         start = rough(f)
@@ -141,7 +141,7 @@ def test_restricted_dual_problems_finish_an_inexact_start(monkeypatch):
         start.band = 0.01
         return start
 
-    monkeypatch.setattr(working_set, "kernel_descent_start", inexact)
+    monkeypatch.setattr(working_set, "kernel_smo_start", inexact)
     for loss, intercept in (("epsilon_insensitive", "free"), ("hinge", "regularized")):
         f = problem(loss, intercept, 7, 60, C=10.0, kernel={"kernel": "rbf", "gamma": 0.5})
         sol = f.fresh_copy().solve(method="working_set")

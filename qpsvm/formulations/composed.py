@@ -22,7 +22,7 @@ Fast paths: the hinge loss with the L2 penalty and a free or no intercept is
 combination is solved by the full CVXPY problem (``method="qp"``) or the working set
 (:class:`~qpsvm.solvers.working_set.ComposedSets`: restricted problems over the units near a
 kink of their loss, the others fixed at a bound or dropped; for a nonlinear kernel from the
-exact start of :mod:`qpsvm.solvers.kernel_descent`), then the Fenchel certificate, whose dual
+exact start of :mod:`qpsvm.solvers.kernel_start`), then the Fenchel certificate, whose dual
 point is improved by exact dual coordinate ascent for the L2 penalty.
 """
 
@@ -191,7 +191,7 @@ class ComposedProblem(Formulation):
         """``"dcd"`` for sparse data where it applies (measured in
         benchmarks/regimes/sparse.py), ``"newton"`` instead for the squared hinge with many
         more nonzeros than features (:attr:`newton_max_cube`); ``"working_set"`` for a
-        nonlinear kernel (its exact start, :mod:`qpsvm.solvers.kernel_descent`: 0.07-0.7 of
+        nonlinear kernel (its exact start, :mod:`qpsvm.solvers.kernel_start`: 0.07-0.7 of
         the full QP's time at n = 500-2000, benchmarks/bench_composed_working_set.py) and for
         the L1 and L1 + L2
         penalties above :attr:`working_set_min_samples` samples (measured in

@@ -418,14 +418,14 @@ def _entry(R, t, units):  # pragma: no cover - compiled
 
 
 @numba.njit(**CALLEE)
-def _unit_row(i, cache, units, out, act, n_act):  # pragma: no cover - compiled
+def _unit_row(i, R, units, out, act, n_act):  # pragma: no cover - compiled
     """Row ``i`` of the units' matrix, ``y_i y_t Q_it = K_{s_i s_t} + B^2 + D_i [t = i]``, on
-    the active units ``act[:n_act]``: the cached kernel row itself when the units are the
-    samples (no shift), else gathered into ``out`` (libsvm's ``SVR_Q::get_Q``)."""
-    sample, shift, _, mapped, _ = units
+    the active units ``act[:n_act]``, from the kernel row ``R`` of ``i``'s sample: ``R`` itself
+    when the units are the samples (no shift), else gathered into ``out`` (libsvm's
+    ``SVR_Q::get_Q``)."""
+    shift, mapped = units[1], units[3]
     if not mapped:
-        return cached_row(i, cache)
-    R = cached_row(sample[i], cache)
+        return R
     for k in range(n_act):
         t = act[k]
         out[t] = _entry(R, t, units)
@@ -434,19 +434,16 @@ def _unit_row(i, cache, units, out, act, n_act):  # pragma: no cover - compiled
 
 
 @numba.njit(**CALLEE)
-def _bound_change(i, old, Ki, y, U, alpha, G_bar, cache, units):  # pragma: no cover - compiled
+def _bound_change(i, old, R, y, U, alpha, G_bar, units):  # pragma: no cover - compiled
     """Keep ``G_bar = sum_{j: alpha_j = U_j} U_j Q_j`` (the gradient of the variables at their
     upper bound, libsvm's ``G_bar``) when ``alpha_i`` moved from ``old``: a pass over ``Q_i``
-    only if it reached or left its bound (for gathered unit rows, which hold the active units
-    only, over the kernel row of ``i``'s sample)."""
+    (from the kernel row ``R`` of ``i``'s sample) only if it reached or left its bound."""
     was, now = old >= U[i], alpha[i] >= U[i]
     if was != now:
         c = U[i] * y[i] if now else -U[i] * y[i]
-        sample, shift, _, mapped, _ = units
-        R = cached_row(sample[i], cache) if mapped else Ki
         for t in range(G_bar.shape[0]):
             G_bar[t] += c * y[t] * _entry(R, t, units)
-        G_bar[i] += c * y[i] * shift[i]
+        G_bar[i] += c * y[i] * units[1][i]
 
 
 @numba.njit(**CALLEE)
@@ -519,7 +516,7 @@ def smo_loop(
     Returns ``(iterations, violation)``; ``cache[4]`` counts cache hits and misses.
     """
     n = y.shape[0]
-    rows_i, rows_j = units[4][0], units[4][1]
+    sample, rows_i, rows_j = units[0], units[4][0], units[4][1]
     act = np.arange(n)
     scratch = np.empty(n, dtype=np.int64)
     n_act = n
@@ -552,7 +549,8 @@ def smo_loop(
                 j = -1
                 violation = 0.0
                 if i >= 0:
-                    Ki = _unit_row(i, cache, units, rows_i, act, n_act)
+                    Ri = cached_row(sample[i], cache)
+                    Ki = _unit_row(i, Ri, units, rows_i, act, n_act)
                     j, violation = _select_j(
                         i, gmax, Ki, y, U, alpha, G, diag, second_order, act, n_act
                     )
@@ -568,19 +566,21 @@ def smo_loop(
         if done:
             break
         if intercept:
-            Kj = _unit_row(j, cache, units, rows_j, act, n_act)
+            Rj = cached_row(sample[j], cache)  # i's row is the most recent: it stays
+            Kj = _unit_row(j, Rj, units, rows_j, act, n_act)
             old_i, old_j = alpha[i], alpha[j]
             i_next, gmax = _pair_step(i, j, Ki, Kj, y, U, alpha, G, diag, act, n_act)
             if shrinking:
-                _bound_change(i, old_i, Ki, y, U, alpha, G_bar, cache, units)
-                _bound_change(j, old_j, Kj, y, U, alpha, G_bar, cache, units)
+                _bound_change(i, old_i, Ri, y, U, alpha, G_bar, units)
+                _bound_change(j, old_j, Rj, y, U, alpha, G_bar, units)
             i, selected = i_next, True
         else:
-            Ki = _unit_row(i, cache, units, rows_i, act, n_act)
+            Ri = cached_row(sample[i], cache)
+            Ki = _unit_row(i, Ri, units, rows_i, act, n_act)
             old = alpha[i]
             _single_step(i, step, Ki, y, U, alpha, G, act, n_act)
             if shrinking:
-                _bound_change(i, old, Ki, y, U, alpha, G_bar, cache, units)
+                _bound_change(i, old, Ri, y, U, alpha, G_bar, units)
         it += 1
     if n_act < n:
         # stopped by max_iter: a gradient on every variable, and the violation of them all

@@ -60,7 +60,7 @@ from qpsvm.formulations.model import CvxModel
 from qpsvm.solution import Candidate, History, Solution
 from qpsvm.solvers.backends import BackendResult, backend_order, solve_model
 from qpsvm.solvers.finish import finish
-from qpsvm.solvers.kernel_descent import kernel_descent_start, kkt_polish
+from qpsvm.solvers.kernel_start import kernel_smo_start, kkt_polish
 from qpsvm.solvers.refine import refine_multiclass
 from qpsvm.solvers.warm_start import (
     NEWTON_MAX_FEATURES,
@@ -523,7 +523,7 @@ class ComposedSets(ResidualSets):
 
     def polish(self, cand: Candidate) -> Candidate:
         """For a nonlinear kernel, the restricted optimum, its KKT polish
-        (:func:`~qpsvm.solvers.kernel_descent.kkt_polish`) or the exact start, whichever has the
+        (:func:`~qpsvm.solvers.kernel_start.kkt_polish`) or the exact start, whichever has the
         lowest primal objective (an interior-point answer on a large ``C`` can be less accurate
         than the start)."""
         f = self.f
@@ -745,9 +745,9 @@ def composed_sets(f: CompositeProblem, start: Start | None, width: float) -> Com
     """The working set of a composed problem, sorted at ``start`` (default: the optimum over a
     sample of :data:`START_SAMPLE` samples, :func:`sampled_start` for the linear kernel,
     its band from the residuals' distribution; for a nonlinear kernel the exact start of
-    :func:`~qpsvm.solvers.kernel_descent.kernel_descent_start`)."""
+    :func:`~qpsvm.solvers.kernel_start.kernel_smo_start`)."""
     if start is None and not f.linear:
-        start = kernel_descent_start(f)
+        start = kernel_smo_start(f)
     if start is None:
         sample = _sample(f.n_samples)
         start = sampled_start(f, f.build_restricted(sample, None), sample, f.n_samples)

@@ -52,7 +52,7 @@ from qpsvm.solvers.smo import SMOUnits, _SMOState, smo_intercept
 from qpsvm.solvers.warm_start import Start
 from qpsvm.verify.fenchel import LossConjugate, coordinate_minimiser
 
-__all__ = ["smo_units", "kernel_descent_start", "kkt_polish"]
+__all__ = ["kernel_smo_start", "kkt_polish", "smo_units"]
 
 #: SMO's tolerances (its KKT violation, relative to the targets' scale), tried in turn (each
 #: run warm from the last). The KKT equations are solved after each, and the first whose
@@ -72,18 +72,20 @@ START_BAND = 1e-6
 
 
 @numba.njit(**ENTRY)
-def _largest_step(Kdiag, B2, a, eps, d, lo, hi, u, G):  # pragma: no cover - compiled
-    """The largest exact coordinate step of ``F`` (module docstring, linear term ``a``) at
-    ``u`` with ``G = Q u``, in units of ``sqrt(Q_kk + d_k)``."""
-    largest = 0.0
+def _coordinate_steps(Kdiag, B2, a, eps, d, lo, hi, u, G):  # pragma: no cover - compiled
+    """Each coordinate's exact minimiser of ``F`` (module docstring, linear term ``a``) at ``u``
+    with ``G = Q u``, the others fixed, and the step's size in units of ``sqrt(Q_kk + d_k)``
+    (the square root of twice its decrease)."""
+    new = u.copy()
+    size = np.zeros(u.shape[0])
     for k in range(u.shape[0]):
         q = Kdiag[k] + B2
         denom = q + d[k]
         if denom <= 0.0 or lo[k] == hi[k]:
             continue
-        new = coordinate_minimiser(a[k], eps[k], q * u[k] - G[k], denom, lo[k], hi[k])
-        largest = max(largest, abs(new - u[k]) * math.sqrt(denom))
-    return largest
+        new[k] = coordinate_minimiser(a[k], eps[k], q * u[k] - G[k], denom, lo[k], hi[k])
+        size[k] = abs(new[k] - u[k]) * math.sqrt(denom)
+    return new, size
 
 
 def smo_units(f: CompositeProblem, c: LossConjugate) -> SMOUnits:
@@ -126,13 +128,19 @@ class _Dual:
         su = self.sigma * u
         return self.sigma * (self.K @ su + self.B2 * fsum(su))
 
-    def exact(self, u: np.ndarray, b: float) -> bool:
-        """Whether no coordinate step improves ``u`` (with intercept ``b``) by more than
-        :data:`EXACT_TOL`, its gradient recomputed from the Gram matrix."""
+    def steps(self, u: np.ndarray, b: float) -> tuple[np.ndarray, np.ndarray]:
+        """Each coordinate's exact minimiser at ``u`` (intercept ``b``), its gradient recomputed
+        from the Gram matrix, and the steps' sizes (:func:`_coordinate_steps`)."""
         a = self.p - b * self.sigma
         args = (self.d, self.lo, self.hi, u, self.gradient(u))
-        largest = _largest_step(np.diag(self.K), self.B2, a, self.eps, *args)
-        return largest <= EXACT_TOL * self.scale
+        return _coordinate_steps(np.diag(self.K), self.B2, a, self.eps, *args)
+
+    def settle(self, u: np.ndarray, b: float) -> tuple[np.ndarray, float, bool]:
+        """The KKT equations on the free set of ``u`` (:meth:`polish`): the point, its intercept
+        and whether no coordinate step improves it by more than :data:`EXACT_TOL` (exact)."""
+        point, b = self.polish(u, b)
+        size = self.steps(point, b)[1]
+        return point, b, not np.any(size > EXACT_TOL * self.scale)
 
     def free(self, u: np.ndarray) -> np.ndarray:
         """The free set of ``u``: strictly inside the box and, where the loss has a kink at 0,
@@ -166,7 +174,7 @@ class _Dual:
         return out, float(solved[-1]) if self.f.intercept.coupled else b
 
 
-def kernel_descent_start(f: CompositeProblem) -> Start:
+def kernel_smo_start(f: CompositeProblem) -> Start:
     """The exact start of a kernel composed problem (module docstring): SMO on its units to
     each of :data:`START_TOLS` in turn (warm), each followed by the KKT equations on its free
     set, until they give a point no coordinate step improves (else SMO's last point: the
@@ -183,8 +191,8 @@ def kernel_descent_start(f: CompositeProblem) -> Start:
         beta = smo.alpha
         u = beta[: f.n_samples] - beta[f.n_samples :] if n_units > f.n_samples else beta.copy()
         b = smo_intercept(units.y, smo.G, beta, units.upper) if units.equality else 0.0
-        polished, b = dual.polish(u, b)
-        if dual.exact(polished, b):
+        polished, b, exact = dual.settle(u, b)
+        if exact:
             u = polished
             break
         if violation >= tol * dual.scale:  # max_iter: the certificate decides
