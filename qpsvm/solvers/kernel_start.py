@@ -221,6 +221,20 @@ def _kkt_solve(
     return solved[:-1], float(solved[-1])
 
 
+def _run(smo: _SMOState, tol: float) -> tuple[int, float]:
+    """SMO to ``tol``; with a regularised intercept (no equality, ``B^2`` on every kernel
+    value) first by pair steps, which keep ``y . beta`` and do not see the constant ``B^2``,
+    then by single coordinates, which move ``y . beta``: single coordinates alone converge
+    slowly along the constant (measured at n = 1000, rbf, C = 100: 70763 steps, against 9143
+    pairs and 917 single steps). Returns the steps and the violation of the last run."""
+    units = smo.units
+    steps = 0
+    if not units.equality and units.B2 > 0.0:
+        steps = smo.run(tol, pairs=True)[0]
+    it, violation = smo.run(tol)
+    return steps + it, violation
+
+
 def kernel_smo_start(f: CompositeProblem) -> Start:
     """The exact start of a kernel composed problem (module docstring): SMO on its units to
     each of :data:`START_TOLS` in turn (warm), each followed by the KKT equations on its free
@@ -233,7 +247,7 @@ def kernel_smo_start(f: CompositeProblem) -> Start:
     smo = _SMOState.start(units, rows, max(10_000_000, 100 * n_units), True, True)
     steps = 0
     for tol in START_TOLS:
-        it, violation = smo.run(tol * dual.scale)
+        it, violation = _run(smo, tol * dual.scale)
         steps += it
         beta = smo.alpha
         u = beta[: f.n_samples] - beta[f.n_samples :] if n_units > f.n_samples else beta.copy()

@@ -365,9 +365,11 @@ class _SMOState:
         """The kernel cache's hits and misses so far."""
         return self.arrays[4][:2].copy()
 
-    def run(self, tol: float) -> tuple[int, float]:
+    def run(self, tol: float, pairs: bool = False) -> tuple[int, float]:
         """SMO steps (in place) until the KKT violation is below ``tol`` or ``max_iter``;
-        returns the steps taken and the violation reached."""
+        returns the steps taken and the violation reached. ``pairs`` takes pair steps, which
+        keep ``y . alpha`` as it is, where the units have no equality (the KKT violation is
+        then that of the problem with ``y . alpha`` fixed)."""
         u = self.units
         it, v = kernels.smo_loop(
             self.arrays,
@@ -382,7 +384,7 @@ class _SMOState:
             tol,
             self.max_iter,
             self.second_order,
-            u.equality,
+            u.equality or pairs,
             self.shrinking,
         )
         return int(it), max(float(v), 0.0)
