@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import qpsvm
+from qpsvm.solution import Candidate
 from qpsvm.solvers import direct
 from qpsvm.solvers.backends import SETTINGS, backend_order
 from qpsvm.solvers.qp import solve_certified_model
@@ -96,3 +97,43 @@ def test_failure_is_left_to_the_cvxpy_path(monkeypatch, cancer):
     sol = f.solve()
     assert f._model is not None and sol.certificate.passed
     assert sol.info["backend_status"] == "optimal"
+
+
+#: The points the counting certifier was given.
+CERTIFIED: list[Candidate] = []
+
+
+def _counting_certifier(f, cand, tol):
+    """The binary certificate, counting its calls."""
+    from qpsvm.verify.binary import certify_binary
+
+    CERTIFIED.append(cand)
+    return certify_binary(f, cand, tol=tol)
+
+
+def _zero_refinement(f, cand):
+    """One refinement far from any optimum: ``w = 0``."""
+    yield Candidate(w=np.zeros(f.n_features), b=0.0, alpha=np.zeros(f.n_samples))
+
+
+def test_first_passing_refinement_ends_the_finish(monkeypatch):
+    # the refinements solve the KKT equations of their sets: the first that passes is the
+    # answer, and neither the interior-point point nor a later threshold is certified
+    f, *_ = weighted_problem(3, 24, 3, True, False)
+    CERTIFIED.clear()
+    monkeypatch.setattr(f, "certifier", f"{__name__}:_counting_certifier")
+    sol = direct.solve_primal_direct(f, 1e-9)
+    assert sol is not None and sol.certificate.passed and len(CERTIFIED) == 1
+    exact = f.solve(method="exact").info["exact"].objective
+    assert sol.certificate.lower <= exact <= sol.certificate.upper
+
+
+def test_interior_point_answer_where_no_refinement_passes(monkeypatch):
+    # a refinement that fails (w = 0, far from the optimum) leaves the interior-point point,
+    # which passes: passed first
+    f, *_ = weighted_problem(5, 24, 3, False, False)
+    monkeypatch.setattr(f, "refinement", f"{__name__}:_zero_refinement")
+    sol = direct.solve_primal_direct(f, 1e-9)
+    assert sol is not None and sol.certificate.passed and np.any(sol.w != 0.0)
+    exact = f.solve(method="exact").info["exact"].objective
+    assert sol.certificate.lower <= exact <= sol.certificate.upper

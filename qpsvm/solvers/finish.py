@@ -20,12 +20,22 @@ __all__ = ["best_certified", "finish"]
 def best_certified(
     f: Problem, cand: Candidate, tol: float, refine: bool = True
 ) -> tuple[Candidate, Certificate]:
-    """Certify ``cand`` and, with ``refine``, its refinements, each first moved onto the
-    feasible set where rounding left it just outside (``f.make_feasible``); return the best
-    pair: passed first, then the smallest relative gap."""
+    """Certify, with ``refine``, the refinements of ``cand`` in turn and return the first that
+    passes (a refinement solves the KKT equations of its sets: exact to round-off where they
+    are the optimum's, never worse than an interior-point answer accurate to ``1e-8``), else
+    ``cand`` and the refinements' best pair: passed first, then the smallest relative gap.
+    Each point is first moved onto the feasible set where rounding left it just outside
+    (``f.make_feasible``)."""
     certify = load(f.certifier)
-    pool = [cand] + (load(f.refinement)(f, cand) if refine and f.refinement else [])
-    scored = [(c, certify(f, c, tol=tol)) for c in map(f.make_feasible, pool)]
+    scored = []
+    for refined in load(f.refinement)(f, cand) if refine and f.refinement else ():
+        refined = f.make_feasible(refined)
+        cert = certify(f, refined, tol=tol)
+        if cert.passed:
+            return refined, cert
+        scored.append((refined, cert))
+    cand = f.make_feasible(cand)
+    scored.insert(0, (cand, certify(f, cand, tol=tol)))
     return min(scored, key=lambda pair: (not pair[1].passed, pair[1].relative_gap))
 
 

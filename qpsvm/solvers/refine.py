@@ -10,6 +10,7 @@ better.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import numpy as np
 import scipy.sparse as sp
@@ -56,14 +57,14 @@ def residuals(f: BinaryProblem, cand: Candidate) -> np.ndarray:
     return f.y * (scores + float(cand.b or 0.0)) - f.margin
 
 
-def refine_binary(f: BinaryProblem, cand: Candidate, rounds: int = 5) -> list[Candidate]:
+def refine_binary(f: BinaryProblem, cand: Candidate, rounds: int = 5) -> Iterator[Candidate]:
     """Candidates from the KKT equations on the support sets read off ``cand`` at several
     thresholds, each polished by re-reading the sets off its own point until they are stable
-    (a primal-dual active-set iteration)."""
+    (a primal-dual active-set iteration); yielded one threshold at a time, so that a caller
+    that stops at the first certified one computes no other."""
     if cand.w is None and cand.alpha is None:
-        return []
+        return
     scale = margin_scale(f)
-    out: list[Candidate] = []
     seen: set[bytes] = set()
     for first in TAUS:
         r, tau, last = residuals(f, cand), first, None
@@ -82,8 +83,7 @@ def refine_binary(f: BinaryProblem, cand: Candidate, rounds: int = 5) -> list[Ca
             free = on & (alpha > 0) & (alpha < f.upper)
             tau = max(POLISH_TAU, 2.0 * float(np.max(np.abs(r[free]), initial=0.0)) / scale)
         if last is not None:
-            out.append(last)
-    return out
+            yield last
 
 
 def refine_sparse_weights(f: MulticlassProblem, cand: Candidate) -> list[Candidate]:
