@@ -3,6 +3,8 @@ the math it states, the exact rational optimum and the CVXPY path it bypasses.""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -137,3 +139,51 @@ def test_interior_point_answer_where_no_refinement_passes(monkeypatch):
     assert sol is not None and sol.certificate.passed and np.any(sol.w != 0.0)
     exact = f.solve(method="exact").info["exact"].objective
     assert sol.certificate.lower <= exact <= sol.certificate.upper
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    C=st.sampled_from([1e-3, 0.1, 1.0, 10.0, 1e3]),
+    shape=st.sampled_from([(24, 3), (40, 5), (60, 2)]),
+    shift=st.sampled_from([0.0, 0.5, 50.0]),
+)
+def test_box_dual_encloses_the_exact_optimum(seed, C, shape, shift):
+    # without intercept, with unit margins and equal weights, the dual has no coupling and is
+    # solved without Clarabel: its certified enclosure holds the rational optimum and w* lies
+    # within the distance bound
+    X, y = random_problem(seed, n=shape[0], d=shape[1])
+    f = qpsvm.SoftMarginPrimal(
+        X + shift, y, C=C, fit_intercept=False, sample_weight=np.full(shape[0], 0.5)
+    )
+    sol = f.solve()
+    assert sol.certificate.passed
+    exact = f.solve(method="exact").info["exact"]
+    assert sol.certificate.lower <= exact.objective <= sol.certificate.upper
+    squared = sum((Fraction(float(v)) - e) ** 2 for v, e in zip(sol.w, exact.w, strict=True))
+    assert squared <= Fraction(sol.certificate.distance_bound) ** 2
+
+
+def test_box_dual_serves_only_the_uncoupled_dual():
+    # the same data with an intercept, margins other than 1, unequal weights or too few
+    # samples per feature go to Clarabel; as they are, to the box dual
+    X, y = random_problem(7, n=40, d=5)
+    assert qpsvm.SoftMarginPrimal(X, y, fit_intercept=False).solve().solver == "box_dual"
+    for kwargs in (
+        {"fit_intercept": True},
+        {"fit_intercept": False, "margin": np.full(40, 2.0)},
+        {"fit_intercept": False, "sample_weight": np.r_[np.ones(39), 2.0]},
+    ):
+        assert qpsvm.SoftMarginPrimal(X, y, **kwargs).solve().solver == "CLARABEL"
+    Xw, yw = random_problem(7, n=40, d=11)
+    assert qpsvm.SoftMarginPrimal(Xw, yw, fit_intercept=False).solve().solver == "CLARABEL"
+
+
+def test_box_dual_point_that_fails_goes_to_clarabel(monkeypatch):
+    # a point the certificate rejects (w = 0) is never returned: Clarabel solves
+    X, y = random_problem(11, n=40, d=5)
+    monkeypatch.setattr(
+        direct, "_window_qp", lambda Z, v0, cap: (np.zeros(Z.shape[0]), np.zeros(Z.shape[1]))
+    )
+    sol = qpsvm.SoftMarginPrimal(X, y, fit_intercept=False).solve()
+    assert sol.solver == "CLARABEL" and sol.certificate.passed
