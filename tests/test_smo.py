@@ -20,6 +20,7 @@ from qpsvm.solvers.smo import (
     _polish,
     _polish_pays,
     _SMOState,
+    gap_resolution,
     gradient_gap,
     smo_intercept,
 )
@@ -396,11 +397,51 @@ def test_kkt_polish_on_the_free_set_gives_the_optimum(cancer_dual):
     G = f.y * f.scores(alpha=alpha) - f.margin
     primal, before = gradient_gap(f, alpha, G)
     assert before > 1e-9 * primal
-    assert _polish(f, alpha, G, 1e-12 * primal)
+    assert _polish(f, alpha, G, 1e-12 * primal, f.gram().diagonal().copy())
     cert = f.certify(alpha=alpha)
     assert cert.passed and cert.relative_gap <= 1e-11
     # the gradient it returns is the data's
     np.testing.assert_allclose(G, f.y * f.scores(alpha=alpha) - f.margin, atol=1e-12)
+
+
+def test_gap_resolution_weighs_the_free_scores_rounding(cancer_dual):
+    # its definition: eps sum_{0 < alpha_i < C s_i} C s_i (K alpha)_i from the Gram matrix (rbf:
+    # nonnegative values); the Cauchy-Schwarz shortcut, taken when it is below the estimate the
+    # caller compares with, is above the product (|K_ij| <= sqrt(K_ii K_jj))
+    X, y = cancer_dual
+    f = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.1)
+    alpha = f.solve(method="smo", certify=False).alpha
+    K = f.gram()
+    free = (alpha > 0) & (alpha < f.upper)
+    assert 0 < np.count_nonzero(free) < np.count_nonzero(alpha)
+    expected = np.finfo(float).eps * float(f.upper[free] @ (K @ alpha)[free])
+    diag = K.diagonal().copy()
+    assert gap_resolution(f, alpha, diag) == pytest.approx(expected, rel=1e-12)
+    shortcut = gap_resolution(f, alpha, diag, estimate=1.0)
+    assert expected < shortcut <= 1.0
+    assert gap_resolution(f, np.zeros(f.n_samples), diag) == 0.0
+
+
+def test_smo_stops_at_the_rounding_of_its_gap_estimate():
+    # a large C with most support vectors free: the rounding of the free scores, weighted by C,
+    # is above the gap asked for, so SMO stops there (the KKT equations on its free set) rather
+    # than running its tail to the gradient's round-off; the point is the full QP's optimum
+    # within both certified gaps
+    from sklearn.datasets import make_classification
+
+    X, y = make_classification(
+        n_samples=300, n_features=20, n_informative=10, flip_y=0.1, random_state=0
+    )
+    f = qpsvm.SoftMarginDual(X, y, C=300.0, kernel="poly", gamma=0.05, degree=3, coef0=1.0)
+    target = 5e-12
+    sol = f.solve(method="smo", gap=target)
+    assert sol.status == "gap" and sol.certificate.passed
+    G = f.y * f.scores(alpha=sol.alpha) - f.margin
+    primal, estimate = gradient_gap(f, sol.alpha, G)
+    diag = f.gram().diagonal().copy()
+    assert target * primal < estimate <= gap_resolution(f, sol.alpha, diag)
+    exact = f.solve(method="qp")
+    assert abs(sol.objective - exact.objective) <= sol.certificate.gap + exact.certificate.gap
 
 
 def test_kkt_polish_pays_only_for_small_free_sets():
