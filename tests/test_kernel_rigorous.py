@@ -168,3 +168,51 @@ def test_exact_rbf_optimum_is_certified_rigorously(cancer):
     X, y = cancer
     sol = qpsvm.SoftMarginDual(X, y, C=3.0, kernel="rbf", gamma=0.05).solve()
     assert sol.certificate.rigorous and sol.certificate.passed
+
+
+def test_exponential_error_bound_holds_in_exact_arithmetic():
+    # eta >= e^a sum_k gamma_{2k+2} a^k / k! + u, every quantity a rational (e^a bounded above
+    # by its Taylor series with a remainder of twice the next term), and the truncation of the
+    # degree-13 polynomial below u e^{-a}, as its derivation states
+    from fractions import Fraction
+    from math import factorial
+
+    from qpsvm.verify.rigorous import _DEGREE, _REDUCED, _exp_error
+
+    u = Fraction(1, 2**53)
+    a = Fraction(_REDUCED)
+    exp_a = sum(a**k / factorial(k) for k in range(40)) + 2 * a**40 / factorial(40)
+
+    def gamma_(n):
+        return n * u / (1 - n * u)
+
+    horner = sum(gamma_(2 * k + 2) * a**k / factorial(k) for k in range(_DEGREE + 1))
+    eta = Fraction(_exp_error())
+    assert eta >= exp_a * horner + u
+    exp_minus_a_low = 1 / exp_a
+    assert a ** (_DEGREE + 1) * exp_a / factorial(_DEGREE + 1) < u * exp_minus_a_low
+    # far below the uniform bound gamma_28 e^{2a} (Higham's, used before), and above 1 ulp
+    assert 4 * u < eta < gamma_(28) * exp_a**2 / 8
+
+
+def test_compiled_exponential_is_within_its_proven_error():
+    # exp_nonpositive against 40-digit values: on the reduced range (k = 0, r = x exactly) within
+    # eta e^x; over the whole range within (1 + eta) e^{2u} - 1 relative (r wrong by 2u) plus
+    # the subnormal 2^-1073
+    from qpsvm.kernels import exp_nonpositive
+    from qpsvm.verify.rigorous import _exp_error
+
+    eta = Decimal(_exp_error())
+    rng = np.random.default_rng(0)
+    reduced = -rng.uniform(0.0, 0.3465, 4000)
+    wide = np.concatenate([-rng.uniform(0.0, 50.0, 4000), -rng.uniform(700.0, 746.0, 500)])
+    with localcontext() as ctx:
+        ctx.prec = DIGITS
+        u = Decimal(2) ** -53
+        wide_rho = (1 + eta) * (2 * u).exp() - 1
+        for x, rho in ((reduced, eta), (wide, wide_rho)):
+            out = x.copy()
+            exp_nonpositive(out, np.empty(x.size, dtype=np.int64))
+            for v, got in zip(x, out, strict=True):
+                exact = Decimal(float(v)).exp()
+                assert abs(Decimal(float(got)) - exact) <= rho * exact + Decimal(2.0**-1073)

@@ -1046,10 +1046,40 @@ def _rbf_rounding(X: Any) -> tuple[int, np.ndarray]:
     return p, up(sq * (1.0 + 2.0 * gamma(p + 2)))
 
 
+#: Degree of the compiled exponential's Taylor polynomial (:func:`qpsvm.kernels.exp_nonpositive`).
+_DEGREE = 13
+
+
 def _exp_error() -> float:
     r""":math:`|\eta|`, the relative error of the compiled exponential on a correctly reduced
-    argument (see :func:`rbf_value_error`)."""
-    return float(up(gamma(28) * math.exp(2.0 * _REDUCED) * (1.0 + 4.0 * U) + U))
+    argument (see :func:`rbf_value_error`).
+
+    :func:`qpsvm.kernels.exp_nonpositive` evaluates :math:`p(r) = \sum_{k=0}^{13} c_k r^k`,
+    :math:`c_k = 1/k!`, by Horner's rule from rounded coefficients :math:`\hat c_k`. Horner's
+    rule gives :math:`\hat p = \sum_k \hat c_k r^k (1 + \theta_{2k+1})` (the coefficient
+    ``k < 13`` passes one addition, then a multiplication and an addition per lower degree;
+    ``c_13`` two per degree, 26 roundings; a fused multiply-add rounds once where it replaces
+    two; Higham, ASNA (5.3)), and :math:`\hat c_k = c_k (1 + \delta_k)`, :math:`|\delta_k|
+    \le u`, so :math:`|\hat p - p| \le \sum_k \gamma_{2k+2} |r|^k / k!`. Against
+    :math:`e^r \ge e^{-a}` (:math:`|r| \le a =` ``_REDUCED``) and the truncation
+    :math:`\sum_{k > 13} |r|^k/k! \le a^{14} e^a / 14! < 10^{-17} < u\,e^{-a}`,
+
+    .. math::
+
+        |\eta| \le e^{a} \sum_{k=0}^{13} \gamma_{2k+2} \frac{a^k}{k!} + u
+        \approx 5.4u + u,
+
+    every operation rounded up. The terms of the coefficients of degree ``k`` weigh
+    :math:`a^k/k!`, so the roundings of the high degrees, which Higham's uniform bound
+    :math:`\gamma_{28} \sum_k |c_k| |r|^k` counts 28 times, hardly count (that bound is
+    ``57u``)."""
+    total, power = 0.0, 1.0
+    for k in range(_DEGREE + 1):
+        # a^k and k! (exact below 2^53) each step rounded to nearest, then moved up
+        term = float(up(power / math.factorial(k)))
+        total = float(up(total + float(up(float(up(gamma(2 * k + 2))) * term))))
+        power = float(up(power * _REDUCED))
+    return float(up(float(up(total * float(up(math.exp(_REDUCED) * (1.0 + 4.0 * U))))) + U))
 
 
 def rbf_value_error(gamma_: float, X: Any) -> float:
@@ -1066,12 +1096,11 @@ def rbf_value_error(gamma_: float, X: Any) -> float:
     (or 746, where the exponential returns 0). The exponential
     (:func:`qpsvm.kernels.exp_nonpositive`) reduces ``x = k ln2 + r`` with ``k ln2_hi`` exact
     and :math:`|r| \le 0.3466`, ``r`` wrong by at most ``2u``; evaluates Taylor's polynomial
-    of degree 13 by Horner's rule (coefficients rounded: Higham's bound
-    :math:`\gamma_{28} \sum_i |c_i| |r|^i \le \gamma_{28} e^{|r|}` against
-    :math:`e^r \ge e^{-|r|}`, truncation below ``1e-17``); scales by ``2^k`` exactly (down to
-    subnormal results: the absolute ``2^{-1073}``). So
+    of degree 13 by Horner's rule (coefficients rounded; the error of each degree's term
+    bounded by its own roundings, :func:`_exp_error`, truncation below ``1e-17``); scales by
+    ``2^k`` exactly (down to subnormal results: the absolute ``2^{-1073}``). So
     :math:`\hat K = K e^{\delta} (1 + \eta)` with :math:`|\delta| \le |\hat x - x| + 2u`,
-    :math:`|\eta| \le \gamma_{28} e^{2 \cdot 0.3466} + u`, and
+    :math:`|\eta| \le e^{0.3466} \sum_k \gamma_{2k+2} 0.3466^k / k! + u`, and
     :math:`\rho = (1 + |\eta|) e^{|\delta|} - 1`. :func:`rbf_pair_error` bounds each pair
     by its own row norms instead of ``R``.
     """
