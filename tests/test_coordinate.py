@@ -177,12 +177,11 @@ def test_certificate_of_a_bare_sparse_w_is_tight_without_dense_algebra(fit_inter
 def test_default_method_follows_the_measured_crossovers():
     X, y = sparse_problem(6, n=2100, d=20, k=3)
     # hinge with many more samples than features: the working set (most multipliers at a
-    # bound), below 100 samples per feature (25 with a free intercept) dcd and its finish
+    # bound), up to 100 samples per feature dcd and its finish, with or without an intercept
     assert qpsvm.SoftMarginPrimal(X, y).default_method() == "working_set"
     assert qpsvm.SoftMarginPrimal(X, y, fit_intercept=False).default_method() == "working_set"
     assert qpsvm.SoftMarginPrimal(X[:2000], y[:2000], fit_intercept=False).default_method() == "dcd"
-    assert qpsvm.SoftMarginPrimal(X[:2000], y[:2000]).default_method() == "working_set"
-    assert qpsvm.SoftMarginPrimal(X[:500], y[:500]).default_method() == "dcd"
+    assert qpsvm.SoftMarginPrimal(X[:2000], y[:2000]).default_method() == "dcd"
     # the squared hinge's dual is strongly concave: coordinate descent at every shape
     assert qpsvm.SoftMarginPrimal(X, y, loss="squared_hinge").default_method() == "dcd"
     # ... and without a free intercept, where d^3 is at most 1000 nnz, the finite Newton method
@@ -254,6 +253,44 @@ def test_free_set_finish_with_a_free_intercept_and_weights_is_exact(seed, duplic
     assert any(coupled and out is not None for coupled, out in calls)
     assert sol.method == "dcd" and sol.certificate.passed
     optimum = _exact_optimum(X, y, sample_weight=s)
+    assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
+
+
+@pytest.mark.parametrize("seed", [7, 8, 10])
+def test_regularised_start_is_a_proximal_step_towards_the_optimal_intercept(seed):
+    # the problem with the intercept a regularised feature of value B is the free one plus
+    # b^2 / (2 B^2): its b is a proximal step on the convex V(b) from 0, so it lies between 0
+    # and the rational oracle's b*, and its multipliers solve the problem with b fixed there
+    X, y = sparse_problem(seed, n=150, d=25, k=4)
+    n = X.shape[0]
+    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n))
+    u, b, _ = ascent._regularised_start(data, 1e-13, 100_000, 0)
+    exact = qpsvm.SoftMarginPrimal(X.toarray(), y, C=1.0).solve(method="exact").info["exact"]
+    optimum = Fraction(exact.b)
+    assert optimum != 0
+    assert min(Fraction(0), optimum) <= Fraction(b) <= max(Fraction(0), optimum)
+    # the proximal map moves unless 0 is optimal
+    assert b != 0.0
+    v = data.expansion(u)
+    primal, dual = data.primal(v, b), data.dual(u, v, b)
+    assert primal - dual <= 1e-12 * primal
+    # the regularised optimum's stationarity in b: the multipliers' imbalance is b / B^2
+    assert float(y @ u) == pytest.approx(b / np.mean(data.qd), rel=1e-9)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), C=st.sampled_from([0.3, 1.0, 3.0]))
+def test_free_intercept_with_more_samples_than_features_equals_the_rational_oracle(seed, C):
+    # n > d, the hinge: the search on b starts from the regularised intercept, keeps the inner
+    # tolerance the free-set finish needs, and ends by that finish (or the fallback); the
+    # certified enclosure holds the rational oracle's P*
+    X, y = sparse_problem(seed, n=90, d=9, k=3)
+    if len(np.unique(y)) < 2:
+        return
+    sol = qpsvm.SoftMarginPrimal(X, y, C=C).solve(method="dcd")
+    assert sol.certificate.passed
+    exact = qpsvm.SoftMarginPrimal(X.toarray(), y, C=C).solve(method="exact")
+    optimum = exact.info["exact"].objective
     assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
 
 

@@ -103,20 +103,20 @@ class BinaryFormulation(KernelRows, Formulation):
     #: Gram factor certifies at 1e-2 and the working set does not.
     working_set_min_samples: ClassVar[int] = 1000
     working_set_min_samples_kernel: ClassVar[int] = 200
-    #: Most samples per feature for which :meth:`default_method` is ``"dcd"`` on sparse data
-    #: without an intercept, and with a free one: with many more samples than features most
-    #: multipliers of the hinge loss sit at a bound, the free ones nearly as many as the
-    #: features, and the descent ends by its active-set finish on the free set
-    #: (:func:`~qpsvm.verify.ascent.free_set_step`). Measured in one run each against the
-    #: working set on the text-like data of benchmarks/regimes/sparse.py (2 cores at a load of
-    #: 10-15): without an intercept dcd 1.0 s against 3.8 s at 20000 x 200 (10 nonzeros a
-    #: row), 5.7 s against 7.4 s at 50000 x 500, 4.9 s against 38.7 s at 50000 x 2000 (20 a
-    #: row), 12.3 s against 15.0 s at 100000 x 2000; with a free intercept (the outer search on
-    #: ``b`` runs several descents) 1.9 s against 3.7 s at 20000 x 200 but 21.9 s against
-    #: 4.7 s at 50000 x 500, and dcd ahead at 20-25 samples per feature (5000 x 200, 10000 x
-    #: 500). Above 100 samples per feature nothing was measured: the working set stays.
+    #: Most samples per feature for which :meth:`default_method` is ``"dcd"`` on sparse data:
+    #: with many more samples than features most multipliers of the hinge loss sit at a
+    #: bound, the free ones nearly as many as the features, and the descent ends by its
+    #: active-set finish on the free set (:func:`~qpsvm.verify.ascent.free_set_step`).
+    #: Measured in one run each against the working set on the text-like data of
+    #: benchmarks/regimes/sparse.py (2 cores at a load of 10-15): without an intercept dcd
+    #: 1.0 s against 3.8 s at 20000 x 200 (10 nonzeros a row), 5.7 s against 7.4 s at 50000 x
+    #: 500, 4.9 s against 38.7 s at 50000 x 2000 (20 a row), 12.3 s against 15.0 s at 100000
+    #: x 2000; with a free intercept, its search on ``b`` started from the regularised
+    #: intercept (:func:`~qpsvm.verify.ascent.balanced_ascent`; CPU time, load 5-7), 0.17 s
+    #: against 0.41 s at 20000 x 200, 1.0 s against 1.4 s at 50000 x 500, WS_50K2K at
+    #: 50000 x 2000, WS_100K2K at 100000 x 2000. Above 100 samples per feature nothing was
+    #: measured: the working set stays.
     dcd_max_aspect: ClassVar[float] = 100.0
-    dcd_max_aspect_free: ClassVar[float] = 25.0
     #: "module:function" of the dual coordinate descent data (the linear hinge SVMs).
     coordinate_problem: ClassVar[str] = "qpsvm.solvers.coordinate:binary_problem"
     #: ``"module:function"`` mapping ``(cls, args, kwargs)`` to the composed problem the class
@@ -177,8 +177,7 @@ class BinaryFormulation(KernelRows, Formulation):
 
     def default_method(self) -> str:
         """``"dcd"`` for sparse data with the linear kernel and at most :attr:`dcd_max_aspect`
-        samples per feature (:attr:`dcd_max_aspect_free` with a free intercept; dual
-        coordinate descent touches only the nonzeros; measured in
+        samples per feature (dual coordinate descent touches only the nonzeros; measured in
         benchmarks/regimes/sparse.py), else ``"working_set"`` above
         :attr:`working_set_min_samples` samples (linear kernel) or
         :attr:`working_set_min_samples_kernel` (other kernels) and at every size for the rbf
@@ -187,8 +186,7 @@ class BinaryFormulation(KernelRows, Formulation):
         solved as the full QP instead
         (:func:`~qpsvm.solvers.smo.full_qp_first`)."""
         sparse = self.linear and sp.issparse(self.X) and "dcd" in self.methods
-        aspect = self.dcd_max_aspect_free if self.fit_intercept else self.dcd_max_aspect
-        if sparse and self.n_samples <= aspect * self.n_features:
+        if sparse and self.n_samples <= self.dcd_max_aspect * self.n_features:
             return "dcd"
         large = self.working_set_min_samples if self.linear else self.working_set_min_samples_kernel
         if self.kernel.name != "rbf" and self.n_samples <= large:
