@@ -113,9 +113,9 @@ class BinaryFormulation(KernelRows, Formulation):
     #: 500, 4.9 s against 38.7 s at 50000 x 2000 (20 a row), 12.3 s against 15.0 s at 100000
     #: x 2000; with a free intercept, its search on ``b`` started from the regularised
     #: intercept (:func:`~qpsvm.verify.ascent.balanced_ascent`; CPU time, load 5-7), 0.17 s
-    #: against 0.41 s at 20000 x 200, 1.0 s against 1.4 s at 50000 x 500, WS_50K2K at
-    #: 50000 x 2000, WS_100K2K at 100000 x 2000. Above 100 samples per feature nothing was
-    #: measured: the working set stays.
+    #: against 0.41 s at 20000 x 200, 1.0 s against 1.4 s at 50000 x 500, 2.0 s against 9.9 s
+    #: at 50000 x 2000, 5.4 s against 6.1 s at 100000 x 2000. Above 100 samples per feature
+    #: nothing was measured: the working set stays.
     dcd_max_aspect: ClassVar[float] = 100.0
     #: "module:function" of the dual coordinate descent data (the linear hinge SVMs).
     coordinate_problem: ClassVar[str] = "qpsvm.solvers.coordinate:binary_problem"
