@@ -123,7 +123,12 @@ def solve_dcd(
     target = 0.5 * GOOD_ENOUGH * tol
     if problem.coupled:
         u, v, _, epochs = balanced_ascent(
-            data, problem.balance, target, max_epochs=max_epochs, seed=seed
+            data,
+            problem.balance,
+            target,
+            max_epochs=max_epochs,
+            seed=seed,
+            unshrink_every=SOLVER_UNSHRINK_EVERY,
         )
         cand = Candidate(w=v[:-1], b=None, alpha=u)
         try:
