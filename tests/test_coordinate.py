@@ -264,7 +264,7 @@ def test_regularised_start_is_a_proximal_step_towards_the_optimal_intercept(seed
     X, y = sparse_problem(seed, n=150, d=25, k=4)
     n = X.shape[0]
     data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n))
-    u, b, _ = ascent._regularised_start(data, 1e-13, 100_000, 0)
+    u, b, _ = ascent._regularised_start(data, 1e-13, 100_000, 0, ascent.UNSHRINK_EVERY)
     exact = qpsvm.SoftMarginPrimal(X.toarray(), y, C=1.0).solve(method="exact").info["exact"]
     optimum = Fraction(exact.b)
     assert optimum != 0
