@@ -152,6 +152,16 @@ def test_restricted_dual_problems_finish_an_inexact_start(monkeypatch):
         assert full.certificate.lower <= sol.objective * (1 + 1e-12)
 
 
+# any data seed, C, tube, loss and intercept, with or without zero sample weights
+random_problems = {
+    "seed": st.integers(0, 2**16),
+    "log_C": st.floats(-2.0, 3.0),
+    "epsilon": st.floats(0.0, 1.0),
+    "mode": st.sampled_from(CLASSIFICATION + REGRESSION),
+    "zero_weights": st.booleans(),
+}
+
+
 def floored(f, method):
     """``f`` solved by ``method`` at 1e-9, or at 1e-7 where the rounding floor is above 1e-9
     (the typed error says so)."""
@@ -162,14 +172,7 @@ def floored(f, method):
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    seed=st.integers(0, 2**16),
-    log_C=st.floats(-2.0, 3.0),
-    epsilon=st.floats(0.0, 1.0),
-    mode=st.sampled_from(CLASSIFICATION + REGRESSION),
-    kernel=st.sampled_from(["rbf", "linear"]),
-    zero_weights=st.booleans(),
-)
+@given(kernel=st.sampled_from(["rbf", "linear"]), **random_problems)
 @example(seed=0, log_C=3.0, epsilon=0.0, mode=REGRESSION[0], kernel="rbf", zero_weights=True)
 @example(seed=718, log_C=2.5, epsilon=0.0, mode=REGRESSION[0], kernel="rbf", zero_weights=True)
 @example(seed=718, log_C=2.5, epsilon=0.0, mode=CLASSIFICATION[2], kernel="rbf", zero_weights=True)
@@ -198,14 +201,7 @@ def test_working_set_over_C_epsilon_and_weights(seed, log_C, epsilon, mode, kern
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    seed=st.integers(0, 2**16),
-    log_C=st.floats(-2.0, 3.0),
-    epsilon=st.floats(0.0, 1.0),
-    mode=st.sampled_from(CLASSIFICATION + REGRESSION),
-    kernel=st.sampled_from([{"kernel": "rbf", "gamma": 0.5}, POLY]),
-    zero_weights=st.booleans(),
-)
+@given(kernel=st.sampled_from([{"kernel": "rbf", "gamma": 0.5}, POLY]), **random_problems)
 def test_smo_start_is_exact(seed, log_C, epsilon, mode, kernel, zero_weights):
     """SMO on the dual's units (one per sample, or one per side of the tube; the squared
     losses' diagonal, a regularised intercept's ``B^2``, the coupling of a free one), then the
