@@ -441,9 +441,10 @@ def _kernel_bounds(
     f: BinaryProblem, side: _PrimalSide, alpha: np.ndarray
 ) -> tuple[float, float, np.ndarray]:
     """``P``, ``D`` and the dual point of a kernel candidate, through the scores' error ``e``
-    (:func:`kernel_scores`), which no dual point can remove: ``||w||^2 = (alpha y) . g`` is off
-    by up to ``sum_i |alpha_i| e_i``, and a slack by ``e_i`` wherever it could be nonzero
-    (kernels have a finite ``C``); ``D`` is recomputed likewise. For rbf and for poly with
+    (:func:`kernel_scores`), which no dual point can remove: ``P`` is a sum of terms each of
+    one score, ``alpha_i y_i g_i / 2`` plus the slack's cost, each taken at the worse end of its
+    score's interval (:func:`~qpsvm.verify.rigorous.kernel_primal_upper`); in ``D``,
+    ``||w||^2 = (alpha y) . g`` is off by up to ``sum_i |alpha_i| e_i``. For rbf and for poly with
     ``c0 >= 0`` every rounding is bounded (``rbf_pair_error``, :mod:`~qpsvm.verify.rigorous_poly`)
     and the kernel is positive semidefinite: a rigorous enclosure (:func:`kernel_proven`)."""
     k = side.kernel
