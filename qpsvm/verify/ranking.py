@@ -64,6 +64,7 @@ from qpsvm.verify.certificate import (
     relative,
 )
 from qpsvm.verify.projection import bounded_fit
+from qpsvm.verify.ranking_fused import FusedResult, fused_certificate
 from qpsvm.verify.ranking_sweep import QueryLayout, pair_sums, sorted_by_query, window_sides
 from qpsvm.verify.rigorous import (
     TINY,
@@ -711,6 +712,12 @@ def certify_grouped(
     """
     tol = check_tol(tol)
     X, C, lay = f.items, f.C, f.query_layout
+    if point is None and near is None:
+        fused = fused_certificate(
+            X, C, lay, w, tol, windows, MAX_WINDOW, LIMIT_PAIRS, LIMIT_SLACK, GOOD_ENOUGH * tol
+        )
+        if fused is not None:
+            return _grouped_certificate(f, fused, tol)
     scores, _, err = enclosed_product(X.T, w, dot2=False)
     order = sorted_by_query(lay, scores, near)  # one sort for every sweep
     primal = primal_upper(upper_sum(w * w), C, hinge_upper(lay, scores, err, order))
@@ -759,4 +766,23 @@ def certify_grouped(
         formulation=type(f).__name__,
         rigorous=True,
         rounding_floor=evaluation_allowance(primal, dual, primal_float, dual_float),
+    )
+
+
+def _grouped_certificate(f: RankingProblem, fused: FusedResult, tol: float) -> Certificate:
+    """The :class:`Certificate` of :func:`certify_grouped` from the compiled pass's bounds."""
+    dual = fused.dual
+    return Certificate(
+        primal_objective=fused.primal,
+        dual_objective=dual if math.isfinite(dual) else 0.0,
+        primal_infeasibility=0.0,
+        dual_infeasibility=0.0,
+        complementarity=fused.complementarity,
+        stationarity=fused.stationarity,
+        tol=tol,
+        formulation=type(f).__name__,
+        rigorous=True,
+        rounding_floor=evaluation_allowance(
+            fused.primal, dual, fused.primal_float, fused.dual_float
+        ),
     )

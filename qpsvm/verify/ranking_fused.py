@@ -1,0 +1,513 @@
+r"""The grouped ranking certificate of a bare ``w`` in one compiled pass, for small problems.
+
+:func:`~qpsvm.verify.ranking.certify_grouped` costs about a hundred numpy calls of a few
+microseconds each; on a ranking problem of a few hundred pairs that is several times the fit of
+a specialised solver. :func:`fused_certificate` runs the same steps in one compiled call:
+
+1. the scores ``s = X w`` and their error bounds by the plain product
+   (:func:`~qpsvm.verify.rigorous.enclosed_product`, ``dot2=False``), the items sorted by score
+   within their queries;
+2. the rigorous upper bound on the primal objective by the hinge sweep on the scores'
+   enclosures (:func:`~qpsvm.verify.ranking.hinge_upper`,
+   :func:`~qpsvm.verify.rigorous.primal_upper`);
+3. for each window ``tau`` of :data:`~qpsvm.verify.ranking.WINDOW_TAUS` in turn, the sides of
+   the pairs (:func:`~qpsvm.verify.ranking.window_sets`) and the window's multipliers from the
+   start's own sets (the first step of :func:`~qpsvm.verify.ranking._window_qp`: the pairs
+   within :data:`~qpsvm.verify.ranking.LIMIT_SLACK` of the margin on it, those short of it at
+   ``C``), then the rigorous lower bound on the dual value of that point
+   (:func:`~qpsvm.verify.ranking.grouped_dual_lower`, ``dot2=False``), until the gap is closed
+   as :func:`~qpsvm.verify.ranking.certify_grouped` closes it.
+
+Every rigorous step is the numpy one's operations in the same order (``nextafter`` for each
+outward rounding, Sum2 for the compensated sums, the same compiled sweeps and products), so for
+the same dual point the bounds are the same floats. The one step that differs is the search
+for the window's multipliers: where the numpy code fits them by two least-squares problems
+(LAPACK ``gelsy``), this one solves the margin pairs' Gram system ``Z_Q Z_Q^T alpha_Q = 1 -
+Z_Q u`` by a Cholesky factorisation with diagonal pivoting (dependent pairs dropped, their
+multipliers 0). That choice affects only which dual point is evaluated, never the soundness:
+any multipliers in the box ``[0, C]`` with ``C`` on the pairs short of the window and 0 beyond
+it are an exactly feasible dual point, and the lower bound is a rigorous evaluation of it.
+
+Where this path does not settle the certificate (a dense float64 ``X`` is needed, the start's
+own sets must give multipliers in the box that put every margin on its side, and the plain
+products' bounds must prove the gap), it says so and the numpy certificate runs instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numba
+import numpy as np
+
+from qpsvm._jit import CALLEE, ENTRY
+from qpsvm._numerics import _SUCC_SIZE, TINY, U, _sum2, uncompiled
+from qpsvm.verify.ranking_sweep import QueryLayout, _by_query, _sums, _window
+from qpsvm.verify.rigorous import _columns_product, _rows_product
+
+__all__ = ["FUSED_ITEMS", "FusedResult", "fused_certificate"]
+
+#: Items the numpy certificate may certify in a process before the compiled pass is compiled
+#: (:func:`~qpsvm._numerics.uncompiled`): its compile time (13 s CPU with an empty cache, at a
+#: load of 8 on 2 cores) at what it saves (0.24 ms a certificate of 200 items, about 1.2 us
+#: an item). A cold first call never compiles it.
+FUSED_ITEMS = 2**23
+
+#: Results of the compiled pass, by position.
+OK, FALLBACK = 0, 1
+
+
+@numba.njit(**CALLEE)
+def _up(x):  # pragma: no cover - compiled
+    return np.nextafter(x, np.inf)
+
+
+@numba.njit(**CALLEE)
+def _down(x):  # pragma: no cover - compiled
+    return np.nextafter(x, -np.inf)
+
+
+@numba.njit(**CALLEE)
+def _gamma(n):  # pragma: no cover - compiled
+    return n * U / (1.0 - n * U)
+
+
+@numba.njit(**CALLEE)
+def _fsum(a):  # pragma: no cover - compiled
+    """:func:`qpsvm._numerics.fsum` (Sum2)."""
+    s, c = _sum2(a)
+    return s + c if math.isfinite(s) else s
+
+
+@numba.njit(**CALLEE)
+def _sum2_slack(n):  # pragma: no cover - compiled
+    """:func:`qpsvm.verify.rigorous._sum2_slack`."""
+    g = _gamma(max(n - 1, 0))
+    g2 = g * g
+    return _up(4.0 * U if g2 <= U else 2.0 * (U + g2))
+
+
+@numba.njit(**CALLEE)
+def _upper_sum(a):  # pragma: no cover - compiled
+    """:func:`qpsvm.verify.rigorous.upper_sum`."""
+    return _up(_up(_fsum(a) * _up(1.0 + _sum2_slack(a.size))) + a.size * TINY)
+
+
+@numba.njit(**CALLEE)
+def _lower_sum(a):  # pragma: no cover - compiled
+    """:func:`qpsvm.verify.rigorous.lower_sum`."""
+    low = _down(_fsum(a) * _down(1.0 - _sum2_slack(a.size)))
+    return _down(max(0.0, low - a.size * TINY))
+
+
+@numba.njit(**CALLEE)
+def _all_finite(a):  # pragma: no cover - compiled
+    for x in a:
+        if not math.isfinite(x):
+            return False
+    return True
+
+
+@numba.njit(**CALLEE)
+def _hinge_upper(starts, level, max_query, max_levels, t, err, order):  # pragma: no cover
+    """:func:`qpsvm.verify.ranking.hinge_upper` with ``order``."""
+    n = t.shape[0]
+    e = 0.0
+    for x in err:
+        e = max(e, x)
+    pref = np.empty(n)
+    a = np.empty(n)
+    high = np.empty(n)
+    for i in range(n):
+        low = _down(_down(t[i]) - e)
+        high[i] = _up(_up(t[i]) + e)
+        pref[i] = _up(1.0 - low)
+        a[i] = -pref[i]
+    cnt = np.zeros(n, dtype=np.int64)
+    cnt_other = np.zeros(n, dtype=np.int64)
+    total = np.zeros(n)
+    magnitude = np.zeros(n)
+    _sums(starts, level, a, high, order, order, cnt, cnt_other, total, magnitude)
+    terms = np.empty(n)
+    sizes = np.empty(n)
+    for i in range(n):
+        c = float(cnt[i])
+        terms[i] = c * pref[i] + total[i]
+        sizes[i] = c * abs(pref[i]) + magnitude[i]
+    size = _fsum(sizes) * (1.0 + _gamma(n + 2))
+    rounding = _gamma(max_query + max_levels + 4) * size + n * TINY
+    s = _fsum(terms)
+    return _up(max(0.0, s) + _up(2.0 * U * abs(s) + rounding))
+
+
+@numba.njit(**CALLEE)
+def _margin_gaps(Z, w):  # pragma: no cover - compiled
+    """``1 - Z w``."""
+    g = np.empty(Z.shape[0])
+    for p in range(Z.shape[0]):
+        total = 0.0
+        for k in range(Z.shape[1]):
+            total += Z[p, k] * w[k]
+        g[p] = 1.0 - total
+    return g
+
+
+@numba.njit(**CALLEE)
+def _on_sides(Z, w, quad, linear, slack):  # pragma: no cover - compiled
+    """:func:`qpsvm.verify.ranking._on_sides`."""
+    g = _margin_gaps(Z, w)
+    worst = 0.0
+    for p in range(g.shape[0]):
+        wrong = abs(g[p]) if quad[p] else (-g[p] if linear[p] else g[p])
+        worst = max(worst, wrong)
+    return worst <= slack
+
+
+@numba.njit(**CALLEE)
+def _gram_multipliers(ZQ, r):  # pragma: no cover - compiled
+    r"""``alpha`` with ``Z_Q Z_Q^T alpha = r`` on a maximal set of independent rows of ``Z_Q``
+    (Cholesky with diagonal pivoting; a pivot below ``q eps`` times the largest diagonal entry
+    ends it), 0 on the others: ``Z_Q^T alpha`` is then the least-norm solution of ``Z_Q delta
+    = r`` wherever the dropped rows' equations are consistent with the kept ones."""
+    q, d = ZQ.shape
+    G = np.empty((q, q))
+    for a in range(q):
+        for b in range(a + 1):
+            total = 0.0
+            for k in range(d):
+                total += ZQ[a, k] * ZQ[b, k]
+            G[a, b] = total
+            G[b, a] = total
+    perm = np.arange(q)
+    largest = 0.0
+    for a in range(q):
+        largest = max(largest, G[a, a])
+    cutoff = q * 2.220446049250313e-16 * largest
+    rank = 0
+    for k in range(q):
+        best, at = G[perm[k], perm[k]], k
+        for m in range(k + 1, q):
+            if G[perm[m], perm[m]] > best:
+                best, at = G[perm[m], perm[m]], m
+        if not best > cutoff:
+            break
+        perm[k], perm[at] = perm[at], perm[k]
+        p = perm[k]
+        root = math.sqrt(G[p, p])
+        G[p, p] = root
+        for m in range(k + 1, q):
+            G[perm[m], p] /= root
+        for m in range(k + 1, q):  # both triangles: a later pivot's swap reorders them
+            pm = perm[m]
+            for m2 in range(k + 1, q):
+                G[pm, perm[m2]] -= G[pm, p] * G[perm[m2], p]
+        rank += 1
+    # the lower triangular factor L (in pivoted order): L[m, k] = G[perm[m], perm[k]], m >= k
+    y = np.empty(rank)
+    for m in range(rank):
+        total = r[perm[m]]
+        for k in range(m):
+            total -= G[perm[m], perm[k]] * y[k]
+        y[m] = total / G[perm[m], perm[m]]
+    alpha = np.zeros(q)
+    for m in range(rank - 1, -1, -1):
+        total = y[m]
+        for k in range(m + 1, rank):
+            total -= G[perm[k], perm[m]] * alpha[perm[k]]
+        alpha[perm[m]] = total / G[perm[m], perm[m]]
+    return alpha, rank
+
+
+@numba.njit(**CALLEE)
+def _start_sets(Z, v0, cap, w, per_feature, slack):  # pragma: no cover - compiled
+    """The window's multipliers from the start's own sets (:func:`qpsvm.verify.ranking._sets_limit`
+    on the pairs within ``slack`` of the margin at ``w`` and those short of it), and whether
+    they are in the box and put every margin on its side within ``slack``."""
+    k, d = Z.shape
+    t = _margin_gaps(Z, w)
+    quad = np.empty(k, dtype=np.bool_)
+    linear = np.empty(k, dtype=np.bool_)
+    size = 0
+    for p in range(k):
+        quad[p] = abs(t[p]) <= slack
+        linear[p] = t[p] > slack
+        size += quad[p]
+    alpha = np.zeros(k)
+    if size > per_feature * d:
+        return alpha, v0, False
+    u = v0.copy()
+    for p in range(k):
+        if linear[p]:
+            alpha[p] = cap
+            for c in range(d):
+                u[c] += cap * Z[p, c]
+    rows = np.flatnonzero(quad)
+    ZQ = np.empty((size, d))
+    for m in range(size):
+        ZQ[m] = Z[rows[m]]
+    aq, rank = _gram_multipliers(ZQ, _margin_gaps(ZQ, u))
+    delta = np.zeros(d)
+    for m in range(size):
+        for c in range(d):
+            delta[c] += aq[m] * ZQ[m, c]
+    if not _on_sides(Z, u + delta, quad, linear, slack):
+        return alpha, v0, False
+    for m in range(size):
+        a = aq[m]
+        if rank == size:
+            a = min(max(a, 0.0), cap)
+        elif a < 0.0 or a > cap:
+            return alpha, v0, False
+        alpha[rows[m]] = a
+    wq = v0.copy()
+    for p in range(k):
+        for c in range(d):
+            wq[c] += Z[p, c] * alpha[p]
+    return alpha, wq, _on_sides(Z, wq, quad, linear, slack)
+
+
+@numba.njit(**CALLEE)
+def _window_point(
+    X, C, starts, lay_order, level, scores, tau, order, limit, w, per_feature, slack
+):  # pragma: no cover - compiled
+    """:func:`qpsvm.verify.ranking.window_dual` at ``tau`` with the start's own sets: ``n_B``,
+    ``a_B``, the window, its multipliers, the hinge sum in floating point, and whether the
+    window fits in ``limit`` pairs and the sets gave its multipliers."""
+    n, d = X.shape
+    lo = np.empty(n)
+    inner = np.empty(n)
+    for i in range(n):
+        lo[i] = scores[i] - (1.0 + tau)
+        inner[i] = scores[i] - (1.0 - tau)
+    out = np.empty((limit, 2), dtype=np.intp)
+    cnt = np.zeros(n, dtype=np.int64)
+    cnt_other = np.zeros(n, dtype=np.int64)
+    total = np.zeros(n)
+    found = _window(
+        lay_order, starts, level, order, lo, inner, scores, limit, out, cnt, cnt_other, total
+    )
+    coef = cnt - cnt_other
+    if found > limit:
+        return 0, coef, out[:0], np.zeros(0), math.nan, False
+    window = out[:found]
+    n_bound = 0
+    parts = np.empty(n)
+    for i in range(n):
+        n_bound += cnt[i]
+        parts[i] = cnt[i] * (1.0 - scores[i])
+    hinge = _fsum(parts) + _fsum(total)
+    if found:
+        short = np.empty(found)
+        for p in range(found):
+            short[p] = max(0.0, 1.0 - (scores[window[p, 0]] - scores[window[p, 1]]))
+        hinge += _fsum(short)
+    v0 = np.zeros(d)
+    for i in range(n):
+        if coef[i] != 0:
+            a = float(coef[i])
+            for c in range(d):
+                v0[c] += X[i, c] * a
+    for c in range(d):
+        v0[c] *= C
+    alpha = np.zeros(found)
+    settled = True
+    if found:
+        Z = np.empty((found, d))
+        for p in range(found):
+            for c in range(d):
+                Z[p, c] = X[window[p, 0], c] - X[window[p, 1], c]
+        alpha, _, settled = _start_sets(Z, v0, C, w, per_feature, slack)
+    return n_bound, coef, window, alpha, hinge, settled
+
+
+@numba.njit(**CALLEE)
+def _dual_lower(X, C, n_bound, coef_bound, window, alpha):  # pragma: no cover - compiled
+    """:func:`qpsvm.verify.ranking.grouped_dual_lower` with ``dot2=False``: the bound, the
+    estimate and the rounded expansion."""
+    n, d = X.shape
+    coef = np.empty(n)
+    size = np.empty(n)
+    for i in range(n):
+        coef[i] = C * float(coef_bound[i])
+        size[i] = abs(coef[i])
+    k = 0
+    if alpha.size:
+        uses = np.zeros(n, dtype=np.int64)
+        for p in range(window.shape[0]):
+            i, j = window[p, 0], window[p, 1]
+            coef[i] += alpha[p]
+            coef[j] -= alpha[p]
+            size[i] += alpha[p]
+            size[j] += alpha[p]
+            uses[i] += 1
+            uses[j] += 1
+        k = uses.max()
+    factor = 2.0 * _gamma(n)
+    g = _gamma(k + 3)
+    weights = np.empty(n)
+    for i in range(n):
+        weights[i] = _up(_up(0.5 * factor * abs(coef[i])) + _up(g * size[i]))
+    if d == 1:  # X is F-contiguous too, and the numpy code takes the rows' product
+        hi, magnitude = _rows_product(np.ascontiguousarray(X.T), coef, weights)
+    else:
+        hi, magnitude = _columns_product(X, coef, weights)
+    err = np.empty(d)
+    for c in range(d):
+        err[c] = 2.0 * magnitude[c] + n * TINY
+    if not (_all_finite(hi) and _all_finite(err)):
+        err[:] = np.inf
+    gain = _down(_down(C * float(n_bound)) + _lower_sum(alpha))
+    bound = np.empty(d)
+    for c in range(d):
+        b = _up(abs(hi[c]) * (1.0 + 2.0 * U) + (err[c] + n * TINY))
+        bound[c] = b * b
+    value = _down(gain - _up(0.5 * _upper_sum(bound)))
+    estimate = gain - 0.5 * _fsum(hi * hi)
+    return value, estimate, hi
+
+
+@numba.njit(**ENTRY)
+def _certificate(
+    X,
+    C,
+    starts,
+    lay_order,
+    level,
+    query,
+    max_query,
+    max_levels,
+    w,
+    taus,
+    limit,
+    per_feature,
+    slack,
+    target,
+):  # pragma: no cover - compiled
+    """The steps of :func:`fused_certificate` (``target`` is ``GOOD_ENOUGH tol``): the status,
+    the rigorous ends and their float estimates, the complementarity and stationarity of the
+    best dual point, and that point."""
+    n, d = X.shape
+    scores, magnitude = _rows_product(X, w, np.abs(w))
+    factor = 2.0 * _gamma(d)
+    err = np.empty(n)
+    for i in range(n):
+        err[i] = factor * magnitude[i] + d * TINY
+    if not (_all_finite(scores) and _all_finite(err)):
+        err[:] = np.inf
+    order = _by_query(np.argsort(scores), query, starts)
+    ww = w * w
+    hinge = _hinge_upper(starts, level, max_query, max_levels, scores, err, order)
+    half = _up(0.5 * _upper_sum(ww))
+    primal = _up(half + _up(C * hinge * (1.0 + 2.0 * U)))
+    square = 0.5 * _fsum(ww)
+    primal_float = math.nan
+    dual, dual_float, found = 0.0, 0.0, False
+    expansion = np.zeros(d)
+    best = (0, np.zeros(n, dtype=np.int64), np.empty((0, 2), dtype=np.intp), np.zeros(0))
+    status = OK
+    for tau in taus:
+        n_bound, coef, window, alpha, hinge_float, settled = _window_point(
+            X, C, starts, lay_order, level, scores, tau, order, limit, w, per_feature, slack
+        )
+        if math.isnan(hinge_float):  # the window outgrew the limit
+            break
+        if not settled:
+            status = FALLBACK
+            break
+        if math.isnan(primal_float):
+            primal_float = square + C * hinge_float
+        value, estimate, v = _dual_lower(X, C, n_bound, coef, window, alpha)
+        if value > dual:
+            dual, dual_float, expansion, found = value, estimate, v, True
+            best = (n_bound, coef, window.copy(), alpha)
+        if min(primal - dual, primal_float - estimate) <= target * max(1.0, primal):
+            break
+    if not found or math.isnan(primal_float):
+        status = FALLBACK
+    comp = 0.0
+    window, alpha = best[2], best[3]
+    for p in range(alpha.size):
+        r = scores[window[p, 0]] - scores[window[p, 1]]
+        xi = max(0.0, 1.0 - r)
+        comp = max(comp, max(abs(alpha[p] * (r - 1.0 + xi)), (C - alpha[p]) * xi))
+    diff = w - expansion
+    stationarity = math.sqrt(_fsum(diff * diff))
+    return status, primal, primal_float, dual, dual_float, comp, stationarity, best
+
+
+@dataclass(frozen=True)
+class FusedResult:
+    """What :func:`fused_certificate` found: the rigorous ends and their float estimates, the
+    complementarity and stationarity of the best dual point, and that point (``n_B``, ``a_B``,
+    the window and its multipliers, as :class:`~qpsvm.verify.ranking.WindowDual` holds them)."""
+
+    primal: float
+    primal_float: float
+    dual: float
+    dual_float: float
+    complementarity: float
+    stationarity: float
+    n_bound: int
+    bound_coef: np.ndarray
+    window: np.ndarray
+    alpha: np.ndarray
+
+
+def fused_certificate(
+    X: Any,
+    C: float,
+    lay: QueryLayout,
+    w: np.ndarray,
+    tol: float,
+    taus: Sequence[float],
+    limit: int,
+    per_feature: int,
+    slack: float,
+    target: float,
+) -> FusedResult | None:
+    """The grouped certificate's bounds of ``w`` by the compiled pass (module docstring), or
+    ``None`` where that pass does not apply or does not settle them: ``X`` not a dense
+    C-contiguous float64 array, or with :data:`~qpsvm._numerics._SUCC_SIZE` rows or columns or
+    more (the numpy code's outward rounding of such arrays is :func:`~qpsvm._numerics._succ`,
+    not ``nextafter``), the kernel not compiled and its numpy equivalent's budget not spent
+    (:func:`~qpsvm._numerics.uncompiled`, :data:`FUSED_ITEMS`), the start's sets not giving a
+    window's multipliers, or a gap above ``tol`` (the numpy certificate retries with Dot2).
+    ``taus``, ``limit``, ``per_feature`` and ``slack`` are the windows, the largest window, the
+    most margin pairs per feature and the margin slack of
+    :func:`~qpsvm.verify.ranking.certify_grouped`; ``target`` its early stop, ``GOOD_ENOUGH
+    tol``."""
+    if not (
+        isinstance(X, np.ndarray)
+        and X.ndim == 2
+        and X.dtype == np.float64
+        and X.flags.c_contiguous
+        and max(X.shape) < _SUCC_SIZE
+    ):
+        return None
+    if uncompiled(_certificate, X.shape[0], FUSED_ITEMS):
+        return None
+    out = _certificate(
+        X,
+        float(C),
+        lay.starts,
+        lay.order,
+        lay.level,
+        lay.query,
+        lay.max_query,
+        lay.max_levels,
+        np.ascontiguousarray(w, dtype=np.float64),
+        np.asarray(taus, dtype=np.float64),
+        min(limit, lay.n_pairs),
+        per_feature,
+        slack,
+        target,
+    )
+    status, primal, primal_float, dual, dual_float, comp, stationarity, best = out
+    if status != OK or (primal - dual) / max(1.0, abs(primal)) > tol:
+        return None
+    return FusedResult(
+        primal, primal_float, dual, dual_float, comp, stationarity, int(best[0]), *best[1:]
+    )

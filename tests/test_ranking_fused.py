@@ -1,0 +1,122 @@
+"""The grouped ranking certificate's compiled pass (qpsvm/verify/ranking_fused.py): the same
+rigorous bounds as the numpy certificate, enclosing the exact rational optimum."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from unittest.mock import patch
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import qpsvm
+from qpsvm.formulations.ranking import make_pairs
+from qpsvm.verify import ranking, ranking_fused
+from qpsvm.verify.certificate import GOOD_ENOUGH
+from qpsvm.verify.ranking import WindowDual, certify_grouped, grouped_dual_lower
+from qpsvm.verify.ranking_fused import fused_certificate
+
+
+@pytest.fixture(autouse=True)
+def compiled_pass(monkeypatch):
+    """The compiled pass runs whatever the compile cache holds (it is otherwise compiled only
+    once the numpy certificate has certified :data:`~qpsvm.verify.ranking_fused.FUSED_ITEMS`
+    items in the process)."""
+    monkeypatch.setattr(ranking_fused, "uncompiled", lambda *args: False)
+
+
+def _problem(seed, n_queries, per_query, d, levels, shift, scale):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_queries * per_query, d))
+    utility = X @ rng.normal(size=d) + 0.7 * rng.normal(size=len(X))
+    cuts = np.quantile(utility, np.linspace(0, 1, levels + 1)[1:-1])
+    y = np.digitize(utility, cuts)
+    return scale * X + shift, y, np.repeat(np.arange(n_queries), per_query)
+
+
+def _fused(f, w, tol=1e-9):
+    return fused_certificate(
+        f.items,
+        f.C,
+        f.query_layout,
+        w,
+        tol,
+        ranking.WINDOW_TAUS,
+        ranking.MAX_WINDOW,
+        ranking.LIMIT_PAIRS,
+        ranking.LIMIT_SLACK,
+        GOOD_ENOUGH * tol,
+    )
+
+
+def _numpy_certificate(f, w):
+    with patch.object(ranking, "fused_certificate", lambda *args: None):
+        return certify_grouped(f, w)
+
+
+@settings(max_examples=30, deadline=None)  # the first example compiles the pass
+@given(
+    seed=st.integers(0, 2**16),
+    queries=st.integers(2, 8),
+    per_query=st.integers(2, 12),
+    d=st.integers(1, 6),
+    levels=st.sampled_from([2, 3, 4]),  # binary and graded relevance
+    log_C=st.sampled_from([-3.0, -1.0, 0.0, 1.0, 3.0]),
+    data=st.sampled_from([(0.0, 1.0), (1e3, 1.0), (0.0, 1e-3), (0.0, 1e3)]),
+    eps=st.sampled_from([0.0, 0.0, 1e-12, 1e-6]),
+)
+@example(seed=0, queries=2, per_query=3, d=1, levels=2, log_C=-3.0, data=(1e3, 1.0), eps=0.0)
+@example(seed=0, queries=20, per_query=10, d=5, levels=2, log_C=-1.5, data=(0.0, 1.0), eps=0.0)
+@example(seed=3, queries=4, per_query=6, d=2, levels=4, log_C=3.0, data=(1e3, 1.0), eps=0.0)
+def test_compiled_bounds_are_the_numpy_ones_and_enclose_the_exact_optimum(
+    seed, queries, per_query, d, levels, log_C, data, eps
+):
+    # where the compiled pass settles the certificate, its primal end is the numpy
+    # certificate's to the bit, its dual end is the numpy evaluation of its own dual point to
+    # the bit (exactly feasible: C on the pairs short of the window, [0, C] inside it, the
+    # window's pairs pairs of the problem), and both certificates enclose the rational
+    # optimum P* (compared exactly) and pass or fail together
+    X, y, groups = _problem(seed, queries, per_query, d, levels, *data)
+    try:
+        f = qpsvm.RankingSVM(X, y=y, groups=groups, C=10.0**log_C)
+    except qpsvm.InvalidInputError:
+        return  # no query has two relevance levels: no pair
+    w = f.solve(method="one_slack").w + eps * np.random.default_rng(seed).normal(size=d)
+    fused = _fused(f, w)
+    reference = _numpy_certificate(f, w)
+    cert = certify_grouped(f, w)
+    optimum = qpsvm.RankingSVM(X, y=y, groups=groups, C=f.C).solve(method="exact")
+    exact = optimum.info["exact"].objective
+    for c in (reference, cert):
+        assert Fraction(c.dual_objective) <= exact <= Fraction(c.primal_objective)
+    if fused is None:  # the numpy certificate ran
+        assert cert.primal_objective == reference.primal_objective
+        assert cert.dual_objective == reference.dual_objective
+        return
+    assert cert.passed == reference.passed
+    assert fused.primal == cert.primal_objective == reference.primal_objective
+    assert fused.dual == cert.dual_objective
+    assert Fraction(fused.dual) <= exact <= Fraction(fused.primal)
+    assert np.all(fused.alpha >= 0.0) and np.all(fused.alpha <= f.C)
+    pairs = {tuple(p) for p in make_pairs(y, groups).tolist()}
+    assert all(tuple(p) in pairs for p in fused.window.tolist())
+    point = WindowDual(fused.n_bound, fused.bound_coef, fused.window, fused.alpha, w)
+    value, estimate, _ = grouped_dual_lower(f.items, f.C, point, dot2=False)
+    assert value == fused.dual and estimate == fused.dual_float
+
+
+def test_the_small_grid_point_takes_the_compiled_pass():
+    # the regime grid's small ranking point (20 queries x 10 items, binary relevance, dlib's
+    # c = 10): the compiled pass settles the certificate of the exact solution, with the
+    # numpy certificate's bounds
+    X, y, groups = _problem(0, 20, 10, 5, 2, 0.0, 1.0)
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=10.0 / 300)
+    w = f.solve(method="one_slack").w
+    fused = _fused(f, w)
+    reference = _numpy_certificate(f, w)
+    assert fused is not None and reference.passed
+    assert fused.primal == reference.primal_objective
+    assert fused.dual == reference.dual_objective
+    assert f.certify(w=w).primal_objective == reference.primal_objective
