@@ -38,16 +38,7 @@ def _problem(seed, n_queries, per_query, d, levels, shift, scale):
 
 def _fused(f, w, tol=1e-9):
     return fused_certificate(
-        f.items,
-        f.C,
-        f.query_layout,
-        w,
-        tol,
-        ranking.WINDOW_TAUS,
-        ranking.MAX_WINDOW,
-        ranking.LIMIT_PAIRS,
-        ranking.LIMIT_SLACK,
-        GOOD_ENOUGH * tol,
+        f.items, f.C, f.query_layout, w, tol, ranking.WINDOW_TAUS, ranking.FUSED, GOOD_ENOUGH * tol
     )
 
 
@@ -102,9 +93,50 @@ def test_compiled_bounds_are_the_numpy_ones_and_enclose_the_exact_optimum(
     assert np.all(fused.alpha >= 0.0) and np.all(fused.alpha <= f.C)
     pairs = {tuple(p) for p in make_pairs(y, groups).tolist()}
     assert all(tuple(p) in pairs for p in fused.window.tolist())
+    # the numpy evaluation of the same point: the same estimate; the compiled bound leaves out
+    # the items whose terms are exactly zero (the numpy one adds subnormal weights for them)
     point = WindowDual(fused.n_bound, fused.bound_coef, fused.window, fused.alpha, w)
     value, estimate, _ = grouped_dual_lower(f.items, f.C, point, dot2=False)
-    assert value == fused.dual and estimate == fused.dual_float
+    assert estimate == fused.dual_float and fused.dual >= value
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    sizes=st.lists(st.integers(1, 9), min_size=1, max_size=5),
+    levels=st.integers(2, 4),
+    d=st.integers(1, 4),
+    log_C=st.sampled_from([-2.0, 0.0, 2.0]),
+    ties=st.booleans(),
+)
+@example(seed=0, sizes=[1, 2, 2], levels=2, d=1, log_C=2.0, ties=True)
+def test_compiled_solve_is_the_exact_optimum(seed, sizes, levels, d, log_C, ties):
+    # one window of every pair from w = 0 and its certificate in one compiled pass
+    # (method="one_slack" on a problem of at most 2000 pairs), binary and graded relevance,
+    # tied items: the certificate passes, encloses the rational optimum P* and bounds the
+    # distance to w*, and it is the numpy certificate of the same w (primal end equal, dual
+    # end at least as high)
+    rng = np.random.default_rng(seed)
+    n = sum(sizes)
+    # ties: small integer features, so items repeat within and across queries
+    X = rng.integers(-1, 2, size=(n, d)).astype(float) if ties else rng.normal(size=(n, d))
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    try:
+        f = qpsvm.RankingSVM(X, y=rng.integers(0, levels, n), groups=groups, C=10.0**log_C)
+    except qpsvm.InvalidInputError:
+        return  # no query has two relevance levels: no pair
+    sol = f.solve(method="one_slack")
+    cert = sol.certificate
+    assert sol.status == "optimal" and cert.passed and cert.rigorous
+    optimum = f.solve(method="exact").info["exact"]
+    assert Fraction(cert.dual_objective) <= optimum.objective <= Fraction(cert.primal_objective)
+    dist2 = sum((Fraction(a) - b) ** 2 for a, b in zip(sol.w, optimum.w, strict=True))
+    assert dist2 <= Fraction(cert.distance_bound) ** 2
+    done = ranking.certify_all_pairs(f, np.zeros(d))
+    if done is not None:  # the compiled pass settled it: the solve's answer
+        assert np.array_equal(done[0], sol.w)
+        reference = _numpy_certificate(f, sol.w)
+        assert done[1].primal_objective == reference.primal_objective
 
 
 def test_the_small_grid_point_takes_the_compiled_pass():

@@ -63,6 +63,7 @@ from qpsvm.verify.ranking import (
     MAX_WINDOW,
     WINDOW_TAUS,
     WindowDual,
+    certify_all_pairs,
     certify_grouped,
     window_dual,
 )
@@ -295,6 +296,9 @@ def _all_pairs(f: RankingProblem, w: np.ndarray, tol: float, it: int = 0) -> Sol
     that found ``w``)."""
     if f.query_layout.n_pairs > MAX_WINDOW:
         return None
+    done = certify_all_pairs(f, w, tol)
+    if done is not None:
+        return _solution(done[0], done[1], it, 1, 0) if done[1].passed else None
     scores = np.asarray(f.items @ w).ravel()
     point = window_dual(f.items, f.C, f.query_layout, scores, math.inf, start=w)
     if point is None:

@@ -64,7 +64,12 @@ from qpsvm.verify.certificate import (
     relative,
 )
 from qpsvm.verify.projection import bounded_fit
-from qpsvm.verify.ranking_fused import FusedResult, fused_certificate
+from qpsvm.verify.ranking_fused import (
+    FusedResult,
+    FusedSettings,
+    fused_all_pairs,
+    fused_certificate,
+)
 from qpsvm.verify.ranking_sweep import QueryLayout, pair_sums, sorted_by_query, window_sides
 from qpsvm.verify.rigorous import (
     TINY,
@@ -84,6 +89,7 @@ from qpsvm.verify.rigorous import (
 __all__ = [
     "WindowDual",
     "bound_sets",
+    "certify_all_pairs",
     "certify_grouped",
     "certify_ranking",
     "grouped_expansion",
@@ -151,6 +157,13 @@ ASCENT_PAIRS = 2**19
 #: after at most ``LINE_STEPS`` regula falsi steps.
 LINE_WIDTH = 1e-15
 LINE_STEPS = 100
+#: The constants above as the compiled pass of small problems takes them.
+FUSED = FusedSettings(
+    MAX_WINDOW,
+    LIMIT_PAIRS,
+    LIMIT_SLACK,
+    (ASCENT_ROUND, ASCENT_TOL, ASCENT_TRY, *ASCENT_EPOCHS, ASCENT_ON, UNSHRINK_EVERY),
+)
 
 
 def certify_ranking(
@@ -713,11 +726,9 @@ def certify_grouped(
     tol = check_tol(tol)
     X, C, lay = f.items, f.C, f.query_layout
     if point is None and near is None:
-        fused = fused_certificate(
-            X, C, lay, w, tol, windows, MAX_WINDOW, LIMIT_PAIRS, LIMIT_SLACK, GOOD_ENOUGH * tol
-        )
+        fused = fused_certificate(X, C, lay, w, tol, windows, FUSED, GOOD_ENOUGH * tol)
         if fused is not None:
-            return _grouped_certificate(f, fused, tol)
+            return _fused_certificate(f, fused, tol)
     scores, _, err = enclosed_product(X.T, w, dot2=False)
     order = sorted_by_query(lay, scores, near)  # one sort for every sweep
     primal = primal_upper(upper_sum(w * w), C, hinge_upper(lay, scores, err, order))
@@ -769,7 +780,7 @@ def certify_grouped(
     )
 
 
-def _grouped_certificate(f: RankingProblem, fused: FusedResult, tol: float) -> Certificate:
+def _fused_certificate(f: RankingProblem, fused: FusedResult, tol: float) -> Certificate:
     """The :class:`Certificate` of :func:`certify_grouped` from the compiled pass's bounds."""
     dual = fused.dual
     return Certificate(
@@ -786,3 +797,18 @@ def _grouped_certificate(f: RankingProblem, fused: FusedResult, tol: float) -> C
             fused.primal, dual, fused.primal_float, fused.dual_float
         ),
     )
+
+
+def certify_all_pairs(
+    f: RankingProblem, w: np.ndarray, tol: float = DEFAULT_TOL
+) -> tuple[np.ndarray, Certificate] | None:
+    """Every pair as one window from ``w`` (:func:`window_dual` at ``tau = inf``) and the
+    certificate of its point's ``w``, that point tried first (:func:`certify_grouped` with
+    ``point``), in one compiled pass (:func:`~qpsvm.verify.ranking_fused.fused_all_pairs`):
+    the point's ``w`` and its certificate, or ``None`` where that pass does not settle them."""
+    done = fused_all_pairs(
+        f.items, f.C, f.query_layout, w, tol, WINDOW_TAUS, FUSED, GOOD_ENOUGH * tol
+    )
+    if done is None:
+        return None
+    return done[0], _fused_certificate(f, done[1], tol)

@@ -10,27 +10,35 @@ a specialised solver. :func:`fused_certificate` runs the same steps in one compi
 2. the rigorous upper bound on the primal objective by the hinge sweep on the scores'
    enclosures (:func:`~qpsvm.verify.ranking.hinge_upper`,
    :func:`~qpsvm.verify.rigorous.primal_upper`);
-3. for each window ``tau`` of :data:`~qpsvm.verify.ranking.WINDOW_TAUS` in turn, the sides of
-   the pairs (:func:`~qpsvm.verify.ranking.window_sets`) and the window's multipliers from the
-   start's own sets (the first step of :func:`~qpsvm.verify.ranking._window_qp`: the pairs
-   within :data:`~qpsvm.verify.ranking.LIMIT_SLACK` of the margin on it, those short of it at
-   ``C``), then the rigorous lower bound on the dual value of that point
-   (:func:`~qpsvm.verify.ranking.grouped_dual_lower`, ``dot2=False``), until the gap is closed
-   as :func:`~qpsvm.verify.ranking.certify_grouped` closes it.
+3. for each window ``tau`` in turn, the sides of the pairs
+   (:func:`~qpsvm.verify.ranking.window_sets`) and the window's multipliers from the start's
+   own sets, else from a dual coordinate ascent's (the first two steps of
+   :func:`~qpsvm.verify.ranking._window_qp`), then the rigorous lower bound on the dual value
+   of that point (:func:`~qpsvm.verify.ranking.grouped_dual_lower`, ``dot2=False``), until
+   the gap is closed as :func:`~qpsvm.verify.ranking.certify_grouped` closes it.
+
+:func:`fused_all_pairs` is the 1-slack method's direct solve of a small problem in the same
+call: every pair as one window from ``w`` (``tau = inf``), then the certificate of that
+window's point, the point tried first.
 
 Every rigorous step is the numpy one's operations in the same order (``nextafter`` for each
-outward rounding, Sum2 for the compensated sums, the same compiled sweeps and products), so for
-the same dual point the bounds are the same floats. The one step that differs is the search
-for the window's multipliers: where the numpy code fits them by two least-squares problems
-(LAPACK ``gelsy``), this one solves the margin pairs' Gram system ``Z_Q Z_Q^T alpha_Q = 1 -
-Z_Q u`` by a Cholesky factorisation with diagonal pivoting (dependent pairs dropped, their
-multipliers 0). That choice affects only which dual point is evaluated, never the soundness:
-any multipliers in the box ``[0, C]`` with ``C`` on the pairs short of the window and 0 beyond
-it are an exactly feasible dual point, and the lower bound is a rigorous evaluation of it.
+outward rounding, Sum2 for the compensated sums, the same compiled sweeps and products), so the
+primal end is the same float, and for the same dual point so is the dual value's estimate. The
+dual end leaves out the items whose expansion coefficient is exactly 0 with no rounding (no
+pair term touches them), to which the numpy code gives subnormal weights whose products cost a
+hundred cycles each: their terms are exactly zero, so the bound holds without them and is at
+least as high. The one step that differs otherwise is the search for the window's
+multipliers: where the numpy code fits them by two least-squares problems (LAPACK ``gelsy``),
+this one solves the margin pairs' Gram system ``Z_Q Z_Q^T alpha_Q = 1 - Z_Q u`` by a Cholesky
+factorisation with diagonal pivoting (dependent pairs dropped, their multipliers 0). That
+affects only which dual point is evaluated, never the soundness: any multipliers in the box
+``[0, C]``, with ``C`` on the pairs short of the window and 0 beyond it, are an exactly feasible
+dual point, and the lower bound is a rigorous evaluation of it.
 
-Where this path does not settle the certificate (a dense float64 ``X`` is needed, the start's
-own sets must give multipliers in the box that put every margin on its side, and the plain
-products' bounds must prove the gap), it says so and the numpy certificate runs instead.
+Where this path does not settle the certificate (a dense float64 ``X`` is needed, the sets must
+give multipliers in the box that put every margin on its side, and the plain products' bounds
+must prove the gap), it says so and the numpy code runs instead (the smoothed Newton steps of
+the window's QP, Dot2's enclosures).
 """
 
 from __future__ import annotations
@@ -45,10 +53,17 @@ import numpy as np
 
 from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._numerics import _SUCC_SIZE, TINY, U, _sum2, uncompiled
+from qpsvm.verify.ascent import coordinate_epochs
 from qpsvm.verify.ranking_sweep import QueryLayout, _by_query, _sums, _window
 from qpsvm.verify.rigorous import _columns_product, _rows_product
 
-__all__ = ["FUSED_ITEMS", "FusedResult", "fused_certificate"]
+__all__ = [
+    "FUSED_ITEMS",
+    "FusedResult",
+    "FusedSettings",
+    "fused_all_pairs",
+    "fused_certificate",
+]
 
 #: Items the numpy certificate may certify in a process before the compiled pass is compiled
 #: (:func:`~qpsvm._numerics.uncompiled`): its compile time (13 s CPU with an empty cache, at a
@@ -222,18 +237,13 @@ def _gram_multipliers(ZQ, r):  # pragma: no cover - compiled
 
 
 @numba.njit(**CALLEE)
-def _start_sets(Z, v0, cap, w, per_feature, slack):  # pragma: no cover - compiled
-    """The window's multipliers from the start's own sets (:func:`qpsvm.verify.ranking._sets_limit`
-    on the pairs within ``slack`` of the margin at ``w`` and those short of it), and whether
-    they are in the box and put every margin on its side within ``slack``."""
+def _sets_multipliers(Z, v0, cap, quad, linear, per_feature, slack):  # pragma: no cover
+    """:func:`qpsvm.verify.ranking._sets_limit`: the window's multipliers if ``quad`` are the
+    pairs on the margin and ``linear`` those at ``cap``, their ``w``, and whether they are in
+    the box and put every margin on its side within ``slack``."""
     k, d = Z.shape
-    t = _margin_gaps(Z, w)
-    quad = np.empty(k, dtype=np.bool_)
-    linear = np.empty(k, dtype=np.bool_)
     size = 0
     for p in range(k):
-        quad[p] = abs(t[p]) <= slack
-        linear[p] = t[p] > slack
         size += quad[p]
     alpha = np.zeros(k)
     if size > per_feature * d:
@@ -270,12 +280,57 @@ def _start_sets(Z, v0, cap, w, per_feature, slack):  # pragma: no cover - compil
 
 
 @numba.njit(**CALLEE)
+def _window_qp(Z, v0, cap, w, per_feature, slack, ascent):  # pragma: no cover - compiled
+    """The first two steps of :func:`qpsvm.verify.ranking._window_qp`: the start's own sets
+    (the pairs within ``slack`` of the margin at ``w`` on it, those short of it at ``cap``),
+    then those of a dual coordinate ascent from ``alpha = 0`` (:func:`qpsvm.verify.ranking.
+    _ascent_sets`; ``ascent`` holds its rounds' epochs, tolerance, try threshold, epoch limits,
+    the spread it must reach by the first and the shrinking's ``unshrink_every``). Returns the
+    multipliers, their ``w`` and whether either step gave them."""
+    k = Z.shape[0]
+    t = _margin_gaps(Z, w)
+    quad = np.empty(k, dtype=np.bool_)
+    linear = np.empty(k, dtype=np.bool_)
+    for p in range(k):
+        quad[p] = abs(t[p]) <= slack
+        linear[p] = t[p] > slack
+    alpha, wq, ok = _sets_multipliers(Z, v0, cap, quad, linear, per_feature, slack)
+    if ok:
+        return alpha, wq, ok
+    rounds, tol, try_below, first, most, on, unshrink = ascent
+    seed = np.int64(0)
+    u = np.zeros(k)
+    v = np.zeros(v0.shape[0] + 1)
+    v[:-1] = v0
+    ones, zeros, box = np.ones(k), np.zeros(k), np.full(k, cap)
+    empty = np.empty(0, dtype=np.int32)
+    M = (Z, np.empty(0), empty, empty, k < 0, np.empty(0, dtype=np.int64))
+    norms = np.empty(k)
+    for p in range(k):
+        norms[p] = Z[p] @ Z[p]
+    done = 0
+    while True:
+        epochs, spread = coordinate_epochs(
+            M, ones, ones, zeros, box, 0.0, norms, u, v, rounds, tol, seed, unshrink
+        )
+        done += epochs
+        last = spread <= tol or done >= most or (done >= first and spread > on)
+        if spread <= try_below or last:
+            for p in range(k):
+                quad[p] = 0.0 < u[p] < cap
+                linear[p] = u[p] >= cap
+            alpha, wq, ok = _sets_multipliers(Z, v0, cap, quad, linear, per_feature, slack)
+            if ok or last:
+                return alpha, wq, ok
+
+
+@numba.njit(**CALLEE)
 def _window_point(
-    X, C, starts, lay_order, level, scores, tau, order, limit, w, per_feature, slack
+    X, C, starts, lay_order, level, scores, tau, order, limit, w, per_feature, slack, ascent
 ):  # pragma: no cover - compiled
-    """:func:`qpsvm.verify.ranking.window_dual` at ``tau`` with the start's own sets: ``n_B``,
-    ``a_B``, the window, its multipliers, the hinge sum in floating point, and whether the
-    window fits in ``limit`` pairs and the sets gave its multipliers."""
+    """:func:`qpsvm.verify.ranking.window_dual` at ``tau`` from ``w`` (:func:`_window_qp`):
+    ``n_B``, ``a_B``, the window, its multipliers, their ``w``, the hinge sum in floating
+    point, and whether the window fits in ``limit`` pairs and the sets gave its multipliers."""
     n, d = X.shape
     lo = np.empty(n)
     inner = np.empty(n)
@@ -291,7 +346,7 @@ def _window_point(
     )
     coef = cnt - cnt_other
     if found > limit:
-        return 0, coef, out[:0], np.zeros(0), math.nan, False
+        return 0, coef, out[:0], np.zeros(0), w, math.nan, False
     window = out[:found]
     n_bound = 0
     parts = np.empty(n)
@@ -314,13 +369,14 @@ def _window_point(
         v0[c] *= C
     alpha = np.zeros(found)
     settled = True
+    wq = v0
     if found:
         Z = np.empty((found, d))
         for p in range(found):
             for c in range(d):
                 Z[p, c] = X[window[p, 0], c] - X[window[p, 1], c]
-        alpha, _, settled = _start_sets(Z, v0, C, w, per_feature, slack)
-    return n_bound, coef, window, alpha, hinge, settled
+        alpha, wq, settled = _window_qp(Z, v0, C, w, per_feature, slack, ascent)
+    return n_bound, coef, window, alpha, wq, hinge, settled
 
 
 @numba.njit(**CALLEE)
@@ -347,13 +403,19 @@ def _dual_lower(X, C, n_bound, coef_bound, window, alpha):  # pragma: no cover -
         k = uses.max()
     factor = 2.0 * _gamma(n)
     g = _gamma(k + 3)
-    weights = np.empty(n)
-    for i in range(n):
-        weights[i] = _up(_up(0.5 * factor * abs(coef[i])) + _up(g * size[i]))
+    # the items whose coefficient is exactly 0 with no rounding (no pair term) add exactly
+    # nothing: left out, with the subnormal weights the numpy code gives them (whose products
+    # would cost a hundred cycles each); the rest in the same order
+    rows = np.flatnonzero(size)
+    weights = np.empty(rows.size)
+    for m in range(rows.size):
+        i = rows[m]
+        weights[m] = _up(_up(0.5 * factor * abs(coef[i])) + _up(g * size[i]))
+    used = X[rows]
     if d == 1:  # X is F-contiguous too, and the numpy code takes the rows' product
-        hi, magnitude = _rows_product(np.ascontiguousarray(X.T), coef, weights)
+        hi, magnitude = _rows_product(np.ascontiguousarray(used.T), coef[rows], weights)
     else:
-        hi, magnitude = _columns_product(X, coef, weights)
+        hi, magnitude = _columns_product(used, coef[rows], weights)
     err = np.empty(d)
     for c in range(d):
         err[c] = 2.0 * magnitude[c] + n * TINY
@@ -369,26 +431,31 @@ def _dual_lower(X, C, n_bound, coef_bound, window, alpha):  # pragma: no cover -
     return value, estimate, hi
 
 
-@numba.njit(**ENTRY)
-def _certificate(
-    X,
-    C,
-    starts,
-    lay_order,
-    level,
-    query,
-    max_query,
-    max_levels,
-    w,
-    taus,
-    limit,
-    per_feature,
-    slack,
-    target,
-):  # pragma: no cover - compiled
-    """The steps of :func:`fused_certificate` (``target`` is ``GOOD_ENOUGH tol``): the status,
-    the rigorous ends and their float estimates, the complementarity and stationarity of the
-    best dual point, and that point."""
+@numba.njit(**CALLEE)
+def _hinge_value(starts, level, scores, order):  # pragma: no cover - compiled
+    """:func:`qpsvm.verify.ranking.grouped_hinge_value` with ``order``."""
+    n = scores.shape[0]
+    a = scores - 1.0
+    cnt = np.zeros(n, dtype=np.int64)
+    cnt_other = np.zeros(n, dtype=np.int64)
+    total = np.zeros(n)
+    magnitude = np.zeros(n)
+    _sums(starts, level, a, scores, order, order, cnt, cnt_other, total, magnitude)
+    parts = np.empty(n)
+    for i in range(n):
+        parts[i] = cnt[i] * (1.0 - scores[i])
+    return _fsum(parts) + _fsum(total)
+
+
+@numba.njit(**CALLEE)
+def _bounds(problem, w, settings, given, point):  # pragma: no cover - compiled
+    """The steps of :func:`fused_certificate` (``target`` is ``GOOD_ENOUGH tol``; the dual
+    point ``point`` tried first if ``given``): the status, the rigorous ends and their float
+    estimates, the complementarity and stationarity of the best dual point, and that point.
+    ``problem`` is ``(X, C, starts, order, level, query, max_query, max_levels)`` (the layout's
+    arrays), ``settings`` ``(taus, limit, per_feature, slack, ascent, target)``."""
+    X, C, starts, lay_order, level, query, max_query, max_levels = problem
+    taus, limit, per_feature, slack, ascent, target = settings
     n, d = X.shape
     scores, magnitude = _rows_product(X, w, np.abs(w))
     factor = 2.0 * _gamma(d)
@@ -406,11 +473,18 @@ def _certificate(
     primal_float = math.nan
     dual, dual_float, found = 0.0, 0.0, False
     expansion = np.zeros(d)
-    best = (0, np.zeros(n, dtype=np.int64), np.empty((0, 2), dtype=np.intp), np.zeros(0))
+    best = point
     status = OK
+    if given:
+        primal_float = square + C * _hinge_value(starts, level, scores, order)
+        value, estimate, v = _dual_lower(X, C, point[0], point[1], point[2], point[3])
+        if value > dual:
+            dual, dual_float, expansion, found = value, estimate, v, True
+        if min(primal - dual, primal_float - estimate) <= target * max(1.0, primal):
+            taus = taus[:0]
     for tau in taus:
-        n_bound, coef, window, alpha, hinge_float, settled = _window_point(
-            X, C, starts, lay_order, level, scores, tau, order, limit, w, per_feature, slack
+        n_bound, coef, window, alpha, _, hinge_float, settled = _window_point(
+            X, C, starts, lay_order, level, scores, tau, order, limit, w, per_feature, slack, ascent
         )
         if math.isnan(hinge_float):  # the window outgrew the limit
             break
@@ -438,6 +512,36 @@ def _certificate(
     return status, primal, primal_float, dual, dual_float, comp, stationarity, best
 
 
+@numba.njit(**ENTRY)
+def _certificate(problem, w, settings):  # pragma: no cover - compiled
+    """:func:`_bounds` without a given dual point."""
+    n = problem[0].shape[0]
+    none = (0, np.zeros(n, dtype=np.int64), np.empty((0, 2), dtype=np.intp), np.zeros(0))
+    return _bounds(problem, w, settings, False, none)
+
+
+@numba.njit(**ENTRY)
+def _solve_all_pairs(problem, w, settings):  # pragma: no cover - compiled
+    """:func:`fused_all_pairs`: the window of every pair from ``w`` and the certificate of its
+    point, given first (:func:`_bounds`); also that point's ``w`` and whether the window's
+    multipliers were found."""
+    X, C, starts, lay_order, level, query, _, _ = problem
+    _, limit, per_feature, slack, ascent, _ = settings
+    n, d = X.shape
+    scores = np.zeros(n)
+    for i in range(n):
+        for c in range(d):
+            scores[i] += X[i, c] * w[c]
+    order = _by_query(np.argsort(scores), query, starts)
+    n_bound, coef, window, alpha, wq, _, settled = _window_point(
+        X, C, starts, lay_order, level, scores, np.inf, order, limit, w, per_feature, slack, ascent
+    )
+    point = (n_bound, coef, window.copy(), alpha)
+    if not settled:
+        return wq, False, (FALLBACK, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, point)
+    return wq, True, _bounds(problem, wq, settings, True, point)
+
+
 @dataclass(frozen=True)
 class FusedResult:
     """What :func:`fused_certificate` found: the rigorous ends and their float estimates, the
@@ -456,40 +560,45 @@ class FusedResult:
     alpha: np.ndarray
 
 
-def fused_certificate(
-    X: Any,
-    C: float,
-    lay: QueryLayout,
-    w: np.ndarray,
-    tol: float,
-    taus: Sequence[float],
-    limit: int,
-    per_feature: int,
-    slack: float,
-    target: float,
-) -> FusedResult | None:
-    """The grouped certificate's bounds of ``w`` by the compiled pass (module docstring), or
-    ``None`` where that pass does not apply or does not settle them: ``X`` not a dense
-    C-contiguous float64 array, or with :data:`~qpsvm._numerics._SUCC_SIZE` rows or columns or
-    more (the numpy code's outward rounding of such arrays is :func:`~qpsvm._numerics._succ`,
-    not ``nextafter``), the kernel not compiled and its numpy equivalent's budget not spent
-    (:func:`~qpsvm._numerics.uncompiled`, :data:`FUSED_ITEMS`), the start's sets not giving a
-    window's multipliers, or a gap above ``tol`` (the numpy certificate retries with Dot2).
-    ``taus``, ``limit``, ``per_feature`` and ``slack`` are the windows, the largest window, the
-    most margin pairs per feature and the margin slack of
-    :func:`~qpsvm.verify.ranking.certify_grouped`; ``target`` its early stop, ``GOOD_ENOUGH
-    tol``."""
-    if not (
+@dataclass(frozen=True)
+class FusedSettings:
+    """The constants of :mod:`qpsvm.verify.ranking` that the compiled pass follows: the
+    largest window (:data:`~qpsvm.verify.ranking.MAX_WINDOW`), the most margin pairs per
+    feature (:data:`~qpsvm.verify.ranking.LIMIT_PAIRS`), the margin slack
+    (:data:`~qpsvm.verify.ranking.LIMIT_SLACK`) and the coordinate ascent's rounds, tolerance,
+    try threshold, epoch limits, spread by the first limit
+    (:data:`~qpsvm.verify.ranking.ASCENT_ROUND` ... :data:`~qpsvm.verify.ranking.ASCENT_ON`)
+    and shrinking period."""
+
+    limit: int
+    per_feature: int
+    slack: float
+    ascent: tuple
+
+
+def _applies(X: Any) -> bool:
+    """Whether the compiled pass takes ``X`` (:func:`fused_certificate`)."""
+    return (
         isinstance(X, np.ndarray)
         and X.ndim == 2
         and X.dtype == np.float64
         and X.flags.c_contiguous
         and max(X.shape) < _SUCC_SIZE
-    ):
-        return None
-    if uncompiled(_certificate, X.shape[0], FUSED_ITEMS):
-        return None
-    out = _certificate(
+        and not uncompiled(_certificate, X.shape[0], FUSED_ITEMS)
+    )
+
+
+def _arguments(
+    X: np.ndarray,
+    C: float,
+    lay: QueryLayout,
+    w: np.ndarray,
+    taus: Sequence[float],
+    settings: FusedSettings,
+    target: float,
+) -> tuple:
+    """The compiled pass's arguments ``problem, w, settings`` (:func:`_bounds`)."""
+    problem = (
         X,
         float(C),
         lay.starts,
@@ -498,16 +607,63 @@ def fused_certificate(
         lay.query,
         lay.max_query,
         lay.max_levels,
-        np.ascontiguousarray(w, dtype=np.float64),
-        np.asarray(taus, dtype=np.float64),
-        min(limit, lay.n_pairs),
-        per_feature,
-        slack,
-        target,
     )
+    limit = min(settings.limit, lay.n_pairs)
+    taus = np.asarray(taus, dtype=np.float64)
+    fixed = (taus, limit, settings.per_feature, settings.slack, settings.ascent, target)
+    return problem, np.ascontiguousarray(w, dtype=np.float64), fixed
+
+
+def _result(out: tuple, tol: float) -> FusedResult | None:
     status, primal, primal_float, dual, dual_float, comp, stationarity, best = out
     if status != OK or (primal - dual) / max(1.0, abs(primal)) > tol:
         return None
     return FusedResult(
         primal, primal_float, dual, dual_float, comp, stationarity, int(best[0]), *best[1:]
     )
+
+
+def fused_certificate(
+    X: Any,
+    C: float,
+    lay: QueryLayout,
+    w: np.ndarray,
+    tol: float,
+    taus: Sequence[float],
+    settings: FusedSettings,
+    target: float,
+) -> FusedResult | None:
+    """The grouped certificate's bounds of ``w`` by the compiled pass (module docstring), or
+    ``None`` where that pass does not apply or does not settle them: ``X`` not a dense
+    C-contiguous float64 array, or with :data:`~qpsvm._numerics._SUCC_SIZE` rows or columns or
+    more (the numpy code's outward rounding of such arrays is :func:`~qpsvm._numerics._succ`,
+    not ``nextafter``), the kernel not compiled and its numpy equivalent's budget not spent
+    (:func:`~qpsvm._numerics.uncompiled`, :data:`FUSED_ITEMS`), the sets not giving a
+    window's multipliers, or a gap above ``tol`` (the numpy certificate retries with Dot2).
+    ``taus`` are the windows tried, ``target`` the early stop (``GOOD_ENOUGH tol``) of
+    :func:`~qpsvm.verify.ranking.certify_grouped`."""
+    if not _applies(X):
+        return None
+    return _result(_certificate(*_arguments(X, C, lay, w, taus, settings, target)), tol)
+
+
+def fused_all_pairs(
+    X: Any,
+    C: float,
+    lay: QueryLayout,
+    w: np.ndarray,
+    tol: float,
+    taus: Sequence[float],
+    settings: FusedSettings,
+    target: float,
+) -> tuple[np.ndarray, FusedResult] | None:
+    """Every pair as one window from ``w`` (:func:`~qpsvm.verify.ranking.window_dual` at
+    ``tau = inf``) and the certificate of that window's point, tried first
+    (:func:`~qpsvm.verify.ranking.certify_grouped` with ``point``), by the compiled pass: the
+    point's ``w`` and the bounds, or ``None`` as for :func:`fused_certificate` (and where
+    neither the start's nor the coordinate ascent's sets give the window's multipliers)."""
+    if not _applies(X):
+        return None
+    w_point, settled, out = _solve_all_pairs(*_arguments(X, C, lay, w, taus, settings, target))
+    result = _result(out, tol) if settled else None
+    return None if result is None else (w_point, result)
