@@ -576,15 +576,15 @@ class FusedSettings:
     ascent: tuple
 
 
-def _applies(X: Any) -> bool:
-    """Whether the compiled pass takes ``X`` (:func:`fused_certificate`)."""
+def _applies(X: Any, kernel: Any) -> bool:
+    """Whether the compiled pass ``kernel`` takes ``X`` (:func:`fused_certificate`)."""
     return (
         isinstance(X, np.ndarray)
         and X.ndim == 2
         and X.dtype == np.float64
         and X.flags.c_contiguous
         and max(X.shape) < _SUCC_SIZE
-        and not uncompiled(_certificate, X.shape[0], FUSED_ITEMS)
+        and not uncompiled(kernel, X.shape[0], FUSED_ITEMS)
     )
 
 
@@ -642,7 +642,7 @@ def fused_certificate(
     window's multipliers, or a gap above ``tol`` (the numpy certificate retries with Dot2).
     ``taus`` are the windows tried, ``target`` the early stop (``GOOD_ENOUGH tol``) of
     :func:`~qpsvm.verify.ranking.certify_grouped`."""
-    if not _applies(X):
+    if not _applies(X, _certificate):
         return None
     return _result(_certificate(*_arguments(X, C, lay, w, taus, settings, target)), tol)
 
@@ -662,7 +662,7 @@ def fused_all_pairs(
     (:func:`~qpsvm.verify.ranking.certify_grouped` with ``point``), by the compiled pass: the
     point's ``w`` and the bounds, or ``None`` as for :func:`fused_certificate` (and where
     neither the start's nor the coordinate ascent's sets give the window's multipliers)."""
-    if not _applies(X):
+    if not _applies(X, _solve_all_pairs):
         return None
     w_point, settled, out = _solve_all_pairs(*_arguments(X, C, lay, w, taus, settings, target))
     result = _result(out, tol) if settled else None
