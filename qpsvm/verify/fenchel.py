@@ -37,9 +37,10 @@ search on ``b`` whose multipliers are balanced at the end). The points are tried
 and the search stops once the gap is far below the tolerance. The bound's validity rests only
 on feasibility and the evaluation, never on how the point was found.
 
-With a nonlinear kernel (L2 penalty) the dual point is searched on the same problem over the
-features of a factor ``K = L L^T`` (:meth:`factor_problem`), and both objectives are evaluated
-with the Gram matrix itself, the bound on the kernel values' rounding
+With a nonlinear kernel (L2 penalty) the candidate's own multipliers are tried first (at an
+exact answer their gap is round-off); where they fail, the dual point is searched on the same
+problem over the features of a factor ``K = L L^T`` (:meth:`factor_problem`). Both objectives
+are evaluated with the Gram matrix itself, the bound on the kernel values' rounding
 (:func:`qpsvm.verify.binary.kernel_scores`) added to ``P`` and subtracted from ``D``.
 
 The gap splits into Fenchel-Young gaps, each ``>= 0`` and zero exactly at a primal-dual optimal
@@ -69,6 +70,7 @@ from qpsvm.verify.binary import kernel_proven, kernel_scores, kernel_ulps
 from qpsvm.verify.certificate import (
     DEFAULT_TOL,
     GOOD_ENOUGH,
+    PROVEN,
     Certificate,
     best_dual_point,
     evaluation_allowance,
@@ -232,12 +234,18 @@ class _Dual:
             v = np.append(v, self.scaling * fsum(su))
         return v
 
-    def feasible(self, u: np.ndarray) -> np.ndarray:
-        """``u`` moved into the dual domain: the box, the coupling, the penalty's domain."""
+    def coupled(self, u: np.ndarray) -> np.ndarray:
+        """``u`` clipped to the box and, for a free intercept, projected onto the coupling."""
         c = self.conj
         u = c.clip(u)
         if self.f.intercept.coupled:
             u = project_coupled(u, c.lo, c.hi, self.sigma)
+        return u
+
+    def feasible(self, u: np.ndarray) -> np.ndarray:
+        """``u`` moved into the dual domain: the box, the coupling (:meth:`coupled`), the
+        penalty's domain."""
+        u = self.coupled(u)
         # the scaled point's v is recomputed (rounded): shrink until the conjugate is finite
         for _ in range(8):
             t = self.f.penalty.feasible_scale(self.v(u))
@@ -453,19 +461,25 @@ def _certify_kernel(
 ) -> Certificate:
     """:func:`certify_composed` for a nonlinear kernel: multipliers ``u`` (and ``b``).
 
-    The dual point is searched on the factor problem (:meth:`factor_problem`) in working
-    precision (:func:`_search`: no rigorous bound is computed there), and both objectives are
-    evaluated, and bounded once, with the Gram matrix, through scores ``g = K (u sigma)`` within a
-    bound ``e`` of the exact ones (:func:`~qpsvm.verify.binary.kernel_scores`). Where every
-    value's rounding is bounded and the Gram matrix on the data is positive semidefinite
+    The candidate's own multipliers, moved into the exact box (and, where the certificate is
+    not rigorous, onto the coupling), are the first dual point: at an exact answer (the kernel
+    start's, :mod:`qpsvm.solvers.kernel_start`) their gap is round-off, and their scores are
+    the candidate's own, so no factor of ``K`` is needed. The certificate is returned when its
+    relative gap is below :data:`~qpsvm.verify.certificate.PROVEN` times ``tol``. Otherwise a
+    dual point is searched on the factor problem (:meth:`factor_problem`) in working precision
+    (:func:`_search`: no rigorous bound is computed there), and the better of the two kept.
+    Either point's objectives are evaluated, and bounded once, with the Gram matrix, through
+    scores ``g = K (u sigma)`` within a bound ``e`` of the exact ones
+    (:func:`~qpsvm.verify.binary.kernel_scores`). Where every value's rounding is bounded and
+    the Gram matrix on the data is positive semidefinite
     (:func:`~qpsvm.verify.binary.kernel_proven`: rbf, poly with ``coef0 >= 0``, poly with
     ``coef0 < 0`` and a precomputed Gram matrix proven on the data) the ends are rigorous
     (:func:`~qpsvm.verify.rigorous_composed.composed_kernel_primal_upper`,
-    :func:`~qpsvm.verify.rigorous_composed.composed_kernel_dual_lower`): weak duality holds
-    for the linear problem on the rows of a real factor ``K = L L^T`` of the exact Gram
-    matrix, whose objectives these are. Otherwise (callable kernels, a precomputed or poly
-    Gram matrix left undecided) ``e`` is added to ``P`` and subtracted from ``D`` in working
-    precision, and ``rigorous=False``.
+    :func:`~qpsvm.verify.rigorous_composed.composed_kernel_dual_lower`): weak duality holds for
+    the linear problem on the rows of a real factor ``K = L L^T`` of the exact Gram matrix,
+    whose objectives these are, for any point in the exact box, however it was found. Otherwise
+    (callable kernels, a precomputed or poly Gram matrix left undecided) ``e`` is added to
+    ``P`` and subtracted from ``D`` in working precision, and ``rigorous=False``.
 
     Raises
     ------
@@ -480,50 +494,104 @@ def _certify_kernel(
     view = _KernelView(f)
     ulps = kernel_ulps(view)
     rigorous = kernel_proven(f.X, ulps)
-    g, e = kernel_scores(view, [u_in], ulps)[0]
+    own = composed_box(f, u_in) if rigorous else _Dual(f).coupled(u_in)
+    same = np.array_equal(own, u_in)
+    scores = kernel_scores(view, [u_in] if same else [u_in, own], ulps)
+    g, e = scores[0]
     b = f.kernel_intercept(u_in, g) if cand.b is None else f.check_b(cand.b)
+    diagonal = ulps.diagonal if isinstance(ulps, PolyBound | ExactGram) else 1.0
+    primal = _KernelPrimal(f, rigorous, diagonal, u_in, b, g, e, cand.xi)
+    cert = primal.certificate(own, *scores[-1], tol)
+    if cert.relative_gap <= PROVEN * tol:
+        return cert
     shadow = f.factor_problem()
     candidate = Candidate(w=shadow.expansion(u_in), b=b, alpha=u_in)
     found = _search(shadow, candidate, tol, hints)
-    complementarity, stationarity = _young(shadow, found, found.u)
-    weights = f.loss_weights()
-    z = f.sigma * (g + b)
-    extra = f.penalty.value(np.array([b / f.intercept.scaling])) if f.intercept.regularized else 0
-    primal = 0.5 * fsum_dot(u_in * f.sigma, g) + extra
-    loss = f.loss.value(z, f.target, f.epsilon)
-    primal += fsum_dot(weights, loss)
     u = composed_box(f, found.u) if rigorous else found.u
-    g_dual, e_dual = kernel_scores(view, [u], ulps)[0]
-    extra = 0.0
-    if f.intercept.regularized:
-        extra = f.penalty.conjugate(np.array([f.intercept.scaling * fsum_dot(f.sigma, u)]))
-    dual = f.loss_conjugate().value(u) - 0.5 * fsum_dot(u * f.sigma, g_dual) - extra
-    floor = 0.0
-    if rigorous:
-        estimates = (primal, dual)
-        primal = composed_kernel_primal_upper(f, u_in, b, g, e)
-        diagonal = ulps.diagonal if isinstance(ulps, PolyBound | ExactGram) else 1.0
-        dual = composed_kernel_dual_lower(f, u, g_dual, e_dual, primal, diagonal)
-        floor = evaluation_allowance(primal, dual, *estimates)
-    else:
-        worst = np.maximum(
-            f.loss.value(z - e, f.target, f.epsilon), f.loss.value(z + e, f.target, f.epsilon)
+    searched = primal.certificate(u, *kernel_scores(view, [u], ulps)[0], tol)
+    return max(cert, searched, key=lambda c: c.dual_objective)
+
+
+class _KernelPrimal:
+    """A kernel candidate ``(u, b)`` of ``f`` with its scores ``g`` within ``e`` of the exact
+    ones (:func:`_certify_kernel`): its primal value, and the certificate of a dual point."""
+
+    def __init__(
+        self,
+        f: CompositeProblem,
+        rigorous: bool,
+        diagonal: float,
+        u: np.ndarray,
+        b: float,
+        g: np.ndarray,
+        e: np.ndarray,
+        xi: np.ndarray | None,
+    ) -> None:
+        self.f, self.rigorous, self.diagonal = f, rigorous, diagonal
+        self.u, self.b, self.g = u, b, g
+        self.z = f.sigma * (g + b)
+        weights = f.loss_weights()
+        extra = 0.0
+        if f.intercept.regularized:
+            extra = f.penalty.value(np.array([b / f.intercept.scaling]))
+        self.loss = f.loss.value(self.z, f.target, f.epsilon)
+        self.estimate = 0.5 * fsum_dot(u * f.sigma, g) + extra + fsum_dot(weights, self.loss)
+        self.infeasibility = f.slack_violation(self.z, xi) if xi is not None else 0.0
+        if rigorous:
+            self.primal = composed_kernel_primal_upper(f, u, b, g, e)
+        else:
+            z, loss = self.z, self.loss
+            worst = np.maximum(
+                f.loss.value(z - e, f.target, f.epsilon), f.loss.value(z + e, f.target, f.epsilon)
+            )
+            self.primal = (
+                self.estimate + 0.5 * fsum_dot(np.abs(u), e) + fsum_dot(weights, worst - loss)
+            )
+
+    def young(self, u: np.ndarray, g_dual: np.ndarray) -> tuple[float, float]:
+        r"""The largest per-sample Fenchel-Young gap of the losses (``complementarity``) and the
+        penalty's (``stationarity``), :math:`\tfrac12 \|w - v\|^2 = \tfrac12
+        ((u_{in} - u)\sigma)^T K ((u_{in} - u)\sigma)` from the scores, with
+        :math:`\tfrac12 (b/B - B \sigma\cdot u)^2` for a regularised intercept."""
+        f = self.f
+        stationarity = 0.5 * fsum_dot((self.u - u) * f.sigma, self.g - g_dual)
+        if f.intercept.regularized:
+            B = f.intercept.scaling
+            stationarity += 0.5 * (self.b / B - B * fsum_dot(f.sigma, u)) ** 2
+        young_loss = f.loss_young_gaps(self.z, u)
+        return float(np.max(young_loss, initial=0.0)), float(max(0.0, stationarity))
+
+    def certificate(
+        self, u: np.ndarray, g_dual: np.ndarray, e_dual: np.ndarray, tol: float
+    ) -> Certificate:
+        """The certificate of the candidate with the dual point ``u`` (in the exact box where
+        the certificate is rigorous) of scores ``g_dual`` within ``e_dual``."""
+        f = self.f
+        extra = 0.0
+        if f.intercept.regularized:
+            extra = f.penalty.conjugate(np.array([f.intercept.scaling * fsum_dot(f.sigma, u)]))
+        dual = f.loss_conjugate().value(u) - 0.5 * fsum_dot(u * f.sigma, g_dual) - extra
+        primal, floor = self.primal, 0.0
+        if self.rigorous:
+            estimates = (self.estimate, dual)
+            dual = composed_kernel_dual_lower(f, u, g_dual, e_dual, primal, self.diagonal)
+            floor = evaluation_allowance(primal, dual, *estimates)
+        else:
+            dual -= 0.5 * fsum_dot(np.abs(u), e_dual)
+        complementarity, stationarity = self.young(u, g_dual)
+        if not dual > 0.0:
+            u, dual = np.zeros(f.n_samples), 0.0
+        return Certificate(
+            primal_objective=float(primal),
+            dual_objective=float(dual),
+            primal_infeasibility=self.infeasibility,
+            dual_infeasibility=f.dual_infeasibility(self.u),
+            complementarity=complementarity,
+            stationarity=stationarity,
+            tol=tol,
+            formulation=f.describe(),
+            alpha=u,
+            strong_convexity=1.0,
+            rigorous=self.rigorous,
+            rounding_floor=floor,
         )
-        primal += 0.5 * fsum_dot(np.abs(u_in), e) + fsum_dot(weights, worst - loss)
-        dual -= 0.5 * fsum_dot(np.abs(u), e_dual)
-    if not dual > 0.0:
-        u, dual = np.zeros(f.n_samples), 0.0
-    return Certificate(
-        primal_objective=float(primal),
-        dual_objective=float(dual),
-        primal_infeasibility=f.slack_violation(z, cand.xi) if cand.xi is not None else 0.0,
-        dual_infeasibility=f.dual_infeasibility(u_in),
-        complementarity=complementarity,
-        stationarity=stationarity,
-        tol=tol,
-        formulation=f.describe(),
-        alpha=u,
-        strong_convexity=1.0,
-        rigorous=rigorous,
-        rounding_floor=floor,
-    )
