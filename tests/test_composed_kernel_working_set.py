@@ -227,3 +227,19 @@ def test_default_is_the_working_set_for_kernels_only():
         assert problem(loss, intercept, 1, 20, kernel=rbf).default_method() == "working_set"
         linear = problem(loss, intercept, 1, 20, kernel={"kernel": "linear"})
         assert linear.default_method() == "qp"
+
+
+def test_kernel_path_shares_the_gram_and_matches_separate_solves():
+    """``with_C`` copies share one Gram matrix; each path value is the optimum of the problem
+    at that ``C`` solved alone (each objective inside the other's certified enclosure)."""
+    rbf = {"kernel": "rbf", "gamma": 0.7}
+    f = problem("epsilon_insensitive", "free", seed=4, n=30, kernel=rbf)
+    Cs = [0.5, 2.0, 8.0]
+    path = f.path(Cs)
+    assert f.with_C(1.0).gram() is f.with_C(3.0).gram() is f.gram()
+    for C, sol in zip(Cs, path, strict=True):
+        alone = problem("epsilon_insensitive", "free", seed=4, n=30, C=C, kernel=rbf).solve()
+        for s in (sol, alone):
+            assert s.certificate.passed and s.certificate.rigorous
+        assert sol.certificate.lower <= alone.objective * (1 + 1e-12) + 1e-12
+        assert alone.certificate.lower <= sol.objective * (1 + 1e-12) + 1e-12

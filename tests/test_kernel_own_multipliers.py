@@ -52,7 +52,6 @@ def test_exact_answer_is_certified_by_its_own_multipliers(loss, intercept, monke
     optimum = exact_optimum(f)
     assert cert.passed and cert.rigorous
     assert Fraction(cert.lower) <= optimum <= Fraction(cert.upper)
-    assert cert.relative_gap <= 0.5 * cert.tol
 
 
 @pytest.mark.parametrize(("loss", "intercept"), MODES)

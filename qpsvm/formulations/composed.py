@@ -217,6 +217,14 @@ class ComposedProblem(Formulation):
         """True when ``w`` is explicit (linear kernel)."""
         return self.kernel.name == "linear"
 
+    def with_C(self, C: float) -> ComposedProblem:
+        """The same problem with another ``C``: a shallow copy sharing the data and, for a
+        nonlinear kernel, the Gram matrix (formed here once: a path's copies would each form
+        their own, measured about half of an rbf SVR path at n = 1000)."""
+        if not self.linear:
+            self.gram()
+        return super().with_C(C)
+
     def gram(self) -> np.ndarray:
         """The training Gram matrix ``K`` (nonlinear kernels; cached)."""
         if self.linear:
