@@ -191,12 +191,12 @@ class ComposedProblem(Formulation):
         """``"dcd"`` for sparse data where it applies (measured in
         benchmarks/regimes/sparse.py), ``"newton"`` instead for the squared hinge with many
         more nonzeros than features (:attr:`newton_max_cube`); ``"working_set"`` for a
-        nonlinear kernel (its exact start, :mod:`qpsvm.solvers.kernel_start`: 0.07-0.7 of
-        the full QP's time at n = 500-2000, benchmarks/bench_composed_working_set.py) and for
-        the L1 and L1 + L2
-        penalties above :attr:`working_set_min_samples` samples (measured in
-        benchmarks/bench_composed_families.py on ranking pairs); else ``"qp"`` (linear SVR:
-        the working set measured 0.9-2.2 times the full QP at n = 500-2000)."""
+        nonlinear kernel (its exact start, :mod:`qpsvm.solvers.kernel_start`, certified by its
+        own multipliers: 0.02-0.09 of the full QP's time at n = 500, ``C`` = 1 and 100, and
+        0.4-5.2 times libsvm's at n = 500-2000, benchmarks/bench_composed_working_set.py) and
+        for the L1 and L1 + L2 penalties above :attr:`working_set_min_samples` samples
+        (measured in benchmarks/bench_composed_families.py on ranking pairs); else ``"qp"``
+        (linear SVR: the working set measured 0.9-2.2 times the full QP at n = 500-2000)."""
         if "dcd" in self.methods and sp.issparse(self.X):
             cube = float(self.n_features) ** 3
             if "newton" in self.methods and cube <= self.newton_max_cube * self.X.nnz:
