@@ -15,10 +15,13 @@ from sklearn.svm import SVC
 import qpsvm
 from qpsvm.solution import Candidate
 from qpsvm.solvers.smo import (
+    FAR_SHRINK,
+    MIN_SHRINK,
     SMOUnits,
     _kernel_rows,
     _polish,
     _polish_pays,
+    _restart_tol,
     _SMOState,
     gap_resolution,
     gradient_gap,
@@ -453,18 +456,36 @@ def test_kkt_polish_pays_only_for_small_free_sets():
     assert not _polish_pays(alpha, upper, 10)
 
 
+def test_restart_steps_are_small_only_where_the_kkt_equations_would_pay():
+    # 50 of 100 free: the equations pay after 84 steps (50^3/3 <= 0.5 * 10 * steps * 100), so
+    # within POLISH_AHEAD = 4 times the steps from 21 steps on
+    upper = np.ones(100)
+    alpha = np.where(np.arange(100) < 50, 0.5, 0.0)
+    # a gap 1e6 times its target asks for 0.3 / 1e6 of the violation: two decades at most
+    # where the equations would pay, the proportional tolerance where they would not
+    assert _restart_tol(alpha, upper, 21, 2.0, 1e6, 1.0) == 2.0 * MIN_SHRINK
+    assert _restart_tol(alpha, upper, 20, 2.0, 1e6, 1.0) == 2.0 * (0.3 / 1e6)
+    assert _restart_tol(np.zeros(100), upper, 10**9, 2.0, 1e6, 1.0) == 2.0 * (0.3 / 1e6)
+    # ... never below FAR_SHRINK of it
+    assert _restart_tol(alpha, upper, 20, 2.0, 1e20, 1.0) == 2.0 * FAR_SHRINK
+    # a gap near its target: the proportional tolerance, half a decade to spare, either way
+    for steps in (20, 21):
+        assert _restart_tol(alpha, upper, steps, 2.0, 10.0, 1.0) == 2.0 * (0.3 / 10.0)
+
+
 @pytest.mark.parametrize("intercept", [True, False])
 @pytest.mark.parametrize("cached", [True, False])
 def test_gathered_unit_rows_follow_the_samples_path(intercept, cached):
     """The units of the soft-margin dual with their rows gathered (``mapped``, the path of SVR
     and the squared losses, here with ``B = D = 0``) are the same problem with the same rows:
-    SMO takes the same steps, to the bit, as on the cached rows read in place, shrinking and
-    unshrinking included."""
+    SMO takes the same steps, to the bit, as on the cached rows read in place (the loop's
+    specialisation without units, ``None``), shrinking and unshrinking included."""
     rng = np.random.default_rng(4)
     X = rng.normal(size=(300, 4))
     y = np.where(X[:, 0] + 0.8 * rng.normal(size=300) > 0, 1, -1)
     f = qpsvm.SoftMarginDual(X, y, C=10.0, kernel="rbf", gamma=0.5, fit_intercept=intercept)
     runs = []
+    assert SMOUnits.samples(f).loop_units() is None
     for mapped in (False, True):
         units = dataclasses.replace(SMOUnits.samples(f), mapped=mapped)
         rows = _kernel_rows(f.fresh_copy(), 0.1 if cached else None)  # 43 rows: evictions

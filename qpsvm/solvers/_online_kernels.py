@@ -410,26 +410,43 @@ def _shrink(y, U, alpha, G, act, n_act, intercept, scratch):  # pragma: no cover
 
 
 @numba.njit(**CALLEE)
+def _sample(i, units):  # pragma: no cover - compiled
+    """The sample of unit ``i`` (``i`` itself when ``units`` is None: the units are the
+    samples; a branch numba prunes when it compiles that specialisation)."""
+    if units is None:
+        return i
+    return units[0][i]
+
+
+@numba.njit(**CALLEE)
 def _entry(R, t, units):  # pragma: no cover - compiled
     """``K_{s_i s_t} (+ B^2)`` of unit ``t`` from the kernel row ``R`` of a unit ``i``'s sample
-    (``R[t]`` itself when the units are the samples)."""
-    sample, _, B2, mapped, _ = units
-    return R[sample[t]] + B2 if mapped else R[t]
+    (``R[t]`` itself when ``units`` is None)."""
+    if units is None:
+        return R[t]
+    return R[units[0][t]] + units[2]
+
+
+@numba.njit(**CALLEE)
+def _row_buffers(units):  # pragma: no cover - compiled
+    """The two buffers the unit rows of a pair are gathered into (:func:`_unit_row`); empty
+    when ``units`` is None (the rows are read in place)."""
+    buffers = np.empty((2, 0)) if units is None else units[3]
+    return buffers[0], buffers[1]
 
 
 @numba.njit(**CALLEE)
 def _unit_row(i, R, units, out, act, n_act):  # pragma: no cover - compiled
     """Row ``i`` of the units' matrix, ``y_i y_t Q_it = K_{s_i s_t} + B^2 + D_i [t = i]``, on
     the active units ``act[:n_act]``, from the kernel row ``R`` of ``i``'s sample: ``R`` itself
-    when the units are the samples (no shift), else gathered into ``out`` (libsvm's
-    ``SVR_Q::get_Q``)."""
-    shift, mapped = units[1], units[3]
-    if not mapped:
+    when ``units`` is None (the units are the samples, no shift), else gathered into ``out``
+    (libsvm's ``SVR_Q::get_Q``)."""
+    if units is None:
         return R
     for k in range(n_act):
         t = act[k]
         out[t] = _entry(R, t, units)
-    out[i] += shift[i]
+    out[i] += units[1][i]
     return out
 
 
@@ -443,7 +460,8 @@ def _bound_change(i, old, R, y, U, alpha, G_bar, units):  # pragma: no cover - c
         c = U[i] * y[i] if now else -U[i] * y[i]
         for t in range(G_bar.shape[0]):
             G_bar[t] += c * y[t] * _entry(R, t, units)
-        G_bar[i] += c * y[i] * units[1][i]
+        if units is not None:
+            G_bar[i] += c * y[i] * units[1][i]
 
 
 @numba.njit(**CALLEE)
@@ -453,13 +471,12 @@ def _unshrink(cache, units, y, m, U, alpha, G, G_bar, act, n_act):  # pragma: no
     unit is at a bound, so no diagonal shift enters), and make every variable active again
     (in index order)."""
     n = y.shape[0]
-    sample = units[0]
     if n_act < n:
         for k in range(n_act, n):
             G[act[k]] = G_bar[act[k]] - m[act[k]]
         for j in range(n):
             if 0.0 < alpha[j] < U[j]:
-                R = cached_row(sample[j], cache)
+                R = cached_row(_sample(j, units), cache)
                 c = alpha[j] * y[j]
                 for k in range(n_act, n):
                     t = act[k]
@@ -488,11 +505,12 @@ def smo_loop(
 ):  # pragma: no cover - compiled
     """SMO on ``min 1/2 a^T Q a - m.a`` over ``0 <= a <= U`` (and ``y.a`` fixed with an
     intercept), ``Q_ij = y_i y_j K_ij``, over units as libsvm's ``Solver`` states all its
-    formulations: ``units = (sample, shift, B2, mapped, buffers)`` make
+    formulations: ``units = (sample, shift, B2, buffers)`` make
     ``Q_ij = y_i y_j (K_{s_i s_j} + B^2) + D_i [i = j]`` (unit ``i`` of sample ``s_i``, e.g. one
     unit per side of SVR's tube; ``B^2`` of a regularised intercept; ``D`` the diagonal of a
-    squared loss), its rows gathered into the two ``buffers`` (:func:`_unit_row`) unless
-    ``mapped`` is false (the units are the samples, ``B = D = 0``); ``G`` holds the gradient
+    squared loss), its rows gathered into the two ``buffers`` (:func:`_unit_row`); ``units``
+    None when the units are the samples and ``B = D = 0``: the rows are read in place, and numba
+    compiles that specialisation without the units' branches; ``G`` holds the gradient
     ``Q a - m`` and ``G_bar`` the part ``sum_{j: a_j = U_j} U_j Q_j`` of it (zero at
     ``a = 0``); both are updated, so a later call continues from them (warm).
 
@@ -516,7 +534,7 @@ def smo_loop(
     Returns ``(iterations, violation)``; ``cache[4]`` counts cache hits and misses.
     """
     n = y.shape[0]
-    sample, rows_i, rows_j = units[0], units[4][0], units[4][1]
+    rows_i, rows_j = _row_buffers(units)
     act = np.arange(n)
     scratch = np.empty(n, dtype=np.int64)
     n_act = n
@@ -549,7 +567,7 @@ def smo_loop(
                 j = -1
                 violation = 0.0
                 if i >= 0:
-                    Ri = cached_row(sample[i], cache)
+                    Ri = cached_row(_sample(i, units), cache)
                     Ki = _unit_row(i, Ri, units, rows_i, act, n_act)
                     j, violation = _select_j(
                         i, gmax, Ki, y, U, alpha, G, diag, second_order, act, n_act
@@ -566,7 +584,7 @@ def smo_loop(
         if done:
             break
         if intercept:
-            Rj = cached_row(sample[j], cache)  # i's row is the most recent: it stays
+            Rj = cached_row(_sample(j, units), cache)  # i's row is the most recent: it stays
             Kj = _unit_row(j, Rj, units, rows_j, act, n_act)
             old_i, old_j = alpha[i], alpha[j]
             i_next, gmax = _pair_step(i, j, Ki, Kj, y, U, alpha, G, diag, act, n_act)
@@ -575,7 +593,7 @@ def smo_loop(
                 _bound_change(j, old_j, Rj, y, U, alpha, G_bar, units)
             i, selected = i_next, True
         else:
-            Ri = cached_row(sample[i], cache)
+            Ri = cached_row(_sample(i, units), cache)
             Ki = _unit_row(i, Ri, units, rows_i, act, n_act)
             old = alpha[i]
             _single_step(i, step, Ki, y, U, alpha, G, act, n_act)

@@ -89,6 +89,12 @@ MAX_RESTARTS = 12
 #: 188000 to ``1e-12`` in one stage, or 38000 to ``1e-5``, where the equations on the free set
 #: give the optimum; rbf, whose steps are cheap, takes as many steps either way).
 MIN_SHRINK = 1e-2
+#: Where the KKT equations would not pay within this many times the steps taken so far
+#: (:func:`_polish_pays`), a restart's tolerance is only bounded by :data:`FAR_SHRINK` times
+#: the violation: one stage to the gap, as the rbf kernel takes as many steps either way and
+#: each stage costs two rebuilds of the shrunk gradient.
+POLISH_AHEAD = 4
+FAR_SHRINK = 1e-9
 #: SMO's gap (relative) below which the KKT equations on its free set are tried, and the
 #: factor by which the gap must fall before they are tried again.
 POLISH_GAP = 1e-3
@@ -353,11 +359,13 @@ class SMOUnits:
         n = f.n_samples
         return cls(f.y, f.margin, f.upper, np.arange(n), np.zeros(n), 0.0, f.fit_intercept, False)
 
-    def loop_units(self) -> tuple:
+    def loop_units(self) -> tuple | None:
         """The ``units`` argument of :func:`~qpsvm.solvers._online_kernels.smo_loop`, with its
-        two row buffers (empty when the rows are read in place)."""
-        width = self.y.size if self.mapped else 0
-        return self.sample, self.shift, float(self.B2), self.mapped, np.zeros((2, width))
+        two row buffers; None when the rows are read in place (the loop's specialisation
+        without the units' gathers and branches)."""
+        if not self.mapped:
+            return None
+        return self.sample, self.shift, float(self.B2), np.zeros((2, self.y.size))
 
     def diagonal(self, kernel_diag: np.ndarray) -> np.ndarray:
         """``Q_kk = K_{s_k s_k} + B^2 + D_k`` from the kernel's diagonal."""
@@ -380,7 +388,7 @@ class _SMOState:
     alpha: np.ndarray
     G: np.ndarray
     G_bar: np.ndarray
-    loop_units: tuple
+    loop_units: tuple | None
 
     @classmethod
     def start(
@@ -491,9 +499,8 @@ def _tighten(
     gradient recomputed from the data; returns the steps taken, the last violation and whether
     the gap was reached.
 
-    The next tolerance assumes the gap shrinks in proportion to the violation (it does near the
-    optimum), with half a decade to spare, never below :data:`MIN_SHRINK` times the violation
-    reached nor below the gradient's round-off (:data:`GRADIENT_ULPS`). Once the gap is below
+    The next tolerance is :func:`_restart_tol`'s, never below the gradient's round-off
+    (:data:`GRADIENT_ULPS`). Once the gap is below
     :data:`POLISH_GAP` (and again each :data:`POLISH_STEP` further), the KKT equations on the
     free set are tried instead (:func:`_polish`) where they cost less than SMO's steps
     (:func:`_polish_pays`; ``n_steps`` SMO steps were taken before)."""
@@ -513,7 +520,7 @@ def _tighten(
             polished = estimate
             if _polish(f, alpha, G, target, state.diag):
                 return steps, violation, True
-        tol = max(violation * max(MIN_SHRINK, 0.3 * target / max(estimate, target)), floor)
+        tol = max(_restart_tol(alpha, f.upper, n_steps + steps, violation, estimate, target), floor)
         if reached or tol >= violation:
             if fresh:
                 return steps, violation, reached
@@ -526,6 +533,25 @@ def _tighten(
         if violation >= tol:
             break
     return steps, violation, False
+
+
+def _restart_tol(
+    alpha: np.ndarray,
+    upper: np.ndarray,
+    steps: int,
+    violation: float,
+    estimate: float,
+    target: float,
+) -> float:
+    """The tolerance of SMO's next (warm) stage, from the ``violation`` reached and the gap's
+    ``estimate`` against its ``target``: it assumes the gap shrinks in proportion to the
+    violation (it does near the optimum), with half a decade to spare, never below
+    :data:`MIN_SHRINK` times the violation where the KKT equations on the free set would pay
+    within :data:`POLISH_AHEAD` times the ``steps`` taken (:func:`_polish_pays`: each stage
+    ends where they can be tried), else never below :data:`FAR_SHRINK` times it."""
+    near = _polish_pays(alpha, upper, POLISH_AHEAD * steps)
+    shrink = MIN_SHRINK if near else FAR_SHRINK
+    return violation * max(shrink, 0.3 * target / max(estimate, target))
 
 
 def _polish(
