@@ -97,6 +97,7 @@ def support_solution(
     M: np.ndarray,
     E: np.ndarray,
     bound_sum: tuple[np.ndarray, np.ndarray] | None = None,
+    target: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float, np.ndarray | None]:
     r"""Solve the KKT equations given the support sets, in least squares.
 
@@ -120,9 +121,11 @@ def support_solution(
     ``w`` cancel by many digits (``|x| ~ 1e4``, ``|w| ~ 1e-4``) and a single solve leaves
     margins wrong in the 8th digit; refined, they are exact to round-off. ``bound_sum``, the
     unevaluated sum ``hi + lo`` of ``sum_{j in E} s_j y_j x_j`` in that precision (e.g.
-    updated from a neighbouring ``E``), saves the product over all of ``E``.
+    updated from a neighbouring ``E``), saves the product over all of ``E``. ``target``, when
+    given, replaces the margins ``m_M`` the samples of ``M`` are put on.
     """
     yM = f.y[M]
+    mM = f.margin[M] if target is None else target
     k = M.size
     fixed = np.zeros(f.n_samples)
     fixed[E] = f.upper[E]
@@ -163,7 +166,7 @@ def support_solution(
 
     def residual(x: np.ndarray) -> np.ndarray:
         b = x[k] / c if f.fit_intercept else 0.0
-        r = c * (f.margin[M] - yM * (margin_scores(x[:k]) + b))
+        r = c * (mM - yM * (margin_scores(x[:k]) + b))
         return np.append(r, balance - fsum_dot(yM, x[:k])) if f.fit_intercept else r
 
     best = np.zeros(A.shape[0])
