@@ -59,12 +59,19 @@ def test_matrices_state_the_primal(intercept, sparse):
         assert M.nnz == np.count_nonzero(dense)
 
 
-def test_known_optimum_without_cvxpy():
+@pytest.mark.parametrize(
+    ("weights", "solver"), [(None, "box_dual"), ([1.0, 1.0, 1.0, 2.0], "CLARABEL")]
+)
+def test_known_optimum_without_cvxpy(weights, solver):
     # 0, 1 negative and 3, 4 positive: w* = 1, b* = -2, P* = 1/2, alpha* = (0, 1/2, 1/2, 0)
-    f = qpsvm.SoftMarginPrimal([[0.0], [1.0], [3.0], [4.0]], [0, 0, 1, 1], C=10.0)
+    # (the last weight, of a point beyond the margin, leaves it unchanged): equal weights are
+    # solved by the box QPs' search on b, unequal ones by Clarabel
+    f = qpsvm.SoftMarginPrimal(
+        [[0.0], [1.0], [3.0], [4.0]], [0, 0, 1, 1], C=10.0, sample_weight=weights
+    )
     sol = f.solve()
     assert f._model is None  # the CVXPY model was never built
-    assert sol.solver == "CLARABEL" and sol.certificate.passed
+    assert sol.solver == solver and sol.certificate.passed
     assert sol.w[0] == pytest.approx(1.0, abs=1e-12) and sol.b == pytest.approx(-2.0, abs=1e-12)
     np.testing.assert_allclose(sol.alpha, [0.0, 0.5, 0.5, 0.0], atol=1e-12)
 
@@ -90,7 +97,9 @@ def test_encloses_the_exact_optimum(seed, intercept, sparse):
 def test_failure_is_left_to_the_cvxpy_path(monkeypatch, cancer):
     X, y = cancer
     f = qpsvm.SoftMarginPrimal(X, y, C=1.0)
-    # Clarabel stopped before it solved: no answer from the direct path ...
+    # Clarabel stopped before it solved (the box QPs left out): no answer from the direct
+    # path ...
+    monkeypatch.setattr(direct, "_box_dual", lambda f, tol: None)
     monkeypatch.setitem(SETTINGS, "CLARABEL", {**SETTINGS["CLARABEL"], "max_iter": 2})
     assert direct.solve_primal_direct(f, 1e-9) is None
     monkeypatch.undo()
@@ -141,20 +150,21 @@ def test_interior_point_answer_where_no_refinement_passes(monkeypatch):
     assert sol.certificate.lower <= exact <= sol.certificate.upper
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     C=st.sampled_from([1e-3, 0.1, 1.0, 10.0, 1e3]),
     shape=st.sampled_from([(24, 3), (40, 5), (60, 2)]),
     shift=st.sampled_from([0.0, 0.5, 50.0]),
+    intercept=st.booleans(),
 )
-def test_box_dual_encloses_the_exact_optimum(seed, C, shape, shift):
-    # without intercept, with unit margins and equal weights, the dual has no coupling and is
-    # solved without Clarabel: its certified enclosure holds the rational optimum and w* lies
-    # within the distance bound
+def test_box_dual_encloses_the_exact_optimum(seed, C, shape, shift, intercept):
+    # with unit margins and equal weights the dual is solved by box QPs without Clarabel (with
+    # a free intercept, a search on b): the certified enclosure holds the rational optimum and
+    # w* lies within the distance bound
     X, y = random_problem(seed, n=shape[0], d=shape[1])
     f = qpsvm.SoftMarginPrimal(
-        X + shift, y, C=C, fit_intercept=False, sample_weight=np.full(shape[0], 0.5)
+        X + shift, y, C=C, fit_intercept=intercept, sample_weight=np.full(shape[0], 0.5)
     )
     sol = f.solve()
     assert sol.certificate.passed
@@ -164,14 +174,17 @@ def test_box_dual_encloses_the_exact_optimum(seed, C, shape, shift):
     assert squared <= Fraction(sol.certificate.distance_bound) ** 2
 
 
-def test_box_dual_serves_only_the_uncoupled_dual():
-    # the same data with an intercept, margins other than 1, unequal weights or too few
-    # samples per feature go to Clarabel; as they are, to the box dual
+def test_box_dual_serves_only_unit_margins_and_equal_weights():
+    # the same data with margins other than 1, unequal weights or too few samples per feature
+    # go to Clarabel; as they are, with and without intercept, to the box QPs (standardised
+    # and shifted, small and large C: one box QP, or the search on b)
     X, y = random_problem(7, n=40, d=5)
-    assert qpsvm.SoftMarginPrimal(X, y, fit_intercept=False).solve().solver == "box_dual"
+    for shift, C in ((0.0, 1.0), (5.0, 0.01), (5.0, 100.0), (0.0, 1e3)):
+        for intercept in (False, True):
+            f = qpsvm.SoftMarginPrimal(X + shift, y, C=C, fit_intercept=intercept)
+            assert f.solve().solver == "box_dual"
     for kwargs in (
-        {"fit_intercept": True},
-        {"fit_intercept": False, "margin": np.full(40, 2.0)},
+        {"margin": np.full(40, 2.0)},
         {"fit_intercept": False, "sample_weight": np.r_[np.ones(39), 2.0]},
     ):
         assert qpsvm.SoftMarginPrimal(X, y, **kwargs).solve().solver == "CLARABEL"
@@ -179,11 +192,25 @@ def test_box_dual_serves_only_the_uncoupled_dual():
     assert qpsvm.SoftMarginPrimal(Xw, yw, fit_intercept=False).solve().solver == "CLARABEL"
 
 
-def test_box_dual_point_that_fails_goes_to_clarabel(monkeypatch):
-    # a point the certificate rejects (w = 0) is never returned: Clarabel solves
+@pytest.mark.parametrize("intercept", [False, True])
+def test_box_dual_point_that_fails_goes_to_clarabel(monkeypatch, intercept):
+    # a point the certificate rejects (w = 0, alpha = 0: the sets of b = 0 refined) is never
+    # returned: Clarabel solves
     X, y = random_problem(11, n=40, d=5)
     monkeypatch.setattr(
-        direct, "_window_qp", lambda Z, v0, cap: (np.zeros(Z.shape[0]), np.zeros(Z.shape[1]))
+        direct,
+        "box_qp",
+        lambda Z, v0, cap, start=None: (np.zeros(Z.shape[0]), np.zeros(Z.shape[1])),
     )
-    sol = qpsvm.SoftMarginPrimal(X, y, fit_intercept=False).solve()
+    sol = qpsvm.SoftMarginPrimal(X + 3.0, y, fit_intercept=intercept).solve()
     assert sol.solver == "CLARABEL" and sol.certificate.passed
+
+
+def test_next_centre_finds_the_root_of_g():
+    # g(b) = 2 - b: one point gives a proximal step from it, two on one side their secant
+    # (exact for a linear g), a bracket regula falsi between its nearest ends
+    g = lambda b: 2.0 - b  # noqa: E731
+    assert direct._next_centre([(0.5, g(0.5))]) == 0.5
+    assert direct._next_centre([(0.0, g(0.0)), (1.0, g(1.0))]) == pytest.approx(2.0)
+    points = [(0.0, g(0.0)), (1.0, g(1.0)), (5.0, g(5.0)), (6.0, g(6.0))]
+    assert direct._next_centre(points) == pytest.approx(2.0)

@@ -56,7 +56,8 @@ from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.backends import SETTINGS
 from qpsvm.solvers.finish import best_certified
 from qpsvm.verify.ascent import coordinate_epochs
-from qpsvm.verify.ranking import ASCENT_PAIRS, _window_qp
+from qpsvm.verify.box_qp import ASCENT_PAIRS, box_qp
+from qpsvm.verify.certificate import Certificate
 
 __all__ = ["BOX_DUAL_ASPECT", "solve_dual_direct", "solve_primal_direct"]
 
@@ -65,6 +66,22 @@ __all__ = ["BOX_DUAL_ASPECT", "solve_dual_direct", "solve_primal_direct"]
 #: (measured at 100 x 50 and 200 x 200, C = 1 to 1e4), with more they cost 0.05-0.4 of it
 #: (measured at 200 x 10 to 2000 x 20, C = 0.01 to 1e4; one run at a load of 14 on 2 cores).
 BOX_DUAL_ASPECT = 4
+#: Box QPs of the search on a free intercept at most (:func:`_intercept_search`): measured at
+#: 100 x 5 to 1000 x 50, C = 0.01 to 1000, standardised and shifted data, one to four.
+INTERCEPT_CENTRES = 4
+#: The intercept's feature ``B`` is this many times the rows' root mean square norm where ``C``
+#: times their mean square norm is at most ``INTERCEPT_WIDE_BELOW``, else once: with small
+#: ``C`` the proximal term ``(b - c)^2 / (2 B^2)`` outweighs the loss unless ``B`` is large,
+#: with large ``C`` a large ``B`` makes the box QP ill-conditioned (measured at the sizes
+#: above: ``B`` ten times the norm solved in one box QP up to ``C |x|^2 = 1300``, failed from
+#: ``5000`` on at ``C = 1000``).
+INTERCEPT_WIDE = 10.0
+INTERCEPT_WIDE_BELOW = 2000.0
+#: ... and the search is not tried where ``C`` times the rows' mean square norm exceeds this:
+#: there the box QPs are ill-conditioned and cost more than Clarabel (measured: 1000 x 10 and
+#: 1000 x 50 shifted by 5 at C = 1000, 2.6e5 and 1.3e6: 3.5 and 7 times Clarabel's solve, where
+#: 100 x 5 shifted at C = 1000, 1.3e5, and 1000 x 50 shifted at C = 100 cost 1 and 0.3 times).
+INTERCEPT_MAX = 2e5
 
 
 def _primal_matrices(
@@ -185,39 +202,108 @@ def _certified(f: BinaryProblem, cand: Candidate, result: Any, tol: float, refin
 
 
 def _box_dual(f: BinaryProblem, tol: float) -> Solution | None:
-    r"""The certified optimum of a dense soft-margin primal without intercept, with unit margins
-    and equal slack weights ``s``, from its dual without coupling,
+    r"""The certified optimum of a dense soft-margin primal with unit margins and equal slack
+    weights ``s`` from box QPs (:func:`~qpsvm.verify.box_qp.box_qp`: the exact sets of a dual
+    coordinate ascent, else those of a smoothed hinge's Newton steps in the ``d`` features),
+    with no interior-point solve. Without intercept the dual has no coupling and is one box QP,
 
     .. math::
 
         \max_{0 \le \alpha \le C s} \sum_i \alpha_i - \tfrac12 \Big\|\sum_i \alpha_i
-        y_i x_i\Big\|^2,
+        y_i x_i\Big\|^2;
 
-    the box QP of a ranking window on the rows ``y_i x_i`` (:mod:`qpsvm.verify.ranking`: the
-    exact sets of a dual coordinate ascent, else those of a smoothed hinge's Newton steps in
-    the ``d`` features), with no interior-point solve. ``None`` where the problem is not of
-    that form or has fewer than :data:`BOX_DUAL_ASPECT` samples per feature (where the
-    smoothed steps cost more than Clarabel), where the ascent's kernel is not compiled yet (a
-    cold call; it is compiled once the ranking windows' budget of rows is spent), or where
-    the point does not pass at ``tol``."""
+    with a free intercept, the balance :math:`\sum_i y_i \alpha_i = 0` is met by a search on
+    ``b`` (:func:`_intercept_search`). ``None`` where the problem is not of that form or has
+    fewer than :data:`BOX_DUAL_ASPECT` samples per feature (where the smoothed steps cost more
+    than Clarabel), where the ascent's kernel is not compiled yet (a cold call; it is compiled
+    once the ranking windows' budget of rows is spent), or where no point passes at ``tol``."""
     n, d = f.n_samples, f.n_features
     cap = float(f.upper[0]) if n else 0.0
     plain = np.all(f.margin == 1.0) and np.all(f.upper == cap) and 0.0 < cap < math.inf
-    if f.fit_intercept or sp.issparse(f.X) or not plain or n < BOX_DUAL_ASPECT * d:
+    if sp.issparse(f.X) or not plain or n < BOX_DUAL_ASPECT * d:
         return None
     if uncompiled(coordinate_epochs, n, ASCENT_PAIRS):
         return None
     start = time.perf_counter()
     Z = np.ascontiguousarray(f.y[:, None] * np.asarray(f.X, dtype=np.float64))
     with one_blas_thread():
-        alpha, w = _window_qp(Z, np.zeros(d), cap)
-    cand = Candidate(w=w, b=0.0, alpha=alpha)
-    cert = load(f.certifier)(f, cand, tol=tol)
-    if not cert.passed:
+        if f.fit_intercept:
+            found = _intercept_search(f, Z, cap, tol)
+        else:
+            alpha, w = box_qp(Z, np.zeros(d), cap)
+            cand = Candidate(w=w, b=0.0, alpha=alpha)
+            found = cand, load(f.certifier)(f, cand, tol=tol)
+    if found is None or not found[1].passed:
         return None
     return f.solution_from(
-        cand, cert, solver="box_dual", status="optimal", solve_time=time.perf_counter() - start
+        *found, solver="box_dual", status="optimal", solve_time=time.perf_counter() - start
     )
+
+
+def _intercept_search(
+    f: BinaryProblem, Z: np.ndarray, cap: float, tol: float
+) -> tuple[Candidate, Certificate] | None:
+    r"""The soft-margin primal with a free intercept from box QPs with the intercept a
+    regularised feature around a centre ``c``: over ``\tilde w = (w, t)``, ``b = c + B t``,
+
+    .. math::
+
+        \min_{w, b}\ \tfrac12 \|w\|^2 + \frac{(b - c)^2}{2 B^2} + C s \sum_i \max(0, 1 - y_i
+        (w \cdot x_i + b)),
+
+    the box QP on the rows ``(y_i x_i, y_i B)`` with ``v_0 = (0, c / B)`` (its primal's
+    ``-v_0 \cdot \tilde w`` completes the square). Its optimum ``b`` is a proximal step on the
+    optimal value ``V(b)`` of the problem with ``b`` fixed (Rockafellar 1976), and its
+    multipliers are that problem's: ``g(b) = \sum_i y_i \alpha_i = (b - c) / B^2``, with
+    ``V'(b) = -g(b)``, ``g`` nonincreasing. Each optimum's sets are refined by the balanced KKT
+    equations (:func:`~qpsvm.solvers.finish.best_certified`) and certified; while none passes,
+    the next centre is the root of ``g`` estimated from the points found (regula falsi inside a
+    bracket, else a secant, first a plain proximal step), at most :data:`INTERCEPT_CENTRES`
+    box QPs. ``B`` is the rows' root mean square norm, times :data:`INTERCEPT_WIDE` where
+    ``C s`` times their mean square norm is at most :data:`INTERCEPT_WIDE_BELOW`; above
+    :data:`INTERCEPT_MAX` the search is not tried. Returns the best point and its certificate
+    (``None`` if there was none)."""
+    d = Z.shape[1]
+    scale = math.sqrt(float(np.mean(np.einsum("ij,ij->i", Z, Z))))
+    if not scale > 0.0:
+        return None
+    if cap * scale**2 > INTERCEPT_MAX:
+        return None
+    B = scale * (INTERCEPT_WIDE if cap * scale**2 <= INTERCEPT_WIDE_BELOW else 1.0)
+    rows = np.ascontiguousarray(np.column_stack([Z, B * f.y]))
+    centre, start, points = 0.0, None, []
+    best = None
+    for _ in range(INTERCEPT_CENTRES):
+        v0 = np.zeros(d + 1)
+        v0[d] = centre / B
+        alpha, w = box_qp(rows, v0, cap, start)
+        b = B * w[d]
+        cand, cert = best_certified(f, Candidate(w=w[:d].copy(), b=b, alpha=alpha), tol, True)
+        if best is None or cert.relative_gap < best[1].relative_gap:
+            best = cand, cert
+        if cert.passed:
+            break
+        points.append((b, (b - centre) / B**2))
+        centre, start = _next_centre(points), w
+    return best
+
+
+def _next_centre(points: list[tuple[float, float]]) -> float:
+    """The next estimate of the root of the nonincreasing ``g`` from its values ``(b, g(b))``:
+    regula falsi between the nearest points on either side, else the secant of the last two,
+    else (one point) ``b`` itself (a proximal step from there)."""
+    above = [p for p in points if p[1] > 0.0]
+    below = [p for p in points if p[1] < 0.0]
+    b, g = points[-1]
+    if g == 0.0:
+        return b
+    if above and below:
+        (b0, g0), (b1, g1) = max(above), min(below)
+        return b0 + g0 / (g0 - g1) * (b1 - b0)
+    if len(points) >= 2 and points[-2][1] != g:
+        b0, g0 = points[-2]
+        return b - g * (b - b0) / (g - g0)
+    return b
 
 
 def solve_primal_direct(f: BinaryProblem, tol: float, refine: bool = True) -> Solution | None:
