@@ -216,7 +216,8 @@ def _box_dual(f: BinaryProblem, tol: float) -> Solution | None:
     ``b`` (:func:`_intercept_search`). ``None`` where the problem is not of that form or has
     fewer than :data:`BOX_DUAL_ASPECT` samples per feature (where the smoothed steps cost more
     than Clarabel), where the ascent's kernel is not compiled yet (a cold call; it is compiled
-    once the ranking windows' budget of rows is spent), or where no point passes at ``tol``."""
+    once the ranking windows' budget of rows is spent), or where no point passes at ``tol``.
+    The solution's ``n_iter`` is the number of box QPs solved."""
     n, d = f.n_samples, f.n_features
     cap = float(f.upper[0]) if n else 0.0
     plain = np.all(f.margin == 1.0) and np.all(f.upper == cap) and 0.0 < cap < math.inf
@@ -232,17 +233,23 @@ def _box_dual(f: BinaryProblem, tol: float) -> Solution | None:
         else:
             alpha, w = box_qp(Z, np.zeros(d), cap)
             cand = Candidate(w=w, b=0.0, alpha=alpha)
-            found = cand, load(f.certifier)(f, cand, tol=tol)
+            found = cand, load(f.certifier)(f, cand, tol=tol), 1
     if found is None or not found[1].passed:
         return None
+    cand, cert, solves = found
     return f.solution_from(
-        *found, solver="box_dual", status="optimal", solve_time=time.perf_counter() - start
+        cand,
+        cert,
+        solver="box_dual",
+        status="optimal",
+        n_iter=solves,
+        solve_time=time.perf_counter() - start,
     )
 
 
 def _intercept_search(
     f: BinaryProblem, Z: np.ndarray, cap: float, tol: float
-) -> tuple[Candidate, Certificate] | None:
+) -> tuple[Candidate, Certificate, int] | None:
     r"""The soft-margin primal with a free intercept from box QPs with the intercept a
     regularised feature around a centre ``c``: over ``\tilde w = (w, t)``, ``b = c + B t``,
 
@@ -262,7 +269,7 @@ def _intercept_search(
     box QPs. ``B`` is the rows' root mean square norm, times :data:`INTERCEPT_WIDE` where
     ``C s`` times their mean square norm is at most :data:`INTERCEPT_WIDE_BELOW`; above
     :data:`INTERCEPT_MAX` the search is not tried. Returns the best point and its certificate
-    (``None`` if there was none)."""
+    (``None`` if there was none) and the box QPs solved to find it."""
     d = Z.shape[1]
     scale = math.sqrt(float(np.mean(np.einsum("ij,ij->i", Z, Z))))
     if not scale > 0.0:
@@ -273,14 +280,14 @@ def _intercept_search(
     rows = np.ascontiguousarray(np.column_stack([Z, B * f.y]))
     centre, start, points = 0.0, None, []
     best = None
-    for _ in range(INTERCEPT_CENTRES):
+    for solves in range(1, INTERCEPT_CENTRES + 1):
         v0 = np.zeros(d + 1)
         v0[d] = centre / B
         alpha, w = box_qp(rows, v0, cap, start)
         b = B * w[d]
         cand, cert = best_certified(f, Candidate(w=w[:d].copy(), b=b, alpha=alpha), tol, True)
         if best is None or cert.relative_gap < best[1].relative_gap:
-            best = cand, cert
+            best = cand, cert, solves
         if cert.passed:
             break
         points.append((b, (b - centre) / B**2))
