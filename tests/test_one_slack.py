@@ -19,7 +19,7 @@ from qpsvm.formulations.ranking import _group_codes, make_pairs
 from qpsvm.solution import Candidate
 from qpsvm.solvers import one_slack
 from qpsvm.solvers.one_slack import _CuttingPlane, _Planes
-from qpsvm.verify import ranking
+from qpsvm.verify import box_qp as box_qp_module
 from qpsvm.verify.ranking import certify_grouped, hinge_upper, window_dual
 from qpsvm.verify.ranking_sweep import (
     layout,
@@ -124,7 +124,7 @@ def planes_only(planes: bool):
 def window_ascent(ascent: bool):
     """The windows' QP by the coordinate ascent's sets first, or (as before its kernel is
     compiled) by the smoothed Newton steps alone."""
-    return patch.object(ranking, "uncompiled", lambda *args: not ascent)
+    return patch.object(box_qp_module, "uncompiled", lambda *args: not ascent)
 
 
 @settings(deadline=None, max_examples=40)
