@@ -13,7 +13,7 @@ a specialised solver. :func:`fused_certificate` runs the same steps in one compi
 3. for each window ``tau`` in turn, the sides of the pairs
    (:func:`~qpsvm.verify.ranking.window_sets`) and the window's multipliers from the start's
    own sets, else from a dual coordinate ascent's (the first two steps of
-   :func:`~qpsvm.verify.ranking._window_qp`), then the rigorous lower bound on the dual value
+   :func:`~qpsvm.verify.box_qp.box_qp`), then the rigorous lower bound on the dual value
    of that point (:func:`~qpsvm.verify.ranking.grouped_dual_lower`, ``dot2=False``), until
    the gap is closed as :func:`~qpsvm.verify.ranking.certify_grouped` closes it.
 
@@ -172,7 +172,7 @@ def _margin_gaps(Z, w):  # pragma: no cover - compiled
 
 @numba.njit(**CALLEE)
 def _on_sides(Z, w, quad, linear, slack):  # pragma: no cover - compiled
-    """:func:`qpsvm.verify.ranking._on_sides`."""
+    """:func:`qpsvm.verify.box_qp._on_sides`."""
     g = _margin_gaps(Z, w)
     worst = 0.0
     for p in range(g.shape[0]):
@@ -238,7 +238,7 @@ def _gram_multipliers(ZQ, r):  # pragma: no cover - compiled
 
 @numba.njit(**CALLEE)
 def _sets_multipliers(Z, v0, cap, quad, linear, per_feature, slack):  # pragma: no cover
-    """:func:`qpsvm.verify.ranking._sets_limit`: the window's multipliers if ``quad`` are the
+    """:func:`qpsvm.verify.box_qp._sets_limit`: the window's multipliers if ``quad`` are the
     pairs on the margin and ``linear`` those at ``cap``, their ``w``, and whether they are in
     the box and put every margin on its side within ``slack``."""
     k, d = Z.shape
@@ -281,7 +281,7 @@ def _sets_multipliers(Z, v0, cap, quad, linear, per_feature, slack):  # pragma: 
 
 @numba.njit(**CALLEE)
 def _window_qp(Z, v0, cap, w, per_feature, slack, ascent):  # pragma: no cover - compiled
-    """The first two steps of :func:`qpsvm.verify.ranking._window_qp`: the start's own sets
+    """The first two steps of :func:`qpsvm.verify.box_qp.box_qp`: the start's own sets
     (the pairs within ``slack`` of the margin at ``w`` on it, those short of it at ``cap``),
     then those of a dual coordinate ascent from ``alpha = 0`` (:func:`qpsvm.verify.ranking.
     _ascent_sets`; ``ascent`` holds its rounds' epochs, tolerance, try threshold, epoch limits,
@@ -564,10 +564,10 @@ class FusedResult:
 class FusedSettings:
     """The constants of :mod:`qpsvm.verify.ranking` that the compiled pass follows: the
     largest window (:data:`~qpsvm.verify.ranking.MAX_WINDOW`), the most margin pairs per
-    feature (:data:`~qpsvm.verify.ranking.LIMIT_PAIRS`), the margin slack
-    (:data:`~qpsvm.verify.ranking.LIMIT_SLACK`) and the coordinate ascent's rounds, tolerance,
+    feature (:data:`~qpsvm.verify.box_qp.LIMIT_PAIRS`), the margin slack
+    (:data:`~qpsvm.verify.box_qp.LIMIT_SLACK`) and the coordinate ascent's rounds, tolerance,
     try threshold, epoch limits, spread by the first limit
-    (:data:`~qpsvm.verify.ranking.ASCENT_ROUND` ... :data:`~qpsvm.verify.ranking.ASCENT_ON`)
+    (:data:`~qpsvm.verify.box_qp.ASCENT_ROUND` ... :data:`~qpsvm.verify.box_qp.ASCENT_ON`)
     and shrinking period."""
 
     limit: int
