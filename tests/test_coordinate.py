@@ -366,8 +366,8 @@ def test_free_set_step_solves_the_kkt_equations_of_the_optimal_sets(
 def test_coupled_free_set_step_finds_the_intercept(seed, d, iterative, monkeypatch):
     # from the interior-point optimum perturbed on its free set (unbalanced by it): the step
     # balances the multipliers, meets the free set's margins with the intercept it returns,
-    # and the certificate proves the pair; with n < d also by the two solves of conjugate
-    # gradients (H^-1 g, H^-1 sigma) or the bordered dense factor, forced
+    # and the certificate proves the pair; with n < d also by projected conjugate gradients
+    # (the balance kept by every direction) or the bordered dense factor, forced
     X, y = sparse_problem(seed, n=150, d=d, k=4)
     f = qpsvm.SoftMarginPrimal(X, y, C=1.0)
     start = f.solve(method="qp")
@@ -388,6 +388,37 @@ def test_coupled_free_set_step_finds_the_intercept(seed, d, iterative, monkeypat
     cert = f.certify(alpha=step, b=b)
     assert cert.passed and cert.relative_gap <= 1e-12
     assert b == pytest.approx(start.b, abs=1e-6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    dropped=st.floats(0.0, 0.5),
+    e=st.floats(-1.0, 1.0),
+    bias=st.sampled_from([0.0, 1.0]),
+)
+def test_projected_conjugate_gradients_solve_the_bordered_equations(seed, dropped, e, bias):
+    # H_KK x_K + beta sigma_K = g_K, sigma_K . x_K = e, x zero off K: the projected conjugate
+    # gradients and the dense factor's bordered solve are two solutions of the same equations
+    # (unique: H_KK is positive definite with its proximal shift), and x meets the balance
+    X, y = sparse_problem(seed, n=40, d=300, k=4)
+    n = X.shape[0]
+    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n), bias)
+    F = np.arange(n)
+    rng = np.random.default_rng(seed)
+    keep = rng.random(n) >= dropped
+    g = rng.standard_normal(n)
+    dense = ascent._FreeSystem.factored(data, F, coupled=True)
+    iterative = ascent._IterativeSystem(data, F, X, coupled=True, floor=0.0)
+    x_dense, beta_dense = dense.solve(g, keep, e)
+    x, beta = iterative.solve(g, keep, e)
+    assert np.all(x[~keep] == 0.0)
+    if not keep.any():
+        return
+    assert float(y[keep] @ x[keep]) == pytest.approx(e, abs=1e-12)
+    scale = max(1.0, float(np.max(np.abs(x_dense))))
+    assert np.max(np.abs(x - x_dense)) <= 1e-8 * scale
+    assert beta == pytest.approx(beta_dense, abs=1e-8 * max(1.0, abs(beta_dense)))
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])

@@ -46,7 +46,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from qpsvm._jit import ENTRY
+from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._numerics import fsum, fsum_dot, tdot
 from qpsvm._rows import _example_axpy, _example_dot, linear_data
 
@@ -63,8 +63,12 @@ UNSHRINK_EVERY = 10
 #: is slow (the hinge with ``n > d``: 440 epochs to the tolerance 1e-3 at 20000 x 200, 10
 #: nonzeros a row) a full pass every 10 epochs was most of its time (0.10 s against 0.03 s at
 #: 100 epochs, measured on benchmarks/regimes/sparse.py); a coordinate shrunk wrongly meanwhile
-#: is the free-set finish's to free (:func:`free_set_step`).
-SOLVER_UNSHRINK_EVERY = 100
+#: is the free-set finish's to free (:func:`free_set_step`). Every 1000 epochs rather than 100:
+#: each return to the full set costs two or three epochs without shrinking (1.4 ms each at
+#: 20000 x 200, against 0.03 ms shrunk); with a free intercept at 20000 x 200, 94-98 ms against
+#: 83-88 ms, without one 62-64 ms against 58-61 ms, the other sparse points of the quick grid
+#: unchanged (CPU time, best of 7, two alternating runs, load 7-10 on 2 cores).
+SOLVER_UNSHRINK_EVERY = 1000
 #: Most values of the free intercept the outer search tries.
 MAX_SHIFTS = 100
 #: Largest first step of the outer search on ``b`` (relative to ``max(1, max p_i)``), before
@@ -97,9 +101,10 @@ FREE_SET_ROUNDS = 4
 #: the n > d points of benchmarks/regimes/sparse.py).
 FREE_SET_STEPS = 200
 #: Most free coordinates the finish forms its dense ``|F| x |F|`` Hessian for (72 MB at 3000):
-#: past it only the iterative system serves (sparse rows), else the ascent goes on alone.
+#: past it only the iterative system serves (sparse rows fewer than the columns they touch),
+#: else the ascent goes on alone.
 DENSE_FREE_MAX = 3000
-#: Without a free intercept the finish solves its equations by conjugate gradients
+#: The finish solves its equations by conjugate gradients
 #: (:class:`_IterativeSystem`) instead of a dense factor when the factor's ``|F|^3 / 3`` flops
 #: exceed this many times ``nnz(Z_F) + |F|`` (a product with ``H`` costs four times that, a
 #: solve 150-250 products), the rows being sparse and fewer than the columns they touch (a
@@ -107,12 +112,14 @@ DENSE_FREE_MAX = 3000
 #: proximal shift makes the null-space steps long). Measured (CPU time, loaded machine) at
 #: 5000 x 2000, 10 nonzeros a row, the hinge without intercept: 814 free, ratio 2e4, the
 #: finish 7.4 ms against 24 ms dense, the solve 18 ms against 30 ms. With a free intercept
-#: each ratio step costs two solves (the one along ``sigma_K`` kept while ``K`` holds): at the
-#: same size 4 of 5 steps hit a bound, 68 ms against 48 ms dense; conjugate gradients serve
-#: it only past :data:`DENSE_FREE_MAX`.
+#: projected conjugate gradients keep the balance, one solve a ratio step (two solves, ``H^-1
+#: g`` and ``H^-1 sigma_K`` per ``K``, measured 68 ms against 48 ms dense, as 4 of 5 steps hit
+#: a bound): at the same size with a free intercept, 805 free, the finish 21 ms against 26 ms
+#: dense, the solve 36-38 ms against 41-42 ms (CPU time, best of 9, two alternating runs).
 ITERATIVE_FROM = 5000.0
-#: Conjugate-gradient iterations of one solve at most, and the residual (relative to the
-#: right-hand side's) they stop at: the steps of the finish refine what a solve leaves.
+#: Conjugate-gradient iterations of one solve at most, and the residual (relative to the first,
+#: projected with a free intercept) they stop at: the steps of the finish refine what a solve
+#: leaves.
 CG_ITERATIONS = 1000
 CG_RTOL = 1e-12
 #: The finish's Hessian is shifted by this times its largest diagonal entry before it is
@@ -374,61 +381,105 @@ class _FreeSystem:
 
 @numba.njit(**ENTRY)
 def _free_cg(
-    data, indices, indptr, sigma, bias2, diag, keep, rhs, n_columns, max_iter, rtol, atol
+    data, indices, indptr, sigma, bias2, diag, keep, rhs, coupled, e, width, max_iter, rtol, atol
 ):  # pragma: no cover - compiled
-    """Conjugate gradients from 0 on ``H_KK x_K = rhs_K`` (``x`` zero off ``keep``), ``H = Z
-    Z^T + bias2 sigma sigma^T + diag(diag)`` with ``Z`` the CSR rows ``(data, indices,
-    indptr)`` over ``n_columns`` columns, until the residual's norm is at most ``rtol`` times
-    the right-hand side's or ``atol``, a direction has no curvature, or ``max_iter``
-    products."""
+    """Conjugate gradients on ``H_KK x_K = rhs_K`` (``x`` zero off ``keep``), ``H = Z Z^T +
+    bias2 sigma sigma^T + diag(diag)`` with ``Z`` the CSR rows ``(data, indices, indptr)`` over
+    ``width`` columns, from 0; with ``coupled``, projected conjugate gradients on ``H_KK
+    x_K + beta sigma_K = rhs_K``, ``sigma_K . x_K = e``: from ``x = e sigma_K / ||sigma_K||^2``
+    every direction and residual projected onto ``sigma_K``'s orthogonal complement (Gould,
+    Hribar and Nocedal, SIAM J. Sci. Comput. 23, 2001). Runs until the (projected) residual's
+    norm is at most ``rtol`` times its first or ``atol``, a direction has no curvature, or
+    ``max_iter`` products. Returns ``x`` and ``beta = sigma_K . (rhs - H x) / ||sigma_K||^2``
+    (0 without ``coupled``)."""
     k = sigma.shape[0]
     x = np.zeros(k)
-    r = np.where(keep, rhs, 0.0)
-    direction = r.copy()
     Hd = np.zeros(k)
-    buf = np.zeros(n_columns)
+    buf = np.zeros(width)
+    ss = 0.0
+    for j in range(k):
+        if keep[j]:
+            ss += sigma[j] * sigma[j]
+    rhs_K = np.where(keep, rhs, 0.0)
+    r = rhs_K.copy()
+    if coupled and ss > 0.0:
+        x = np.where(keep, e * sigma / ss, 0.0)
+        _free_product(data, indices, indptr, sigma, bias2, diag, keep, x, buf, Hd)
+        r = _project(r - Hd, sigma, keep, ss)
+    direction = r.copy()
     rr = np.sum(r * r)
     stop = max(rtol * rtol * rr, atol * atol)
     for _ in range(max_iter):
         if rr <= stop:
             break
-        buf[:] = 0.0
-        total = 0.0
-        for j in range(k):
-            c = direction[j]
-            if keep[j] and c != 0.0:
-                for q in range(indptr[j], indptr[j + 1]):
-                    buf[indices[q]] += c * data[q]
-                total += c * sigma[j]
-        curvature = 0.0
-        for j in range(k):
-            if keep[j]:
-                dot = 0.0
-                for q in range(indptr[j], indptr[j + 1]):
-                    dot += data[q] * buf[indices[q]]
-                Hd[j] = dot + bias2 * sigma[j] * total + diag[j] * direction[j]
-                curvature += direction[j] * Hd[j]
-            else:
-                Hd[j] = 0.0
+        curvature = _free_product(
+            data, indices, indptr, sigma, bias2, diag, keep, direction, buf, Hd
+        )
         if not curvature > 0.0:
             break
         step = rr / curvature
         x += step * direction
         r -= step * Hd
+        if coupled:
+            # the residual itself kept in the complement (the residual update of Gould et
+            # al.): projecting only the directions lets its sigma part grow and CG diverge
+            r = _project(r, sigma, keep, ss)
         previous = rr
         rr = np.sum(r * r)
         direction = r + (rr / previous) * direction
-    return x
+    beta = 0.0
+    if coupled and ss > 0.0:
+        _free_product(data, indices, indptr, sigma, bias2, diag, keep, x, buf, Hd)
+        beta = np.sum(np.where(keep, sigma * (rhs_K - Hd), 0.0)) / ss
+    return x, beta
+
+
+@numba.njit(**CALLEE)
+def _free_product(
+    data, indices, indptr, sigma, bias2, diag, keep, direction, buf, Hd
+):  # pragma: no cover - compiled
+    """``Hd = H_KK direction`` (zero off ``keep``, ``buf`` a scratch vector over the columns);
+    returns the curvature ``direction . Hd``."""
+    k = sigma.shape[0]
+    buf[:] = 0.0
+    total = 0.0
+    for j in range(k):
+        c = direction[j]
+        if keep[j] and c != 0.0:
+            for q in range(indptr[j], indptr[j + 1]):
+                buf[indices[q]] += c * data[q]
+            total += c * sigma[j]
+    curvature = 0.0
+    for j in range(k):
+        if keep[j]:
+            dot = 0.0
+            for q in range(indptr[j], indptr[j + 1]):
+                dot += data[q] * buf[indices[q]]
+            Hd[j] = dot + bias2 * sigma[j] * total + diag[j] * direction[j]
+            curvature += direction[j] * Hd[j]
+        else:
+            Hd[j] = 0.0
+    return curvature
+
+
+@numba.njit(**CALLEE)
+def _project(r, sigma, keep, ss):  # pragma: no cover - compiled
+    """``r_K - sigma_K (sigma_K . r_K) / ss`` (``ss = ||sigma_K||^2``), zero off ``keep``."""
+    dot = 0.0
+    for j in range(r.shape[0]):
+        if keep[j]:
+            dot += sigma[j] * r[j]
+    scale = dot / ss if ss > 0.0 else 0.0
+    return np.where(keep, r - scale * sigma, 0.0)
 
 
 class _IterativeSystem:
     r"""The equations of :class:`_FreeSystem` solved by conjugate gradients (Hestenes and
     Stiefel 1952) on the sparse rows of ``F``, never forming ``H``: a product costs ``O(nnz(Z_F)
     + |F|)``, against ``|F|^3 / 3`` flops for the dense factor. The dropped coordinates ``R``
-    are removed from the system (``x_R = 0``); with a free intercept, ``x = H_{KK}^{-1} (g_K -
-    \beta \sigma_K)`` and ``\beta = (\sigma_K \cdot H_{KK}^{-1} g_K - e) / (\sigma_K \cdot
-    H_{KK}^{-1} \sigma_K)`` (two solves, the second kept per ``K``). The Hessian has the same
-    proximal shift."""
+    are removed from the system (``x_R = 0``); with a free intercept, projected conjugate
+    gradients keep ``sigma_K . x_K = e`` and give ``beta`` from the last residual (one solve a
+    step, as without it). The Hessian has the same proximal shift."""
 
     def __init__(
         self, data: CoordinateData, F: np.ndarray, Z: Any, coupled: bool, floor: float
@@ -440,39 +491,25 @@ class _IterativeSystem:
         self.sigma, self.bias2 = sigma, float(data.bias) ** 2
         self.diag = data.d[F] + PROXIMAL * float(np.max(data.qd[F]))
         self.coupled = coupled
-        self.balancing: dict[bytes, np.ndarray] = {}  # H_KK^-1 sigma_K per mask K
         # a gradient within rounding of zero on every coordinate is solved already
         self.atol = floor * np.sqrt(F.size)
 
     @staticmethod
-    def suits(Z: Any, coupled: bool) -> bool:
+    def suits(Z: Any) -> bool:
         """Whether the free rows ``Z`` (CSR) are fewer than the columns they touch and the
-        dense factor costs more than :data:`ITERATIVE_FROM` products, or (with a free
-        intercept) they are more than :data:`DENSE_FREE_MAX`."""
+        dense factor costs more than :data:`ITERATIVE_FROM` products."""
         k = Z.shape[0]
         if k >= np.unique(Z.indices).size:
             return False
-        if coupled:
-            return k > DENSE_FREE_MAX
         return k**3 / 3.0 > ITERATIVE_FROM * (Z.nnz + k)
-
-    def _cg(self, rhs: np.ndarray, keep: np.ndarray) -> np.ndarray:
-        return _free_cg(
-            self.data, self.indices, self.indptr, self.sigma, self.bias2, self.diag, keep,
-            rhs, self.n_columns, CG_ITERATIONS, CG_RTOL, self.atol,
-        )  # fmt: skip
 
     def solve(self, g: np.ndarray, keep: np.ndarray, e: float) -> tuple[np.ndarray, float]:
         """As :meth:`_FreeSystem.solve`."""
-        x = self._cg(g, keep)
-        if not self.coupled or not keep.any():
-            return x, 0.0
-        key = np.packbits(keep).tobytes()
-        if key not in self.balancing:
-            self.balancing[key] = self._cg(self.sigma, keep)
-        y = self.balancing[key]
-        beta = (float(self.sigma @ x) - e) / float(self.sigma @ y)
-        return x - beta * y, beta
+        x, beta = _free_cg(
+            self.data, self.indices, self.indptr, self.sigma, self.bias2, self.diag, keep, g,
+            self.coupled, float(e), self.n_columns, CG_ITERATIONS, CG_RTOL, self.atol,
+        )  # fmt: skip
+        return x, float(beta)
 
 
 def _free_system(
@@ -482,7 +519,7 @@ def _free_system(
     solves stop at residuals of the gradient's rounding ``floor`` per coordinate), else the
     dense factor up to :data:`DENSE_FREE_MAX` coordinates, else ``None``."""
     Z = data.X[F] if sp.issparse(data.X) else None
-    if Z is not None and _IterativeSystem.suits(Z, coupled):
+    if Z is not None and _IterativeSystem.suits(Z):
         return _IterativeSystem(data, F, Z, coupled, floor)
     if F.size > DENSE_FREE_MAX:
         return None
