@@ -33,11 +33,14 @@ settings.load_profile("deterministic")
 def compiled_paths():
     """Every test takes the compiled paths, whether or not this machine's compile cache is
     filled: a kernel problem's default solve does not start as the full QP before the SMO loop
-    is compiled (``tests/test_cold_start.py`` runs that path in a fresh process)."""
-    from qpsvm.solvers import smo
+    is compiled, and a small dense primal is solved by the box QPs, not by Clarabel, before
+    their ascent is compiled (``tests/test_cold_start.py`` runs those paths in a fresh
+    process). Without this, which solver answers would depend on the tests run before."""
+    from qpsvm.solvers import direct, smo
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(smo, "FULL_QP_FIRST_CALLS", 0)
+        patch.setattr(direct, "uncompiled", lambda kernel, rows, budget: False)
         yield
 
 

@@ -195,7 +195,7 @@ X = rng.normal(size=(300, 5)); y = np.where(X[:, 0] + 0.3 * rng.normal(size=300)
 sol = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.2).solve()
 lin = qpsvm.SoftMarginPrimal(X, y, C=1.0).solve()
 print(json.dumps({
-    "method": sol.method, "smo_compiled": bool(smo_loop.signatures),
+    "method": sol.method, "smo_compiled": bool(smo_loop.signatures), "linear_solver": lin.solver,
     "passed": [sol.certificate.passed, lin.certificate.passed],
     "rbf": [sol.certificate.lower, sol.certificate.upper],
     "linear": [lin.certificate.lower, lin.certificate.upper], "w": lin.w.tolist(),
@@ -203,10 +203,11 @@ print(json.dumps({
 """
 
 
-def test_cold_first_call_returns_the_warm_optimum(tmp_path):
+def test_cold_first_call_returns_the_warm_optimum(tmp_path, monkeypatch):
     # a fresh process with an empty compile cache solves the rbf problem as the full QP (the
-    # SMO loop is not compiled) and the linear one with the uncompiled sums; its enclosures
-    # hold the optimum the compiled paths of this process certify
+    # SMO loop is not compiled) and the linear one by Clarabel (the box QPs' ascent is not
+    # compiled) with the uncompiled sums; its enclosures hold the optimum the compiled paths
+    # of this process certify
     env = {**os.environ, "QPSVM_CACHE_DIR": str(tmp_path)}
     out = subprocess.run(
         [sys.executable, "-c", COLD], env=env, check=True, timeout=600, capture_output=True
@@ -220,7 +221,10 @@ def test_cold_first_call_returns_the_warm_optimum(tmp_path):
     assert warm.solver == "smo" and warm.certificate.passed
     lower, upper = cold["rbf"]
     assert lower <= warm.certificate.upper and warm.certificate.lower <= upper
+    # this process takes Clarabel too, so that only the sums differ between the two
+    monkeypatch.setattr(direct, "uncompiled", lambda kernel, rows, budget: True)
     lin = qpsvm.SoftMarginPrimal(X, y, C=1.0).solve()
+    assert cold["linear_solver"] == lin.solver == "CLARABEL"
     lower, upper = cold["linear"]
     assert lower <= lin.certificate.upper and lin.certificate.lower <= upper
     # the same solver in both processes: the uncompiled sums change no bit of the answer
