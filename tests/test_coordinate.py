@@ -434,3 +434,36 @@ def test_iterative_finish_equals_the_rational_oracle(fit_intercept, monkeypatch)
     assert sol.method == "dcd" and sol.certificate.passed
     optimum = _exact_optimum(X, y, fit_intercept=fit_intercept)
     assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), C=st.sampled_from([0.3, 1.0, 3.0]))
+@example(seed=7, C=1.0)
+def test_hinge_with_more_rows_than_features_starts_at_the_finish_tolerance(seed, C):
+    # the hinge's ascent at n > d starts at the tolerance the free-set finish takes over from
+    # (no looser tolerance before it), the squared hinge's and the n < d hinge's at the first
+    # one; the certified optimum encloses the rational oracle's
+    X, y = sparse_problem(seed, n=150, d=25, k=4)
+    data = ascent.CoordinateData(X, y.astype(float), np.ones(150), np.zeros(150), np.ones(150))
+    assert ascent.first_tolerance(data) == ascent.FINISH_FROM < ascent.TOLERANCES[0]
+    squared = ascent.CoordinateData(X, data.sigma, data.p, np.full(150, 0.5), data.hi)
+    assert ascent.first_tolerance(squared) == ascent.TOLERANCES[0]
+    wide = ascent.CoordinateData(
+        X.T.tocsr()[:20], data.sigma[:20], data.p[:20], data.d[:20], data.hi[:20]
+    )
+    assert ascent.first_tolerance(wide) == ascent.TOLERANCES[0]
+    tolerances: list[float] = []
+    original = ascent.coordinate_epochs
+
+    def spy(*args):
+        tolerances.append(args[10])
+        return original(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ascent, "coordinate_epochs", spy)
+        sol = qpsvm.SoftMarginPrimal(X, y, C=C, fit_intercept=False).solve(method="dcd")
+    assert tolerances[0] == ascent.FINISH_FROM
+    assert sol.method == "dcd" and sol.certificate.passed
+    exact = qpsvm.SoftMarginPrimal(X.toarray(), y, C=C, fit_intercept=False).solve(method="exact")
+    optimum = exact.info["exact"].objective
+    assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)

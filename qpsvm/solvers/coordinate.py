@@ -32,7 +32,13 @@ from qpsvm.contract import BinaryProblem, CompositeProblem, check_method, part
 from qpsvm.exceptions import InvalidInputError, RoundingFloorError, UncertifiedSolutionError
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.finish import finish
-from qpsvm.verify.ascent import SOLVER_UNSHRINK_EVERY, CoordinateData, ascend, balanced_ascent
+from qpsvm.verify.ascent import (
+    SOLVER_UNSHRINK_EVERY,
+    CoordinateData,
+    ascend,
+    balanced_ascent,
+    first_tolerance,
+)
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH
 
 __all__ = ["CoordinateProblem", "binary_problem", "composed_problem", "solve_dcd"]
@@ -148,6 +154,7 @@ def solve_dcd(
             target,
             max_epochs=max_epochs,
             seed=seed,
+            start=first_tolerance(data),
             unshrink_every=SOLVER_UNSHRINK_EVERY,
         )
         epochs = step.epochs

@@ -139,6 +139,7 @@ __all__ = [
     "ascend",
     "balanced_ascent",
     "coordinate_epochs",
+    "first_tolerance",
     "free_set_step",
 ]
 
@@ -687,6 +688,18 @@ def ascend(
             u, v, primal, dual = _finish_free_set(data, u, v, primal, dual, shift, tried)
     v = data.expansion(u, exact)
     return Ascent(u, v, data.primal(v, shift), data.dual(u, v, shift), epochs)
+
+
+def first_tolerance(data: CoordinateData) -> float:
+    """The first projected-gradient tolerance of the solver's ascent without coupling:
+    :data:`FINISH_FROM` for the hinge with more rows than features, where the free-set finish
+    ends the ascent after that tolerance, else ``TOLERANCES[0]``. Each tolerance's ascent
+    puts its shrunk coordinates back when it converges on them, so the looser tolerance
+    before costs passes over every row: at 20000 x 200 (10 nonzeros a row) 32 epochs
+    (about 40% of the ascent's time) for 21 fewer at 1e-3, at 5000 x 2000 13 for 11 fewer
+    (benchmarks/regimes/sparse.py)."""
+    slow = not np.any(data.d) and data.X.shape[0] > data.X.shape[1]
+    return FINISH_FROM if slow else TOLERANCES[0]
 
 
 def _finish_free_set(
