@@ -419,6 +419,21 @@ def test_projected_conjugate_gradients_solve_the_bordered_equations(seed, droppe
     scale = max(1.0, float(np.max(np.abs(x_dense))))
     assert np.max(np.abs(x - x_dense)) <= 1e-8 * scale
     assert beta == pytest.approx(beta_dense, abs=1e-8 * max(1.0, abs(beta_dense)))
+    # from any start the same solution; a loose solve from it is below the cold start's
+    # value of 1/2 x.Hx - g.x on the balance (so a step along it raises the dual)
+    start = rng.standard_normal(n)
+    x_warm, beta_warm = iterative.solve(g, keep, e, start)
+    assert np.max(np.abs(x_warm - x_dense)) <= 1e-8 * scale
+    assert beta_warm == pytest.approx(beta_dense, abs=1e-8 * max(1.0, abs(beta_dense)))
+    H = dense.H[np.ix_(keep, keep)]
+
+    def value(z):
+        return 0.5 * z[keep] @ H @ z[keep] - g[keep] @ z[keep]
+
+    cold = np.where(keep, e * y / np.sum(keep), 0.0)
+    x_loose, _ = iterative.solve(g, keep, e, start, rtol=ascent.CG_STEP_RTOL)
+    assert float(y[keep] @ x_loose[keep]) == pytest.approx(e, abs=1e-12)
+    assert value(x_loose) <= value(cold) + 1e-12 * max(1.0, abs(value(cold)))
 
 
 @pytest.mark.parametrize("fit_intercept", [False, True])
@@ -467,3 +482,53 @@ def test_hinge_with_more_rows_than_features_starts_at_the_finish_tolerance(seed,
     exact = qpsvm.SoftMarginPrimal(X.toarray(), y, C=C, fit_intercept=False).solve(method="exact")
     optimum = exact.info["exact"].objective
     assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
+
+
+def _spy_iterative_solves(monkeypatch) -> list:
+    """Record the finish's conjugate-gradient solves: ``(warm started, rtol)``."""
+    calls: list = []
+    original = ascent._IterativeSystem.solve
+
+    def spy(self, g, keep, e, start=None, rtol=ascent.CG_RTOL):
+        calls.append((start is not None, rtol))
+        return original(self, g, keep, e, start, rtol)
+
+    monkeypatch.setattr(ascent._IterativeSystem, "solve", spy)
+    return calls
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), fit_intercept=st.booleans())
+@example(seed=0, fit_intercept=True)
+@example(seed=3, fit_intercept=True)
+def test_loose_warm_started_finish_steps_keep_the_rational_optimum(seed, fit_intercept):
+    # n > d, the finish forced after every tolerance by conjugate gradients: the steps that may
+    # end at a bound are solved loosely (from the last step's (1 - t) x after one did), the
+    # steps without a bound tightly; the certified optimum encloses the rational oracle's
+    X, y = sparse_problem(seed, n=150, d=60, k=4)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ascent, "FINISH_EPOCHS", 0)
+        patch.setattr(ascent, "FINISH_GAP", 1.0)
+        built = _spy_systems(patch, iterative=True)
+        calls = _spy_iterative_solves(patch)
+        sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=fit_intercept).solve(method="dcd")
+    assert "_IterativeSystem" in built
+    assert any(rtol == ascent.CG_STEP_RTOL for _, rtol in calls)
+    assert all(rtol == ascent.CG_STEP_RTOL for warm, rtol in calls if warm)
+    assert sol.method == "dcd" and sol.certificate.passed
+    optimum = _exact_optimum(X, y, fit_intercept=fit_intercept)
+    assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_finish_steps_after_a_bound_start_from_the_last_direction(seed, monkeypatch):
+    # a free intercept, 150 x 60: steps of the finish end at a bound and the next solve starts
+    # from (1 - t) x
+    X, y = sparse_problem(seed, n=150, d=60, k=4)
+    monkeypatch.setattr(ascent, "FINISH_EPOCHS", 0)
+    monkeypatch.setattr(ascent, "FINISH_GAP", 1.0)
+    _spy_systems(monkeypatch, iterative=True)
+    calls = _spy_iterative_solves(monkeypatch)
+    sol = qpsvm.SoftMarginPrimal(X, y, C=1.0).solve(method="dcd")
+    assert any(warm for warm, _ in calls)
+    assert sol.certificate.passed
