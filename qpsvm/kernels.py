@@ -37,6 +37,7 @@ __all__ = [
     "gram_factor",
     "kernel_row",
     "make_kernel",
+    "squared_norms",
 ]
 
 KERNELS = ("linear", "rbf", "poly", "precomputed")
@@ -46,7 +47,8 @@ def _dense(A: np.ndarray | sp.spmatrix) -> np.ndarray:
     return A.toarray() if sp.issparse(A) else np.asarray(A)
 
 
-def _sq_norms(A: np.ndarray | sp.spmatrix) -> np.ndarray:
+def squared_norms(A: np.ndarray | sp.spmatrix) -> np.ndarray:
+    """``||a_i||^2`` of every row of ``A``."""
     if sp.issparse(A):
         return np.asarray(A.multiply(A).sum(axis=1)).ravel()
     return np.einsum("ij,ij->i", A, A)
@@ -73,13 +75,17 @@ class Kernel:
         if self.name == "linear":
             return _dense(A @ B.T)
         if self.name == "rbf":
-            # in place: ||a||^2 + ||b||^2 - 2 a.b, clipped at 0, then exp(-gamma d2)
-            K = _dense(A @ B.T)
-            K *= -2.0
-            K += _sq_norms(A)[:, None]
-            K += _sq_norms(B)[None, :]
-            np.maximum(K, 0.0, out=K)
-            K *= -self.gamma
+            # -gamma sum_k (a_k - b_k)^2 by the compiled rows' own code, then exp in place
+            K = np.empty((A.shape[0], B.shape[0]))
+            if sp.issparse(A) or sp.issparse(B):
+                a, b = sp.csr_matrix(A, dtype=np.float64), sp.csr_matrix(B, dtype=np.float64)
+                _scaled_distances(
+                    a.data, a.indices, a.indptr, _EMPTY2, _spec(ROW_RBF, _EMPTY2, b, self), K
+                )
+            else:
+                BT = np.ascontiguousarray(np.asarray(B, dtype=np.float64).T)
+                A = np.ascontiguousarray(A, dtype=np.float64)
+                _scaled_distances(_EMPTY, _EMPTY_INT, _EMPTY_INT, A, _spec(ROW_RBF, BT, B, self), K)
             return _exp_in_place(K)
         if self.name == "poly":
             return (self.gamma * _dense(A @ B.T) + self.coef0) ** self.degree
@@ -119,6 +125,9 @@ _LN2_LO = 1.90821492927058770002e-10
 _LOG2E = 1.4426950408889634
 #: Dense rows are computed in blocks of this many entries (which stay in L1/L2).
 _BLOCK = 1024
+#: Empty arrays for the unused arguments of the compiled rows.
+_EMPTY, _EMPTY_INT, _EMPTY2 = np.empty(0), np.empty(0, dtype=np.int32), np.empty((0, 0))
+_NO_MARK = np.empty(0, dtype=np.int64)
 #: Products ``K v`` a :class:`KernelCache` remembers (most recent first).
 REMEMBERED = 4
 
@@ -161,42 +170,100 @@ def exp_nonpositive(out, bits):  # pragma: no cover - compiled
 
 
 @numba.njit(**CALLEE, fastmath={"contract"})
+def _dense_row(kind, x, XT, out):  # pragma: no cover - compiled
+    """``out[t] = x . x_t`` (``ROW_RBF``: ``sum_k (x_k - x_tk)^2``, each term a square, so the
+    sum of nonnegative terms is within ``gamma_{p+2}`` of itself in any order) for the columns
+    ``x_t`` of ``XT`` (features by samples, contiguous: vectorised over ``t``)."""
+    n = out.shape[0]
+    for t0 in range(0, n, _BLOCK):
+        # slices of a block: contiguous, in-range loops that the compiler vectorises
+        block = out[t0 : t0 + _BLOCK]
+        block[:] = 0.0
+        for k in range(XT.shape[0]):
+            c = x[k]
+            xk = XT[k, t0 : t0 + _BLOCK]
+            if kind == ROW_RBF:
+                for t in range(block.shape[0]):
+                    diff = xk[t] - c
+                    block[t] += diff * diff
+            else:
+                for t in range(block.shape[0]):
+                    block[t] += c * xk[t]
+
+
+@numba.njit(**CALLEE, fastmath={"contract"})
+def _sparse_row(kind, xdata, xindices, data, indices, indptr, buf, mark, out):  # pragma: no cover
+    """:func:`_dense_row` for a sparse ``x`` (values ``xdata`` at ``xindices``) against the CSR
+    rows ``(data, indices, indptr)``; ``buf`` (zeros, one per feature) is left as it was.
+
+    ``ROW_RBF``: the terms ``(x_k - x_tk)^2`` over the nonzeros of ``x_t``, each marking its
+    feature with ``t`` in ``mark`` (int64, one per feature), then ``x_k^2`` over the nonzeros
+    of ``x`` left unmarked. Only row ``t`` writes ``t``, so ``mark[k] == t`` says that ``k`` is
+    a nonzero of row ``t`` whatever earlier calls left there.
+    """
+    for p in range(xdata.shape[0]):
+        buf[xindices[p]] = xdata[p]
+    for t in range(out.shape[0]):
+        acc = 0.0
+        if kind == ROW_RBF:
+            for p in range(indptr[t], indptr[t + 1]):
+                k = indices[p]
+                diff = data[p] - buf[k]
+                acc += diff * diff
+                mark[k] = t
+            for p in range(xdata.shape[0]):
+                if mark[xindices[p]] != t:
+                    acc += xdata[p] * xdata[p]
+        else:
+            for p in range(indptr[t], indptr[t + 1]):
+                acc += buf[indices[p]] * data[p]
+        out[t] = acc
+    for p in range(xdata.shape[0]):
+        buf[xindices[p]] = 0.0
+
+
+@numba.njit(**ENTRY, fastmath={"contract"})
+def _scaled_distances(adata, aindices, aindptr, A, spec, out):  # pragma: no cover - compiled
+    """``out[r, t] = -gamma ||a_r - x_t||^2`` for the rows ``a_r`` of ``A`` (dense) or of the
+    CSR arrays ``(adata, aindices, aindptr)`` against the training rows of ``spec``
+    (:func:`kernel_row`'s), each computed as :func:`kernel_row` computes it."""
+    kind, XT, data, indices, indptr, sparse, mark, gamma, _, _, buf, _ = spec
+    for r in range(out.shape[0]):
+        row = out[r]
+        if sparse:
+            lo, hi = aindptr[r], aindptr[r + 1]
+            _sparse_row(kind, adata[lo:hi], aindices[lo:hi], data, indices, indptr, buf, mark, row)
+        else:
+            _dense_row(kind, A[r], XT, row)
+        for t in range(row.shape[0]):
+            row[t] = -gamma * row[t]
+
+
+@numba.njit(**CALLEE, fastmath={"contract"})
 def kernel_row(i, spec, out):  # pragma: no cover - compiled
     """``out[t] = k(x_i, x_t)`` for every training point ``t``.
 
-    ``spec = (kind, XT, data, indices, indptr, sparse, sqnorm, gamma, coef0, degree, buf,
+    ``spec = (kind, XT, data, indices, indptr, sparse, mark, gamma, coef0, degree, buf,
     bits)`` (:attr:`KernelCache.spec`): the dense data transposed and contiguous (so the
-    products ``x_i . x_t`` are vectorised over ``t``) or the CSR arrays, the squared row norms,
-    the kernel's parameters, and scratch buffers (features; int64 of length ``n``).
+    products ``x_i . x_t`` are vectorised over ``t``) or the CSR arrays, the sparse rbf rows'
+    marks (:func:`_sparse_row`), the kernel's parameters, and scratch buffers (features; int64
+    of length ``n``). The rbf value is ``exp(-gamma sum_k (x_ik - x_tk)^2)``: the squared
+    distance summed term by term, never as ``||x_i||^2 + ||x_t||^2 - 2 x_i . x_t``, whose
+    cancellation would cost an error of the size of the squared norms
+    (:func:`qpsvm.verify.rigorous.rbf_pair_error` bounds it relative to the distance).
     """
-    kind, XT, data, indices, indptr, sparse, sqnorm, gamma, coef0, degree, buf, bits = spec
-    n = out.shape[0]
+    kind, XT, data, indices, indptr, sparse, mark, gamma, coef0, degree, buf, bits = spec
     if sparse:
-        for p in range(indptr[i], indptr[i + 1]):
-            buf[indices[p]] = data[p]
-        for t in range(n):
-            dot = 0.0
-            for p in range(indptr[t], indptr[t + 1]):
-                dot += buf[indices[p]] * data[p]
-            out[t] = dot
-        for p in range(indptr[i], indptr[i + 1]):
-            buf[indices[p]] = 0.0
+        lo, hi = indptr[i], indptr[i + 1]
+        _sparse_row(kind, data[lo:hi], indices[lo:hi], data, indices, indptr, buf, mark, out)
     else:
-        for t0 in range(0, n, _BLOCK):
-            # slices of a block: contiguous, in-range loops that the compiler vectorises
-            block = out[t0 : t0 + _BLOCK]
-            block[:] = 0.0
-            for k in range(XT.shape[0]):
-                c = XT[k, i]
-                xk = XT[k, t0 : t0 + _BLOCK]
-                for t in range(block.shape[0]):
-                    block[t] += c * xk[t]
+        _dense_row(kind, XT[:, i], XT, out)
     if kind == ROW_RBF:
-        for t in range(n):
-            out[t] = -gamma * max(sqnorm[i] + sqnorm[t] - 2.0 * out[t], 0.0)
+        for t in range(out.shape[0]):
+            out[t] = -gamma * out[t]
         exp_nonpositive(out, bits)
     elif kind == ROW_POLY:
-        for t in range(n):
+        for t in range(out.shape[0]):
             out[t] = (gamma * out[t] + coef0) ** degree
 
 
@@ -258,10 +325,13 @@ def _spec(
 ) -> tuple:
     """The ``spec`` tuple of :func:`kernel_row` (types fixed, unused entries empty)."""
     n = mat.shape[0] if X is None else X.shape[0]
+    mark = _NO_MARK
     if X is not None and sp.issparse(X):
         csr = sp.csr_matrix(X)
         data, indices, indptr, sparse = csr.data, csr.indices, csr.indptr, True
         buf = np.zeros(csr.shape[1])
+        if kind == ROW_RBF:
+            mark = np.full(csr.shape[1], -1, dtype=np.int64)
     else:
         empty = np.empty(0, dtype=np.int32)
         data, indices, indptr, sparse, buf = np.empty(0), empty, empty, False, np.zeros(1)
@@ -272,7 +342,7 @@ def _spec(
         indices,
         indptr,
         sparse,
-        np.empty(0) if X is None else _sq_norms(X),
+        mark,
         0.0 if kernel is None else float(kernel.gamma),
         0.0 if kernel is None else float(kernel.coef0),
         0 if kernel is None else int(kernel.degree),

@@ -16,6 +16,8 @@ from qpsvm.kernels import Kernel, KernelCache
 from qpsvm.verify.rigorous import rbf_pair_error, rbf_score_error, rbf_value_error
 from tests.conftest import random_problem
 
+U = 2.0**-53
+
 DIGITS = 40
 
 
@@ -59,31 +61,102 @@ def rows_of_mixed_norms(seed: int, scale: float, n: int = 12, d: int = 5) -> np.
     return scale * rng.normal(size=(n, d)) * np.logspace(-1, 1, n)[:, None]
 
 
+def exact_arguments(X: np.ndarray, gamma: float) -> list[list[Decimal]]:
+    """``t_ij = gamma ||x_i - x_j||^2``, exact (a finite sum of products of the float data)."""
+    with localcontext() as ctx:
+        ctx.prec = 1000  # every product and sum of these floats is exact at this precision
+        rows = [[Decimal(float(v)) for v in x] for x in X]
+        g = Decimal(float(gamma))
+        return [
+            [g * sum((a - b) ** 2 for a, b in zip(xi, xj, strict=True)) for xj in rows]
+            for xi in rows
+        ]
+
+
 @settings(max_examples=15, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     scale=st.sampled_from([1e-3, 1.0, 10.0]),
     gamma=st.sampled_from([1e-3, 0.1, 2.0]),
+    shift=st.sampled_from([0.0, 1e3, 1e4]),
 )
-@example(seed=3, scale=10.0, gamma=2.0)  # far pairs underflow, near ones do not
-def test_per_pair_rbf_bound_dominates_the_exact_error(seed, scale, gamma):
-    # |K^_ij - K_ij| <= min(rho, base + slope (q_i + q_j)) K_ij + 2^-1073 against 40-digit
-    # values of the exact kernel (Decimal's exp is correctly rounded), and below the global rho
-    X = rows_of_mixed_norms(seed, scale)
+@example(seed=3, scale=10.0, gamma=2.0, shift=0.0)  # far pairs underflow, near ones do not
+@example(seed=5, scale=1.0, gamma=0.1, shift=1e4)  # squared norms 1e8 times the distances
+def test_per_pair_rbf_bound_dominates_the_exact_error(seed, scale, gamma, shift):
+    # |K^_ij - K_ij| <= min(rho, base + sigma t_ij, base + slope (q_i + q_j)) K_ij + 2^-1073
+    # against 40-digit values of the exact kernel (Decimal's exp is correctly rounded), the
+    # bound relative to the pair's own argument t_ij = gamma ||x_i - x_j||^2, so that a common
+    # offset of the features (where q_i is 1e8 times the distances) leaves it as small
+    X = rows_of_mixed_norms(seed, scale) + shift
     bound = rbf_pair_error(gamma, X)
     assert bound.rho == rbf_value_error(gamma, X)
     assert np.all(bound.sqnorm >= np.einsum("ij,ij->i", X, X))
     exact = exact_rbf(X, gamma)
+    args = exact_arguments(X, gamma)
     cache = KernelCache(Kernel("rbf", gamma=gamma), X, 1.0)
     for K in (cache.take(np.arange(12)), Kernel("rbf", gamma=gamma)(X, X)):
         with localcontext() as ctx:
             ctx.prec = DIGITS
             for i in range(12):
                 for j in range(12):
-                    rel = bound.base + bound.slope * (bound.sqnorm[i] + bound.sqnorm[j])
+                    by_norms = bound.base + bound.slope * (bound.sqnorm[i] + bound.sqnorm[j])
+                    by_distance = Decimal(bound.base) + Decimal(bound.distance_slope) * args[i][j]
+                    rel = min(Decimal(min(by_norms, bound.rho)), by_distance)
                     err = abs(Decimal(float(K[i, j])) - exact[i][j])
-                    limit = Decimal(min(rel, bound.rho)) * exact[i][j] + Decimal(2.0**-1073)
+                    limit = rel * exact[i][j] + Decimal(2.0**-1073)
                     assert err <= limit, (i, j, float(err), float(limit))
+    # the exponential's own error (4.4u, and u of its reduction) and the argument's
+    # (gamma_{p+2} + u, 8u for p = 5)
+    assert bound.base < 6 * U and bound.distance_slope < 8.1 * U
+
+
+@settings(max_examples=40, deadline=None)
+@given(k=st.floats(1e-300, 1.0))
+@example(k=1.0)
+@example(k=0.5)  # the mantissa's end: s = 0
+@example(k=np.nextafter(1.0, 0.0))  # s near 1/3, -ln k near 0
+def test_negative_log_bound_holds_in_exact_arithmetic(k):
+    # k exp(L) >= 1, i.e. L >= -ln k, with Decimal's correctly rounded exp at 60 digits (its
+    # error far below the bound's slack), and L within 0.002 of -ln k as its derivation states
+    from qpsvm.verify.rigorous import _neg_log_upper
+
+    L = float(_neg_log_upper(np.array([k]))[0])
+    with localcontext() as ctx:
+        ctx.prec = 60
+        assert Decimal(k) * Decimal(L).exp() >= 1
+        assert Decimal(L) + Decimal(k).ln() <= Decimal("0.002")
+
+
+@settings(max_examples=40, deadline=None)
+@given(lo=st.floats(0.0, 1.0), width=st.floats(0.0, 1.0))
+@example(lo=0.0, width=0.0)
+@example(lo=0.3, width=0.1)  # 1/e inside
+def test_entropy_bound_dominates_the_function_on_its_interval(lo, width):
+    # max over [lo, hi] of -k ln k <= the bound, checked at the ends, at 1/e where inside and at
+    # points between (the function is concave: its maximum is at one of those)
+    from qpsvm.verify.rigorous import _entropy_upper
+
+    hi = min(1.0, lo + width)
+    top = Decimal(float(_entropy_upper(np.array([lo]), np.array([hi]))[0]))
+    with localcontext() as ctx:
+        ctx.prec = 60
+        inv_e = Decimal(-1).exp()
+        points = [Decimal(v) for v in np.linspace(lo, hi, 9)]
+        points += [inv_e] if Decimal(lo) <= inv_e <= Decimal(hi) else []
+        for k in points:
+            assert k == 0 or -k * k.ln() <= top
+    assert top <= Decimal(float(np.float64(0.36787944117144234)))
+
+
+def test_rbf_constants_bound_the_numbers_they_stand_for():
+    # ln 2 and 1/e from above, and e^{-747} below the underflow allowance 2^{-1073}
+    from qpsvm.verify.rigorous import _ARG_MAX, _INV_E_UP, _LN2_UP
+
+    with localcontext() as ctx:
+        ctx.prec = 60
+        assert Decimal(_LN2_UP) >= Decimal(2).ln()
+        assert Decimal(_INV_E_UP) >= Decimal(-1).exp()
+        assert (-Decimal(_ARG_MAX)).exp() < Decimal(2) ** -1073
 
 
 @settings(max_examples=12, deadline=None)
@@ -92,11 +165,15 @@ def test_per_pair_rbf_bound_dominates_the_exact_error(seed, scale, gamma):
     scale=st.sampled_from([1e-3, 1.0, 10.0]),
     gamma=st.sampled_from([1e-3, 0.1, 2.0]),
     C=st.sampled_from([1.0, 1e4]),
+    shift=st.sampled_from([0.0, 1e3, 1e4]),
 )
-def test_rbf_score_error_encloses_the_exact_scores(seed, scale, gamma, C):
+@example(seed=7, scale=1.0, gamma=0.1, C=1e4, shift=1e4)
+def test_rbf_score_error_encloses_the_exact_scores(seed, scale, gamma, C, shift):
     # |g^_i - (K (alpha y))_i| <= e_i with the exact kernel, g summed by Dot2 as the
-    # certificate sums it
-    X = rows_of_mixed_norms(seed, scale)
+    # certificate sums it; a common offset of the features (q_i 1e8 times the distances) costs
+    # nothing: e_i <= 10u (M_i + ||alpha||_1) + 2u |g_i| (the exponential's 5.4u on M_i, the
+    # arguments' 23u / e on ||alpha||_1 by Jensen's inequality, u |g| for Dot2's last rounding)
+    X = rows_of_mixed_norms(seed, scale) + shift
     rng = np.random.default_rng(seed + 1)
     alpha = C * rng.uniform(size=12) * (rng.uniform(size=12) < 0.8)
     y = np.where(rng.uniform(size=12) < 0.5, -1.0, 1.0)
@@ -112,6 +189,8 @@ def test_rbf_score_error_encloses_the_exact_scores(seed, scale, gamma, C):
         for i in range(12):
             true = sum(exact[i][j] * v[j] for j in range(12))
             assert abs(Decimal(float(g[i])) - true) <= Decimal(float(e[i])), i
+    M = K @ alpha
+    assert np.all(e <= 10 * U * (M + alpha.sum()) + 2 * U * np.abs(g))
 
 
 def exact_objectives(f, alpha_p, b, alpha_d):
@@ -144,7 +223,7 @@ def exact_objectives(f, alpha_p, b, alpha_d):
 @given(
     seed=st.integers(0, 10_000),
     C=st.sampled_from([0.05, 1.0, 1e3]),
-    shift=st.sampled_from([0.0, 50.0]),
+    shift=st.sampled_from([0.0, 50.0, 1e3]),
     rough=st.booleans(),
 )
 def test_rbf_certificate_encloses_the_exact_objectives(seed, C, shift, rough):
@@ -171,7 +250,7 @@ def test_exact_rbf_optimum_is_certified_rigorously(cancer):
 
 
 def test_exponential_error_bound_holds_in_exact_arithmetic():
-    # eta >= e^a sum_k gamma_{2k+2} a^k / k! + u, every quantity a rational (e^a bounded above
+    # eta >= e^a sum_k gamma_{n_k} a^k / k! + u, every quantity a rational (e^a bounded above
     # by its Taylor series with a remainder of twice the next term), and the truncation of the
     # degree-13 polynomial below u e^{-a}, as its derivation states
     from fractions import Fraction
@@ -186,7 +265,12 @@ def test_exponential_error_bound_holds_in_exact_arithmetic():
     def gamma_(n):
         return n * u / (1 - n * u)
 
-    horner = sum(gamma_(2 * k + 2) * a**k / factorial(k) for k in range(_DEGREE + 1))
+    # n_k: 2k + 1 for the coefficients that are floats (1, 1, 1/2), one more for the rounded
+    # ones, and 27 for the highest (no addition of its own)
+    assert Fraction(1 / factorial(3)) != Fraction(1, factorial(3))
+    assert all(Fraction(1 / factorial(k)) == Fraction(1, factorial(k)) for k in range(3))
+    n_k = [2 * k + 1 if k <= 2 else 2 * k + 2 for k in range(_DEGREE)] + [2 * _DEGREE + 1]
+    horner = sum(gamma_(n_k[k]) * a**k / factorial(k) for k in range(_DEGREE + 1))
     eta = Fraction(_exp_error())
     assert eta >= exp_a * horner + u
     exp_minus_a_low = 1 / exp_a
@@ -197,7 +281,7 @@ def test_exponential_error_bound_holds_in_exact_arithmetic():
 
 def test_compiled_exponential_is_within_its_proven_error():
     # exp_nonpositive against 40-digit values: on the reduced range (k = 0, r = x exactly) within
-    # eta e^x; over the whole range within (1 + eta) e^{2u} - 1 relative (r wrong by 2u) plus
+    # eta e^x; over the whole range within (1 + eta) e^u - 1 relative (r wrong by u) plus
     # the subnormal 2^-1073
     from qpsvm.kernels import exp_nonpositive
     from qpsvm.verify.rigorous import _exp_error
@@ -209,7 +293,7 @@ def test_compiled_exponential_is_within_its_proven_error():
     with localcontext() as ctx:
         ctx.prec = DIGITS
         u = Decimal(2) ** -53
-        wide_rho = (1 + eta) * (2 * u).exp() - 1
+        wide_rho = (1 + eta) * u.exp() - 1
         for x, rho in ((reduced, eta), (wide, wide_rho)):
             out = x.copy()
             exp_nonpositive(out, np.empty(x.size, dtype=np.int64))

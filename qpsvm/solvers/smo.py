@@ -62,7 +62,7 @@ from qpsvm._threads import one_blas_thread
 from qpsvm._validation import check_flag, check_int, check_number
 from qpsvm.contract import BinaryProblem, check_method
 from qpsvm.exceptions import InvalidInputError
-from qpsvm.kernels import KernelCache, gram_arrays
+from qpsvm.kernels import KernelCache, gram_arrays, squared_norms
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers import _online_kernels as kernels
 from qpsvm.support_sets import kkt_on_sets
@@ -221,7 +221,7 @@ def _kernel_rows(f: BinaryProblem, cache_size: float | None) -> tuple[tuple, np.
         cache = KernelCache(
             f.kernel, f.X, f.kernel_cache_size if cache_size is None else cache_size
         )
-    k, sqnorm = f.kernel, cache.spec[6]
+    k, sqnorm = f.kernel, squared_norms(f.X)
     diag = {
         "linear": sqnorm,
         "rbf": np.ones(f.n_samples),

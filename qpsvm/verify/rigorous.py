@@ -1031,14 +1031,23 @@ def squared_multiclass_dual_lower(
 # ----------------------------------------------------------------------------- rbf kernels
 #: ``|r| <= ln(2) / 2`` (plus the rounding of ``x / ln 2``) after the exponential's reduction.
 _REDUCED = 0.3466
+#: A float above ``ln 2`` (``0.693147180559945309...``; checked in exact arithmetic by the tests).
+_LN2_UP = 0.6931471805599454
+#: A float above ``1/e = 0.367879441171442321...`` (likewise), the largest value of ``-k ln k``.
+_INV_E_UP = 0.36787944117144234
+#: Largest exact argument ``gamma ||x_i - x_j||^2`` of a value the exponential does not flush
+#: to (nearly) 0: it clamps its argument at ``-746``, and ``e^{-747}`` is below ``2^{-1073}``.
+_ARG_MAX = 747.0
 
 
 def _rbf_rounding(X: Any) -> tuple[int, np.ndarray]:
-    r"""The number ``p`` of terms in a row's squared norm and upper bounds on the exact
+    r"""The number ``p`` of terms in a squared distance :math:`\sum_k (x_{ik} - x_{jk})^2` as
+    :func:`qpsvm.kernels.kernel_row` sums it (the features; for sparse rows the union of two
+    rows' nonzeros, at most twice the most in a row) and upper bounds on the exact
     :math:`\|x_i\|^2` (each computed one within :math:`\gamma_{p+2}` of itself)."""
     if sp.issparse(X):
         X = sp.csr_matrix(X)
-        p = int(np.max(np.diff(X.indptr), initial=0))
+        p = 2 * int(np.max(np.diff(X.indptr), initial=0))
         sq = np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
     else:
         p = X.shape[1]
@@ -1050,24 +1059,36 @@ def _rbf_rounding(X: Any) -> tuple[int, np.ndarray]:
 _DEGREE = 13
 
 
+def _horner_roundings(k: int) -> int:
+    """Roundings the term of degree ``k`` of :func:`qpsvm.kernels.exp_nonpositive`'s polynomial
+    passes (see :func:`_exp_error`)."""
+    exact = k <= 2  # 1/0!, 1/1!, 1/2! are floats; 1/k! for k >= 3 is rounded
+    if k == _DEGREE:
+        return 2 * k + 1
+    return 2 * k + 1 + (0 if exact else 1)
+
+
 def _exp_error() -> float:
     r""":math:`|\eta|`, the relative error of the compiled exponential on a correctly reduced
     argument (see :func:`rbf_value_error`).
 
     :func:`qpsvm.kernels.exp_nonpositive` evaluates :math:`p(r) = \sum_{k=0}^{13} c_k r^k`,
-    :math:`c_k = 1/k!`, by Horner's rule from rounded coefficients :math:`\hat c_k`. Horner's
-    rule gives :math:`\hat p = \sum_k \hat c_k r^k (1 + \theta_{2k+1})` (the coefficient
-    ``k < 13`` passes one addition, then a multiplication and an addition per lower degree;
-    ``c_13`` two per degree, 26 roundings; a fused multiply-add rounds once where it replaces
-    two; Higham, ASNA (5.3)), and :math:`\hat c_k = c_k (1 + \delta_k)`, :math:`|\delta_k|
-    \le u`, so :math:`|\hat p - p| \le \sum_k \gamma_{2k+2} |r|^k / k!`. Against
+    :math:`c_k = 1/k!`, by Horner's rule from the coefficients :math:`\hat c_k` as floats.
+    Horner's rule gives :math:`\hat p = \sum_k \hat c_k r^k (1 + \theta_{n_k})` (Higham, ASNA
+    (5.3)): the coefficient of degree ``k < 13`` passes one addition, then a multiplication
+    and an addition per lower degree (``2k + 1`` roundings), ``c_13`` a multiplication and an
+    addition per degree (26); a fused multiply-add rounds once where it replaces two. The
+    coefficients :math:`c_0 = c_1 = 1` and :math:`c_2 = 1/2` are floats, the others rounded
+    once (:math:`|\hat c_k - c_k| \le u c_k`), so :math:`n_k = 2k + 1` for ``k <= 2``,
+    ``2k + 2`` for ``3 <= k < 13`` and 27 for ``k = 13``, and
+    :math:`|\hat p - p| \le \sum_k \gamma_{n_k} |r|^k / k!`. Against
     :math:`e^r \ge e^{-a}` (:math:`|r| \le a =` ``_REDUCED``) and the truncation
     :math:`\sum_{k > 13} |r|^k/k! \le a^{14} e^a / 14! < 10^{-17} < u\,e^{-a}`,
 
     .. math::
 
-        |\eta| \le e^{a} \sum_{k=0}^{13} \gamma_{2k+2} \frac{a^k}{k!} + u
-        \approx 5.4u + u,
+        |\eta| \le e^{a} \sum_{k=0}^{13} \gamma_{n_k} \frac{a^k}{k!} + u
+        \approx 3.4u + u,
 
     every operation rounded up. The terms of the coefficients of degree ``k`` weigh
     :math:`a^k/k!`, so the roundings of the high degrees, which Higham's uniform bound
@@ -1077,44 +1098,57 @@ def _exp_error() -> float:
     for k in range(_DEGREE + 1):
         # a^k and k! (exact below 2^53) each step rounded to nearest, then moved up
         term = float(up(power / math.factorial(k)))
-        total = float(up(total + float(up(float(up(gamma(2 * k + 2))) * term))))
+        total = float(up(total + float(up(float(up(gamma(_horner_roundings(k)))) * term))))
         power = float(up(power * _REDUCED))
     return float(up(float(up(total * float(up(math.exp(_REDUCED) * (1.0 + 4.0 * U))))) + U))
 
 
 def rbf_value_error(gamma_: float, X: Any) -> float:
     r"""``rho`` with :math:`|\hat K_{ij} - K_{ij}| \le \rho K_{ij} + 2^{-1073}` for every rbf
-    value qpsvm computes, :math:`K_{ij} = e^{-\gamma \|x_i - x_j\|^2}` (the compiled rows,
-    :func:`qpsvm.kernels.kernel_row`, and :meth:`qpsvm.kernels.Kernel.__call__`).
+    value qpsvm computes, :math:`K_{ij} = e^{-t_{ij}}`, :math:`t_{ij} = \gamma \|x_i - x_j\|^2`
+    (the compiled rows, :func:`qpsvm.kernels.kernel_row`, and
+    :meth:`qpsvm.kernels.Kernel.__call__`, which share their code).
 
-    Both compute ``d = ||x_i||^2 + ||x_j||^2 - 2 x_i.x_j`` (each norm and the product a sum of
-    ``p`` terms in any order, with or without fused multiply-adds: error at most
-    :math:`\gamma_p` of its absolute terms; two more roundings), clipped at 0, so
-    :math:`|\hat d - d| \le \gamma_{p+3} (\|x_i\| + \|x_j\|)^2 \le 4 \gamma_{p+3} R^2` with ``R``
-    the largest row norm; then ``x = fl(-gamma d)``: :math:`|\hat x - x| \le \gamma \cdot 4
-    \gamma_{p+3} R^2 + u |\hat x|`, with :math:`|\hat x| \le 4\gamma R^2 (1 + \gamma_{p+3})`
-    (or 746, where the exponential returns 0). The exponential
-    (:func:`qpsvm.kernels.exp_nonpositive`) reduces ``x = k ln2 + r`` with ``k ln2_hi`` exact
-    and :math:`|r| \le 0.3466`, ``r`` wrong by at most ``2u``; evaluates Taylor's polynomial
-    of degree 13 by Horner's rule (coefficients rounded; the error of each degree's term
-    bounded by its own roundings, :func:`_exp_error`, truncation below ``1e-17``); scales by
-    ``2^k`` exactly (down to subnormal results: the absolute ``2^{-1073}``). So
-    :math:`\hat K = K e^{\delta} (1 + \eta)` with :math:`|\delta| \le |\hat x - x| + 2u`,
-    :math:`|\eta| \le e^{0.3466} \sum_k \gamma_{2k+2} 0.3466^k / k! + u`, and
-    :math:`\rho = (1 + |\eta|) e^{|\delta|} - 1`. :func:`rbf_pair_error` bounds each pair
-    by its own row norms instead of ``R``.
+    Both sum ``d = sum_k (x_ik - x_jk)^2`` term by term (``p`` terms, :func:`_rbf_rounding`):
+    each term is a difference and a square, three roundings at most, and every term is
+    nonnegative, so in any order, with or without fused multiply-adds,
+    :math:`|\hat d - d| \le \gamma_{p+2}\, d` (Higham, ASNA Lemma 3.1: each term carries at
+    most ``p + 2`` factors :math:`1 + \delta`). Then ``x = fl(-gamma d)``:
+    :math:`|\hat x + t| \le \gamma |\hat d - d| + u \gamma \hat d \le a\, t` with
+    :math:`a = \gamma_{p+2} + u (1 + \gamma_{p+2})`: an error relative to the argument, whatever
+    the size of the rows (the form :math:`\|x_i\|^2 + \|x_j\|^2 - 2 x_i \cdot x_j` would be
+    wrong by :math:`\gamma_p` of the squared norms). The exponential
+    (:func:`qpsvm.kernels.exp_nonpositive`) reduces ``x = k ln2 + r`` with ``k = round(x / ln
+    2)``, ``|k| <= 1076``, ``k ln2_hi`` exact (32 significant bits) and :math:`|r| \le 0.3466`;
+    ``r = (x - k ln2_hi) - k ln2_lo`` rounds at most three times, each within ``u`` of a
+    result below ``0.3467`` or of :math:`|k\,\mathrm{ln2\_lo}| < 2.1 \cdot 10^{-7}`, and the
+    split misses :math:`\ln 2` by below :math:`10^{-25}` per unit of ``k``, so ``r`` is within
+    ``u`` of :math:`x - k \ln 2`; it evaluates Taylor's polynomial of degree 13 by Horner's rule
+    (:func:`_exp_error`, truncation below ``1e-17``) and scales by ``2^k`` exactly (down to
+    subnormal results: the absolute ``2^{-1073}``; an argument below ``-746`` is clamped there,
+    and every pair with :math:`t > 747` has both values below ``2^{-1073}``). So
+    :math:`\hat K = K e^{\delta} (1 + \eta)` with :math:`|\delta| \le a t + u` and
+    :math:`|\eta|` of :func:`_exp_error`; with :math:`\bar t = \min(747, 4 \gamma R^2)`
+    (``R`` the largest row norm, :math:`\|x_i - x_j\| \le 2R`),
+    :math:`\bar\delta = a \bar t + u` and :math:`\rho = (1 + |\eta|) e^{\bar\delta} - 1`.
+    :func:`rbf_pair_error` bounds each pair by its own distance.
     """
     return _rbf_global(gamma_, *_rbf_rounding(X))[0]
 
 
+def _argument_slope(p: int) -> float:
+    r""":math:`a = \gamma_{p+2} + u(1 + \gamma_{p+2})`, rounded up: the argument's error per
+    unit of itself (:func:`rbf_value_error`)."""
+    g_p = gamma(p + 2)
+    return float(up((g_p + U * (1.0 + g_p)) * (1.0 + 4.0 * U)))
+
+
 def _rbf_global(gamma_: float, p: int, sq: np.ndarray) -> tuple[float, float]:
-    """``rho`` of :func:`rbf_value_error` and its bound on ``|delta|``, from the squared row
-    norms bounded above."""
+    """``rho`` of :func:`rbf_value_error` and its bound :math:`\\bar\\delta` on ``|delta|``,
+    from the squared row norms bounded above."""
     R2 = float(up(np.max(sq, initial=0.0)))
-    g_p = gamma(p + 3)
-    dist = float(up(4.0 * g_p * R2 * (1.0 + 4.0 * U)))
-    arg = min(746.0, float(up(4.0 * gamma_ * R2 * (1.0 + g_p) * (1.0 + 4.0 * U))))
-    delta = float(up(gamma_ * dist * (1.0 + 2.0 * U) + U * arg + 2.0 * U))
+    t_max = min(_ARG_MAX, float(up(4.0 * gamma_ * R2 * (1.0 + 4.0 * U))))
+    delta = float(up(_argument_slope(p) * t_max * (1.0 + 2.0 * U) + U))
     eta = _exp_error()
     return float(up((1.0 + eta) * math.expm1(delta) + eta) * (1.0 + 4.0 * U)), delta
 
@@ -1125,24 +1159,30 @@ class RbfError:
 
     .. math::
 
-        |\hat K_{ij} - K_{ij}| \le \min\big(\rho,\ \beta + \sigma (q_i + q_j)\big) K_{ij}
-        + 2^{-1073}, \qquad q_i \ge \|x_i\|^2
+        |\hat K_{ij} - K_{ij}| \le \min(\rho,\ \beta + \sigma t_{ij}) K_{ij} + 2^{-1073},
+        \qquad t_{ij} = \gamma \|x_i - x_j\|^2 \le 2\gamma (q_i + q_j),\quad
+        q_i \ge \|x_i\|^2
 
-    (:func:`rbf_pair_error`). Points near the origin, where most kernel mass of standardised
-    data lies, get a bound several times below the global ``rho`` of the largest row norm.
+    (:func:`rbf_pair_error`): the exponential's own error :math:`\beta` and the argument's,
+    relative to the argument. Near pairs, which carry most of a score, get a bound near
+    :math:`\beta`, several times below the global ``rho`` of the largest distance, and a common
+    offset of the features changes nothing.
 
     Attributes
     ----------
     rho : float
         The global bound (:func:`rbf_value_error`).
-    base, slope : float
+    base, distance_slope : float
         :math:`\beta` and :math:`\sigma`.
+    slope : float
+        :math:`2\gamma\sigma`, the slope per unit of :math:`q_i + q_j`.
     sqnorm : numpy.ndarray
         :math:`q_i`, upper bounds on the exact squared row norms.
     """
 
     rho: float
     base: float
+    distance_slope: float
     slope: float
     sqnorm: np.ndarray
 
@@ -1151,32 +1191,46 @@ def rbf_pair_error(gamma_: float, X: Any) -> RbfError:
     r"""The per-pair bound :class:`RbfError` on the rbf values of the rows of ``X``.
 
     With the notation of :func:`rbf_value_error`, for the pair ``(i, j)``:
-    :math:`|\hat d - d| \le \gamma_{p+3}(\|x_i\| + \|x_j\|)^2 \le 2\gamma_{p+3}(q_i + q_j)`,
-    :math:`|\hat x| = |fl(\gamma \hat d)| \le \gamma (d + |\hat d - d|)(1 + u)` with
-    :math:`d \le (\|x_i\| + \|x_j\|)^2 \le 2 (q_i + q_j)`, so
-
-    .. math::
-
-        |\delta_{ij}| \le 2u + 2\gamma\big(\gamma_{p+3} + u (1 + \gamma_{p+3})(1 + u)\big)
-        (q_i + q_j).
-
-    Since :math:`(e^t - 1)/t` grows with ``t`` and :math:`|\delta_{ij}| \le \bar\delta`, the
-    global bound, :math:`e^{|\delta_{ij}|} - 1 \le |\delta_{ij}|\,(e^{\bar\delta} - 1) /
-    \bar\delta`, and :math:`\rho_{ij} = \eta + (1 + \eta)(e^{|\delta_{ij}|} - 1)` is affine in
-    :math:`q_i + q_j`: :math:`\beta = \eta + (1 + \eta) c\,2u` and
-    :math:`\sigma = (1 + \eta) c\,2\gamma(\gamma_{p+3} + u(1 + \gamma_{p+3})(1 + u))` with
-    :math:`c = (e^{\bar\delta} - 1)/\bar\delta`, every operation rounded up.
+    :math:`|\delta_{ij}| \le a t_{ij} + u \le \bar\delta`. Since :math:`(e^s - 1)/s` grows with
+    ``s``, :math:`e^{|\delta_{ij}|} - 1 \le |\delta_{ij}|\, c` with
+    :math:`c = (e^{\bar\delta} - 1)/\bar\delta`, and :math:`\rho_{ij} = \eta + (1 + \eta)
+    (e^{|\delta_{ij}|} - 1)` is affine in :math:`t_{ij}`: :math:`\beta = \eta + (1 + \eta) c u`
+    and :math:`\sigma = (1 + \eta) c a`, every operation rounded up. Then
+    :math:`t_{ij} \le \gamma (\|x_i\| + \|x_j\|)^2 \le 2 \gamma (q_i + q_j)` gives the slope per
+    unit of :math:`q_i + q_j`.
     """
     p, sq = _rbf_rounding(X)
     rho, delta = _rbf_global(gamma_, p, sq)
     eta = _exp_error()
-    g_p = gamma(p + 3)
-    slope_delta = float(up(2.0 * gamma_ * (g_p + U * (1.0 + g_p) * (1.0 + U)) * (1.0 + 8.0 * U)))
     growth = float(up(up(math.expm1(delta) / delta) * (1.0 + 4.0 * U)))
     scale = float(up((1.0 + eta) * growth * (1.0 + 2.0 * U)))
-    base = float(up((eta + scale * 2.0 * U) * (1.0 + 2.0 * U)))
-    slope = float(up(scale * slope_delta * (1.0 + 2.0 * U)))
-    return RbfError(rho=rho, base=base, slope=slope, sqnorm=sq)
+    base = float(up((eta + scale * U) * (1.0 + 2.0 * U)))
+    sigma = float(up(scale * _argument_slope(p) * (1.0 + 2.0 * U)))
+    slope = float(up(2.0 * gamma_ * sigma * (1.0 + 2.0 * U)))
+    return RbfError(rho=rho, base=base, distance_slope=sigma, slope=slope, sqnorm=sq)
+
+
+def _neg_log_upper(k: np.ndarray) -> np.ndarray:
+    r"""Upper bounds on :math:`-\ln k` for floats ``0 < k <= 1``, without a logarithm whose
+    error is unproven: :math:`k = m 2^e` with :math:`m \in [1, 2)` (exact), and
+    :math:`\ln m = 2\,\mathrm{artanh}\, s \ge 2s + 2s^3/3` with :math:`s = (m - 1)/(m + 1)
+    \in [0, 1/3)`, so :math:`-\ln k \le -e \ln 2 - 2s(1 + s^2/3)` (too large by below
+    ``0.002``), ``s`` and the subtrahend rounded down, the rest up."""
+    frac, exp = np.frexp(k)
+    m, e = 2.0 * frac, exp - 1.0  # exact
+    s = down(down(m - 1.0) / up(m + 1.0))
+    sub = down(down(2.0 * s) * down(1.0 + down(down(s * s) / 3.0)))
+    return np.maximum(up(up(-e * _LN2_UP) - sub), 0.0)
+
+
+def _entropy_upper(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    r"""Upper bounds on :math:`\max_{k \in [lo, hi]} -k \ln k` for ``0 <= lo <= hi <= 1``:
+    the function rises to :math:`1/e` at :math:`k = 1/e` and falls after, so the maximum is at
+    the end nearer :math:`1/e`, or :math:`1/e` inside."""
+    k = np.where(hi <= 1.0 / math.e, hi, np.where(lo >= 1.0 / math.e, lo, 0.5))
+    at = np.where(k > 0.0, up(k * _neg_log_upper(np.where(k > 0.0, k, 1.0))), 0.0)
+    inside = (lo < 1.0 / math.e) & (hi > 1.0 / math.e)
+    return np.where(inside, _INV_E_UP, at)
 
 
 def rbf_score_error(
@@ -1195,24 +1249,42 @@ def rbf_score_error(
     .. math::
 
         e_i = u |\hat g_i| + \frac{\gamma_m^2 \hat M_i + \min\big(\rho \hat M_i,\
-        (\beta + \sigma q_i) \hat M_i + \sigma \hat N_i\big) / (1 - \rho)}{1 - \gamma_m}
-        + 2 \cdot 2^{-1073} \|\alpha\|_1
+        \beta \hat M_i + \sigma \min(2\gamma(q_i \hat M_i + \hat N_i),\ J_i)\big)}
+        {(1 - \rho)(1 - \gamma_m)} + 2 \cdot 2^{-1073} \|\alpha\|_1
 
     (Dot2's bound :math:`u |g| + \gamma_m^2 \sum_j |\alpha_j \hat K_{ij}|`, Ogita, Rump and
     Oishi 2005; the sums of nonnegative terms ``M`` and ``N`` within :math:`\gamma_m` of their
-    computed values; each exact value at most :math:`\rho_{ij} (\hat K_{ij} + 2^{-1073}) /
-    (1 - \rho)` from the rounded one, with :math:`\rho_{ij} \le \rho` the pair's bound, whose
-    sum over ``j`` is the second argument of the minimum). A plain sum's :math:`\gamma_m`
-    would put the floor of the gap above ``1e-9`` at ``C = 100`` (measured, n = 2000), and so
-    would the global ``rho`` alone (:func:`rbf_value_error`: ``1.06e-9`` at ``gamma = 0.05``)."""
+    computed values, each exact value at most :math:`\rho_{ij} K_{ij} + 2^{-1073}` from the
+    rounded one, :math:`K_{ij} \le (\hat K_{ij} + 2^{-1073}) / (1 - \rho)`). The pairs'
+    :math:`\sum_j |\alpha_j| \rho_{ij} K_{ij} \le \beta M_i + \sigma S_i`,
+    :math:`S_i = \sum_j |\alpha_j| K_{ij} t_{ij}`, is bounded two ways: by
+    :math:`t_{ij} \le 2\gamma(q_i + q_j)`, and, since :math:`K_{ij} t_{ij} = \varphi(K_{ij})`
+    with :math:`\varphi(k) = -k \ln k` concave, by Jensen's inequality
+    :math:`S_i \le W \varphi(M_i / W)` (:math:`W = \|\alpha\|_1`), with ``M_i / W`` enclosed
+    from :math:`\hat M_i` and :math:`\varphi`'s largest value over the enclosure bounded above
+    (:func:`_entropy_upper`): at most :math:`W/e` whatever the data's offset, and near
+    :math:`\sum_j |\alpha_j| K_{ij} t_{ij}` where the values seen from ``i`` are alike.
+    A plain sum's :math:`\gamma_m` would put the floor of the gap above ``1e-9`` at ``C = 100``
+    (measured, n = 2000), and so would the global ``rho`` alone."""
     m = int(np.count_nonzero(alpha))
     g_m = gamma(m + 1)
     rho = bound.rho
     shrink = float(up(1.0 / ((1.0 - rho) * (1.0 - g_m)) * (1.0 + 4.0 * U)))
-    pair = (bound.base + bound.slope * bound.sqnorm) * magnitude + bound.slope * weighted
+    tail = float(up(upper_sum(np.abs(alpha)) * 2.0**-1072))
+    W_hi = upper_sum(np.abs(alpha))
+    W_lo = lower_sum(np.abs(alpha))
+    norms = up((bound.slope * bound.sqnorm) * magnitude + bound.slope * weighted)
+    if W_lo > 0.0:
+        # M_i exact within [M^ (1 - g_m) - tail, M^ shrink + tail] / W (W exact in [W_lo, W_hi])
+        low = np.maximum(down(down(down(magnitude * (1.0 - g_m)) - tail) / (1.0 + rho)), 0.0)
+        high = up(up(magnitude * shrink) + tail)
+        ratio_lo = np.minimum(down(low / W_hi), 1.0)
+        ratio_hi = np.minimum(up(high / W_lo), 1.0)
+        spread = up(bound.distance_slope * up(W_hi * _entropy_upper(ratio_lo, ratio_hi)))
+        norms = np.minimum(norms, spread)
+    pair = up(bound.base * magnitude + norms)
     values = np.minimum(rho * magnitude, up(pair * (1.0 + 8.0 * U)))
     total = (g_m * g_m * magnitude + values) * shrink
-    tail = float(up(upper_sum(np.abs(alpha)) * 2.0**-1072))
     return up((U * np.abs(scores) + total) * (1.0 + 4.0 * U) + tail)
 
 
