@@ -20,6 +20,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from qpsvm._jit import CALLEE, ENTRY
+from qpsvm._numerics import uncompiled
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 
 __all__ = [
@@ -77,15 +78,20 @@ class Kernel:
         if self.name == "rbf":
             # -gamma sum_k (a_k - b_k)^2 by the compiled rows' own code, then exp in place
             K = np.empty((A.shape[0], B.shape[0]))
+            gamma = float(self.gamma)
             if sp.issparse(A) or sp.issparse(B):
-                a, b = sp.csr_matrix(A, dtype=np.float64), sp.csr_matrix(B, dtype=np.float64)
-                _scaled_distances(
-                    a.data, a.indices, a.indptr, _EMPTY2, _spec(ROW_RBF, _EMPTY2, b, self), K
+                a, b = (sp.csr_matrix(M, dtype=np.float64) for M in (A, B))
+                buf, mark = np.zeros(b.shape[1]), np.full(b.shape[1], -1, dtype=np.int64)
+                _sparse_distances(
+                    a.data, a.indices, a.indptr, b.data, b.indices, b.indptr, buf, mark, gamma, K
                 )
             else:
-                BT = np.ascontiguousarray(np.asarray(B, dtype=np.float64).T)
                 A = np.ascontiguousarray(A, dtype=np.float64)
-                _scaled_distances(_EMPTY, _EMPTY_INT, _EMPTY_INT, A, _spec(ROW_RBF, BT, B, self), K)
+                BT = np.ascontiguousarray(np.asarray(B, dtype=np.float64).T)
+                if uncompiled(_dense_distances, K.size * BT.shape[0], DISTANCE_TERMS):
+                    _dense_distances_numpy(A, BT, gamma, K)
+                else:
+                    _dense_distances(A, BT, gamma, K)
             return _exp_in_place(K)
         if self.name == "poly":
             return (self.gamma * _dense(A @ B.T) + self.coef0) ** self.degree
@@ -125,8 +131,11 @@ _LN2_LO = 1.90821492927058770002e-10
 _LOG2E = 1.4426950408889634
 #: Dense rows are computed in blocks of this many entries (which stay in L1/L2).
 _BLOCK = 1024
-#: Empty arrays for the unused arguments of the compiled rows.
-_EMPTY, _EMPTY_INT, _EMPTY2 = np.empty(0), np.empty(0, dtype=np.int32), np.empty((0, 0))
+#: Terms ``(a_k - b_k)^2`` a process sums in numpy before :func:`_dense_distances` is
+#: compiled (about 0.4 s, the numpy sums' cost of ~1e8 terms, measured on two loaded cores):
+#: a first small rbf call compiles nothing more than the exponential.
+DISTANCE_TERMS = 10**8
+#: The sparse rows' marks of a kernel without them (:func:`_sparse_row`).
 _NO_MARK = np.empty(0, dtype=np.int64)
 #: Products ``K v`` a :class:`KernelCache` remembers (most recent first).
 REMEMBERED = 4
@@ -223,18 +232,39 @@ def _sparse_row(kind, xdata, xindices, data, indices, indptr, buf, mark, out):  
 
 
 @numba.njit(**ENTRY, fastmath={"contract"})
-def _scaled_distances(adata, aindices, aindptr, A, spec, out):  # pragma: no cover - compiled
-    """``out[r, t] = -gamma ||a_r - x_t||^2`` for the rows ``a_r`` of ``A`` (dense) or of the
-    CSR arrays ``(adata, aindices, aindptr)`` against the training rows of ``spec``
-    (:func:`kernel_row`'s), each computed as :func:`kernel_row` computes it."""
-    kind, XT, data, indices, indptr, sparse, mark, gamma, _, _, buf, _ = spec
+def _dense_distances(A, XT, gamma, out):  # pragma: no cover - compiled
+    """``out[r, t] = -gamma ||a_r - x_t||^2`` for the rows ``a_r`` of ``A`` against the columns
+    ``x_t`` of ``XT``, each computed as :func:`kernel_row` computes it (:func:`_dense_row`)."""
     for r in range(out.shape[0]):
         row = out[r]
-        if sparse:
-            lo, hi = aindptr[r], aindptr[r + 1]
-            _sparse_row(kind, adata[lo:hi], aindices[lo:hi], data, indices, indptr, buf, mark, row)
-        else:
-            _dense_row(kind, A[r], XT, row)
+        _dense_row(ROW_RBF, A[r], XT, row)
+        for t in range(row.shape[0]):
+            row[t] = -gamma * row[t]
+
+
+def _dense_distances_numpy(A: np.ndarray, XT: np.ndarray, gamma: float, out: np.ndarray) -> None:
+    """:func:`_dense_distances` in numpy, feature by feature (the same sum of nonnegative terms
+    in the same order, each square rounded apart: within the same proven bound, equal to the
+    compiled values but where those fuse a square into its addition)."""
+    out[:] = 0.0
+    for k in range(XT.shape[0]):
+        diff = XT[k][None, :] - A[:, k][:, None]
+        diff *= diff
+        out += diff
+    out *= -gamma
+
+
+@numba.njit(**ENTRY, fastmath={"contract"})
+def _sparse_distances(
+    adata, aindices, aindptr, data, indices, indptr, buf, mark, gamma, out
+):  # pragma: no cover - compiled
+    """:func:`_dense_distances` for the CSR rows ``(adata, aindices, aindptr)`` against the CSR
+    rows ``(data, indices, indptr)`` (:func:`_sparse_row`; ``buf`` zeros and ``mark`` ``-1``, one
+    per feature)."""
+    for r in range(out.shape[0]):
+        row = out[r]
+        lo, hi = aindptr[r], aindptr[r + 1]
+        _sparse_row(ROW_RBF, adata[lo:hi], aindices[lo:hi], data, indices, indptr, buf, mark, row)
         for t in range(row.shape[0]):
             row[t] = -gamma * row[t]
 

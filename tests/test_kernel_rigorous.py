@@ -131,6 +131,7 @@ def test_negative_log_bound_holds_in_exact_arithmetic(k):
 @given(lo=st.floats(0.0, 1.0), width=st.floats(0.0, 1.0))
 @example(lo=0.0, width=0.0)
 @example(lo=0.3, width=0.1)  # 1/e inside
+@example(lo=0.0, width=0.3671875)  # just below 1/e: the end's bound would exceed 1/e itself
 def test_entropy_bound_dominates_the_function_on_its_interval(lo, width):
     # max over [lo, hi] of -k ln k <= the bound, checked at the ends, at 1/e where inside and at
     # points between (the function is concave: its maximum is at one of those)

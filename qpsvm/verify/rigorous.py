@@ -1226,11 +1226,11 @@ def _neg_log_upper(k: np.ndarray) -> np.ndarray:
 def _entropy_upper(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     r"""Upper bounds on :math:`\max_{k \in [lo, hi]} -k \ln k` for ``0 <= lo <= hi <= 1``:
     the function rises to :math:`1/e` at :math:`k = 1/e` and falls after, so the maximum is at
-    the end nearer :math:`1/e`, or :math:`1/e` inside."""
+    the end nearer :math:`1/e`, or :math:`1/e` inside, and never above :math:`1/e`."""
     k = np.where(hi <= 1.0 / math.e, hi, np.where(lo >= 1.0 / math.e, lo, 0.5))
     at = np.where(k > 0.0, up(k * _neg_log_upper(np.where(k > 0.0, k, 1.0))), 0.0)
     inside = (lo < 1.0 / math.e) & (hi > 1.0 / math.e)
-    return np.where(inside, _INV_E_UP, at)
+    return np.minimum(np.where(inside, _INV_E_UP, at), _INV_E_UP)
 
 
 def rbf_score_error(
