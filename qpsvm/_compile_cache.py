@@ -12,8 +12,11 @@ locator first in numba's list, for qpsvm's own source files only:
 * the cache lives in ``$QPSVM_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/qpsvm`` (default
   ``~/.cache/qpsvm``), in a subdirectory per source directory (numba hashes its absolute path,
   so an editable checkout and an installed copy never share entries);
-* numba keys each entry by the source file's modification time and size, so an edited or
-  reinstalled file is recompiled, never served stale;
+* every entry is stamped with the whole package's sources (each ``.py`` file's path,
+  modification time and size), not numba's default of the function's own file: a caller's
+  compiled code contains its callees from other modules, so an edit to ``_rows.py`` must
+  recompile the SMO loop in ``solvers/_online_kernels.py`` too. Any edit or reinstall
+  recompiles what is called next, never serves stale code;
 * where the directory cannot be created or written, numba's own locators decide as before.
 
 Other packages' numba functions are untouched. The first call of each kernel after an install
@@ -25,13 +28,15 @@ start").
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 from pathlib import Path
 from typing import Any
 
 from numba.core.caching import CacheImpl, UserWideCacheLocator
 
-__all__ = ["cache_directory", "compiled"]
+__all__ = ["cache_directory", "compiled", "source_stamp"]
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -52,12 +57,52 @@ def cache_directory() -> Path:
     return Path(root)
 
 
+def source_stamp(package: Path | None = None) -> str:
+    """A digest of every Python source file under ``package``: path, modification time, size.
+
+    numba stamps a cache entry with its function's own file only, and serves the entry while
+    that file is unchanged; but the entry's machine code includes every compiled callee, which
+    may live in another file. qpsvm's entries carry this stamp instead, so editing any source
+    file invalidates all of them (a few seconds of compiles in all), and none goes stale.
+
+    Parameters
+    ----------
+    package : pathlib.Path, optional
+        The directory to stamp. By default qpsvm's own, stamped once per process (the
+        sources a process compiles are those it imported).
+
+    Returns
+    -------
+    str
+        A hex digest; it changes when a ``.py`` file is added, removed, renamed, touched or
+        resized.
+    """
+    return _package_stamp() if package is None else _digest(package.resolve())
+
+
+@functools.cache
+def _package_stamp() -> str:
+    return _digest(_PACKAGE)
+
+
+def _digest(package: Path) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    for path in sorted(package.rglob("*.py")):
+        st = path.stat()
+        digest.update(f"{path.relative_to(package)}\0{st.st_mtime_ns}\0{st.st_size}\n".encode())
+    return digest.hexdigest()
+
+
 class _QPSVMCacheLocator(UserWideCacheLocator):
     """numba cache locator for functions defined in qpsvm's own source files."""
 
     def __init__(self, py_func, py_file):
         super().__init__(py_func, py_file)
         self._cache_path = str(cache_directory() / self.get_suitable_cache_subpath(py_file))
+
+    def get_source_stamp(self) -> str:
+        """The package's :func:`source_stamp`, not the function's file's alone."""
+        return source_stamp()
 
     @classmethod
     def from_function(cls, py_func, py_file):
@@ -84,7 +129,7 @@ def compiled(dispatcher: Any) -> bool:
 
     numba's own test is applied to the cache index (``numba.core.caching``, private, the same in
     numba 0.59.1 and 0.68.1; ``tests/test_cold_start.py`` fails if it changes): the index is numba's
-    version's and the source file's (modification time and size), and an entry's key, after its
+    version's and stamped with :func:`source_stamp`, and an entry's key, after its
     signature, is :meth:`Cache._index_key` of that signature here (the machine, and the hashes of
     the function's bytecode and closure). A cache this cannot read counts as missing, so a
     change in numba makes callers take their uncompiled path, never a wrong one. An index found

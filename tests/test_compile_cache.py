@@ -93,3 +93,51 @@ def test_a_cold_smo_call_compiles_each_function_once(tmp_path):
     assert "qpsvm.solvers._online_kernels.smo_loop" in ours
     assert "qpsvm.kernels.kernel_row" in ours
     assert {name: len(sigs) for name, sigs in ours.items() if len(sigs) > 1} == {}
+
+
+def test_the_source_stamp_changes_with_any_source_file(tmp_path):
+    from qpsvm._compile_cache import source_stamp
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.py").write_text("y = 2\n")
+    (tmp_path / "notes.txt").write_text("not a source file\n")
+    stamps = [source_stamp(tmp_path)]
+    (tmp_path / "notes.txt").write_text("still not a source file\n")
+    stamps.append(source_stamp(tmp_path))
+    assert stamps[1] == stamps[0]
+    st = (tmp_path / "sub" / "b.py").stat()
+    os.utime(tmp_path / "sub" / "b.py", ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    stamps.append(source_stamp(tmp_path))
+    (tmp_path / "a.py").write_text("x = 10\n")
+    stamps.append(source_stamp(tmp_path))
+    (tmp_path / "c.py").write_text("")
+    stamps.append(source_stamp(tmp_path))
+    assert len(set(stamps[1:])) == 4  # touched, resized, added: each a new stamp
+
+
+def test_editing_a_callee_in_another_file_recompiles_its_callers(tmp_path):
+    # binary_epoch (solvers/_online_kernels.py) has the row accessors of _rows.py compiled into
+    # it: numba's own stamp (the caller's file alone) would keep serving the old code
+    import shutil
+
+    copy = tmp_path / "src" / "qpsvm"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {
+        **os.environ,
+        "QPSVM_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": str(tmp_path / "src"),
+    }
+    run = [sys.executable, "-c", "import qpsvm; print(qpsvm.__file__)\n" + SCRIPT]
+    out = subprocess.run(run, env=env, cwd=tmp_path, check=True, timeout=600, capture_output=True)
+    assert out.stdout.decode().splitlines()[0] == str(copy / "__init__.py")
+    (index,) = [
+        p
+        for p in _compiled_files(tmp_path / "cache")
+        if p.name.startswith("_online_kernels.binary_epoch") and p.suffix == ".nbi"
+    ]
+    before = index.stat().st_mtime_ns
+    with open(copy / "_rows.py", "a") as f:
+        f.write("\n# an edit of a callee's file\n")
+    subprocess.run(run, env=env, cwd=tmp_path, check=True, timeout=600, capture_output=True)
+    assert index.stat().st_mtime_ns != before
