@@ -289,8 +289,8 @@ def _csr_tdot2(data, indices, indptr, v, s, c):  # pragma: no cover - compiled
     for i in range(indptr.shape[0] - 1):
         if v[i] != 0.0:
             vh, vl = _split(v[i])
-            for k in range(indptr[i], indptr[i + 1]):
-                _dot2_step(data[k], v[i], vh, vl, s, c, indices[k])
+            for k in range(np.uintp(indptr[i]), np.uintp(indptr[i + 1])):
+                _dot2_step(data[k], v[i], vh, vl, s, c, np.uintp(indices[k]))
 
 
 @numba.njit(**ENTRY)
@@ -303,8 +303,8 @@ def _csr_rows_dot2(data, indices, indptr, v):  # pragma: no cover - compiled
     magnitude = np.zeros(n)
     for i in range(n):
         si, ci, mi = 0.0, 0.0, 0.0
-        for k in range(indptr[i], indptr[i + 1]):
-            a, b = data[k], v[indices[k]]
+        for k in range(np.uintp(indptr[i]), np.uintp(indptr[i + 1])):
+            a, b = data[k], v[np.uintp(indices[k])]
             p = a * b
             ah, al = _split(a)
             bh, bl = _split(b)

@@ -9,7 +9,13 @@ a step costs ``O(nnz(x_i))``. The accessors are chosen by the types of ``M``'s a
 kernel is compiled (a two-dimensional ``X`` for dense rows, a two-dimensional ``pairs`` for pair
 differences), so each kind of data gets its own machine code: a loop that tests a run-time flag
 for every row runs about three times slower on sparse rows (measured: CSR rows of 20 nonzeros,
-dual coordinate descent). This module is a shared leaf: the solvers and the verifier use it.
+dual coordinate descent). CSR positions and column indices are read as unsigned
+integers (``np.uintp``), here, in the compiled Dot2 sums and in the free-set finish: numba
+then drops the test for a negative index (Python's wraparound) from every access, which cost
+40% of an epoch of dual coordinate descent (41 epochs at 2000 x 20000, 20 nonzeros a row:
+2.9 ms against 1.7 ms, CPU time, best of 20), with the same operations in the same order, so
+the same results to the bit.
+This module is a shared leaf: the solvers and the verifier use it.
 """
 
 from __future__ import annotations
@@ -45,7 +51,16 @@ def data_arrays(X: np.ndarray | sp.csr_matrix, pairs: np.ndarray | None = None) 
 
 
 def row_sq_norms(X: np.ndarray | sp.csr_matrix) -> np.ndarray:
-    """``||x_i||^2`` for every row."""
+    """``||x_i||^2`` for every row. A CSR matrix in canonical format (sorted, no duplicates)
+    without explicit zeros has its squares reduced along each row by ``np.add.reduceat``, as
+    the sparse product's row sums do (the same result to the bit), without forming ``X * X``
+    (0.02 ms against 0.76 ms at 2000 x 20000, 20 nonzeros a row)."""
+    if sp.issparse(X) and X.format == "csr" and X.has_canonical_format and X.data.all():
+        out = np.zeros(X.shape[0])
+        rows = np.flatnonzero(np.diff(X.indptr))
+        if rows.size:
+            out[rows] = np.add.reduceat(X.data * X.data, X.indptr[rows])
+        return out
     if sp.issparse(X):
         return np.asarray(X.multiply(X).sum(axis=1)).ravel()
     return np.einsum("ij,ij->i", X, X)
@@ -76,8 +91,8 @@ def _row_dot_typed(i, M, v):  # pragma: no cover - compiled
     def sparse(i, M, v):
         data, indices, indptr = M[1], M[2], M[3]
         dot = 0.0
-        for p in range(indptr[i], indptr[i + 1]):
-            dot += v[indices[p]] * data[p]
+        for p in range(np.uintp(indptr[i]), np.uintp(indptr[i + 1])):
+            dot += v[np.uintp(indices[p])] * data[p]
         return dot
 
     return sparse
@@ -96,8 +111,8 @@ def _row_axpy_typed(i, M, c, v):  # pragma: no cover - compiled
 
     def sparse(i, M, c, v):
         data, indices, indptr = M[1], M[2], M[3]
-        for p in range(indptr[i], indptr[i + 1]):
-            v[indices[p]] += c * data[p]
+        for p in range(np.uintp(indptr[i]), np.uintp(indptr[i + 1])):
+            v[np.uintp(indices[p])] += c * data[p]
 
     return sparse
 

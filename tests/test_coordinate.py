@@ -532,3 +532,108 @@ def test_finish_steps_after_a_bound_start_from_the_last_direction(seed, monkeypa
     sol = qpsvm.SoftMarginPrimal(X, y, C=1.0).solve(method="dcd")
     assert any(warm for warm, _ in calls)
     assert sol.certificate.passed
+
+
+def _numpy_objectives(data: CoordinateData, u, v, shift):
+    """The ascent's floating-point ``P(v)`` and ``D(u)`` written out in numpy, each sum by
+    Sum2 (``fsum``): the definitions the compiled pass evaluates."""
+    from qpsvm._numerics import fsum, fsum_dot
+
+    z = data.sigma * (np.asarray(data.X @ v[:-1]).ravel() + (shift + data.bias * v[-1]))
+    r = np.maximum(0.0, data.p - z)
+    squared = data.d > 0
+    loss = np.where(squared, r * r / (2.0 * np.where(squared, data.d, 1.0)), 0.0)
+    loss = np.where(squared, loss, np.where(r > 0.0, data.hi, 0.0) * r)
+    primal = 0.5 * fsum_dot(v, v) + fsum(loss)
+    dual = fsum((data.p - data.sigma * shift) * u - 0.5 * data.d * u * u) - 0.5 * fsum_dot(v, v)
+    return primal, dual
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    squared=st.booleans(),
+    bias=st.sampled_from([0.0, 1.0, 3.0]),
+    shift=st.sampled_from([0.0, 0.4, -1.7]),
+    sparse=st.booleans(),
+)
+def test_compiled_objectives_and_expansion_equal_their_numpy_definitions(
+    seed, squared, bias, shift, sparse
+):
+    # the estimates that steer the ascent, in one compiled pass: on CSR rows the same
+    # operations in the same order as the numpy definitions (the rows' products summed in
+    # their stored order, every sum by Sum2), so the same floats; dense rows' products are
+    # BLAS's there, in another order
+    rng = np.random.default_rng(seed)
+    X, y = sparse_problem(seed, n=40, d=60, k=4)
+    X = X.multiply(rng.standard_normal(X.shape) * 10.0 ** rng.integers(-3, 4)).tocsr()
+    n = X.shape[0]
+    C = float(10.0 ** rng.integers(-2, 3))
+    d = np.full(n, 1.0 / (2.0 * C)) if squared else np.zeros(n)
+    hi = np.full(n, np.inf) if squared else np.full(n, C)
+    data = CoordinateData(X if sparse else X.toarray(), y.astype(float), np.ones(n), d, hi, bias)
+    u = np.where(rng.random(n) < 0.3, 0.0, rng.random(n) * min(C, 10.0))
+    v = data.expansion(u, exact=False)
+    plain = np.append(X.T @ (u * data.sigma), bias * np.sum(u * data.sigma))
+    if sparse:
+        assert np.array_equal(v[:-1], plain[:-1])
+    np.testing.assert_allclose(v, plain, rtol=1e-13, atol=1e-13 * np.max(np.abs(plain)))
+    primal, dual = data.objectives(u, v, shift)
+    reference = _numpy_objectives(data, u, v, shift)
+    if sparse:
+        assert (primal, dual) == reference
+    np.testing.assert_allclose((primal, dual), reference, rtol=1e-12)
+    assert data.primal(v, shift) == primal and data.dual(u, v, shift) == dual
+
+
+def test_ascent_steers_by_the_compiled_objectives(monkeypatch):
+    # every gap estimate of the solver's ascent is the compiled pass's
+    calls = []
+    original = ascent.coordinate_objectives
+
+    def spy(*args):
+        calls.append(args[-1])
+        return original(*args)
+
+    monkeypatch.setattr(ascent, "coordinate_objectives", spy)
+    X, y = sparse_problem(5, n=60, d=300)
+    sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False).solve(method="dcd")
+    assert sol.certificate.passed and len(calls) >= 2 and all(calls)
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    C=st.sampled_from([0.3, 1.0, 10.0]),
+    fit_intercept=st.booleans(),
+)
+def test_dcd_with_fewer_samples_than_features_equals_the_rational_oracle(seed, C, fit_intercept):
+    # text-like n < d, the regime whose gap estimates and steering expansions are the
+    # compiled passes: the certified enclosure holds the rational oracle's P* (the squared
+    # hinge at n < d: test_dcd_is_certified_on_random_sparse_problems)
+    X, y = sparse_problem(seed, n=30, d=90, k=4)
+    if len(np.unique(y)) < 2:
+        return
+    sol = qpsvm.SoftMarginPrimal(X, y, C=C, fit_intercept=fit_intercept).solve(method="dcd")
+    assert sol.certificate.passed
+    dense = qpsvm.SoftMarginPrimal(X.toarray(), y, C=C, fit_intercept=fit_intercept)
+    optimum = dense.solve(method="exact").info["exact"].objective
+    assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), density=st.sampled_from([0.005, 0.05, 0.4]))
+def test_row_norms_of_canonical_csr_equal_the_sparse_products(seed, density):
+    # the squares reduced along the rows as the sparse product's row sums reduce them (empty
+    # rows included): the same floats; explicit zeros or duplicates take the product itself
+    from qpsvm._rows import row_sq_norms
+
+    rng = np.random.default_rng(seed)
+    X = sp.random(60, 90, density, format="csr", random_state=seed)
+    X.data *= rng.standard_normal(X.nnz) ** 5 * 10.0 ** rng.integers(-5, 6)
+    reference = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    assert np.array_equal(row_sq_norms(X), reference)
+    if X.nnz:
+        X.data[0] = 0.0  # an explicit zero
+        assert X.has_canonical_format
+        assert np.array_equal(row_sq_norms(X), np.asarray(X.multiply(X).sum(axis=1)).ravel())

@@ -47,7 +47,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from qpsvm._jit import CALLEE, ENTRY
-from qpsvm._numerics import fsum, fsum_dot, tdot
+from qpsvm._numerics import fsum, tdot
 from qpsvm._rows import _example_axpy, _example_dot, linear_data
 
 logger = logging.getLogger("qpsvm")
@@ -148,6 +148,8 @@ __all__ = [
     "ascend",
     "balanced_ascent",
     "coordinate_epochs",
+    "coordinate_expansion",
+    "coordinate_objectives",
     "first_tolerance",
     "free_set_step",
 ]
@@ -234,6 +236,60 @@ def coordinate_epochs(
     return epochs, violation
 
 
+@numba.njit(**CALLEE)
+def _sum2_add(s, c, x):  # pragma: no cover - compiled
+    """One step of Sum2 (:func:`qpsvm._numerics.fsum`): TwoSum ``s + x = t + e``, ``e`` joins
+    ``c``; returns ``t`` and the new ``c``."""
+    t = s + x
+    z = t - s
+    return t, c + ((s - (t - z)) + (x - z))
+
+
+@numba.njit(**ENTRY)
+def coordinate_objectives(M, sigma, p, d, hi, bias, u, v, shift, primal):  # pragma: no cover
+    """``P(v)`` and ``D(u)`` of :class:`CoordinateData` at the fixed intercept ``shift``
+    (floating point, each sum by Sum2, as :func:`qpsvm._numerics.fsum`): the losses from one
+    pass over the rows of ``M`` (skipped without ``primal``, ``P`` then ``nan``), the dual's
+    linear and quadratic terms over ``u`` (none for an empty ``u``). The estimates that steer
+    the ascent; the certificate evaluates its own bounds."""
+    last = v.shape[0] - 1
+    w = v[:last]
+    norm, norm_c = 0.0, 0.0
+    for j in range(v.shape[0]):
+        norm, norm_c = _sum2_add(norm, norm_c, v[j] * v[j])
+    norm += norm_c
+    out_p = np.nan
+    if primal:
+        b = shift + bias * v[last]
+        loss, loss_c = 0.0, 0.0
+        for i in range(sigma.shape[0]):
+            r = p[i] - sigma[i] * (_example_dot(i, M, w) + b)
+            if r > 0.0:
+                term = r * r / (2.0 * d[i]) if d[i] > 0.0 else hi[i] * r
+                loss, loss_c = _sum2_add(loss, loss_c, term)
+        out_p = 0.5 * norm + (loss + loss_c)
+    gain, gain_c = 0.0, 0.0
+    for i in range(u.shape[0]):
+        a = u[i]
+        gain, gain_c = _sum2_add(gain, gain_c, (p[i] - sigma[i] * shift) * a - 0.5 * d[i] * a * a)
+    return out_p, (gain + gain_c) - 0.5 * norm
+
+
+@numba.njit(**ENTRY)
+def coordinate_expansion(M, sigma, bias, u, width):  # pragma: no cover - compiled
+    """``v = sum_i u_i sigma_i tilde x_i`` (``width`` entries, the last ``bias sum_i u_i
+    sigma_i``) by plain products over the rows of ``M``, the nonzero ``u_i`` only: the
+    expansion that steers the ascent."""
+    v = np.zeros(width)
+    w = v[: width - 1]
+    for i in range(sigma.shape[0]):
+        if u[i] != 0.0:
+            c = u[i] * sigma[i]
+            _example_axpy(i, M, c, w)
+            v[width - 1] += c * bias
+    return v
+
+
 @dataclass
 class CoordinateData:
     """One problem of the ascent: the rows (CSR), signs ``sigma``, the dual's ``p, d`` and upper
@@ -263,10 +319,10 @@ class CoordinateData:
     def expansion(self, u: np.ndarray, exact: bool = True) -> np.ndarray:
         """``v = sum_i u_i sigma_i tilde x_i``: in twice the working precision, or (``exact=False``,
         for the estimates that steer the ascent) a plain product."""
-        su = u * self.sigma
         if exact:
+            su = u * self.sigma
             return np.append(tdot(self.X, su), self.bias * fsum(su))
-        return np.append(np.asarray(self.X.T @ su).ravel(), self.bias * float(np.sum(su)))
+        return coordinate_expansion(self.rows, self.sigma, self.bias, u, self.n_features + 1)
 
     def regularised(self, bias: float) -> CoordinateData:
         """The same problem with the intercept a regularised feature of value ``bias`` (no
@@ -283,17 +339,21 @@ class CoordinateData:
     def primal(self, v: np.ndarray, shift: float = 0.0) -> float:
         """``P = 1/2 ||v||^2 + sum_i L_i(sigma_i (x_i . w + b))`` at ``w = v[:d]``, with each
         loss ``L_i(z) = max_{0 <= u <= hi_i} u (p_i - z) - d_i u^2 / 2`` (floating point)."""
-        z = self.sigma * (np.asarray(self.X @ v[:-1]).ravel() + self.intercept(v, shift))
-        r = np.maximum(0.0, self.p - z)
-        squared = self.d > 0
-        loss = np.where(squared, r * r / (2.0 * np.where(squared, self.d, 1.0)), 0.0)
-        loss = np.where(squared, loss, np.where(r > 0.0, self.hi, 0.0) * r)
-        return 0.5 * fsum_dot(v, v) + fsum(loss)
+        return self.objectives(np.zeros(0), v, shift)[0]
 
     def dual(self, u: np.ndarray, v: np.ndarray, shift: float = 0.0) -> float:
         """``D(u) = sum_i ((p_i - sigma_i shift) u_i - d_i u_i^2 / 2) - 1/2 ||v||^2``."""
-        gain = fsum((self.p - self.sigma * shift) * u - 0.5 * self.d * u * u)
-        return gain - 0.5 * fsum_dot(v, v)
+        return self.objectives(u, v, shift, primal=False)[1]
+
+    def objectives(
+        self, u: np.ndarray, v: np.ndarray, shift: float = 0.0, primal: bool = True
+    ) -> tuple[float, float]:
+        """:meth:`primal` at ``v`` (``nan`` without ``primal``) and :meth:`dual` at ``u, v`` (0
+        for an empty ``u``), in one compiled pass (:func:`coordinate_objectives`)."""
+        P, D = coordinate_objectives(
+            self.rows, self.sigma, self.p, self.d, self.hi, self.bias, u, v, float(shift), primal
+        )
+        return float(P), float(D)
 
     def run(
         self,
@@ -494,15 +554,15 @@ def _free_product(
     for j in range(k):
         c = direction[j]
         if keep[j] and c != 0.0:
-            for q in range(indptr[j], indptr[j + 1]):
-                buf[indices[q]] += c * data[q]
+            for q in range(np.uintp(indptr[j]), np.uintp(indptr[j + 1])):
+                buf[np.uintp(indices[q])] += c * data[q]
             total += c * sigma[j]
     curvature = 0.0
     for j in range(k):
         if keep[j]:
             dot = 0.0
-            for q in range(indptr[j], indptr[j + 1]):
-                dot += data[q] * buf[indices[q]]
+            for q in range(np.uintp(indptr[j]), np.uintp(indptr[j + 1])):
+                dot += data[q] * buf[np.uintp(indices[q])]
             Hd[j] = dot + bias2 * sigma[j] * total + diag[j] * direction[j]
             curvature += direction[j] * Hd[j]
         else:
@@ -727,8 +787,7 @@ def ascend(
     u = np.clip(np.asarray(u, dtype=np.float64), 0.0, data.hi)
     v = data.expansion(u, exact=False)  # steers the ascent only
     epochs = 0
-    primal = data.primal(v, shift)
-    dual = data.dual(u, v, shift)
+    primal, dual = data.objectives(u, v, shift)
     tried: set[bytes] = set()
     # the squared hinge's curvature d_i >= 1 / (2 C s_i) bounds the condition number, and the
     # ascent alone converges in a few tens of epochs (measured)
@@ -744,14 +803,13 @@ def ascend(
         epochs += ran
         # the updated v drifts from the expansion of u by a few ulps per epoch: enough to
         # steer the ascent, and recomputed exactly for the point returned
-        primal = data.primal(v, shift)
-        dual = data.dual(u, v, shift)
+        primal, dual = data.objectives(u, v, shift)
         slow = ran >= FINISH_EPOCHS and tol <= FINISH_FROM
         gap = (primal - dual) / max(1.0, abs(primal))
         if finish and slow and target < gap <= FINISH_GAP:
             u, v, primal, dual = _finish_free_set(data, u, v, primal, dual, shift, tried)
     v = data.expansion(u, exact)
-    return Ascent(u, v, data.primal(v, shift), data.dual(u, v, shift), epochs)
+    return Ascent(u, v, *data.objectives(u, v, shift), epochs)
 
 
 def first_tolerance(data: CoordinateData) -> float:
@@ -786,7 +844,7 @@ def _finish_free_set(
         return u, v, primal, dual
     trial = step[0]
     v_trial = data.expansion(trial, exact=False)
-    p_trial, d_trial = data.primal(v_trial, shift), data.dual(trial, v_trial, shift)
+    p_trial, d_trial = data.objectives(trial, v_trial, shift)
     if p_trial - d_trial < primal - dual:
         logger.debug("dcd: free-set solve: gap %.3e -> %.3e", primal - dual, p_trial - d_trial)
         return trial, v_trial, p_trial, d_trial
