@@ -637,3 +637,23 @@ def test_row_norms_of_canonical_csr_equal_the_sparse_products(seed, density):
         X.data[0] = 0.0  # an explicit zero
         assert X.has_canonical_format
         assert np.array_equal(row_sq_norms(X), np.asarray(X.multiply(X).sum(axis=1)).ravel())
+
+
+def test_certificate_of_the_solvers_point_expands_it_once(monkeypatch):
+    # the stationarity residual reuses the expansion the dual value computed at the same
+    # multipliers (the bounds' exactly feasible copy of them), one Dot2 pass fewer
+    X, y = sparse_problem(6, n=60, d=300)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False)
+    sol = f.solve(method="dcd")
+    calls = []
+    original = type(f).expansion
+
+    def spy(self, alpha):
+        calls.append(alpha)
+        return original(self, alpha)
+
+    monkeypatch.setattr(type(f), "expansion", spy)
+    cert = f.certify(sol)
+    assert cert.passed and len(calls) == 1
+    w = original(f, cert.alpha)
+    assert cert.stationarity == pytest.approx(float(np.linalg.norm(sol.w - w)), abs=1e-15)

@@ -528,11 +528,15 @@ def _stationarity(
     f: BinaryProblem, w: np.ndarray | None, alpha: np.ndarray, expansions: dict[int, tuple]
 ) -> float:
     """``||w - sum_i alpha_i y_i x_i||`` (0 without an explicit ``w``), reusing the expansion
-    computed for ``D`` when there is one."""
+    computed for ``D`` at a point equal to ``alpha`` when there is one (the bounds' exactly
+    feasible copy of the point searched is another array with the same values)."""
     if w is None:
         return 0.0
-    point, v = expansions.get(id(alpha), (None, None))
-    residual_w = w - (v if point is alpha else f.expansion(alpha))
+    v = next(
+        (v for point, v in expansions.values() if v is not None and np.array_equal(point, alpha)),
+        None,
+    )
+    residual_w = w - (f.expansion(alpha) if v is None else v)
     return math.sqrt(fsum_dot(residual_w, residual_w))
 
 
