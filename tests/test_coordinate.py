@@ -719,6 +719,7 @@ def test_coupled_free_set_step_on_rank_deficient_dense_rows_is_exact():
 @example(seed=0, log_C=0.0, shift=0.0, scale=1.0, fit_intercept=True)
 @example(seed=0, log_C=2.0, shift=0.0, scale=1.0, fit_intercept=True)
 @example(seed=2, log_C=-2.0, shift=0.0, scale=1.0, fit_intercept=True)
+@example(seed=0, log_C=-3.0, shift=-20.0, scale=1.0, fit_intercept=True)
 def test_dcd_on_dense_data_equals_the_rational_oracle(seed, log_C, shift, scale, fit_intercept):
     # dense rows of rank d - 2 (scikit-learn's redundant features), shifted and scaled, C over
     # six decades: dcd certifies its own point (no fallback) with and without a free intercept,

@@ -214,3 +214,28 @@ def test_next_centre_finds_the_root_of_g():
     assert direct._next_centre([(0.0, g(0.0)), (1.0, g(1.0))]) == pytest.approx(2.0)
     points = [(0.0, g(0.0)), (1.0, g(1.0)), (5.0, g(5.0)), (6.0, g(6.0))]
     assert direct._next_centre(points) == pytest.approx(2.0)
+
+
+#: The refinements the counting refinement below began: one per point it was asked about.
+REFINED: list[int] = []
+
+
+def _counted_refinement(f, cand):
+    """``refine_binary``'s refinements of ``cand``, the call recorded in :data:`REFINED`."""
+    from qpsvm.solvers.refine import refine_binary
+
+    REFINED.append(1)
+    yield from refine_binary(f, cand)
+
+
+@pytest.mark.parametrize(("shift", "C"), [(0.0, 1.0), (5.0, 1.0), (5.0, 0.01)])
+def test_intercept_search_refines_each_point_once(monkeypatch, shift, C):
+    # the KKT screen's refinement is the first one the certificate tries: one refinement of
+    # each box QP's point, the screen's, not two
+    X, y = random_problem(3, n=100, d=5)
+    f = qpsvm.SoftMarginPrimal(X + shift, y, C=C)
+    monkeypatch.setattr(f, "refinement", f"{__name__}:_counted_refinement")
+    REFINED.clear()
+    sol = direct.solve_primal_direct(f, 1e-9)
+    assert sol is not None and sol.solver == "box_dual" and sol.certificate.passed
+    assert len(REFINED) == sol.n_iter

@@ -39,6 +39,7 @@ Either is read back as :meth:`~qpsvm.SoftMarginDual.read_model` reads the CVXPY 
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from typing import Any
@@ -291,8 +292,12 @@ def _intercept_search(
         alpha, w = box_qp(rows, v0, cap, start)
         b = B * w[d]
         cand = Candidate(w=w[:d].copy(), b=b, alpha=alpha)
-        if solves == INTERCEPT_CENTRES or _kkt_holds(f, cand):
-            cand, cert = best_certified(f, cand, tol, True)
+        # the screen's refinement is the first the certificate tries: computed once
+        refinements = iter(load(f.refinement)(f, cand))
+        first = next(refinements, None)
+        if solves == INTERCEPT_CENTRES or _kkt_holds(f, first):
+            tried = refinements if first is None else itertools.chain([first], refinements)
+            cand, cert = best_certified(f, cand, tol, True, tried)
             if best is None or cert.relative_gap < best[1].relative_gap:
                 best = cand, cert, solves
             if cert.passed:
@@ -302,13 +307,12 @@ def _intercept_search(
     return best
 
 
-def _kkt_holds(f: BinaryProblem, cand: Candidate) -> bool:
-    """Whether the first refinement of ``cand`` (the balanced KKT equations on its sets,
-    :func:`~qpsvm.solvers.refine.refine_binary`) satisfies the KKT conditions in floating
-    point within :data:`INTERCEPT_KKT`: residuals ``r_i = y_i (w . x_i + b) - 1`` at least
-    ``-INTERCEPT_KKT`` below ``alpha_i = C s_i`` and at most ``INTERCEPT_KKT`` above
-    ``alpha_i = 0``. A screen only: the certificate decides."""
-    refined = next(iter(load(f.refinement)(f, cand)), None)
+def _kkt_holds(f: BinaryProblem, refined: Candidate | None) -> bool:
+    """Whether ``refined``, the first refinement of a point of the search (the balanced KKT
+    equations on its sets, :func:`~qpsvm.solvers.refine.refine_binary`), satisfies the KKT
+    conditions in floating point within :data:`INTERCEPT_KKT`: residuals ``r_i = y_i (w .
+    x_i + b) - 1`` at least ``-INTERCEPT_KKT`` below ``alpha_i = C s_i`` and at most
+    ``INTERCEPT_KKT`` above ``alpha_i = 0``. A screen only: the certificate decides."""
     if refined is None or refined.alpha is None:
         return False
     r = f.y * (np.asarray(f.X @ refined.w).ravel() + float(refined.b or 0.0)) - f.margin

@@ -10,6 +10,8 @@ decides which point is best.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from qpsvm.contract import Problem, load
 from qpsvm.solution import Candidate
 from qpsvm.verify.certificate import Certificate, uncertified_error
@@ -18,17 +20,26 @@ __all__ = ["best_certified", "finish"]
 
 
 def best_certified(
-    f: Problem, cand: Candidate, tol: float, refine: bool = True
+    f: Problem,
+    cand: Candidate,
+    tol: float,
+    refine: bool = True,
+    refinements: Iterable[Candidate] | None = None,
 ) -> tuple[Candidate, Certificate]:
     """Certify, with ``refine``, the refinements of ``cand`` in turn and return the first that
     passes (a refinement solves the KKT equations of its sets: exact to round-off where they
     are the optimum's, never worse than an interior-point answer accurate to ``1e-8``), else
     ``cand`` and the refinements' best pair: passed first, then the smallest relative gap.
     Each point is first moved onto the feasible set where rounding left it just outside
-    (``f.make_feasible``)."""
+    (``f.make_feasible``). ``refinements`` are those of ``cand`` when the caller has begun
+    them (default: ``f.refinement``'s, computed here)."""
     certify = load(f.certifier)
     scored = []
-    for refined in load(f.refinement)(f, cand) if refine and f.refinement else ():
+    if not (refine and f.refinement):
+        refinements = ()
+    elif refinements is None:
+        refinements = load(f.refinement)(f, cand)
+    for refined in refinements:
         refined = f.make_feasible(refined)
         cert = certify(f, refined, tol=tol)
         if cert.passed:

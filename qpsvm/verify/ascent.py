@@ -765,7 +765,7 @@ def free_set_step(
         # H is singular (more free rows than their rank), and the bordered solves lose eps /
         # delta of their accuracy (the balance off by 1e-9 at 500 x 20, rank 18): a factor of
         # the kept set refines the point
-        bordered = isinstance(system, _FreeSystem) and not keep.all()
+        bordered = isinstance(system, _FreeSystem) and not keep.all() and keep.any()
         if not (np.any(inward) or bordered) or steps >= FREE_SET_STEPS:
             break
         F = np.union1d(F, np.flatnonzero(inward))
