@@ -723,7 +723,7 @@ def test_coupled_free_set_step_on_rank_deficient_dense_rows_is_exact():
 def test_dcd_on_dense_data_equals_the_rational_oracle(seed, log_C, shift, scale, fit_intercept):
     # dense rows of rank d - 2 (scikit-learn's redundant features), shifted and scaled, C over
     # six decades: dcd certifies its own point (no fallback) with and without a free intercept,
-    # and the enclosure holds the rational oracle's P*. (Rows of size 1e3 at C = 1e3 are past
+    # and the enclosure holds the rational oracle's P*. (Rows of size 1e3 at C >= 10 are past
     # dcd's floor: w = sum_i alpha_i y_i x_i resolves the margins only to eps |alpha| |x|^2,
     # relative gaps near 3e-8; the free intercept then falls back to the working set.)
     X, y = _dense_classification(seed % 8, 120, 8)
