@@ -428,8 +428,10 @@ class _FreeSystem:
     lost ``eps / delta`` of its accuracy: residuals of ``1e-7`` on the free margins, which
     refinement from the same factor did not remove (500 x 20 dense, rank 18, ``C = 1``)."""
 
-    def __init__(self, factor: tuple, coupling: np.ndarray | None, rho: float = 0.0) -> None:
-        self.factor = factor
+    def __init__(
+        self, H: np.ndarray, factor: tuple, coupling: np.ndarray | None, rho: float = 0.0
+    ) -> None:
+        self.H, self.factor = H, factor  # H shifted, and augmented with the coupling
         self.columns: dict[int, np.ndarray] = {}
         self.coupling, self.rho = coupling, rho
         self.coupled = None if coupling is None else self._solve(coupling)
@@ -453,7 +455,7 @@ class _FreeSystem:
         chol, info = scipy.linalg.lapack.dpotrf(H, lower=1, clean=1)
         if info != 0:
             return None
-        return cls((chol, True), sigma if coupled else None, rho)
+        return cls(H, (chol, True), sigma if coupled else None, rho)
 
     def _solve(self, rhs: np.ndarray) -> np.ndarray:
         return scipy.linalg.cho_solve(self.factor, rhs, check_finite=False)
