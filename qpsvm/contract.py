@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -519,9 +520,12 @@ def register(method: Method) -> Method:
 
 
 def load(path: str) -> Any:
-    """The object named by ``"module:name"``, imported on use."""
+    """The object named by ``"module:name"``, imported on use (an imported module is read off
+    ``sys.modules``: ``importlib.import_module`` costs a few microseconds a call, a sizeable
+    share of a small problem's certificate)."""
     module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
+    loaded = sys.modules.get(module)
+    return getattr(loaded if loaded is not None else importlib.import_module(module), name)
 
 
 @functools.cache
@@ -530,6 +534,16 @@ def signature_of(fn: Callable[..., Any]) -> inspect.Signature:
     parameters of the solver or certifier they call on every call, and the inspection costs
     more than a small problem's solve (0.1-3 ms, measured)."""
     return inspect.signature(fn)
+
+
+@functools.cache
+def option_names(fn: Callable[..., Any]) -> frozenset[str] | None:
+    """The names of ``fn``'s parameters, ``None`` if it takes any keyword (``**options``);
+    computed once per function (:func:`signature_of`)."""
+    parameters = signature_of(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return None
+    return frozenset(parameters)
 
 
 def check_method(f: Any, name: str, *, path: bool = False) -> Method:
@@ -549,6 +563,9 @@ def check_method(f: Any, name: str, *, path: bool = False) -> Method:
         ``name`` is not a method of :data:`METHODS`, or ``f`` does not support it (the message
         lists the methods it supports).
     """
+    method = METHODS.get(name)
+    if method is not None and name in f.methods and (method.path if path else method.solve):
+        return method
     choices = supported(f, path=path)
     if name not in METHODS:
         raise InvalidInputError(

@@ -152,3 +152,72 @@ def test_the_small_grid_point_takes_the_compiled_pass():
     assert fused.primal == reference.primal_objective
     assert fused.dual == reference.dual_objective
     assert f.certify(w=w).primal_objective == reference.primal_objective
+
+
+def _exact_primal(f, w):
+    """``1/2 ||w||^2 + C sum_p max(0, 1 - w . (x_i - x_j))`` in rational arithmetic."""
+    w = [Fraction(v) for v in w]
+    items = [[Fraction(v) for v in row] for row in f.items.tolist()]
+    score = [sum((a * b for a, b in zip(row, w, strict=True)), Fraction(0)) for row in items]
+    hinge = sum(max(Fraction(0), 1 - score[i] + score[j]) for i, j in f.pairs.tolist())
+    return sum(v * v for v in w) / 2 + Fraction(f.C) * hinge
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    queries=st.integers(2, 6),
+    per_query=st.integers(3, 10),
+    d=st.integers(1, ranking_fused.ACTIVE_FEATURES),
+    levels=st.sampled_from([2, 3, 4]),  # binary and graded relevance, ties within levels
+    log_C=st.sampled_from([-3.0, -1.0, 0.0, 1.0, 2.0]),
+    data=st.sampled_from([(0.0, 1.0), (1e3, 1.0), (0.0, 1e-3), (0.0, 1e3)]),
+)
+@example(seed=0, queries=20, per_query=10, d=5, levels=2, log_C=-1.5, data=(0.0, 1.0))
+def test_the_active_set_finds_the_exact_optimum(seed, queries, per_query, d, levels, log_C, data):
+    # items in general position (continuous features, shifted and scaled), at most
+    # ACTIVE_FEATURES features: the one-window solve of a small problem (every pair from
+    # w = 0) takes the sets of the primal active-set method, and its point is the exact
+    # optimum: its certificate encloses the rational optimum P*, the distance to the rational
+    # w* is within its bound, and the exact objective of the float point is within tol of P*
+    X, y, groups = _problem(seed, queries, per_query, d, levels, *data)
+    try:
+        f = qpsvm.RankingSVM(X, y=y, groups=groups, C=10.0**log_C)
+    except qpsvm.InvalidInputError:
+        return  # no query has two relevance levels: no pair
+    args = ranking_fused._arguments(
+        f.items, f.C, f.query_layout, np.zeros(d), ranking.WINDOW_TAUS, ranking.FUSED, 0.0
+    )
+    w, settled, how, _ = ranking_fused._solve_all_pairs(*args)
+    if not settled:  # the sets' check in floating point failed: so did the ascent's
+        problem, start, fixed = args
+        without = (problem, start, (*fixed[:5], 0, *fixed[6:]))  # the active set switched off
+        assert not ranking_fused._solve_all_pairs(*without)[1]
+        return
+    assert how == ranking_fused.ACTIVE
+    cert = f.certify(w=w)
+    assert cert.passed and cert.rigorous
+    optimum = f.solve(method="exact").info["exact"]
+    assert Fraction(cert.dual_objective) <= optimum.objective <= Fraction(cert.primal_objective)
+    dist2 = sum((Fraction(a) - b) ** 2 for a, b in zip(w, optimum.w, strict=True))
+    assert dist2 <= Fraction(cert.distance_bound) ** 2
+    excess = _exact_primal(f, w) - optimum.objective
+    assert 0 <= excess <= Fraction(cert.tol) * max(1, abs(optimum.objective))
+    if f.solve(method="one_slack").info.get("sets") is not None:  # the compiled pass settled
+        assert f.solve(method="one_slack").info["sets"] == "active_set"
+
+
+def test_the_small_grid_point_takes_the_active_set(monkeypatch):
+    # the regime grid's small ranking point (20 queries x 10 items, d = 5): the one-window
+    # solve takes the active set's sets; without it (ACTIVE_FEATURES = 0) the ascent's do not
+    # settle here and the numpy window's smoothed Newton steps solve it: both answers are
+    # certified, and their enclosures of P* overlap
+    X, y, groups = _problem(0, 20, 10, 5, 2, 0.0, 1.0)
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=10.0 / 300)
+    fast = f.solve(method="one_slack")
+    monkeypatch.setattr(ranking_fused, "ACTIVE_FEATURES", 0)
+    slow = f.fresh_copy().solve(method="one_slack")
+    assert fast.info["sets"] == "active_set" and "sets" not in slow.info
+    a, b = fast.certificate, slow.certificate
+    assert a.passed and b.passed
+    assert max(a.dual_objective, b.dual_objective) <= min(a.primal_objective, b.primal_objective)

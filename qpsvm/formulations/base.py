@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-import inspect
+import sys
 import time
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from qpsvm._lazy import lazy_module
-from qpsvm.contract import check_method, load, signature_of
+from qpsvm.contract import check_method, load, option_names, signature_of
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.solution import Solution
 from qpsvm.verify.certificate import DEFAULT_TOL
@@ -197,11 +197,11 @@ class Formulation(ABC):
                 "an exact method such as method='qp' to solve with that solver)."
             )
         run = load(spec.run)
-        parameters = signature_of(run).parameters
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-            unknown = sorted(set(options) - set(parameters))
+        names = option_names(run)
+        if options and names is not None:
+            unknown = sorted(set(options) - names)
             if unknown:
-                accepted = sorted(set(parameters) - {"f", "solver"})
+                accepted = sorted(names - {"f", "solver"})
                 raise InvalidInputError(
                     f"unknown option(s) {unknown} for method={method!r}; it accepts {accepted}."
                 )
@@ -284,10 +284,10 @@ class Formulation(ABC):
     def _read_estimator(self, candidate: Any) -> Any:
         """A fitted scikit-learn estimator as a :class:`~qpsvm.solution.Candidate` of this
         formulation (:func:`qpsvm.interop.candidates.estimator_candidate`, which warns when the
-        estimator solved another problem); anything else unchanged."""
-        from sklearn.base import BaseEstimator
-
-        if not isinstance(candidate, BaseEstimator):
+        estimator solved another problem); anything else unchanged. scikit-learn is not
+        imported for it: if it never was, nothing can be one of its estimators."""
+        base = sys.modules.get("sklearn.base")
+        if base is None or not isinstance(candidate, base.BaseEstimator):
             return candidate
         from qpsvm.interop.candidates import estimator_candidate
 

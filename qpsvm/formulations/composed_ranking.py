@@ -36,9 +36,16 @@ cp = lazy_module("cvxpy")
 __all__ = ["ComposedRanking", "composed_ranking"]
 
 
+#: The keyword-only arguments of :class:`~qpsvm.RankingSVM` that choose its pieces.
+PIECE_KEYWORDS = frozenset({"loss", "penalty", "intercept", "l1_ratio"})
+
+
 def composed_ranking(cls: type, args: tuple, kwargs: dict) -> ComposedRanking | None:
     """The :class:`ComposedRanking` for the arguments of :class:`~qpsvm.RankingSVM`, or ``None``
-    for the hinge loss with the L2 penalty (the class itself).
+    for the hinge loss with the L2 penalty (the class itself): at once when no keyword of
+    :data:`PIECE_KEYWORDS` is given (binding the arguments to the signature costs a sizeable
+    share of a small problem's construction; the class's own ``__init__`` then refuses
+    arguments it does not take).
 
     Raises
     ------
@@ -46,6 +53,8 @@ def composed_ranking(cls: type, args: tuple, kwargs: dict) -> ComposedRanking | 
         For an intercept other than ``"none"`` (it cancels in every pair difference), or an
         unknown loss or penalty.
     """
+    if PIECE_KEYWORDS.isdisjoint(kwargs):
+        return None
     bound = signature_of(cls.__init__).bind(None, *args, **kwargs)
     bound.apply_defaults()
     params = dict(bound.arguments)

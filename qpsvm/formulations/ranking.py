@@ -122,10 +122,16 @@ def check_pairs(pairs: Any, n_items: int) -> np.ndarray:
 
 
 def _group_codes(groups: Any, n: int) -> np.ndarray:
-    """Integer codes ``0 .. Q - 1`` of the query identifiers (all 0 for ``groups=None``)."""
+    """Integer codes of the query identifiers, equal for the items of one query and distinct
+    across queries, in the order of the identifiers: integer identifiers as they are (their
+    dense ranks, :func:`~qpsvm.verify.ranking_sweep.layout`'s query codes, cost a sort that
+    ``np.unique`` makes a sizeable share of a small problem's construction), the others'
+    dense ranks ``0 .. Q - 1`` (all 0 for ``groups=None``)."""
     if groups is None:
         return np.zeros(n, dtype=np.intp)
     g = _check_label_vector(groups, n, "groups")
+    if g.dtype.kind == "i" or (g.dtype.kind == "u" and g.dtype.itemsize < 8):
+        return g.astype(np.intp)
     try:
         return np.unique(g, return_inverse=True)[1].ravel().astype(np.intp)
     except TypeError as exc:
@@ -482,6 +488,8 @@ class RankingSVM(BinaryFormulation):
 
     def check_b(self, b: Any) -> float:
         """A candidate intercept, which must be 0: the ranking SVM has none."""
+        if type(b) is float and b == 0.0:  # a Solution's own b, without numpy's conversions
+            return 0.0
         value = float(np.asarray(b, dtype=np.float64).reshape(-1)[0]) if np.size(b) == 1 else None
         if value != 0.0:
             raise InvalidInputError(

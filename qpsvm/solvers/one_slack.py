@@ -298,7 +298,11 @@ def _all_pairs(f: RankingProblem, w: np.ndarray, tol: float, it: int = 0) -> Sol
         return None
     done = certify_all_pairs(f, w, tol)
     if done is not None:
-        return _solution(done[0], done[1], it, 1, 0) if done[1].passed else None
+        if not done[1].passed:
+            return None
+        solution = _solution(done[0], done[1], it, 1, 0)
+        solution.info["sets"] = done[2]
+        return solution
     scores = np.asarray(f.items @ w).ravel()
     point = window_dual(f.items, f.C, f.query_layout, scores, math.inf, start=w)
     if point is None:

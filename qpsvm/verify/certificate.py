@@ -190,7 +190,7 @@ class Certificate:
         round-off at 0."""
         if not math.isfinite(self.primal_objective):
             return math.inf
-        gap = float(np.nextafter(self.primal_objective - self.dual_objective, np.inf))
+        gap = math.nextafter(self.primal_objective - self.dual_objective, math.inf)
         if gap < 0.0:
             if self.rigorous:
                 raise EnclosureError(
@@ -205,7 +205,7 @@ class Certificate:
         """``gap / max(1, |P|)``, rounded up."""
         if not math.isfinite(self.primal_objective):
             return math.inf
-        return float(np.nextafter(relative(self.gap, self.primal_objective), np.inf))
+        return math.nextafter(relative(self.gap, self.primal_objective), math.inf)
 
     @property
     def distance_bound(self) -> float | None:
@@ -214,14 +214,14 @@ class Certificate:
         (``mu = 0``, the L1 penalty)."""
         if self.strong_convexity <= 0:
             return None
-        return float(np.nextafter(math.sqrt(2.0 * self.gap / self.strong_convexity), np.inf))
+        return math.nextafter(math.sqrt(2.0 * self.gap / self.strong_convexity), math.inf)
 
     @property
     def relative_floor(self) -> float:
         """``rounding_floor / max(1, |P|)``, rounded up (0 when ``P`` is infinite)."""
         if not math.isfinite(self.primal_objective):
             return 0.0
-        return float(np.nextafter(relative(self.rounding_floor, self.primal_objective), np.inf))
+        return math.nextafter(relative(self.rounding_floor, self.primal_objective), math.inf)
 
     @property
     def passed(self) -> bool:

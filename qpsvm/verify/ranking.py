@@ -493,14 +493,15 @@ def _fused_certificate(f: RankingProblem, fused: FusedResult, tol: float) -> Cer
 
 def certify_all_pairs(
     f: RankingProblem, w: np.ndarray, tol: float = DEFAULT_TOL
-) -> tuple[np.ndarray, Certificate] | None:
+) -> tuple[np.ndarray, Certificate, str] | None:
     """Every pair as one window from ``w`` (:func:`window_dual` at ``tau = inf``) and the
     certificate of its point's ``w``, that point tried first (:func:`certify_grouped` with
     ``point``), in one compiled pass (:func:`~qpsvm.verify.ranking_fused.fused_all_pairs`):
-    the point's ``w`` and its certificate, or ``None`` where that pass does not settle them."""
+    the point's ``w``, its certificate and which step found the window's sets (``"start"``,
+    ``"active_set"`` or ``"ascent"``), or ``None`` where that pass does not settle them."""
     done = fused_all_pairs(
         f.items, f.C, f.query_layout, w, tol, WINDOW_TAUS, FUSED, GOOD_ENOUGH * tol
     )
     if done is None:
         return None
-    return done[0], _fused_certificate(f, done[1], tol)
+    return done[0], _fused_certificate(f, done[1], tol), done[2]
