@@ -60,7 +60,7 @@ from qpsvm.formulations.model import CvxModel
 from qpsvm.solution import Candidate, History, Solution
 from qpsvm.solvers.backends import BackendResult, backend_order, solve_model
 from qpsvm.solvers.finish import finish
-from qpsvm.solvers.kernel_start import kernel_smo_start, kkt_polish
+from qpsvm.solvers.kernel_start import aimed_point, kernel_smo_start, kkt_polish
 from qpsvm.solvers.refine import refine_multiclass
 from qpsvm.solvers.warm_start import (
     NEWTON_MAX_FEATURES,
@@ -190,6 +190,12 @@ class WorkingSet(ABC):
         """The point the certificate is given for the final restricted optimum ``cand`` (the
         same point here)."""
         return cand
+
+    def aimed(self, cand: Candidate) -> Candidate | None:
+        """A point that trades a little of the exact point ``cand``'s optimality for a lower
+        rounding floor of its certificate, tried where ``cand`` fails by its floor (none
+        here)."""
+        return None
 
     def infeasible(self, exc: InfeasibleProblemError) -> Exception:
         """The error for a restricted model the backend reports infeasible."""
@@ -533,6 +539,11 @@ class ComposedSets(ResidualSets):
         if self.start.exact:
             pool.append(self.start.candidate)
         return min(pool, key=lambda c: f.objective_alpha(c.alpha, c.b))
+
+    def aimed(self, cand: Candidate) -> Candidate | None:
+        """For a nonlinear kernel, ``cand``'s free samples aimed inside their kinks
+        (:func:`~qpsvm.solvers.kernel_start.aimed_point`)."""
+        return None if self.f.linear else aimed_point(self.f, cand)
 
     def read(self, model: CvxModel) -> Candidate:
         f = self.f
@@ -908,10 +919,18 @@ def _certified_start(ws: WorkingSet, tol: float, start: float) -> Solution | Non
     """The start (marked exact) as the solution when it passes its certificate at ``tol``;
     ``None`` (logged) when the restricted QPs are needed."""
     f = ws.f
-    cert = load(f.certifier)(f, ws.start.candidate, tol=tol)
+    certify = load(f.certifier)
+    cand = ws.start.candidate
+    cert = certify(f, cand, tol=tol)
+    if not cert.passed and cert.relative_gap <= cert.relative_floor + tol:
+        aimed = ws.aimed(cand)  # the floor accounts for the failure
+        if aimed is not None:
+            aimed_cert = certify(f, aimed, tol=tol)
+            if aimed_cert.passed:
+                cand, cert = aimed, aimed_cert
     if cert.passed:
         return f.solution_from(
-            ws.start.candidate,
+            cand,
             cert,
             solver=ws.start.method,
             status="optimal",

@@ -86,7 +86,13 @@ from qpsvm.verify.rigorous_composed import (
 )
 from qpsvm.verify.rigorous_poly import PolyBound
 
-__all__ = ["LossConjugate", "certify_composed", "coordinate_minimiser", "project_coupled"]
+__all__ = [
+    "LossConjugate",
+    "certify_composed",
+    "composed_kernel_scores",
+    "coordinate_minimiser",
+    "project_coupled",
+]
 
 #: Sweeps of dual coordinate ascent (single coordinates) when improving a dual point.
 ASCENT_SWEEPS = 2000
@@ -453,6 +459,14 @@ class _KernelView:
 
     def scores(self, alpha: np.ndarray) -> np.ndarray:
         return self._f.kernel_product(alpha)
+
+
+def composed_kernel_scores(f: CompositeProblem, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The scores ``g = K (u sigma)`` of multipliers ``u`` of a kernel composed problem and the
+    bounds ``e`` on their errors that its certificate uses
+    (:func:`~qpsvm.verify.binary.kernel_scores`)."""
+    view = _KernelView(f)
+    return kernel_scores(view, [u], kernel_ulps(view))[0]
 
 
 def _certify_kernel(

@@ -105,6 +105,7 @@ __all__ = [
     "row_norm_upper",
     "row_norms_upper",
     "scale_to_feasible",
+    "score_ends",
     "shortfall",
     "slack_cost",
     "squared_multiclass_dual_lower",
@@ -112,6 +113,7 @@ __all__ = [
     "upper_row_sums",
     "upper_sum",
     "weight_norm_bound",
+    "worse_end_sum",
 ]
 
 #: Magnitude below which Dekker's splitting in Dot2 cannot overflow (:mod:`qpsvm._numerics`).
@@ -1295,6 +1297,32 @@ def dot_upper(a: np.ndarray, b: np.ndarray) -> float:
     return sum_upper(np.multiply(a, b))
 
 
+def score_ends(scores: np.ndarray, err: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""The ends of each score's interval :math:`[\hat g_i - e_i, \hat g_i + e_i]`, rounded
+    outward: the exact score lies between them."""
+    return down(scores - err), up(scores + err)
+
+
+def worse_end_sum(
+    v: np.ndarray, ends: tuple[np.ndarray, np.ndarray], costs: list[np.ndarray]
+) -> float:
+    r"""An upper bound on :math:`\sum_i \max_{t \in \{t^-_i, t^+_i\}} \big(\tfrac12 v_i t
+    + c_i(t)\big)` from the ends ``t^-, t^+`` of the scores' intervals (:func:`score_ends`) and
+    upper bounds ``costs`` on each :math:`c_i` there: :math:`\tfrac12 v_i t` (the product of
+    two floats) and its sum with the cost rounded upward, the larger end of each term summed
+    by Sum2 with its signed error bound (:func:`~qpsvm._numerics.sum_upper`: a term is
+    negative where :math:`v_i t < 0`).
+
+    For terms :math:`\varphi_i(t) = \tfrac12 v_i t + c_i(t)` convex in the score ``t`` (a
+    convex loss of an affine function of it), the largest value over an interval is at one
+    of its ends, so this bounds the largest :math:`\sum_i \varphi_i(g_i)` over scores within
+    their intervals: each score's error is paid once, with its term's slope on the worse side
+    (:func:`kernel_primal_upper`,
+    :func:`~qpsvm.verify.rigorous_composed.composed_kernel_primal_upper`)."""
+    terms = [up(up(0.5 * up(v * t)) + c) for t, c in zip(ends, costs, strict=True)]
+    return sum_upper(np.maximum(terms[0], terms[1]))
+
+
 def kernel_primal_upper(
     f: BinaryRows, alpha: np.ndarray, b: float, scores: np.ndarray, err: np.ndarray
 ) -> float:
@@ -1311,12 +1339,12 @@ def kernel_primal_upper(
 
     and each :math:`\varphi_i` is convex, so its largest value over the interval
     :math:`[\hat g_i - e_i, \hat g_i + e_i] \ni g_i` (its ends rounded outward) is at one of the
-    ends. Each end's value is bounded above by rounding every operation upward (the result
-    to nearest, then the next float up, :func:`~qpsvm._numerics.up`), each operand an upper
-    bound where the operation grows with it: the shortfall :math:`m_i - y_i(t + b)` enclosed
-    (:func:`shortfall`, labels :math:`\pm 1`) and moved to its upper end, its positive part
-    times an upper bound on :math:`C s_i`, plus :math:`\tfrac12 v_i t` (the product of two
-    floats); the larger end of each term is summed upward (:func:`upper_sum`).
+    ends (:func:`worse_end_sum`). Each end's value is bounded above by rounding every
+    operation upward (the result to nearest, then the next float up,
+    :func:`~qpsvm._numerics.up`), each operand an upper bound where the operation grows with
+    it: the shortfall :math:`m_i - y_i(t + b)` enclosed (:func:`shortfall`, labels
+    :math:`\pm 1`) and moved to its upper end, its positive part times an upper bound on
+    :math:`C s_i`, plus :math:`\tfrac12 v_i t`.
 
     The score's error enters once, with the term's slope on each side: a free sample on its
     margin costs :math:`\max(\tfrac12\alpha_i, C s_i - \tfrac12\alpha_i)\, e_i` and one at its
@@ -1325,17 +1353,14 @@ def kernel_primal_upper(
     gamma = 0.005, C = 100 drops from 1.22e-9 to 0.70e-9 of ``P``). For the hard margin
     (``C = inf``) the bound holds where every shortfall is proven at most 0, else it is ``inf``.
     """
-    v = alpha * f.y
     zero = np.zeros_like(scores)
     finite = math.isfinite(f.C)
     weight = up(f.C * f.sample_weight) if finite else zero
-    ends, worst = [], -math.inf
-    for t in (down(scores - err), up(scores + err)):
-        r, e = shortfall(f.margin, f.y, (t, zero, zero), b)
-        short = up(r + e)
-        worst = max(worst, float(np.max(short, initial=-math.inf)))
-        ends.append(up(up(0.5 * up(v * t)) + up(weight * np.maximum(0.0, short))))
-    bound = upper_sum(np.maximum(ends[0], ends[1]))
+    ends = score_ends(scores, err)
+    shorts = [up(np.add(*shortfall(f.margin, f.y, (t, zero, zero), b))) for t in ends]
+    costs = [up(weight * np.maximum(0.0, short)) for short in shorts]
+    bound = worse_end_sum(alpha * f.y, ends, costs)
+    worst = max(float(np.max(short, initial=-math.inf)) for short in shorts)
     return bound if finite or worst <= 0.0 else math.inf
 
 

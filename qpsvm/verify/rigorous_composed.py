@@ -54,10 +54,12 @@ from qpsvm.verify.rigorous import (
     gamma,
     penalty_upper,
     row_norm_upper,
+    score_ends,
     shortfall,
     up,
     upper_sum,
     weight_norm_bound,
+    worse_end_sum,
 )
 
 __all__ = [
@@ -89,11 +91,16 @@ def _coordinate_upper(f: CompositeProblem, b: float) -> float:
     return float(up(abs(b) / f.intercept.scaling))
 
 
+def _loss_terms(f: CompositeProblem, excess: np.ndarray) -> np.ndarray:
+    """Upper bounds on each loss ``ell(z_i)`` from upper bounds on its nonnegative excess: the
+    excess itself, or its square rounded up for the squared losses."""
+    return up(excess * excess) if f.loss.squared else excess
+
+
 def _loss_cost_upper(f: CompositeProblem, margins: tuple, b: float) -> float:
     """An upper bound on the exact ``sum_i W_i ell(z_i)`` for scores enclosed (``hi, lo,
     err``)."""
-    excess = _excess_upper(f, margins, b)
-    terms = up(excess * excess) if f.loss.squared else excess
+    terms = _loss_terms(f, _excess_upper(f, margins, b))
     return float(up(f.C * upper_sum(f.sample_weight * terms) * (1.0 + 2.0 * U)))
 
 
@@ -109,13 +116,34 @@ def composed_kernel_primal_upper(
     r"""An upper bound on the exact kernel primal :math:`P(u, b) = \tfrac12 (u\sigma)^T K
     (u\sigma) + \tfrac12 (b/B)^2 + \sum_i W_i \ell(z_i)` (the middle term for a regularised
     intercept only), :math:`z_i = \sigma_i (g_i + b)`, from scores ``g = K (u sigma)`` within
-    ``err`` of the exact ones: :math:`(u\sigma)^T K (u\sigma) \le (u\sigma)\cdot\hat g +
-    \sum_i |u_i| e_i`, each loss at the end of its score's interval where it is largest."""
-    norm2 = max(0.0, float(up(dot_upper(u * f.sigma, scores) + upper_sum(np.abs(u) * err))))
+    ``err`` of the exact ones.
+
+    With :math:`v = u\sigma`, :math:`v^T K v = v \cdot g` exactly, so ``P`` is the intercept's
+    term (no score in it) plus a sum of terms each of one exact score,
+
+    .. math::
+
+        P = \tfrac12 (b/B)^2 + \sum_i \varphi_i(g_i), \qquad
+        \varphi_i(t) = \tfrac12 v_i t + W_i \ell\big(\sigma_i (t + b)\big),
+
+    each convex in ``t`` (every loss is convex: the hinge :math:`\max(0, m_i - z)`, its
+    square, the tube :math:`\max(0, |z - t_i| - \varepsilon)` and its square), so each is
+    taken at the larger end of its score's interval
+    (:func:`~qpsvm.verify.rigorous.worse_end_sum`): the loss at an end bounded above from its
+    enclosed excess (:func:`_excess_upper`, squared upward for the squared losses) times an
+    upper bound on :math:`W_i = C c_i`. A score's error is paid once, with its term's slope
+    on the worse side: :math:`\max(\tfrac12|u_i|, W_i - \tfrac12|u_i|)\,e_i` for a free
+    sample on its margin or on an edge of the tube, :math:`\tfrac12 W_i e_i` at its bound,
+    :math:`\tfrac12|u_i| e_i` for the squared losses' samples off their kink, where bounding
+    :math:`v^T K v` and the losses apart costs :math:`(\tfrac12|u_i| + W_i)\,e_i`,
+    :math:`(\tfrac12|u_i| + 2 W_i \xi_i)\,e_i` for the squared losses' slack ``xi``."""
+    zero = np.zeros_like(scores)
+    weight = up(f.C * f.sample_weight)
+    ends = score_ends(scores, err)
+    costs = [up(weight * _loss_terms(f, _excess_upper(f, (t, zero, zero), b))) for t in ends]
+    terms = worse_end_sum(u * f.sigma, ends, costs)
     extra = _coordinate_upper(f, b)
-    penalty = float(up(0.5 * float(up(norm2 + up(extra * extra)))))
-    cost = _loss_cost_upper(f, (scores, np.zeros_like(scores), err), b)
-    return float(up(penalty + cost))
+    return float(up(terms + up(0.5 * up(extra * extra))))
 
 
 def _signed_lower(t: np.ndarray) -> float:
