@@ -20,6 +20,7 @@ from qpsvm.solution import Candidate
 from qpsvm.solvers import one_slack
 from qpsvm.solvers.one_slack import _CuttingPlane, _Planes
 from qpsvm.verify import box_qp as box_qp_module
+from qpsvm.verify import ranking_sweep
 from qpsvm.verify.ranking import certify_grouped, hinge_upper, window_dual
 from qpsvm.verify.ranking_sweep import (
     layout,
@@ -114,6 +115,28 @@ def test_resort_from_a_nearby_order_is_a_sort_by_query(seed, queries, rounded, n
     for q in range(len(lay.starts) - 1):
         part = slice(lay.starts[q], lay.starts[q + 1])
         assert sorted(resorted[part]) == sorted(full[part]) == sorted(lay.order[part])
+
+
+@given(
+    seed=st.integers(0, 2**16),
+    queries=st.integers(1, 6),
+    rounded=st.booleans(),
+)
+def test_the_numpy_regrouping_is_the_compiled_one(seed, queries, rounded):
+    # before _by_query is compiled its numpy form regroups the items (a first call): the same
+    # order to the item, ties in the keys included, so either path gives the same answer
+    rng = np.random.default_rng(seed)
+    n = 40
+    lay = layout(rng.integers(0, 3, n).astype(float), _group_codes(rng.integers(0, queries, n), n))
+    key = rng.normal(size=n)
+    perm = np.argsort(np.round(key, 0) if rounded else key)
+    compiled = ranking_sweep._by_query(perm, lay.query, lay.starts)
+    assert np.array_equal(ranking_sweep._by_query_numpy(perm, lay.query), compiled)
+    with patch.object(ranking_sweep, "uncompiled", lambda *args: True):
+        numpy_path = sorted_by_query(lay, key)
+    assert np.array_equal(
+        numpy_path, ranking_sweep._by_query(np.argsort(key), lay.query, lay.starts)
+    )
 
 
 def planes_only(planes: bool):

@@ -14,11 +14,20 @@ each solve's first and second call, and every function numba compiled (its signa
 compile time with and without the callees compiled inside it), from numba's ``numba:compile``
 events. Times are CPU seconds of the process (less sensitive than wall time to other work on
 shared cores).
+
+``python -m regimes.cold --kinds`` measures the cold first call of each kind of call in the grid
+(:data:`KINDS`): a fresh process with an empty cache (import, then the call), against the same
+call once every kernel it takes is compiled (a process whose cache a compiled-paths process
+filled, its best of three calls), and prints the seconds beyond warm, CPU and wall. The grid's
+``cold`` family has one point per kind (anchor ``warm``: the same script in a fresh process
+with the filled cache), which the grid's summary reports as seconds beyond warm rather than
+among the ratios.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -60,11 +69,18 @@ class Passed:
     passed: bool
 
 
+#: Variables passed on to the fresh processes: on shared cores, BLAS threads left to spin
+#: cost CPU time that is not the call's (OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 as for every
+#: benchmark).
+THREAD_LIMITS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def _environment(cache: str) -> dict[str, str]:
     """A bare environment with ``QPSVM_CACHE_DIR=cache`` that imports qpsvm from this checkout
-    (not whichever copy the interpreter has installed)."""
+    (not whichever copy the interpreter has installed), with this process's thread limits."""
     root = str(Path(__file__).resolve().parents[2])
-    return {"QPSVM_CACHE_DIR": cache, "PATH": "/usr/bin:/bin", "HOME": cache, "PYTHONPATH": root}
+    env = {"QPSVM_CACHE_DIR": cache, "PATH": "/usr/bin:/bin", "HOME": cache, "PYTHONPATH": root}
+    return env | {k: os.environ[k] for k in THREAD_LIMITS if k in os.environ}
 
 
 def run_cold(script: str) -> Passed:
@@ -162,18 +178,177 @@ def main() -> None:
     print(f"warm (SMO compiled): {len(warm['compiled'])} compiled")
 
 
+#: Each kind of call of the grid's families, as a script that defines ``build`` (the
+#: formulation) and, where the call is not the default ``solve()``, ``solve``.
+KINDS = {
+    "binary dense n=2000 d=20": """
+rng = np.random.default_rng(0); X = rng.normal(size=(2000, 20))
+y = np.where(X[:, 0] + 0.3 * rng.normal(size=2000) > 0, 1, -1)
+build = lambda: qpsvm.SoftMarginPrimal(X, y, C=1.0)""",
+    "sparse n<d n=1000 d=5000": """
+import scipy.sparse as sp
+rng = np.random.default_rng(0)
+X = sp.random(1000, 5000, density=0.004, format="csr", random_state=0)
+y = np.where(X @ rng.normal(size=5000) > 0, 1, -1)
+build = lambda: qpsvm.SoftMarginPrimal(X, y, C=1.0)""",
+    "sparse n>d n=5000 d=500": """
+import scipy.sparse as sp
+rng = np.random.default_rng(0)
+X = sp.random(5000, 500, density=0.02, format="csr", random_state=0)
+y = np.where(X @ rng.normal(size=500) + 0.1 * rng.normal(size=5000) > 0, 1, -1)
+build = lambda: qpsvm.SoftMarginPrimal(X, y, C=1.0)""",
+    "kernel rbf n=500": """
+rng = np.random.default_rng(0); X = rng.normal(size=(500, 20))
+y = np.where(X[:, 0] + 0.3 * rng.normal(size=500) > 0, 1, -1)
+build = lambda: qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.05)""",
+    "kernel rbf n=2000": """
+rng = np.random.default_rng(0); X = rng.normal(size=(2000, 20))
+y = np.where(X[:, 0] + 0.3 * rng.normal(size=2000) > 0, 1, -1)
+build = lambda: qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.05)""",
+    "multiclass CS n=1000 k=5": """
+rng = np.random.default_rng(0); X = rng.normal(size=(1000, 20))
+y = np.argmax(X[:, :5] + 0.5 * rng.normal(size=(1000, 5)), axis=1)
+build = lambda: qpsvm.MulticlassSVM(X, y, C=1.0, variant="crammer_singer")""",
+    "multiclass WW n=1000 k=5": """
+rng = np.random.default_rng(0); X = rng.normal(size=(1000, 20))
+y = np.argmax(X[:, :5] + 0.5 * rng.normal(size=(1000, 5)), axis=1)
+build = lambda: qpsvm.MulticlassSVM(X, y, C=1.0, variant="weston_watkins")""",
+    "ranking binary 200x40 d=40": """
+from regimes.ranking import ranking_data
+X, y, g = ranking_data(200, 40, 40, False)
+build = lambda: qpsvm.RankingSVM(X, y=y, groups=g, C=0.01)
+solve = lambda f: f.solve(method="one_slack")""",
+    "ranking graded 200x40 d=40": """
+from regimes.ranking import ranking_data
+X, y, g = ranking_data(200, 40, 40, True)
+build = lambda: qpsvm.RankingSVM(X, y=y, groups=g, C=0.01)
+solve = lambda f: f.solve(method="one_slack")""",
+    "structural chain n=120": """
+from qpsvm.datasets import make_chains
+from qpsvm.models import ChainModel
+data = make_chains(n_sequences=120, n_features=32, n_states=8, random_state=0)
+model = ChainModel(data.n_features, data.n_states)
+build = lambda: qpsvm.StructuralSVM(model, data.X, data.Y, C=0.1)""",
+    "small binary n=100": """
+rng = np.random.default_rng(0); X = rng.normal(size=(100, 10))
+y = np.where(X[:, 0] + 0.3 * rng.normal(size=100) > 0, 1, -1)
+build = lambda: qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False)""",
+}
+
+#: Before a kind's script: the clocks started before the import.
+KIND_HEAD = """
+import json, sys, time
+sys.path.insert(0, {benchmarks!r})
+cpu, wall = time.process_time, time.perf_counter
+c0, w0 = cpu(), wall()
+import numpy as np
+import qpsvm
+out = {{"import": (cpu() - c0, wall() - w0)}}
+solve = lambda f: f.solve()
+"""
+
+#: After it: with ``compiled``, every compiled path taken (as the grid and the tests take them);
+#: then three calls, each certified, timed.
+KIND_TAIL = """
+if {compiled}:
+    from qpsvm import _numerics
+    from qpsvm.solvers import smo
+    smo.FULL_QP_FIRST_CALLS = 0
+    _numerics.compiled = lambda dispatcher: True
+for call in ("first", "second", "third"):
+    c, w = cpu(), wall()
+    assert solve(build()).certificate.passed
+    out[call] = (cpu() - c, wall() - w)
+print(json.dumps(out))
+"""
+
+
+def kind_script(kind: str, compiled: bool) -> str:
+    """The script of one kind of call (:data:`KINDS`), taking every compiled path or not."""
+    benchmarks = str(Path(__file__).resolve().parents[1])
+    head = KIND_HEAD.format(benchmarks=benchmarks)
+    return head + KINDS[kind] + KIND_TAIL.format(compiled=compiled)
+
+
+def run_kind(kind: str, cache: str, compiled: bool = False) -> dict:
+    """The times (CPU, wall) of the import and three calls of ``kind`` in a fresh process."""
+    out = subprocess.run(
+        [sys.executable, "-c", kind_script(kind, compiled)],
+        check=True,
+        env=_environment(cache),
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def beyond_warm(kind: str) -> tuple[float, float]:
+    """Seconds (CPU, wall) of ``kind``'s import and first call in a fresh process with an empty
+    cache beyond its best call once compiled (a process whose cache a compiled-paths process
+    filled)."""
+    with tempfile.TemporaryDirectory(prefix="qpsvm-cold-") as empty:
+        cold = run_kind(kind, empty)
+    with tempfile.TemporaryDirectory(prefix="qpsvm-warm-") as filled:
+        run_kind(kind, filled, compiled=True)
+        warm = run_kind(kind, filled, compiled=True)
+    best = [min(warm[call][i] for call in ("first", "second", "third")) for i in (0, 1)]
+    return tuple(cold["import"][i] + cold["first"][i] - best[i] for i in (0, 1))
+
+
+def kinds_table() -> None:
+    """Print each kind's cold cost beyond warm (:func:`beyond_warm`)."""
+    print(f"{'kind of call':<30}{'CPU s':>8}{'wall s':>8}  beyond warm, load")
+    for kind in KINDS:
+        cpu, wall = beyond_warm(kind)
+        print(f"{kind:<30}{cpu:>8.2f}{wall:>8.2f}  {os.getloadavg()[0]:.1f}", flush=True)
+
+
+def cold_kind(kind: str) -> Passed:
+    """``kind``'s script in a fresh interpreter with an empty compile cache."""
+    return run_cold(kind_script(kind, compiled=False))
+
+
+def warm_kind(kind: str, cache: str) -> Passed:
+    """``kind``'s script in a fresh interpreter with the compile cache ``cache`` (filled by the
+    grid's untimed first call)."""
+    run_kind(kind, cache, compiled=True)
+    return Passed(True)
+
+
+#: The anchor of the cold points per kind: the same process with a filled compile cache.
+WARM = "warm"
+
+
 def points(scale: str) -> list[Point]:
-    return [
+    repeat = 1 if scale == "quick" else 3
+    out = [
         Point(
             "cold",
             "import + compile + RBF n=500 + linear n=500, certified",
             "sklearn",
             lambda: run_cold(OURS),
             lambda: run_cold(ANCHOR),
-            repeat=1 if scale == "quick" else 3,
+            repeat=repeat,
         )
     ]
+    warm = tempfile.mkdtemp(prefix="qpsvm-warm-")
+    for kind in KINDS:
+        cache = os.path.join(warm, str(len(out)))
+        out.append(
+            Point(
+                "cold",
+                kind,
+                WARM,
+                lambda kind=kind: cold_kind(kind),
+                lambda kind=kind, cache=cache: warm_kind(kind, cache),
+                repeat=repeat,
+            )
+        )
+    return out
 
 
 if __name__ == "__main__":
-    main()
+    if "--kinds" in sys.argv:
+        kinds_table()
+    else:
+        main()
