@@ -10,10 +10,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import qpsvm
+from qpsvm.solvers import working_set
 from qpsvm.solvers.backends import backend_order, solve_model
 from qpsvm.solvers.refine import refine_multiclass
 from qpsvm.solvers.warm_start import multiclass_dual
-from qpsvm.solvers.working_set import kkt_start
+from qpsvm.solvers.working_set import kkt_start, tightened_kkt_start
 from qpsvm.verify.certificate import PROVEN, best_dual_point
 from tests.conftest import assert_encloses_and_tight
 
@@ -193,3 +194,53 @@ def test_gap_encloses_and_is_tight_for_candidates_of_any_quality(seed, variant):
         assert cert.passed == (cert.relative_gap <= cert.tol)
         passed.append(cert.passed)
     assert passed[0] and not passed[-1]  # the segment crosses the tolerance
+
+
+@pytest.mark.parametrize(("seed", "variant"), [(30, "crammer_singer"), (8, "weston_watkins")])
+def test_descent_continues_from_where_it_stopped(seed, variant):
+    # continued at its own tolerance, a converged descent stops after its checking passes, its
+    # steps never lowering the dual (each is an exact minimisation over its coordinates; the
+    # slack allows the float evaluation's rounding); continued at a tighter one it converges
+    # (Crammer-Singer's label multiplier is rebuilt from the others: left a rounding below its
+    # bound, the descent counted a violation of 1.3 it never mended and ran out of epochs), and
+    # run on to 1e-10 it ends at the exact optimum, D(alpha) = P*
+    f = problem(seed, variant, weighted=True, n=60)
+    start = multiclass_dual(f)
+    w, alpha = start.candidate.w.copy(), start.candidate.alpha.copy()
+    same = multiclass_dual(f, tol=start.band, warm=start.candidate)
+    assert same.iterations <= 3 and same.band <= start.band
+    before = f.dual_objective(alpha)
+    assert f.dual_objective(same.candidate.alpha) >= before - 1e-12 * abs(before)
+    tighter = multiclass_dual(f, tol=start.band / 10, max_epochs=10_000, warm=start.candidate)
+    assert tighter.band == start.band / 10
+    np.testing.assert_array_equal(start.candidate.w, w)  # the warm point is left as it was
+    np.testing.assert_array_equal(start.candidate.alpha, alpha)
+    tight = multiclass_dual(f, tol=1e-10, max_epochs=1_000_000, warm=tighter.candidate)
+    optimum = float(exact_weights(f)[1])
+    assert f.dual_objective(tight.candidate.alpha) == pytest.approx(optimum, rel=1e-9)
+
+
+@pytest.mark.parametrize(("seed", "variant"), [(3, "weston_watkins"), (18, "crammer_singer")])
+def test_tightened_descent_gives_the_exact_start(seed, variant):
+    # the default tolerance's sets miss the optimum's, so the exact start fails there; the
+    # descent continued at tighter tolerances finds them, and the exact start is W*: the solve
+    # then returns it without a restricted QP
+    f = problem(seed, variant, weighted=True, n=60)
+    start = multiclass_dual(f)
+    assert kkt_start(f, start) is None
+    tighter, exact = tightened_kkt_start(f, start)
+    assert exact is not None and exact.exact and tighter.band < start.band
+    W_star, P_star = exact_weights(f)
+    np.testing.assert_allclose(exact.candidate.w, W_star, atol=1e-9)
+    sol = f.solve()
+    assert (sol.info["start"], sol.info["rounds"]) == ("kkt", 0)
+    assert_encloses_and_tight(sol.certificate, sol.objective, P_star)
+
+
+def test_no_tightening_after_a_long_descent(monkeypatch):
+    # past KKT_TIGHTEN_VISITS example visits the continuation is not tried (on large data it
+    # cost more than the restricted QP it would save): the start comes back as it was
+    monkeypatch.setattr(working_set, "KKT_TIGHTEN_VISITS", 0)
+    f = problem(3, "weston_watkins", weighted=True, n=60)
+    start = multiclass_dual(f)
+    assert tightened_kkt_start(f, start) == (start, None)

@@ -435,7 +435,12 @@ def multiclass_dual_tol(f: MulticlassProblem) -> float:
 
 
 def multiclass_dual(
-    f: MulticlassProblem, *, tol: float | None = None, max_epochs: int | None = None, seed: int = 0
+    f: MulticlassProblem,
+    *,
+    tol: float | None = None,
+    max_epochs: int | None = None,
+    seed: int = 0,
+    warm: Candidate | None = None,
 ) -> Start:
     """Approximate optimum of a multiclass SVM by dual coordinate descent.
 
@@ -457,6 +462,9 @@ def multiclass_dual(
         Weston-Watkins.
     seed : int, default=0
         Seed of the random order.
+    warm : Candidate, optional
+        Continue from this point of an earlier descent (its ``w`` and box-feasible ``alpha``,
+        left unchanged) rather than from zero.
 
     Returns
     -------
@@ -471,15 +479,22 @@ def multiclass_dual(
     if max_epochs is None:
         max_epochs = 2000 if f.crammer_singer else 5000
     k = f.n_classes
-    W = np.zeros((k, f.n_features))
+    W = np.zeros((k, f.n_features)) if warm is None else np.array(warm.w, dtype=np.float64)
+    alpha = np.zeros((f.n_samples, k)) if warm is None else np.array(warm.alpha, dtype=np.float64)
     state = np.zeros(2)
     M, sqnorm, y = data_arrays(f.X), row_sq_norms(f.X), f.y.astype(np.int64)
     if f.crammer_singer:
-        A = np.zeros((f.n_samples, k))
+        # the sequential dual's A: -alpha off the label, and sum_m A_im = 0 on it, which the
+        # float sum meets to (k - 1) u C s_i: a label's multiplier within twice that of its
+        # bound is put on it (left a rounding below, the descent would count a violation that
+        # its steps, too small to take, never mend)
+        A = -alpha
+        spent = alpha.sum(axis=1)
+        at_bound = f.upper - spent <= 2.0 * k * np.finfo(np.float64).eps * f.upper
+        A[np.arange(f.n_samples), y] = np.where(at_bound, f.upper, spent)
         _cs_dcd(M, y, f.upper, sqnorm, A, W, state, float(tol), int(max_epochs), _rng(seed))
         alpha = np.where(f.mask, -A, 0.0)
     else:
-        alpha = np.zeros((f.n_samples, k))
         _ww_dcd(M, y, f.upper, sqnorm, alpha, W, state, float(tol), int(max_epochs), _rng(seed))
     logger.debug("multiclass dual: %d epochs, violation %.3g", int(state[0]), state[1])
     cand = Candidate(w=W, b=0.0, alpha=alpha)
