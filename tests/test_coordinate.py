@@ -3,7 +3,9 @@ hinge SVMs, on sparse and dense data, equal to the full QP's and the rational or
 
 from __future__ import annotations
 
+import sys
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -734,3 +736,45 @@ def test_dcd_on_dense_data_equals_the_rational_oracle(seed, log_C, shift, scale,
     assert sol.solver == "dcd" and sol.certificate.passed
     optimum = f.solve(method="exact").info["exact"].objective
     assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
+
+
+def test_bracket_drops_an_end_whose_sign_a_looser_solve_gave():
+    # g(b) nonincreasing; the hi end (g < 0 at b = 0) came from an inner solve at 1e-3 and is
+    # wrong, as three tighter solves left of it all find g > 0: after the third, it is dropped
+    # and the search steps right of the newest end by the first step
+    bracket = ascent._Bracket()
+    u = np.zeros(1)
+    bracket.add(0.0, -0.03, u, 1e-3)
+    for i, b in enumerate((-1e-6, -1e-7, -1e-8)):
+        assert bracket.hi is not None  # kept while the streak is short
+        bracket.add(b, 0.43, u, 2.5e-7)
+        assert bracket.streak == i
+    assert bracket.hi is None and bracket.lo[0] == -1e-8
+    assert bracket.next(0.5) == -1e-8 + 0.5
+
+
+def test_bracket_keeps_an_end_found_as_tightly_where_g_jumps():
+    # a genuine jump of g over 0 (a kink of V, the hinge with n > d): both ends found at the
+    # same tolerance, the bracket closes on the jump and its combination ends the search
+    bracket = ascent._Bracket()
+    u = np.zeros(1)
+    bracket.add(0.0, -0.03, u, 1e-7)
+    for b in (-1e-6, -1e-7, -1e-8):
+        bracket.add(b, 0.43, u, 1e-7)
+    assert bracket.hi is not None and bracket.mixed() is not None
+
+
+def test_free_intercept_search_past_a_loose_solves_wrong_sign_is_certified_by_dcd(caplog):
+    # the regime grid's text-like rows (benchmarks/regimes/sparse.py, 10000 x 200, 10 nonzeros
+    # a row, the squared hinge): the first inner solve, at 1e-3 from the regularised start,
+    # gave g < 0 where g > 0, the bracket closed on it and the search stalled at a gap of
+    # 1.8e-8, so dcd fell back to a working set of 48673 rows; now dcd certifies it itself
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from regimes.sparse import text_like
+
+    X, y = text_like(10000, 200, 10, seed=0)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, loss="squared_hinge", intercept="free")
+    with caplog.at_level("WARNING", logger="qpsvm"):
+        sol = f.solve(method="dcd")
+    assert "instead" not in caplog.text
+    assert sol.certificate.passed and "start" not in sol.info

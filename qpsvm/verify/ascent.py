@@ -76,6 +76,9 @@ MAX_SHIFTS = 100
 FIRST_STEP = 0.5
 #: The outer search gives up when its best gap has not halved over this many values of ``b``.
 STALL = 8
+#: The balanced ascent's bracket drops an end found at a looser inner tolerance once the other
+#: side has been replaced this many times in a row after it was first found (:class:`_Bracket`).
+STALE_STREAK = 2
 #: The projected-gradient tolerances of the ascent run one after the other, each warm started.
 #: Two decades apart: each restart costs a pass without shrinking.
 TOLERANCES = tuple(10.0**-k for k in range(1, 15, 2))
@@ -982,26 +985,41 @@ def _gap(
 class _Bracket:
     """The outer search's knowledge of the root of the nonincreasing ``g``: the newest ``(b,
     g(b), u(b))`` with ``g > 0`` (``lo``, the root lies right of it) and with ``g < 0``
-    (``hi``), and the side replaced last (for the Illinois rule)."""
+    (``hi``), the inner tolerance each end's ``g`` was found at, and the side replaced last
+    and how many times in a row (for the Illinois rule)."""
 
     lo: tuple[float, float, np.ndarray] | None = None
     hi: tuple[float, float, np.ndarray] | None = None
     last: str = ""
     repeated: bool = False
     previous: tuple[float, float, np.ndarray] | None = None
+    streak: int = 0
+    tols: dict[str, float] = field(default_factory=dict)
 
-    def add(self, b: float, g: float, u: np.ndarray) -> None:
+    def add(self, b: float, g: float, u: np.ndarray, tol: float) -> None:
         side = "lo" if g > 0 else "hi"
+        other = "hi" if side == "lo" else "lo"
         self.repeated = side == self.last
+        self.streak = self.streak + 1 if self.repeated else 0
         self.last = side
         if self.lo is not None and self.hi is not None:
             self.previous = None
         else:
             self.previous = self.lo if side == "lo" else self.hi
         setattr(self, side, (b, g, u))
+        self.tols[side] = tol
         # inexact inner solves can invert the bracket: keep the newest end only
         if self.lo is not None and self.hi is not None and self.lo[0] >= self.hi[0]:
-            setattr(self, "hi" if side == "lo" else "lo", None)
+            setattr(self, other, None)
+            self.tols.pop(other, None)
+        # g is only as accurate as the inner solve: an end found at a looser tolerance than
+        # the side replaced three times in a row may have the wrong sign (its g -0.028 where a
+        # tighter solve at the same b gave +0.43, 50000 x 500 with the squared hinge), and the
+        # bracket would close on it; it is dropped, and the search steps out from the new end
+        elif self.streak >= STALE_STREAK and self.tols.get(other, tol) > tol:
+            setattr(self, other, None)
+            del self.tols[other]
+            self.previous = None
 
     def next(self, first: float) -> float:
         """Regula falsi with the Illinois rule (the kept end's ``g`` halved when one side was
@@ -1117,7 +1135,7 @@ def balanced_ascent(
             exact=False,
             unshrink_every=unshrink_every,
         )
-        u, epochs = step.u, epochs + step.epochs
+        u, epochs, solved_at = step.u, epochs + step.epochs, inner
         gap, balanced = _gap(data, balance, u, step.primal)
         if best is None or gap < best[0]:
             best = (gap, balanced, u.copy(), b)
@@ -1141,7 +1159,7 @@ def balanced_ascent(
             start = max(start, FINISH_FROM)
         if g == 0.0:
             continue  # balanced: only the inner problem is left to tighten
-        bracket.add(b, g, u.copy())
+        bracket.add(b, g, u.copy(), solved_at)
         mixed = bracket.mixed()
         if mixed is not None:
             v_mix = data.expansion(mixed[0], exact=False)
