@@ -78,5 +78,16 @@ def with_bias_column(X: Any, scaling: float) -> Any:
     """``[X, B]``: the data with a last constant feature ``B`` (the regularised intercept's
     feature, liblinear's ``-B``), CSR for sparse ``X``. The column is exact, so a problem on it
     states exactly the regularised intercept."""
+    if sp.issparse(X) and X.format == "csr" and X.has_canonical_format:
+        # the column's entry closes each row: its index d is the largest, so the rows stay sorted
+        ends = X.indptr[1:]
+        return sp.csr_matrix(
+            (
+                np.insert(X.data.astype(np.float64, copy=False), ends, scaling),
+                np.insert(X.indices, ends, X.shape[1]),
+                X.indptr + np.arange(X.shape[0] + 1, dtype=X.indptr.dtype),
+            ),
+            shape=(X.shape[0], X.shape[1] + 1),
+        )
     column = np.full((X.shape[0], 1), scaling)
     return sp.hstack([X, column], format="csr") if sp.issparse(X) else np.hstack([X, column])
