@@ -105,6 +105,11 @@ class Kernel:
             return K
         raise InvalidInputError("a precomputed kernel has no function; pass Gram matrices.")
 
+    def gram(self, X: np.ndarray | sp.spmatrix) -> np.ndarray:
+        """The training Gram matrix ``[k(x_i, x_j)]`` of the rows of ``X`` (``X`` itself for a
+        precomputed kernel, whose data already are that matrix)."""
+        return X if self.name == "precomputed" else self(X, X)
+
 
 def _exp_in_place(K: np.ndarray) -> np.ndarray:
     """``exp(K)`` of a nonpositive array, in place, by the compiled exponential whose error is

@@ -243,3 +243,16 @@ def test_kernel_path_shares_the_gram_and_matches_separate_solves():
             assert s.certificate.passed and s.certificate.rigorous
         assert sol.certificate.lower <= alone.objective * (1 + 1e-12) + 1e-12
         assert alone.certificate.lower <= sol.objective * (1 + 1e-12) + 1e-12
+
+
+@pytest.mark.parametrize("kernel", [{"kernel": "rbf", "gamma": 0.7}, POLY])
+def test_composed_and_binary_problems_form_one_gram(kernel):
+    """The composed classifier and the binary dual form the same Gram matrix (one definition,
+    :meth:`qpsvm.kernels.Kernel.gram`), and with that matrix as a precomputed kernel each takes
+    the data as they are."""
+    f = problem("hinge", "free", seed=5, n=25, kernel=kernel)
+    K = qpsvm.SoftMarginDual(f.X, f.y, **kernel).gram()
+    np.testing.assert_array_equal(f.gram(), K)
+    precomputed = qpsvm.SoftMarginDual(K, f.y, kernel="precomputed")
+    assert precomputed.gram() is precomputed.X
+    np.testing.assert_array_equal(precomputed.X, K)

@@ -230,9 +230,7 @@ class ComposedProblem(Formulation):
         if self.linear:
             raise InvalidInputError("the linear kernel's problems use X directly, not its Gram.")
         if self._gram is None:
-            self._gram = (
-                self.X if self.kernel.name == "precomputed" else self.kernel(self.X, self.X)
-            )
+            self._gram = self.kernel.gram(self.X)
         return self._gram
 
     def gram_rows(self, idx: np.ndarray) -> np.ndarray:

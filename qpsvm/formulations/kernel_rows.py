@@ -40,9 +40,7 @@ class KernelRows:
                 "qpsvm never forms the n x n Gram matrix of the linear kernel; use X directly."
             )
         if self._gram is None:
-            self._gram = (
-                self.X if self.kernel.name == "precomputed" else self.kernel(self.X, self.X)
-            )
+            self._gram = self.kernel.gram(self.X)
         return self._gram
 
     def gram_rows(self, idx: np.ndarray) -> np.ndarray:
