@@ -15,8 +15,11 @@ in numpy) depending on what this machine's compile cache holds for this checkout
 ``cold`` family measures those first calls in fresh processes with an empty cache: against
 scikit-learn's first calls, and for each kind of call against the same process once its kernels
 are compiled (anchor ``warm``), reported as seconds beyond warm, outside the ratios' summary.
-The summary gives the geometric mean of the ratios and the worst point. The JSON output feeds
-the performance profile of notebook 08.
+The summary gives the geometric mean of the ratios and the worst point. A point where qpsvm
+gives no certified answer is printed as ``FAILED`` with the reason and listed after the
+summary, never averaged into it; the grid goes on to the next point and exits with status 1.
+The JSON output (failed points as rows with a ``failed`` reason and no times) feeds the
+performance profile of notebook 08.
 
 The last three columns are the certificate's cost: ``cert s`` re-certifies qpsvm's answer as a
 user would, ``f.certify(solution)`` on a formulation built afresh (its construction untimed, no
@@ -37,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from regimes._grid import SCALES, Timing, geometric_mean, time_point
+from regimes._grid import SCALES, PointFailure, Timing, geometric_mean, time_point
 from regimes.cold import WARM
 
 
@@ -74,12 +77,18 @@ def main() -> None:
     smo.FULL_QP_FIRST_CALLS = 0
     _numerics.compiled = lambda dispatcher: True
     timings: list[Timing] = []
+    failures: list[tuple[str, str, str]] = []
     header = ("family", "point", "anchor", "qpsvm s", "anchor s", "ratio", *CERT_COLUMNS)
     print("{:<11} {:<44} {:<10} {:>9} {:>9} {:>7} {:>8} {:>10} {:>8}".format(*header))
     for family in args.family or families():
         module = importlib.import_module(f"regimes.{family}")
         for point in module.points(args.scale):
-            t = time_point(point)
+            try:
+                t = time_point(point)
+            except PointFailure as failure:
+                failures.append((point.family, point.name, str(failure)))
+                print(f"{point.family:<11} {point.name:<44} FAILED: {failure}", flush=True)
+                continue
             timings.append(t)
             print(
                 f"{point.family:<11} {point.name:<44} {point.anchor:<10} "
@@ -91,8 +100,38 @@ def main() -> None:
     for t in beyond:
         print(f"cold {t.point.name}: {t.qpsvm - t.anchor:.2f} s beyond warm (wall)")
     timings = [t for t in timings if t.point.anchor != WARM]
-    if not timings:
-        return
+    report(timings, failures, args.json)
+    if failures:
+        sys.exit(1)
+
+
+def report(timings: list[Timing], failures: list[tuple[str, str, str]], path: Path | None) -> None:
+    """The summary (geometric mean, worst point, the certificate's cost), the failed points,
+    and the JSON file when ``path`` is given."""
+    for family, name, reason in failures:
+        print(f"FAILED {family} {name}: {reason}")
+    if timings:
+        summary(timings)
+    if path:
+        rows: list[dict[str, object]] = [
+            {
+                "family": t.point.family,
+                "point": t.point.name,
+                "anchor": t.point.anchor,
+                "qpsvm_seconds": t.qpsvm,
+                "anchor_seconds": t.anchor,
+                "ratio": t.ratio,
+                "certify_seconds": None if math.isnan(t.certify) else t.certify,
+                "in_solve_certify_seconds": None if math.isnan(t.in_solve) else t.in_solve,
+            }
+            for t in timings
+        ]
+        rows += [{"family": f, "point": n, "failed": reason} for f, n, reason in failures]
+        path.write_text(json.dumps(rows, indent=2))
+
+
+def summary(timings: list[Timing]) -> None:
+    """The geometric mean of the ratios, the worst point and the certificate's cost."""
     worst = max(timings, key=lambda t: t.ratio)
     print(f"\ngeometric mean of ratios: {geometric_mean([t.ratio for t in timings]):.2f}")
     where = f"{worst.point.family} {worst.point.name}"
@@ -106,21 +145,6 @@ def main() -> None:
             f"{worst.point.family} {worst.point.name} ({worst.certify_ratio:.2f}x "
             f"{worst.point.anchor}'s fit)"
         )
-    if args.json:
-        rows = [
-            {
-                "family": t.point.family,
-                "point": t.point.name,
-                "anchor": t.point.anchor,
-                "qpsvm_seconds": t.qpsvm,
-                "anchor_seconds": t.anchor,
-                "ratio": t.ratio,
-                "certify_seconds": None if math.isnan(t.certify) else t.certify,
-                "in_solve_certify_seconds": None if math.isnan(t.in_solve) else t.in_solve,
-            }
-            for t in timings
-        ]
-        args.json.write_text(json.dumps(rows, indent=2))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from qpsvm.exceptions import UncertifiedSolutionError
 from qpsvm.solution import Solution
 
 SCALES = ("quick", "full")
@@ -147,15 +148,31 @@ def certificate_of(result: Any) -> Any:
     return result.certificate if isinstance(result, Solution) else result
 
 
+class PointFailure(RuntimeError):
+    """qpsvm gave no certified answer at a point: the grid reports it as a failure, never as
+    a time, and goes on to the next point."""
+
+
 def checked(certificate: Any, point: Point, what: str) -> None:
-    """Raise when ``certificate`` did not pass."""
+    """Raise :class:`PointFailure` when ``certificate`` did not pass."""
     if not getattr(certificate, "passed", False):
-        raise RuntimeError(f"{point.family} {point.name}: {what} is not certified")
+        raise PointFailure(f"{what} is not certified")
 
 
 def time_point(point: Point) -> Timing:
-    """Time one point; a first untimed call of each side pays compilation and caches."""
-    answer = point.qpsvm()
+    """Time one point; a first untimed call of each side pays compilation and caches.
+
+    Raises
+    ------
+    PointFailure
+        When qpsvm's answer is not certified, or its solve refuses to return an uncertified
+        one (:class:`~qpsvm.exceptions.UncertifiedSolutionError`, e.g. a rounding floor above
+        the tolerance).
+    """
+    try:
+        answer = point.qpsvm()
+    except UncertifiedSolutionError as error:
+        raise PointFailure(f"{type(error).__name__}: {error}") from error
     checked(certificate_of(answer), point, "qpsvm's answer")
     point.reference()
     shares = []
