@@ -986,12 +986,11 @@ class _Bracket:
     """The outer search's knowledge of the root of the nonincreasing ``g``: the newest ``(b,
     g(b), u(b))`` with ``g > 0`` (``lo``, the root lies right of it) and with ``g < 0``
     (``hi``), the inner tolerance each end's ``g`` was found at, and the side replaced last
-    and how many times in a row (for the Illinois rule)."""
+    and how many times in a row after the first (``streak``, for the Illinois rule)."""
 
     lo: tuple[float, float, np.ndarray] | None = None
     hi: tuple[float, float, np.ndarray] | None = None
     last: str = ""
-    repeated: bool = False
     previous: tuple[float, float, np.ndarray] | None = None
     streak: int = 0
     tols: dict[str, float] = field(default_factory=dict)
@@ -999,8 +998,7 @@ class _Bracket:
     def add(self, b: float, g: float, u: np.ndarray, tol: float) -> None:
         side = "lo" if g > 0 else "hi"
         other = "hi" if side == "lo" else "lo"
-        self.repeated = side == self.last
-        self.streak = self.streak + 1 if self.repeated else 0
+        self.streak = self.streak + 1 if side == self.last else 0
         self.last = side
         if self.lo is not None and self.hi is not None:
             self.previous = None
@@ -1028,7 +1026,7 @@ class _Bracket:
         first step)."""
         if self.lo is not None and self.hi is not None:
             (b_lo, g_lo, _), (b_hi, g_hi, _) = self.lo, self.hi
-            if self.repeated:
+            if self.streak:
                 if self.last == "lo":
                     g_hi *= 0.5
                 else:
