@@ -10,10 +10,12 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.datasets import make_classification
 from sklearn.svm import SVC
 
 import qpsvm
 from qpsvm.solution import Candidate
+from qpsvm.solvers import smo
 from qpsvm.solvers.smo import (
     FAR_SHRINK,
     MIN_SHRINK,
@@ -405,6 +407,31 @@ def test_kkt_polish_on_the_free_set_gives_the_optimum(cancer_dual):
     assert cert.passed and cert.relative_gap <= 1e-11
     # the gradient it returns is the data's
     np.testing.assert_allclose(G, f.y * f.scores(alpha=alpha) - f.margin, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("seed", "gamma", "C", "tol"), [(6, 0.01, 100.0, 1e-2), (2, 0.05, 10.0, 0.1)]
+)
+def test_kkt_polish_moves_wrongly_bound_multipliers_into_the_free_set(
+    monkeypatch, seed, gamma, C, tol
+):
+    # SMO stopped early has a few multipliers at a bound that belong to the free set: the KKT
+    # equations on its sets alone leave a gap, their residuals' signs show which indices to
+    # free, and one more solve on the grown set gives the optimum
+    X, y = make_classification(
+        n_samples=200, n_features=5, n_informative=3, flip_y=0.1, random_state=seed
+    )
+    f = qpsvm.SoftMarginDual(X, y, kernel="rbf", gamma=gamma, C=C)
+    alpha = f.solve(method="smo", tol=tol, certify=False).alpha
+    G = f.y * f.scores(alpha=alpha) - f.margin
+    target = 1e-10 * gradient_gap(f, alpha, G)[0]
+    diag = np.ones(f.n_samples)
+    monkeypatch.setattr(smo, "POLISH_ROUNDS", 1)
+    assert not _polish(f, alpha.copy(), G.copy(), target, diag)
+    monkeypatch.undo()
+    assert _polish(f, alpha, G, target, diag)
+    cert = f.certify(alpha=alpha)
+    assert cert.passed and cert.relative_gap <= 1e-10
 
 
 def test_gap_resolution_weighs_the_free_scores_rounding(cancer_dual):

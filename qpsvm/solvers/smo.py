@@ -99,6 +99,9 @@ FAR_SHRINK = 1e-9
 #: factor by which the gap must fall before they are tried again.
 POLISH_GAP = 1e-3
 POLISH_STEP = 1e-2
+#: Solves of the KKT equations at most per polish, each on the free set grown by the bound
+#: multipliers whose residual at the previous solution has the wrong sign (:func:`_polish`).
+POLISH_ROUNDS = 3
 #: The KKT equations are solved when their ``|F|^3 / 3`` operations are at most
 #: :data:`POLISH_SHARE` of SMO's work so far, counted as :data:`STEP_OPS` operations per step
 #: and sample (a step's selection and gradient update read a few arrays of length ``n``).
@@ -557,23 +560,39 @@ def _restart_tol(
 def _polish(
     f: BinaryProblem, alpha: np.ndarray, G: np.ndarray, target: float, diag: np.ndarray
 ) -> bool:
-    """Replace ``alpha`` and ``G`` by the solution of the KKT equations on SMO's free set
+    r"""Replace ``alpha`` and ``G`` by the solution of the KKT equations on SMO's free set
     ``F = {0 < alpha_i < C s_i}`` and upper set (:func:`qpsvm.support_sets.kkt_on_sets`: one
     symmetric factorisation of the ``|F| x |F|`` kernel block, refined) when its duality gap, on a
     gradient computed from the data, is at most ``target`` or within its round-off
     (:func:`gap_resolution`, ``diag`` the kernel's diagonal); returns whether it did.
 
     Near the optimum SMO has found the sets long before its linear convergence has made the
-    free multipliers exact; the equations give them to round-off at once."""
-    M = np.flatnonzero((alpha > 0) & (alpha < f.upper))
-    with one_blas_thread():  # threaded LAPACK stalls on busy cores
-        trial = kkt_on_sets(f, M, alpha >= f.upper)[0]
-    G_trial = f.y * f.scores(alpha=trial) - f.margin
-    estimate = gradient_gap(f, trial, G_trial)[1]
-    if estimate > target and estimate > gap_resolution(f, trial, diag, estimate):
-        return False
-    alpha[:], G[:] = trial, G_trial
-    return True
+    free multipliers exact; the equations give them to round-off at once. Where SMO's sets
+    are still a few indices off, the equations' solution shows which: a multiplier at a bound
+    whose residual ``r_i = G_i + b y_i`` has the wrong sign (``r_i < 0`` at 0, ``r_i > 0`` at
+    ``C s_i``, beyond the gradient's round-off) joins the free set and the equations are solved
+    again, at most :data:`POLISH_ROUNDS` times (a primal-dual active-set step, Hintermüller, Ito
+    and Kunisch 2002). Measured, rbf n = 8000, gamma = 0.005, C = 100: SMO's sets at ``1e-3``
+    had two such indices among 1075 free; one more solve (0.1 s) certified, where SMO took
+    3.3 s of further steps to find them."""
+    upper = f.upper
+    free, bound = (alpha > 0) & (alpha < upper), alpha >= upper
+    for _ in range(POLISH_ROUNDS):
+        with one_blas_thread():  # threaded LAPACK stalls on busy cores
+            trial, b = kkt_on_sets(f, np.flatnonzero(free), bound)
+        G_trial = f.y * f.scores(alpha=trial) - f.margin
+        estimate = gradient_gap(f, trial, G_trial)[1]
+        if estimate <= target or estimate <= gap_resolution(f, trial, diag, estimate):
+            alpha[:], G[:] = trial, G_trial
+            return True
+        r = G_trial + b * f.y
+        floor = GRADIENT_ULPS * np.finfo(float).eps * max(1.0, float(np.max(np.abs(G_trial))))
+        wrong = ((trial <= 0) & (r < -floor)) | ((trial >= upper) & (r > floor))
+        if not np.any(wrong):
+            return False
+        free = ((trial > 0) & (trial < upper)) | wrong
+        bound = (trial >= upper) & ~wrong
+    return False
 
 
 def _polish_pays(alpha: np.ndarray, upper: np.ndarray, steps: int) -> bool:
