@@ -499,6 +499,20 @@ class KernelCache:
             out[at] = self.rows[self.slots(part)[inverse[at] - start]]
         return out
 
+    def block(self, idx: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """``K[idx][:, cols]`` as a new array, gathered from the cached rows without copying
+        them whole (the KKT equations on a free set need its block only)."""
+        idx = np.asarray(idx, dtype=np.intp)
+        cols = np.asarray(cols, dtype=np.intp)
+        unique, inverse = np.unique(idx, return_inverse=True)
+        out = np.empty((idx.size, cols.size))
+        for start in range(0, unique.size, self.capacity):
+            part = unique[start : start + self.capacity]
+            at = np.flatnonzero((inverse >= start) & (inverse < start + part.size))
+            slots = self.slots(part)[inverse[at] - start]
+            out[at] = self.rows[np.ix_(slots, cols)]
+        return out
+
     def matvec(self, v: np.ndarray) -> np.ndarray:
         """``K v = sum_j v_j K[j, :]`` over the nonzero ``v_j`` only, in increasing ``j``.
 

@@ -147,20 +147,22 @@ def support_solution(
             return np.asarray(XM @ expansion(aM)).ravel()
 
     else:
-        rows = f.gram_rows(M)
-        KMM = rows[:, M]
-        pushed = rows @ (fixed * f.y)
+        KMM = f.gram_block(M)
+        pushed = f.scores(alpha=fixed)[M] if E.size else np.zeros(k)
 
         def margin_scores(aM: np.ndarray) -> np.ndarray:
             return pushed + KMM @ (yM * aM)
 
-    Q = (yM[:, None] * yM[None, :]) * KMM
     # balance the blocks: with c = 1/max diag(Q) solve for (alpha, c b); the unscaled system
-    # mixes entries of size ||x||^2 and 1 and loses b to round-off on badly scaled data
-    c = 1.0 / max(float(np.max(np.diag(Q), initial=0.0)), np.finfo(float).tiny)
-    A = c * Q
+    # mixes entries of size ||x||^2 and 1 and loses b to round-off on badly scaled data. The
+    # matrix c Q = c diag(y_M) K_MM diag(y_M) is formed in place, bordered by y_M
+    c = 1.0 / max(float(np.max(np.diag(KMM), initial=0.0)), np.finfo(float).tiny)
+    size = k + int(f.fit_intercept)
+    A = np.zeros((size, size))
+    np.multiply(KMM, yM[:, None], out=A[:k, :k])
+    A[:k, :k] *= c * yM
     if f.fit_intercept:
-        A = np.block([[A, yM[:, None]], [yM[None, :], np.zeros((1, 1))]])
+        A[:k, k] = A[k, :k] = yM
     solve = symmetric_solver(A)
     balance = -fsum_dot(f.y, fixed)  # sum_{j in M} alpha_j y_j (exact: y_j = +-1)
 
@@ -169,7 +171,7 @@ def support_solution(
         r = c * (mM - yM * (margin_scores(x[:k]) + b))
         return np.append(r, balance - fsum_dot(yM, x[:k])) if f.fit_intercept else r
 
-    best = np.zeros(A.shape[0])
+    best = np.zeros(size)
     r = residual(best)
     best_norm = float(np.max(np.abs(r)))
     for _ in range(KKT_SOLVES):

@@ -151,6 +151,8 @@ def test_operator_matches_the_formed_differences(solved):
     np.testing.assert_allclose(f.X.rmatvec(u[:5], np.arange(5)), Z[:5].T @ u[:5], atol=1e-12)
     np.testing.assert_allclose(f.X[[3, 1]], Z[[3, 1]])
     np.testing.assert_allclose(f.gram_rows(np.array([0, 2])), Z[[0, 2]] @ Z.T, atol=1e-12)
+    block = f.gram_block(np.array([0, 2]), np.array([4, 0, 1]))
+    np.testing.assert_allclose(block, Z[[0, 2]] @ Z[[4, 0, 1]].T, atol=1e-12)
 
 
 def test_working_set_model_reproduces_the_optimum(solved):

@@ -229,9 +229,19 @@ def test_kernel_cache_rows_match_the_kernel(cancer_dual):
             for size in (200.0, 1e-6):
                 cache = KernelCache(f.kernel, data, size)
                 np.testing.assert_allclose(cache.take(idx), K[idx], rtol=1e-13, atol=1e-13)
+                # a block is the same entries as the rows it is cut from, to the last bit
+                cols = np.array([7, 5, 199, 5])
+                np.testing.assert_array_equal(cache.block(idx, cols), cache.take(idx)[:, cols])
                 scale = np.abs(K).max() * np.abs(v).sum()
                 np.testing.assert_allclose(cache.matvec(v), K @ v, rtol=0, atol=1e-13 * scale)
             assert cache.capacity == 2 and cache.stats[1] > 5
+            # the formulation's block: from the cache, from X (linear), or from a formed Gram
+            np.testing.assert_allclose(
+                f.gram_block(idx), K[np.ix_(idx, idx)], rtol=1e-13, atol=1e-13
+            )
+            if name != "linear":
+                f.gram()
+                np.testing.assert_array_equal(f.gram_block(idx, cols), f.gram()[np.ix_(idx, cols)])
 
 
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])

@@ -123,7 +123,7 @@ def dual_model(f: SoftMarginDual, subset: Any = None, fixed: Any = None) -> CvxM
         # it is: no factorisation), and with g = K (v y), K_WR (v y)_R = g_W is a linear term
         # and (v y)^T g the constant R-R block
         g = f.scores(alpha=v)
-        K_WW = f.gram_rows(idx)[:, idx]
+        K_WW = f.gram_block(idx)
         quad = (
             cp.quad_form(ay, cp.psd_wrap(0.5 * (K_WW + K_WW.T)))
             + 2.0 * g[idx] @ ay

@@ -53,6 +53,18 @@ class KernelRows:
             return self.kernel_cache().take(idx)
         return self.gram()[idx]
 
+    def gram_block(self, idx: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
+        """The block ``K[idx][:, cols]`` of the Gram matrix (``cols`` defaults to ``idx``):
+        from ``X`` for the linear kernel, from :meth:`kernel_cache` without copying whole rows
+        for the others unless the Gram matrix is formed."""
+        cols = idx if cols is None else cols
+        if self.linear:
+            block = self.X[idx] @ self.X[cols].T
+            return block.toarray() if sp.issparse(block) else np.asarray(block)
+        if self._gram is None and self.kernel.name != "precomputed":
+            return self.kernel_cache().block(idx, cols)
+        return self.gram()[np.ix_(idx, cols)]
+
     def kernel_cache(self) -> KernelCache:
         """The rows of the Gram matrix computed so far (:class:`~qpsvm.kernels.KernelCache` of
         :attr:`kernel_cache_size` MB, created on first use): shared by SMO, the working set and

@@ -504,6 +504,12 @@ class RankingSVM(BinaryFormulation):
         rows = self.X[idx]
         return np.ascontiguousarray((self.X @ rows.T).T)
 
+    def gram_block(self, idx: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
+        """The block ``(Z Z^T)[idx][:, cols]`` (``cols`` defaults to ``idx``)."""
+        cols = idx if cols is None else cols
+        block = self.X[idx] @ self.X[cols].T
+        return block.toarray() if sp.issparse(block) else np.asarray(block)
+
     def decision_function(self, X: Any, solution: Any) -> np.ndarray:
         """Scores ``w . x`` of new items; a higher score ranks higher.
 
