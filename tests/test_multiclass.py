@@ -20,7 +20,10 @@ from sklearn.svm import SVC, LinearSVC
 
 import qpsvm
 from qpsvm.exceptions import ProblemMismatchWarning
+from qpsvm.solution import Candidate
 from qpsvm.solvers.warm_start import multiclass_dual
+from qpsvm.verify import multiclass as multiclass_verify
+from qpsvm.verify.certificate import TIGHT
 from qpsvm.verify.projection import project_capped_simplex
 from qpsvm.verify.rigorous import lower_sum, multiclass_feasible, upper_row_sums
 
@@ -190,6 +193,37 @@ def test_gap_bounds_true_suboptimality(seed, C, eps, variant):
     assert cert.distance_bound >= np.linalg.norm(W - sol.w) - 1e-9
     if true_sub > 1e-8 * max(1.0, sol.objective):
         assert not cert.passed
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_failing_candidate_gets_a_tight_gap_at_the_cost_of_one_search(variant, monkeypatch):
+    # a candidate 1e-3 off: its own points fail, so certify() takes the problem's own
+    # solution's multipliers, and with that solution's primal as a ceiling on P* stops there:
+    # the first call fits the candidate's tight sets once (they were fitted again after the
+    # hint), a later call fits none (the cached solution's point is tried first); the gap is
+    # proven (D <= P* <= P, P* the exact rational optimum) and within 1 / (1 - TIGHT) of the
+    # true suboptimality
+    X, y = multiclass_problem(3, n=40, d=3, k=3)
+    opt = qpsvm.MulticlassSVM(X, y, C=1.0, variant=variant).solve(method="exact")
+    p_star = opt.info["exact"].objective
+    W = opt.w + 1e-3 * np.random.default_rng(3).normal(size=opt.w.shape)
+    fits = []
+    fit = multiclass_verify._fit_tight
+    monkeypatch.setattr(multiclass_verify, "_fit_tight", lambda *a: fits.append(1) or fit(*a))
+    f = qpsvm.MulticlassSVM(X, y, C=1.0, variant=variant)
+    f.fresh_copy().solve()  # what the reference solve fits in its own certificates
+    solve = len(fits)
+    fits.clear()
+    multiclass_verify.certify_multiclass(f, Candidate(w=W))
+    own = len(fits)
+    assert own > 0
+    for search in (own + solve, 0):
+        fits.clear()
+        cert = f.certify(w=W)
+        assert len(fits) == search and not cert.passed
+        assert Fraction(cert.dual_objective) <= p_star <= Fraction(cert.primal_objective)
+        true_sub = Fraction(cert.primal_objective) - p_star
+        assert Fraction(cert.gap) <= true_sub / (1 - Fraction(TIGHT))
 
 
 # ------------------------------------------------------------- labels, weights, models

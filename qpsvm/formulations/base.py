@@ -238,23 +238,42 @@ class Formulation(ABC):
         When the candidate's own dual points do not certify it and ``reference`` is true, the
         dual point of the problem's own solution (:meth:`reference_solution`, solved once) is
         tried as well, so the gap bounds the candidate's suboptimality tightly however poor the
-        candidate is; solvers checking their own iterates pass ``reference=False``.
+        candidate is; solvers checking their own iterates pass ``reference=False``. A certifier
+        that takes a ``ceiling`` (the multiclass one) is given the solution's rigorous primal as
+        a bound on the optimum, so that it stops at that point for a candidate that fails
+        whatever the point; once the solution is cached its point is tried first, and a
+        candidate's certificate then costs the same however poor the candidate.
         """
         candidate = self._read_estimator(candidate)
         cand = load(self.candidate_reader)(self, candidate, w=w, b=b, alpha=alpha)
         certifier = load(self.certifier)
+        parameters = signature_of(certifier).parameters
+        cached = self._reference is not None and self._reference is not False
+        if reference and cached and "ceiling" in parameters:
+            # the solution is at hand and bounds the optimum: its point first, and the search
+            # stops there for a candidate it passes or one that fails whatever the point
+            return certifier(self, cand, tol=tol, **self._reference_hint(parameters))
         cert = certifier(self, cand, tol=tol)
-        if not reference or cert.passed or "hints" not in signature_of(certifier).parameters:
+        if not reference or cert.passed or "hints" not in parameters:
             return cert
         # the bounds must not depend on the candidate: try this problem's own solution (cached),
         # its multipliers made exactly feasible and evaluated rigorously
-        reference = self.reference_solution()
-        if reference is None:
+        if self.reference_solution() is None:
             return cert
-        other = certifier(self, cand, tol=tol, hints=(self.dual_hint(reference),))
+        other = certifier(self, cand, tol=tol, **self._reference_hint(parameters))
         if other.dual_objective > cert.dual_objective:
             cert = other
         return cert
+
+    def _reference_hint(self, parameters: Any) -> dict[str, Any]:
+        """The certifier's keywords for the cached :meth:`reference_solution`: its dual point as
+        a hint and, where the certifier takes one, its rigorous primal as the ``ceiling`` on
+        the optimum."""
+        reference = self._reference
+        hint: dict[str, Any] = {"hints": (self.dual_hint(reference),)}
+        if "ceiling" in parameters:
+            hint["ceiling"] = reference.certificate.primal_objective
+        return hint
 
     def dual_hint(self, solution: Solution) -> Any:
         """The dual point of ``solution`` that :meth:`certify` gives its certifier to try:

@@ -15,6 +15,7 @@ __all__ = [
     "DEFAULT_TOL",
     "GOOD_ENOUGH",
     "PROVEN",
+    "TIGHT",
     "Certificate",
     "best_dual_point",
     "evaluation_allowance",
@@ -32,6 +33,11 @@ GOOD_ENOUGH = 1e-2
 #: point would only shrink a gap already below what was asked. Its gap stays within twice the
 #: candidate's true suboptimality or below ``PROVEN * tol``.
 PROVEN = 0.5
+#: A search for a better dual point given a ``ceiling`` (an upper bound on the optimum, e.g. the
+#: problem's own certified solution's primal) stops once the points left could close at most
+#: this share of the gap: every dual value is at most ``P*``, so the gap found is within
+#: ``1 / (1 - TIGHT)`` of the best any point gives.
+TIGHT = 1e-2
 
 
 def relative(value: float, reference: float) -> float:
@@ -83,12 +89,18 @@ def best_dual_point(
     *,
     enough: float = GOOD_ENOUGH,
     dual: float = 0.0,
+    ceiling: float = math.inf,
 ) -> tuple[np.ndarray, float, bool]:
-    """The dual-feasible point of largest ``D`` among ``start`` (of value ``dual``; default 0,
+    r"""The dual-feasible point of largest ``D`` among ``start`` (of value ``dual``; default 0,
     the zero multipliers) and ``points``, searched lazily until the relative gap to ``primal``
     is below ``enough`` times ``tol`` (default :data:`GOOD_ENOUGH`); returns it, its ``D`` and
-    whether the search stopped early (the points left in an iterator ``points`` may then be
-    searched on, from the returned point)."""
+    whether the search stopped early on that test (the points left in an iterator ``points``
+    may then be searched on, from the returned point).
+
+    ``ceiling`` is an upper bound on the optimum ``P*``, so on every ``D``. The search also
+    stops, not early, once the candidate fails whatever the point (``P - ceiling`` above
+    ``tol``) and :math:`\mathrm{ceiling} - D \le` :data:`TIGHT` :math:`(P - D)`: no point
+    left could shrink the gap by more than that share."""
     alpha = start
     for point in points:
         value = dual_objective(point)
@@ -96,6 +108,8 @@ def best_dual_point(
             alpha, dual = point, value
         if relative(primal - dual, primal) <= enough * tol:
             return alpha, dual, True
+        if relative(primal - ceiling, primal) > tol and ceiling - dual <= TIGHT * (primal - dual):
+            return alpha, dual, False
     return alpha, dual, False
 
 

@@ -44,6 +44,7 @@ intercepts' common shift.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -189,6 +190,7 @@ def certify_multiclass(
     cand: Candidate,
     tol: float = DEFAULT_TOL,
     hints: Sequence[np.ndarray] = (),
+    ceiling: float = math.inf,
 ) -> Certificate:
     """Certify a candidate ``W`` and/or duals ``alpha`` of a :class:`~qpsvm.MulticlassSVM`.
 
@@ -203,7 +205,13 @@ def certify_multiclass(
     tol : float
         Relative tolerance of the test.
     hints : sequence of ndarray, optional
-        More dual points to try (see :func:`~qpsvm.verify.binary.certify_binary`).
+        More dual points to try, first (see :func:`~qpsvm.verify.binary.certify_binary`).
+    ceiling : float, optional
+        An upper bound on the optimum (the rigorous primal of the problem's own solution,
+        whose multipliers are a hint): the search stops once the candidate fails whatever the
+        dual point and the points left could close at most :data:`~qpsvm.verify.certificate.TIGHT`
+        of its gap (:func:`~qpsvm.verify.certificate.best_dual_point`), so a failing candidate
+        costs no least-squares fits once a hint is near the optimum.
     """
     tol = check_tol(tol)
     if cand.w is None and cand.alpha is None:
@@ -251,7 +259,9 @@ def certify_multiclass(
 
     points = iter(candidates)
     start = np.zeros_like(margins)
-    alpha, found, early = best_dual_point(value, points, start, primal, tol, enough=PROVEN)
+    alpha, found, early = best_dual_point(
+        value, points, start, primal, tol, enough=PROVEN, ceiling=ceiling
+    )
 
     # the rigorous enclosure (qpsvm.verify.rigorous)
     upper, lower = (
