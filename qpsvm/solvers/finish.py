@@ -25,6 +25,7 @@ def best_certified(
     tol: float,
     refine: bool = True,
     refinements: Iterable[Candidate] | None = None,
+    certified: tuple[Candidate, Certificate] | None = None,
 ) -> tuple[Candidate, Certificate]:
     """Certify, with ``refine``, the refinements of ``cand`` in turn and return the first that
     passes (a refinement solves the KKT equations of its sets: exact to round-off where they
@@ -32,7 +33,8 @@ def best_certified(
     ``cand`` and the refinements' best pair: passed first, then the smallest relative gap.
     Each point is first moved onto the feasible set where rounding left it just outside
     (``f.make_feasible``). ``refinements`` are those of ``cand`` when the caller has begun
-    them (default: ``f.refinement``'s, computed here)."""
+    them (default: ``f.refinement``'s, computed here); ``certified`` is ``cand`` so moved and
+    its certificate when the caller has them, so that ``cand`` is not certified twice."""
     certify = load(f.certifier)
     scored = []
     if not (refine and f.refinement):
@@ -45,8 +47,10 @@ def best_certified(
         if cert.passed:
             return refined, cert
         scored.append((refined, cert))
-    cand = f.make_feasible(cand)
-    scored.insert(0, (cand, certify(f, cand, tol=tol)))
+    if certified is None:
+        cand = f.make_feasible(cand)
+        certified = cand, certify(f, cand, tol=tol)
+    scored.insert(0, certified)
     return min(scored, key=lambda pair: (not pair[1].passed, pair[1].relative_gap))
 
 
@@ -87,9 +91,15 @@ def finish(
     RoundingFloorError
         The best point fails only by the certificate's rounding floor, which exceeds ``tol``.
     """
-    cert = None if eager else load(f.certifier)(f, cand, tol=tol)
-    if cert is None or (refine and not cert.passed):
-        cand, cert = best_certified(f, cand, tol, refine)
+    certified = None
+    if not eager:
+        feasible = f.make_feasible(cand)
+        certified = feasible, load(f.certifier)(f, feasible, tol=tol)
+    if certified is None or (refine and not certified[1].passed):
+        # the refinements are those of cand as given; the point certified above is not
+        # certified again
+        certified = best_certified(f, cand, tol, refine, certified=certified)
+    cand, cert = certified
     if not cert.passed:
         raise uncertified_error(
             cert,
