@@ -32,6 +32,7 @@ __all__ = [
     "Kernel",
     "KernelCache",
     "cached_row",
+    "canonical_csr",
     "check_precomputed",
     "exp_nonpositive",
     "gram_arrays",
@@ -80,7 +81,7 @@ class Kernel:
             K = np.empty((A.shape[0], B.shape[0]))
             gamma = float(self.gamma)
             if sp.issparse(A) or sp.issparse(B):
-                a, b = (sp.csr_matrix(M, dtype=np.float64) for M in (A, B))
+                a, b = (canonical_csr(M) for M in (A, B))
                 buf, mark = np.zeros(b.shape[1]), np.full(b.shape[1], -1, dtype=np.int64)
                 _sparse_distances(
                     a.data, a.indices, a.indptr, b.data, b.indices, b.indptr, buf, mark, gamma, K
@@ -208,7 +209,8 @@ def _dense_row(kind, x, XT, out):  # pragma: no cover - compiled
 @numba.njit(**CALLEE, fastmath={"contract"})
 def _sparse_row(kind, xdata, xindices, data, indices, indptr, buf, mark, out):  # pragma: no cover
     """:func:`_dense_row` for a sparse ``x`` (values ``xdata`` at ``xindices``) against the CSR
-    rows ``(data, indices, indptr)``; ``buf`` (zeros, one per feature) is left as it was.
+    rows ``(data, indices, indptr)``, each feature at most once a row (canonical format,
+    :func:`canonical_csr`); ``buf`` (zeros, one per feature) is left as it was.
 
     ``ROW_RBF``: the terms ``(x_k - x_tk)^2`` over the nonzeros of ``x_t``, each marking its
     feature with ``t`` in ``mark`` (int64, one per feature), then ``x_k^2`` over the nonzeros
@@ -352,17 +354,30 @@ def _combine_rows(rows, slots, weights, out):  # pragma: no cover - compiled
             out[t] += c * row[t]
 
 
+def canonical_csr(M: np.ndarray | sp.spmatrix) -> sp.csr_matrix:
+    """``M`` as a float64 CSR matrix in canonical format (each row's indices sorted, duplicates
+    summed): ``M``'s own arrays where they already are, else a copy, so the caller's matrix is
+    never changed. The compiled sparse rows need each feature at most once a row: a duplicate
+    would be a second term (:func:`_sparse_row`) where the data state one value, their sum."""
+    csr = sp.csr_matrix(M, dtype=np.float64)
+    if not csr.has_canonical_format:
+        csr = csr.copy()
+        csr.sum_duplicates()
+    return csr
+
+
 def _spec(
     kind: int,
     mat: np.ndarray,
     X: np.ndarray | sp.spmatrix | None = None,
     kernel: Kernel | None = None,
 ) -> tuple:
-    """The ``spec`` tuple of :func:`kernel_row` (types fixed, unused entries empty)."""
+    """The ``spec`` tuple of :func:`kernel_row` (types fixed, unused entries empty); a sparse
+    ``X`` in canonical format (:func:`canonical_csr`)."""
     n = mat.shape[0] if X is None else X.shape[0]
     mark = _NO_MARK
     if X is not None and sp.issparse(X):
-        csr = sp.csr_matrix(X)
+        csr = canonical_csr(X)
         data, indices, indptr, sparse = csr.data, csr.indices, csr.indptr, True
         buf = np.zeros(csr.shape[1])
         if kind == ROW_RBF:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from decimal import Decimal, localcontext
 
 import numpy as np
+import scipy.sparse as sp
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -301,3 +302,67 @@ def test_compiled_exponential_is_within_its_proven_error():
             for v, got in zip(x, out, strict=True):
                 exact = Decimal(float(v)).exp()
                 assert abs(Decimal(float(got)) - exact) <= rho * exact + Decimal(2.0**-1073)
+
+
+def shuffled_csr(X: np.ndarray, seed: int) -> sp.csr_matrix:
+    """``X`` (dyadic values) as a CSR matrix as a user may build it: each row's nonzeros in a
+    random order, some split into two stored entries of the same column (duplicates, which
+    add up: halves of a dyadic value, so their sum is exact in any order)."""
+    rng = np.random.default_rng(seed)
+    data, indices, indptr = [], [], [0]
+    for row in X:
+        entries = []
+        for k in np.flatnonzero(row):
+            if rng.random() < 0.4:
+                entries += [(k, row[k] / 2), (k, row[k] / 2)]
+            else:
+                entries.append((k, row[k]))
+        for p in rng.permutation(len(entries)):
+            indices.append(entries[p][0])
+            data.append(entries[p][1])
+        indptr.append(len(indices))
+    M = sp.csr_matrix((np.array(data, dtype=np.float64), indices, indptr), shape=X.shape)
+    assert not M.has_canonical_format or not M.nnz
+    return M
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    scale=st.sampled_from([2.0**-10, 1.0, 2.0**5]),
+    gamma=st.sampled_from([1e-3, 0.1, 2.0]),
+    shift=st.sampled_from([0.0, 2.0**10]),
+)
+@example(seed=0, scale=1.0, gamma=0.1, shift=2.0**10)  # norms 1e6 times the distances
+def test_sparse_rbf_rows_in_any_layout_are_the_dense_values_within_the_bound(
+    seed, scale, gamma, shift
+):
+    # rows with unsorted indices and duplicate entries (the user's matrix, left as given): the
+    # compiled sparse rows and Kernel.__call__ merge the canonical rows by index, so they are
+    # the dense kernel's values up to rounding: each within the per-pair bound of the exact
+    # kernel (40 digits), its distance form relative to the pair's own distance
+    rng = np.random.default_rng(seed)
+    n, d = 10, 12
+    X = np.round(8 * rng.normal(size=(n, d))) / 8 * scale
+    X[rng.random(size=(n, d)) < 0.6] = 0.0
+    X[:, 0] += shift  # a common offset on one feature
+    M = shuffled_csr(X, seed)
+    given_layout = (M.data.copy(), M.indices.copy(), M.indptr.copy())
+    bound = rbf_pair_error(gamma, sp.csr_matrix(X))
+    exact = exact_rbf(X, gamma)
+    args = exact_arguments(X, gamma)
+    dense = Kernel("rbf", gamma=gamma)(X, X)
+    cache = KernelCache(Kernel("rbf", gamma=gamma), M, 1.0)
+    for K in (cache.take(np.arange(n)), Kernel("rbf", gamma=gamma)(M, M), dense):
+        with localcontext() as ctx:
+            ctx.prec = DIGITS
+            for i in range(n):
+                for j in range(n):
+                    by_distance = Decimal(bound.base) + Decimal(bound.distance_slope) * args[i][j]
+                    limit = min(Decimal(bound.rho), by_distance) * exact[i][j] + Decimal(2.0**-1073)
+                    err = abs(Decimal(float(K[i, j])) - exact[i][j])
+                    assert err <= limit, (i, j, float(err), float(limit))
+                    apart = abs(Decimal(float(K[i, j])) - Decimal(float(dense[i, j])))
+                    assert apart <= 2 * limit  # the dense computation's value, within both bounds
+    for before, now in zip(given_layout, (M.data, M.indices, M.indptr), strict=True):
+        assert np.array_equal(before, now)  # the user's matrix is not changed
