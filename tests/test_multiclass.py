@@ -226,6 +226,28 @@ def test_failing_candidate_gets_a_tight_gap_at_the_cost_of_one_search(variant, m
         assert Fraction(cert.gap) <= true_sub / (1 - Fraction(TIGHT))
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_own_multipliers_that_certify_alone_come_before_any_fit(variant, monkeypatch):
+    # W with multipliers that certify their own expansion A^T X (a solution's): they are the
+    # first point tried, so the certificate passes without a least-squares fit, and its alpha
+    # still certifies alone (certify(alpha=...) of the solution it goes into)
+    X, y = multiclass_problem(4, n=60, d=4, k=4)
+    f = qpsvm.MulticlassSVM(X, y, C=10.0, variant=variant)
+    sol = f.solve()
+    fits = []
+    fit = multiclass_verify._fit_tight
+    monkeypatch.setattr(multiclass_verify, "_fit_tight", lambda *a: fits.append(1) or fit(*a))
+    cert = multiclass_verify.certify_multiclass(f, Candidate(w=sol.w, alpha=sol.alpha))
+    assert cert.passed and not fits
+    assert f.certify(alpha=cert.alpha, reference=False).passed
+    # multipliers that do not (a solution's, moved on one constraint): the fits come first
+    alpha = sol.alpha.copy()
+    i, c = np.argwhere(f.mask & (alpha == 0))[0]
+    alpha[i, c] = 1e-3
+    cert = multiclass_verify.certify_multiclass(f, Candidate(w=sol.w, alpha=alpha))
+    assert cert.passed and fits
+
+
 # ------------------------------------------------------------- labels, weights, models
 def test_any_hashable_labels_and_argmax_prediction():
     X, y = multiclass_problem(5)

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -122,6 +122,18 @@ def _fit_tight(
             # the unconstrained fit leaves the box: solve the bounded problem
             x = bounded_fit(A, target, np.zeros(fi.size), upper)
     alpha[fi, fc] = x
+
+
+def _certifies_alone(
+    f: MulticlassProblem, alpha: np.ndarray, value: Callable[[np.ndarray], float], tol: float
+) -> bool:
+    r"""Whether the feasible ``alpha`` certifies its own expansion ``W = A^T X`` in floating
+    point: relative gap :math:`P(W) - D(\alpha)` (``value``) below
+    :data:`~qpsvm.verify.certificate.PROVEN` times ``tol``. A screen (a product with ``X``,
+    no fit); the certificate decides."""
+    W = f.expansion(alpha)
+    primal = f.primal_value(f.penalty_value(W), f.scores(W))
+    return relative(primal - value(alpha), primal) <= PROVEN * tol
 
 
 def dual_points(
@@ -236,19 +248,6 @@ def certify_multiclass(
         short = need - _slack_matrix(f, given)
         primal_inf = max(0.0, float(np.max(short)), float(np.max(-given)))
 
-    candidates = itertools.chain(
-        [f.project_dual(f.check_alpha(h)) for h in hints], dual_points(f, margins, xi, W)
-    )
-    if alpha_in is not None:
-        # with a W, the points fitted to it come first: the certificate's alpha then has
-        # A^T X close to W and certifies alone (a solver's raw duals carry 1e-10 residues on
-        # inactive constraints, which move A^T X)
-        own = [f.project_dual(alpha_in)]
-        candidates = (
-            itertools.chain(candidates, own)
-            if cand.w is not None
-            else itertools.chain(own, candidates)
-        )
     free = bool(f.intercept.coupled)
     value = f.dual_objective
     if free:  # points are chosen by the bound they give: D less the balance residual's cost
@@ -257,6 +256,17 @@ def certify_multiclass(
         def value(a: np.ndarray) -> float:
             return f.dual_objective(a) - half * float(np.sum(np.abs(f.balance(a))))
 
+    candidates = itertools.chain(
+        [f.project_dual(f.check_alpha(h)) for h in hints], dual_points(f, margins, xi, W)
+    )
+    if alpha_in is not None:
+        # with a W, the candidate's own point comes first only where it certifies on its own
+        # (the certificate's alpha is a solution's, which certify(alpha=...) must pass); else
+        # the points fitted to W do, whose A^T X is close to W (a solver's raw duals carry
+        # 1e-10 residues on inactive constraints, which move A^T X)
+        own = [f.project_dual(alpha_in)]
+        first = cand.w is None or _certifies_alone(f, own[0], value, tol)
+        candidates = itertools.chain(own, candidates) if first else itertools.chain(candidates, own)
     points = iter(candidates)
     start = np.zeros_like(margins)
     alpha, found, early = best_dual_point(
