@@ -17,6 +17,9 @@ from qpsvm.solution import Candidate
 from qpsvm.solvers import direct
 from qpsvm.solvers.backends import SETTINGS, backend_order
 from qpsvm.solvers.qp import solve_certified_model
+from qpsvm.verify import box_qp as box_qp_module
+from qpsvm.verify.box_qp import box_qp
+from qpsvm.verify.ranking_fused import rows_active_set
 
 
 def weighted_problem(seed: int, n: int, d: int, intercept: bool, sparse: bool):
@@ -200,7 +203,7 @@ def test_box_dual_point_that_fails_goes_to_clarabel(monkeypatch, intercept):
     monkeypatch.setattr(
         direct,
         "box_qp",
-        lambda Z, v0, cap, start=None: (np.zeros(Z.shape[0]), np.zeros(Z.shape[1])),
+        lambda Z, v0, cap, start=None, active_steps=0: (np.zeros(Z.shape[0]), np.zeros(Z.shape[1])),
     )
     sol = qpsvm.SoftMarginPrimal(X + 3.0, y, fit_intercept=intercept).solve()
     assert sol.solver == "CLARABEL" and sol.certificate.passed
@@ -239,3 +242,50 @@ def test_intercept_search_refines_each_point_once(monkeypatch, shift, C):
     sol = direct.solve_primal_direct(f, 1e-9)
     assert sol is not None and sol.solver == "box_dual" and sol.certificate.passed
     assert len(REFINED) == sol.n_iter
+
+
+@pytest.mark.parametrize(("seed", "C"), [(0, 0.1), (1, 1.0), (2, 10.0), (3, 1e3)])
+def test_rows_active_set_reaches_the_exact_optimum(seed, C):
+    # the primal active-set method on the rows y_i x_i stops at the primal's minimiser: w
+    # equal to the rational optimum's w* (without intercept the box QP's rows are the signed
+    # examples, v_0 = 0, cap = C)
+    X, y = random_problem(seed, n=40, d=5)
+    f = qpsvm.SoftMarginPrimal(X, y, C=C, fit_intercept=False)
+    Z = np.ascontiguousarray(y[:, None] * X)
+    w, settled = rows_active_set(Z, np.zeros(5), C, np.zeros(5), direct._active_steps(40, 5))
+    assert settled
+    exact = f.solve(method="exact").info["exact"]
+    assert max(abs(Fraction(float(v)) - e) for v, e in zip(w, exact.w, strict=True)) <= 1e-12
+
+
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_rows_active_set_agrees_with_the_smoothed_steps(seed):
+    # with a fixed part v_0 of the expansion (the intercept search's centre) and a start away
+    # from 0, the active set's w is the optimum the box QP's own Newton steps find (their
+    # exact sets, checked against every margin)
+    X, y = random_problem(seed, n=60, d=4)
+    Z = np.ascontiguousarray(y[:, None] * X)
+    rng = np.random.default_rng(seed)
+    v0, start = rng.normal(size=4), rng.normal(size=4)
+    w, settled = rows_active_set(Z, v0, 1.0, start, direct._active_steps(60, 4))
+    assert settled
+    _, w_newton = box_qp(Z, v0, 1.0, start)
+    np.testing.assert_allclose(w, w_newton, rtol=0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+def test_box_dual_sets_from_the_active_set(monkeypatch, intercept):
+    # the regime grid's small point (200 x 10, C = 1) is solved from the active set's sets
+    # alone: with the ascent and the smoothed steps disabled it is still the box dual's,
+    # certified
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 10))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=200) > 0, 1, -1)
+
+    def no_newton(*args):
+        raise AssertionError("the smoothed steps ran")
+
+    monkeypatch.setattr(box_qp_module, "_ascent_sets", lambda Z, v0, cap: None)
+    monkeypatch.setattr(box_qp_module, "_newton_solve", no_newton)
+    sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=intercept).solve()
+    assert sol.solver == "box_dual" and sol.certificate.passed

@@ -59,6 +59,7 @@ from qpsvm.solvers.finish import best_certified
 from qpsvm.verify.ascent import coordinate_epochs
 from qpsvm.verify.box_qp import ASCENT_PAIRS, box_qp
 from qpsvm.verify.certificate import Certificate
+from qpsvm.verify.ranking_fused import ACTIVE_FIRST_STEPS, ACTIVE_STEPS, rows_active_set
 
 __all__ = ["BOX_DUAL_ASPECT", "solve_dual_direct", "solve_primal_direct"]
 
@@ -67,6 +68,18 @@ __all__ = ["BOX_DUAL_ASPECT", "solve_dual_direct", "solve_primal_direct"]
 #: (measured at 100 x 50 and 200 x 200, C = 1 to 1e4), with more they cost 0.05-0.4 of it
 #: (measured at 200 x 10 to 2000 x 20, C = 0.01 to 1e4; one run at a load of 14 on 2 cores).
 BOX_DUAL_ASPECT = 4
+#: Most features (with the intercept's) in which the box QPs of :func:`_box_dual` try a primal
+#: active-set method before the dual coordinate ascent (measured, best of 5 at a load of 5 on 2
+#: cores, 100 x 5 to 1000 x 50, C = 0.01 to 100, with and without intercept: from 100 x 5 to
+#: 1000 x 10 and 500 x 20 0.06-1.25 times the time without it (200 x 10 at C = 1: 2.2 -> 0.9
+#: ms); at 1000 x 50 up to 13 times at C = 0.01, where the ascent's sets come in a few epochs
+#: and the active set's first steps cross most of the rows one face at a time).
+BOX_ACTIVE_FEATURES = 21
+#: Rows the box QPs may solve without the primal active-set method in a process before its
+#: kernel (:func:`~qpsvm.verify.ranking_fused.rows_active_set`) is compiled
+#: (:func:`~qpsvm._numerics.uncompiled`): its compile time (8 s CPU with an empty cache, at a
+#: load of 4 on 2 cores) at what it saves (about 7 us a row at 200 x 10, C = 1).
+ACTIVE_ROWS = 2**20
 #: Box QPs of the search on a free intercept at most (:func:`_intercept_search`): measured at
 #: 100 x 5 to 1000 x 50, C = 0.01 to 1000, standardised and shifted data, one to four.
 INTERCEPT_CENTRES = 4
@@ -235,9 +248,9 @@ def _box_dual(f: BinaryProblem, tol: float) -> Solution | None:
     Z = np.ascontiguousarray(f.y[:, None] * np.asarray(f.X, dtype=np.float64))
     with one_blas_thread():
         if f.fit_intercept:
-            found = _intercept_search(f, Z, cap, tol)
+            found = _intercept_search(f, Z, cap, tol, _active_steps(n, d + 1))
         else:
-            alpha, w = box_qp(Z, np.zeros(d), cap)
+            alpha, w = box_qp(Z, np.zeros(d), cap, active_steps=_active_steps(n, d))
             cand = Candidate(w=w, b=0.0, alpha=alpha)
             found = cand, load(f.certifier)(f, cand, tol=tol), 1
     if found is None or not found[1].passed:
@@ -253,8 +266,20 @@ def _box_dual(f: BinaryProblem, tol: float) -> Solution | None:
     )
 
 
+def _active_steps(n: int, d: int) -> int:
+    """Steps of the primal active-set method a box QP of ``n`` rows in ``d`` features may take
+    (:func:`~qpsvm.verify.box_qp.box_qp`), as the ranking windows' bound:
+    :data:`~qpsvm.verify.ranking_fused.ACTIVE_STEPS` per feature plus
+    :data:`~qpsvm.verify.ranking_fused.ACTIVE_FIRST_STEPS`; none above
+    :data:`BOX_ACTIVE_FEATURES` features, nor before its kernel is compiled
+    (:data:`ACTIVE_ROWS`)."""
+    if d > BOX_ACTIVE_FEATURES or uncompiled(rows_active_set, n, ACTIVE_ROWS):
+        return 0
+    return ACTIVE_STEPS * d + ACTIVE_FIRST_STEPS
+
+
 def _intercept_search(
-    f: BinaryProblem, Z: np.ndarray, cap: float, tol: float
+    f: BinaryProblem, Z: np.ndarray, cap: float, tol: float, active_steps: int = 0
 ) -> tuple[Candidate, Certificate, int] | None:
     r"""The soft-margin primal with a free intercept from box QPs with the intercept a
     regularised feature around a centre ``c``: over ``\tilde w = (w, t)``, ``b = c + B t``,
@@ -289,7 +314,7 @@ def _intercept_search(
     for solves in range(1, INTERCEPT_CENTRES + 1):
         v0 = np.zeros(d + 1)
         v0[d] = centre / B
-        alpha, w = box_qp(rows, v0, cap, start)
+        alpha, w = box_qp(rows, v0, cap, start, active_steps)
         b = B * w[d]
         cand = Candidate(w=w[:d].copy(), b=b, alpha=alpha)
         # the screen's refinement is the first the certificate tries: computed once

@@ -28,6 +28,7 @@ from qpsvm._numerics import uncompiled
 from qpsvm._rows import data_arrays, row_sq_norms
 from qpsvm.verify.ascent import UNSHRINK_EVERY, coordinate_epochs
 from qpsvm.verify.projection import bounded_fit
+from qpsvm.verify.ranking_fused import rows_active_set
 
 __all__ = ["ASCENT_PAIRS", "box_qp"]
 
@@ -175,6 +176,14 @@ def _sets_limit(
     return (alpha, w) if _on_sides(Z, w, quad, linear) else None
 
 
+def _own_sets(
+    Z: np.ndarray, v0: np.ndarray, cap: float, t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_sets_limit` on the sets of a point whose margins' gaps are ``t = 1 - Z w``: the
+    pairs within :data:`LIMIT_SLACK` of the margin on it, those short of it at ``cap``."""
+    return _sets_limit(Z, v0, cap, np.abs(t) <= LIMIT_SLACK, t > LIMIT_SLACK)
+
+
 def _least_squares(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
     """The least-norm least-squares solution of ``A x = b`` and the numerical rank of ``A``
     (singular values below ``eps max(A.shape)`` times the largest are dropped, as
@@ -253,7 +262,11 @@ def _ascent_sets(Z: np.ndarray, v0: np.ndarray, cap: float) -> tuple[np.ndarray,
 
 
 def box_qp(
-    Z: np.ndarray, v0: np.ndarray, cap: float, start: np.ndarray | None = None
+    Z: np.ndarray,
+    v0: np.ndarray,
+    cap: float,
+    start: np.ndarray | None = None,
+    active_steps: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""The maximiser of :math:`\sum_p \alpha_p - \tfrac12 \|v_0 + Z^T\alpha\|^2` over
     ``[0, cap]^k`` and its ``w``, through the primal
@@ -270,18 +283,27 @@ def box_qp(
     its optimum gives ``alpha_p = cap clip(t_p / mu, 0, 1)`` with ``w = v_0 + Z^T alpha``
     (stationarity). The start's own sets (margins within :data:`LIMIT_SLACK` of 1 on the
     margin) are tried first, so that a start at the optimum (the certificate of an exact
-    point) costs one least-squares fit; then, once its kernel is compiled, those of a dual
-    coordinate ascent (:func:`_ascent_sets`). Below :data:`LIMIT_BELOW` each width's pieces are
-    tried as the exact sets (:func:`_piece_limit`); if none passes, the dual point of the last width
+    point) costs one least-squares fit; then, for ``active_steps > 0``, those of at most
+    ``active_steps`` steps of a primal active-set method in the ``d`` features from the start
+    (:func:`~qpsvm.verify.ranking_fused.rows_active_set`); then, once its kernel is compiled,
+    those of a dual coordinate ascent (:func:`_ascent_sets`). Below :data:`LIMIT_BELOW` each
+    width's pieces are tried as the exact sets (:func:`_piece_limit`); if none passes, the dual
+    point of the last width
     :data:`SMOOTH_LAST` is returned (within ``cap mu / 4`` per pair of the optimum). Unlike an
     active-set method on the multipliers this does not cycle when pairs sharing items are
     dependent on the margin (graded relevance), nor when many pairs lie within ``1e-6`` of it.
     """
     w = (v0 if start is None else start).copy()
     t = 1.0 - Z @ w
-    exact = _sets_limit(Z, v0, cap, np.abs(t) <= LIMIT_SLACK, t > LIMIT_SLACK)
+    exact = _own_sets(Z, v0, cap, t)
     if exact is not None:  # the start's own sets: a start at the optimum returns at once
         return exact
+    if active_steps > 0:
+        w_active, settled = rows_active_set(Z, v0, cap, w, active_steps)
+        if settled:
+            exact = _own_sets(Z, v0, cap, 1.0 - Z @ w_active)
+            if exact is not None:
+                return exact
     if not uncompiled(coordinate_epochs, Z.shape[0], ASCENT_PAIRS):
         exact = _ascent_sets(Z, v0, cap)
         if exact is not None:

@@ -65,6 +65,7 @@ __all__ = [
     "FusedSettings",
     "fused_all_pairs",
     "fused_certificate",
+    "rows_active_set",
 ]
 
 #: Items the numpy certificate may certify in a process before the compiled pass is compiled
@@ -487,6 +488,21 @@ def _active_set(X, window, v0, cap, w, max_steps):  # pragma: no cover - compile
             work[n_work] = kink
             n_work += 1
     return w, False
+
+
+@numba.njit(**ENTRY)
+def rows_active_set(Z, v0, cap, w, max_steps):  # pragma: no cover - compiled
+    """:func:`_active_set` on the box QP of the rows ``z_p`` of ``Z`` themselves (a binary SVM's
+    signed examples ``y_i x_i``): each row is the pair of its own item and one zero item, so
+    that ``z_p = x_p - 0``. Returns the last ``w`` and whether it is the optimum."""
+    k, d = Z.shape
+    items = np.zeros((k + 1, d))
+    items[:k] = Z
+    window = np.empty((k, 2), dtype=np.intp)
+    for p in range(k):
+        window[p, 0] = p
+        window[p, 1] = k
+    return _active_set(items, window, v0, cap, w, max_steps)
 
 
 @numba.njit(**CALLEE)
