@@ -15,6 +15,7 @@ from qpsvm.solvers.backends import backend_order, solve_model
 from qpsvm.solvers.refine import refine_multiclass
 from qpsvm.solvers.warm_start import multiclass_dual
 from qpsvm.solvers.working_set import kkt_start, tightened_kkt_start
+from qpsvm.verify import multiclass as multiclass_verify
 from qpsvm.verify.certificate import PROVEN, best_dual_point
 from tests.conftest import assert_encloses_and_tight
 
@@ -244,3 +245,23 @@ def test_no_tightening_after_a_long_descent(monkeypatch):
     f = problem(3, "weston_watkins", weighted=True, n=60)
     start = multiclass_dual(f)
     assert tightened_kkt_start(f, start) == (start, None)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_exact_start_certified_by_its_own_multipliers(monkeypatch, variant):
+    # the exact start's multipliers solve the KKT equations with its W: they are tried first
+    # and certify it alone (no dual point is fitted to W), and the answer is W* with P*
+    # enclosed
+    f = problem(2, variant, n=36)
+
+    def no_fit(*args):
+        raise AssertionError("a dual point was fitted to W")
+
+    monkeypatch.setattr(multiclass_verify, "_fit_tight", no_fit)
+    sol = f.solve()
+    assert sol.info["start"] == "kkt" and sol.info["rounds"] == 0
+    W_star, P_star = exact_weights(f)
+    assert np.linalg.norm(f.joint_weights(sol.w, sol.b) - W_star) <= (
+        sol.certificate.distance_bound + 1e-9
+    )
+    assert_encloses_and_tight(sol.certificate, sol.objective, P_star)
