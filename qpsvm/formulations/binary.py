@@ -416,12 +416,20 @@ class BinaryFormulation(KernelRows, Formulation):
 
 #: The (loss, penalty, intercept) combinations :class:`SoftMarginPrimal` solves itself.
 _FAST = {("hinge", "l2", "free"), ("hinge", "l2", "none")}
+#: The keyword-only arguments that choose another (loss, penalty, intercept).
+_PIECE_KEYWORDS = frozenset({"loss", "penalty", "intercept"})
 
 
 def composed_classifier(cls: type, args: tuple, kwargs: dict) -> ComposedClassifier | None:
     """The :class:`ComposedClassifier` for the arguments of ``cls`` (``SoftMarginPrimal`` or
     ``SoftMarginDual``) when their (loss, penalty, intercept) is not one the class solves
-    itself (:data:`_FAST`); ``None`` when it is."""
+    itself (:data:`_FAST`); ``None`` when it is: at once when none of :data:`_PIECE_KEYWORDS`
+    is given (they are keyword-only, and their defaults, the hinge with the L2 penalty and the
+    intercept ``fit_intercept`` names, are in :data:`_FAST`; binding the arguments to the
+    signature costs a sizeable share of a small problem's construction, and the class's own
+    ``__init__`` refuses arguments it does not take)."""
+    if _PIECE_KEYWORDS.isdisjoint(kwargs):
+        return None
     bound = signature_of(cls.__init__).bind(None, *args, **kwargs)
     bound.apply_defaults()
     params = dict(bound.arguments)
