@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import reduce
+from functools import cache, reduce
 from typing import Any, Protocol
 
 import numba
@@ -1070,6 +1070,7 @@ def _horner_roundings(k: int) -> int:
     return 2 * k + 1 + (0 if exact else 1)
 
 
+@cache  # a constant of the compiled exponential: evaluated once
 def _exp_error() -> float:
     r""":math:`|\eta|`, the relative error of the compiled exponential on a correctly reduced
     argument (see :func:`rbf_value_error`).
