@@ -43,6 +43,7 @@ from qpsvm._jit import ENTRY
 __all__ = [
     "TINY",
     "U",
+    "charge",
     "down",
     "fsum",
     "fsum_dot",
@@ -92,6 +93,12 @@ def uncompiled(kernel: Any, rows: int, budget: int) -> bool:
         return False
     _uncompiled_rows[id(kernel)] = spent
     return True
+
+
+def charge(kernel: Any, rows: int) -> None:
+    """Add ``rows`` to what ``kernel``'s numpy equivalent has spent in this process (for an
+    equivalent whose cost is known only once it has run: :func:`uncompiled` charged it 0)."""
+    _uncompiled_rows[id(kernel)] = _uncompiled_rows.get(id(kernel), 0) + rows
 
 
 def gamma(n: int) -> float:

@@ -230,3 +230,46 @@ def test_cold_first_call_returns_the_warm_optimum(tmp_path, monkeypatch):
     # the same solver in both processes: the uncompiled sums change no bit of the answer
     assert lin.certificate.lower == lower and lin.certificate.upper == upper
     np.testing.assert_array_equal(lin.w, cold["w"])
+
+
+COLD_SPARSE = """
+import json
+import numpy as np
+import scipy.sparse as sp
+import qpsvm
+from qpsvm import _numerics
+from qpsvm.verify import ascent
+rng = np.random.default_rng(0)
+X = sp.random(5000, 500, density=0.02, format="csr", random_state=0)
+y = np.where(X @ rng.normal(size=500) + 0.1 * rng.normal(size=5000) > 0, 1, -1)
+sol = qpsvm.SoftMarginPrimal(X, y, C=1.0).solve()
+print(json.dumps({
+    "solver": sol.solver, "passed": sol.certificate.passed,
+    "bounds": [sol.certificate.lower, sol.certificate.upper], "w": sol.w.tolist(), "b": sol.b,
+    "numpy": [id(k) in _numerics._uncompiled_rows for k in
+              (ascent._free_cg, ascent.coordinate_expansion, ascent.coordinate_objectives)],
+    "compiled": [bool(k.signatures) for k in
+                 (ascent._free_cg, ascent.coordinate_expansion, ascent.coordinate_objectives)],
+}))
+"""
+
+
+def test_cold_sparse_call_with_more_rows_than_features_equals_the_compiled_one(tmp_path):
+    # a fresh process with an empty compile cache runs the finish's conjugate gradients and
+    # the ascent's steering passes as their numpy equivalents (none of the three compiled),
+    # the same operations in the same order: the same certified answer to the bit as this
+    # process's compiled paths
+    env = {**os.environ, "QPSVM_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", COLD_SPARSE], env=env, check=True, timeout=600, capture_output=True
+    )
+    cold = json.loads(out.stdout.decode().splitlines()[-1])
+    assert cold["passed"] and cold["numpy"] == [True] * 3 and cold["compiled"] == [False] * 3
+    rng = np.random.default_rng(0)
+    X = sp.random(5000, 500, density=0.02, format="csr", random_state=0)
+    y = np.where(X @ rng.normal(size=500) + 0.1 * rng.normal(size=5000) > 0, 1, -1)
+    warm = qpsvm.SoftMarginPrimal(X, y, C=1.0).solve()
+    assert warm.solver == cold["solver"] and warm.certificate.passed
+    assert [warm.certificate.lower, warm.certificate.upper] == cold["bounds"]
+    np.testing.assert_array_equal(warm.w, cold["w"])
+    assert warm.b == cold["b"]

@@ -586,6 +586,50 @@ def test_compiled_objectives_and_expansion_equal_their_numpy_definitions(
         assert (primal, dual) == reference
     np.testing.assert_allclose((primal, dual), reference, rtol=1e-12)
     assert data.primal(v, shift) == primal and data.dual(u, v, shift) == dual
+    if sparse:
+        # before the passes are compiled (a cold first call) their numpy equivalents run,
+        # the same operations in the same order: the same floats, zeros' signs included
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ascent, "uncompiled", lambda kernel, rows, budget: True)
+            cold = data.expansion(u, exact=False)
+            assert np.array_equal(cold, v) and np.array_equal(np.signbit(cold), np.signbit(v))
+            assert data.objectives(u, v, shift) == (primal, dual)
+            assert data.dual(u, v, shift) == dual
+            assert data.objectives(np.zeros(0), v, shift)[1] == data.dual(np.zeros(0), v, shift)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    dropped=st.floats(0.0, 0.7),
+    coupled=st.booleans(),
+    bias2=st.sampled_from([0.0, 1.0]),
+    warm=st.booleans(),
+    rtol=st.sampled_from([ascent.CG_RTOL, ascent.CG_STEP_RTOL]),
+    max_iter=st.sampled_from([3, ascent.CG_ITERATIONS]),
+)
+def test_numpy_conjugate_gradients_equal_the_compiled_ones_to_the_bit(
+    seed, dropped, coupled, bias2, warm, rtol, max_iter
+):
+    # the finish's conjugate gradients before they are compiled (a cold first call): the
+    # same products and sums in the same order, so the same iterates, x and beta to the bit
+    rng = np.random.default_rng(seed)
+    X, y = sparse_problem(seed, n=60, d=200, k=4)
+    Z = X.multiply(rng.standard_normal(X.shape) * 10.0 ** rng.integers(-2, 3)).tocsr()
+    sigma = y.astype(float)
+    columns, indices = np.unique(Z.indices, return_inverse=True)
+    data = Z.data * np.repeat(sigma, np.diff(Z.indptr))
+    keep = rng.random(sigma.size) >= dropped
+    start = rng.standard_normal(sigma.size) if warm else np.zeros(sigma.size)
+    diag = rng.random(sigma.size) * 1e-3
+    args = (
+        data, indices, Z.indptr, sigma, bias2, diag, keep, rng.standard_normal(sigma.size),
+        coupled, float(rng.normal()), start, columns.size, max_iter, rtol, 1e-15,
+    )  # fmt: skip
+    x, beta = ascent._free_cg(*args)
+    x_numpy, beta_numpy, products = ascent._free_cg_numpy(*args)
+    assert np.array_equal(x_numpy, x) and np.array_equal(np.signbit(x_numpy), np.signbit(x))
+    assert beta_numpy == beta and products <= max_iter + 3  # the starts, then beta
 
 
 def test_ascent_steers_by_the_compiled_objectives(monkeypatch):

@@ -47,7 +47,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from qpsvm._jit import CALLEE, ENTRY
-from qpsvm._numerics import fsum, tdot
+from qpsvm._numerics import _sum2_python, charge, fsum, tdot, uncompiled
 from qpsvm._rows import _example_axpy, _example_dot, linear_data
 
 logger = logging.getLogger("qpsvm")
@@ -141,6 +141,19 @@ ITERATIVE_FROM = 5000.0
 #: leaves.
 CG_ITERATIONS = 1000
 CG_RTOL = 1e-12
+#: Before :func:`_free_cg` is compiled (about 1 s) its numpy equivalent runs
+#: (:func:`_free_cg_numpy`, the same floats) until its products would have paid for the
+#: compile: a product costs it about 22 us plus 2 ns an entry of ``Z_K`` and ``x`` (the
+#: compiled loop 0.6-10 us at 250-8000 nonzeros, 120-240 us at 75000-150000; CPU time, load
+#: 1 on 2 cores), charged as ``CG_NUMPY_FIXED`` entries plus the entries, up to 1 s of it.
+CG_NUMPY_FIXED = 10_000
+CG_NUMPY_ENTRIES = 500_000_000
+#: ... and :func:`coordinate_expansion`'s (about 0.4 s of compile) until its rows' nonzeros
+#: would have paid for it (a transposed sparse product, about 2 ns a nonzero).
+NUMPY_ENTRIES = 200_000_000
+#: ... and :func:`coordinate_objectives`'s (about 0.35 s) until its Sum2 in Python floats (about
+#: 0.09 us an element) would have.
+OBJECTIVES_ELEMENTS = 2**22
 #: ... and the residual the solves of steps likely to end at a bound stop at (each round's
 #: first, and each after a step that ended at one), started from the last step's ``(1 - t) x``:
 #: a ratio step needs an ascent direction, not the equations' solution, which the steps
@@ -346,6 +359,11 @@ class CoordinateData:
         if exact:
             su = u * self.sigma
             return np.append(tdot(self.X, su), self.bias * fsum(su))
+        if sp.issparse(self.X) and uncompiled(coordinate_expansion, self.nnz, NUMPY_ENTRIES):
+            # the compiled loop's operations in its order: scipy's transposed product adds
+            # each row's products column by column, row after row (a zero u_i adds +-0)
+            su = u * self.sigma
+            return np.append(self.X.T @ su, _ordered_sum(su * self.bias))
         return coordinate_expansion(self.rows, self.sigma, self.bias, u, self.n_features + 1)
 
     def regularised(self, bias: float) -> CoordinateData:
@@ -374,10 +392,32 @@ class CoordinateData:
     ) -> tuple[float, float]:
         """:meth:`primal` at ``v`` (``nan`` without ``primal``) and :meth:`dual` at ``u, v`` (0
         for an empty ``u``), in one compiled pass (:func:`coordinate_objectives`)."""
+        rows = v.size + u.size + (self.sigma.size if primal else 0)
+        if sp.issparse(self.X) and uncompiled(coordinate_objectives, rows, OBJECTIVES_ELEMENTS):
+            return self._objectives_numpy(u, v, float(shift), primal)
         P, D = coordinate_objectives(
             self.rows, self.sigma, self.p, self.d, self.hi, self.bias, u, v, float(shift), primal
         )
         return float(P), float(D)
+
+    def _objectives_numpy(
+        self, u: np.ndarray, v: np.ndarray, shift: float, primal: bool
+    ) -> tuple[float, float]:
+        """:func:`coordinate_objectives` on CSR rows by the same operations in the same order:
+        each row's dot by scipy's CSR loop (from 0, in the row's order), the sums by Sum2 in
+        Python floats (:func:`qpsvm._numerics._sum2_python`)."""
+        norm = _sum2_total(v * v)
+        out_p = np.nan
+        if primal:
+            b = shift + self.bias * v[-1]
+            r = self.p - self.sigma * (self.X @ v[:-1] + b)
+            active = r > 0.0
+            r, d, hi = r[active], self.d[active], self.hi[active]
+            terms = np.where(d > 0.0, r * r / np.where(d > 0.0, 2.0 * d, 1.0), hi * r)
+            out_p = 0.5 * norm + _sum2_total(terms)
+        p, d = self.p[: u.size], self.d[: u.size]
+        gain = _sum2_total((p - self.sigma[: u.size] * shift) * u - 0.5 * d * u * u)
+        return float(out_p), gain - 0.5 * norm
 
     def run(
         self,
@@ -532,41 +572,48 @@ def _free_cg(
     for j in range(k):
         if keep[j]:
             ss += sigma[j] * sigma[j]
-    # selections by ``keep`` written as loops: numba's ``np.where`` and its broadcasting
-    # took 2.5 s of this function's 3.7 s compile, and a loop selects the same floats
+    # every vector operation written as a loop, in the order numba's array expressions and
+    # ``np.sum`` (a sequential sum) take, so the same floats: numba's ``np.where``, ``np.any``,
+    # ``np.sum`` and array expressions took most of this function's compile (3.7 s with
+    # ``np.where``, 1.8-2.0 s without it, 0.x s as loops)
     rhs_K = np.zeros(k)
     x = np.zeros(k)
     guess = np.zeros(k)
     balanced = coupled and ss > 0.0
+    started = False
     for j in range(k):
         if keep[j]:
             rhs_K[j] = rhs[j]
             guess[j] = start[j]
+            started = started or start[j] != 0.0
             if balanced:
                 x[j] = e * sigma[j] / ss
     r = rhs_K.copy()
     value = 0.0  # the quadratic 1/2 x.Hx - rhs.x the iterations lower
     if balanced:
         _free_product(data, indices, indptr, sigma, bias2, diag, keep, x, buf, Hd)
-        value = np.sum(x * (0.5 * Hd - rhs_K))
-        r = _project(r - Hd, sigma, keep, ss)
-    cold = np.sum(r * r)
-    if np.any(guess != 0.0):
+        value = _quadratic(x, Hd, rhs_K)
+        for j in range(k):
+            r[j] -= Hd[j]
+        _project(r, sigma, keep, ss)
+    cold = _dot(r, r)
+    if started:
         if balanced:
-            balance = (e - np.sum(sigma * guess)) / ss
+            balance = (e - _dot(sigma, guess)) / ss
             for j in range(k):
                 if keep[j]:
                     guess[j] += sigma[j] * balance
         _free_product(data, indices, indptr, sigma, bias2, diag, keep, guess, buf, Hd)
         # the start is taken where it is below the cold start's value: every iterate then
         # is too, so the step along x still raises D (its gain g.x - x.Hx/2 is positive)
-        if np.sum(guess * (0.5 * Hd - rhs_K)) < value:
+        if _quadratic(guess, Hd, rhs_K) < value:
             x = guess
-            r = rhs_K - Hd
+            for j in range(k):
+                r[j] = rhs_K[j] - Hd[j]
             if balanced:
-                r = _project(r, sigma, keep, ss)
+                _project(r, sigma, keep, ss)
     direction = r.copy()
-    rr = np.sum(r * r)
+    rr = _dot(r, r)
     stop = max(rtol * rtol * cold, atol * atol)
     for _ in range(max_iter):
         if rr <= stop:
@@ -577,15 +624,18 @@ def _free_cg(
         if not curvature > 0.0:
             break
         step = rr / curvature
-        x += step * direction
-        r -= step * Hd
+        for j in range(k):
+            x[j] += step * direction[j]
+            r[j] -= step * Hd[j]
         if coupled:
             # the residual itself kept in the complement (the residual update of Gould et
             # al.): projecting only the directions lets its sigma part grow and CG diverge
-            r = _project(r, sigma, keep, ss)
+            _project(r, sigma, keep, ss)
         previous = rr
-        rr = np.sum(r * r)
-        direction = r + (rr / previous) * direction
+        rr = _dot(r, r)
+        scale = rr / previous
+        for j in range(k):
+            direction[j] = r[j] + scale * direction[j]
     beta = 0.0
     if coupled and ss > 0.0:
         _free_product(data, indices, indptr, sigma, bias2, diag, keep, x, buf, Hd)
@@ -626,17 +676,132 @@ def _free_product(
 
 @numba.njit(**CALLEE)
 def _project(r, sigma, keep, ss):  # pragma: no cover - compiled
-    """``r_K - sigma_K (sigma_K . r_K) / ss`` (``ss = ||sigma_K||^2``), zero off ``keep``."""
+    """``r_K <- r_K - sigma_K (sigma_K . r_K) / ss`` in place (``ss = ||sigma_K||^2``), ``r``
+    zero off ``keep``."""
     dot = 0.0
     for j in range(r.shape[0]):
         if keep[j]:
             dot += sigma[j] * r[j]
     scale = dot / ss if ss > 0.0 else 0.0
-    out = np.zeros(r.shape[0])
     for j in range(r.shape[0]):
-        if keep[j]:
-            out[j] = r[j] - scale * sigma[j]
-    return out
+        r[j] = r[j] - scale * sigma[j] if keep[j] else 0.0
+
+
+@numba.njit(**CALLEE)
+def _dot(a, b):  # pragma: no cover - compiled
+    """``sum_j a_j b_j``, summed in order (as numba's ``np.sum(a * b)``)."""
+    total = 0.0
+    for j in range(a.shape[0]):
+        total += a[j] * b[j]
+    return total
+
+
+@numba.njit(**CALLEE)
+def _quadratic(x, Hx, g):  # pragma: no cover - compiled
+    """``sum_j x_j (Hx_j / 2 - g_j)``, summed in order (``1/2 x.Hx - g.x``)."""
+    total = 0.0
+    for j in range(x.shape[0]):
+        total += x[j] * (0.5 * Hx[j] - g[j])
+    return total
+
+
+def _sum2_total(a: np.ndarray) -> float:
+    """``s + c`` of Sum2 over ``a`` in Python floats, as the compiled passes add it up."""
+    s, c = _sum2_python(a)
+    return s + c
+
+
+def _ordered_sum(a: np.ndarray) -> float:
+    """``sum_j a_j`` added in order from 0.0 (as the compiled loops add): ``np.add.accumulate``
+    is sequential where ``np.sum`` is pairwise; ``+ 0.0`` takes a zero sum's sign to the loop's."""
+    return float(np.add.accumulate(a)[-1]) + 0.0 if a.size else 0.0
+
+
+def _free_cg_numpy(
+    data: np.ndarray,
+    indices: np.ndarray,
+    indptr: np.ndarray,
+    sigma: np.ndarray,
+    bias2: float,
+    diag: np.ndarray,
+    keep: np.ndarray,
+    rhs: np.ndarray,
+    coupled: bool,
+    e: float,
+    start: np.ndarray,
+    width: int,
+    max_iter: int,
+    rtol: float,
+    atol: float,
+) -> tuple[np.ndarray, float, int]:
+    """:func:`_free_cg` in numpy, the same operations in the same order (the same floats): the
+    sums added in order (:func:`_ordered_sum`), the products by scipy's CSR and CSC loops (each
+    row's and column's terms in the order of the compiled loop; the rows off ``keep`` or with a
+    zero coefficient add products ``+-0``, which change no sum). Returns ``x``, ``beta`` and
+    the products with ``H`` it took."""
+    Z = sp.csr_matrix((data, indices, indptr), shape=(sigma.size, width))
+    ZT = Z.T
+
+    def product(direction: np.ndarray) -> tuple[np.ndarray, float]:
+        d = np.where(keep, direction, 0.0)
+        total = _ordered_sum(d * sigma)
+        Hd = np.where(keep, Z @ (ZT @ d) + bias2 * sigma * total + diag * direction, 0.0)
+        return Hd, _ordered_sum(np.where(keep, direction * Hd, 0.0))
+
+    def project(r: np.ndarray) -> np.ndarray:
+        dot = _ordered_sum(np.where(keep, sigma * r, 0.0))
+        scale = dot / ss if ss > 0.0 else 0.0
+        return np.where(keep, r - scale * sigma, 0.0)
+
+    ss = _ordered_sum(np.where(keep, sigma * sigma, 0.0))
+    rhs_K = np.where(keep, rhs, 0.0)
+    guess = np.where(keep, start, 0.0)
+    balanced = coupled and ss > 0.0
+    x = np.where(keep, e * sigma / ss, 0.0) if balanced else np.zeros(sigma.size)
+    r = rhs_K.copy()
+    value = 0.0
+    products = 0
+    if balanced:
+        Hd, _ = product(x)
+        products += 1
+        value = _ordered_sum(x * (0.5 * Hd - rhs_K))
+        r = project(r - Hd)
+    cold = _ordered_sum(r * r)
+    if np.any(guess != 0.0):
+        if balanced:
+            balance = (e - _ordered_sum(sigma * guess)) / ss
+            guess = np.where(keep, guess + sigma * balance, guess)
+        Hd, _ = product(guess)
+        products += 1
+        if _ordered_sum(guess * (0.5 * Hd - rhs_K)) < value:
+            x = guess
+            r = rhs_K - Hd
+            if balanced:
+                r = project(r)
+    direction = r.copy()
+    rr = _ordered_sum(r * r)
+    stop = max(rtol * rtol * cold, atol * atol)
+    for _ in range(max_iter):
+        if rr <= stop:
+            break
+        Hd, curvature = product(direction)
+        products += 1
+        if not curvature > 0.0:
+            break
+        step = rr / curvature
+        x = x + step * direction
+        r = r - step * Hd
+        if coupled:
+            r = project(r)
+        previous = rr
+        rr = _ordered_sum(r * r)
+        direction = r + (rr / previous) * direction
+    beta = 0.0
+    if coupled and ss > 0.0:
+        Hd, _ = product(x)
+        products += 1
+        beta = _ordered_sum(np.where(keep, sigma * (rhs_K - Hd), 0.0)) / ss
+    return x, beta, products
 
 
 class _IterativeSystem:
@@ -680,10 +845,15 @@ class _IterativeSystem:
         """As :meth:`_FreeSystem.solve`, by conjugate gradients from ``start`` (default 0)
         to the residual ``rtol`` times the cold start's (:func:`_free_cg`)."""
         guess = np.zeros(keep.size) if start is None else start
-        x, beta = _free_cg(
+        args = (
             self.data, self.indices, self.indptr, self.sigma, self.bias2, self.diag, keep, g,
             self.coupled, float(e), guess, self.n_columns, CG_ITERATIONS, rtol, self.atol,
         )  # fmt: skip
+        if uncompiled(_free_cg, 0, CG_NUMPY_ENTRIES):
+            x, beta, products = _free_cg_numpy(*args)
+            charge(_free_cg, products * (self.data.size + keep.size + CG_NUMPY_FIXED))
+            return x, float(beta)
+        x, beta = _free_cg(*args)
         return x, float(beta)
 
 
