@@ -454,3 +454,27 @@ def test_default_slack_inference_needs_enumeration():
     with pytest.raises(NotImplementedError, match="rescaling='margin'"):
         bare.slack_rescaled_inference(None, 0, np.zeros(2))
     bare.check_model(None, 0)  # check_model skips the slack oracle a model does not have
+
+
+class BrokenSlackRescaled(ChainModel):
+    """A chain whose slack-rescaled oracle returns states out of range."""
+
+    def slack_rescaled_inference(self, x, y, w):
+        return np.full(np.shape(x)[0], self.n_states)
+
+
+def test_structural_problem_checks_only_the_oracles_its_rescaling_calls():
+    # margin rescaling never calls the slack-rescaled oracle, so constructing the problem
+    # neither checks it nor compiles its kernel (a chain's cold first call); slack rescaling
+    # checks it and finds the broken one
+    import qpsvm
+
+    rng = np.random.default_rng(5)
+    X = [rng.standard_normal((4, 3)) for _ in range(3)]
+    Y = [np.array([0, 1, 1, 0]), np.array([1, 1, 0, 0]), np.array([0, 0, 1, 1])]
+    qpsvm.StructuralSVM(BrokenSlackRescaled(3, 2), X, Y, C=1.0)
+    with pytest.raises(InvalidInputError, match="slack_rescaled_inference"):
+        qpsvm.StructuralSVM(BrokenSlackRescaled(3, 2), X, Y, C=1.0, rescaling="slack")
+    with pytest.raises(InvalidInputError, match="slack_rescaled_inference"):
+        BrokenSlackRescaled(3, 2).check_model(X[0], Y[0])
+    BrokenSlackRescaled(3, 2).check_model(X[0], Y[0], slack_rescaling=False)

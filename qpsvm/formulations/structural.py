@@ -171,9 +171,9 @@ class StructuralSVM(Formulation):
             )
         self.n_jobs = n_jobs
         self.X, self.Y = model.validate_inputs(X, Y)
-        # one full round of every method on the first example: a user model that returns
-        # features of the wrong length or outputs of the wrong type fails here, clearly
-        model.check_model(self.X[0], self.Y[0])
+        # one full round of every method the fit calls on the first example: a user model
+        # that returns features of the wrong length or outputs of the wrong type fails here
+        model.check_model(self.X[0], self.Y[0], slack_rescaling=rescaling == "slack")
         self._true: sp.csr_matrix | None = None
         self._model: StructuralCvxModel | None = None
 
