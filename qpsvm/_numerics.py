@@ -78,6 +78,11 @@ _SPLIT = 134217729.0
 SUM2_ELEMENTS = 2**20
 DOT2_ROWS = 2**14
 ABS_ROWS = 2**17
+#: ... and Dot2 along CSR rows (:func:`rows_dot2`, 0.15-0.2 s of compile): its equivalent
+#: costs about 30 ns a nonzero and 30 us a step (one a position along the longest row,
+#: charged as ``DOT2_STEP`` nonzeros).
+CSR_DOT2_ENTRIES = 2**23
+DOT2_STEP = 1000
 _uncompiled_rows: dict[int, int] = {}
 
 
@@ -275,20 +280,50 @@ def _dense_tdot2_by_column(XT, v, s, c):  # pragma: no cover - compiled
         s[j], c[j] = sj, cj
 
 
+def _dot2_numpy(a: Any, b: Any, s: Any, c: Any) -> tuple[Any, Any, Any]:
+    """:func:`_dot2_step` vectorised: ``s + c`` plus the products ``a b`` (TwoProduct, TwoSum,
+    the errors joining ``c``), by the same operations; returns the new ``s``, ``c`` and the
+    rounded products."""
+    p = a * b
+    ah, al = _split.py_func(a)
+    bh, bl = _split.py_func(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    u = s + p
+    z = u - s
+    return u, c + (((s - (u - z)) + (p - z)) + e), p
+
+
 def _dense_tdot2_numpy(X: np.ndarray, v: np.ndarray, s: np.ndarray, c: np.ndarray) -> None:
     """:func:`_dense_tdot2` row by row in numpy, each row's :func:`_dot2_step` vectorised over
     the columns: the same operations in the same order (no contraction into fused
     multiply-adds on either side), so the same ``s`` and ``c`` to the bit."""
     for i in np.flatnonzero(v):
-        a = X[i]
-        p = a * v[i]
-        ah, al = _split.py_func(a)
-        vh, vl = _split.py_func(v[i])
-        e = ((ah * vh - p) + ah * vl + al * vh) + al * vl
-        u = s + p
-        z = u - s
-        c += ((s - (u - z)) + (p - z)) + e
-        s[:] = u
+        s[:], c[:], _ = _dot2_numpy(X[i], v[i], s, c)
+
+
+def _csr_tdot2_numpy(X: sp.csr_matrix, v: np.ndarray, s: np.ndarray, c: np.ndarray) -> None:
+    """:func:`_csr_tdot2` row by row in numpy, each row's steps vectorised over its nonzeros
+    (distinct columns: ``X`` canonical), the same operations in the same order."""
+    for i in np.flatnonzero(v):
+        k = slice(X.indptr[i], X.indptr[i + 1])
+        j = X.indices[k]
+        s[j], c[j], _ = _dot2_numpy(X.data[k], v[i], s[j], c[j])
+
+
+def _csr_rows_dot2_numpy(
+    X: sp.csr_matrix, v: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_csr_rows_dot2` in numpy, vectorised over the rows: step ``t`` adds every row's
+    ``t``-th nonzero, so each row's terms are added in its order by the same operations."""
+    n = X.shape[0]
+    s, c, magnitude = np.zeros(n), np.zeros(n), np.zeros(n)
+    lengths = np.diff(X.indptr)
+    for t in range(int(lengths.max()) if n else 0):
+        rows = np.flatnonzero(lengths > t)
+        k = X.indptr[rows] + t
+        s[rows], c[rows], p = _dot2_numpy(X.data[k], v[X.indices[k]], s[rows], c[rows])
+        magnitude[rows] += np.abs(p)
+    return s, c, magnitude
 
 
 @numba.njit(**ENTRY)
@@ -331,6 +366,9 @@ def rows_dot2(X: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     its error bound: the same operations as :func:`tdot2` on ``X^T`` (each output entry a
     Dot2 over its terms), read along the rows in one pass, without transposing ``X``."""
     v = np.ascontiguousarray(v, dtype=np.float64)
+    steps = int(np.diff(X.indptr).max()) if X.shape[0] else 0
+    if uncompiled(_csr_rows_dot2, X.nnz + DOT2_STEP * steps, CSR_DOT2_ENTRIES):
+        return _csr_rows_dot2_numpy(X, v)
     return _csr_rows_dot2(X.data, X.indices, X.indptr, v)
 
 
@@ -362,7 +400,10 @@ def tdot2(
     c = np.zeros(d) if start is None else start[1].copy()
     if sp.issparse(X):
         X = sp.csr_matrix(X)
-        _csr_tdot2(X.data, X.indices, X.indptr, v, s, c)
+        if X.has_canonical_format and uncompiled(_csr_tdot2, X.shape[0], DOT2_ROWS):
+            _csr_tdot2_numpy(X, v, s, c)
+        else:
+            _csr_tdot2(X.data, X.indices, X.indptr, v, s, c)
     elif isinstance(X, np.ndarray) and X.T.flags.c_contiguous and X.shape[1] > X.shape[0]:
         if uncompiled(_dense_tdot2_by_column, X.shape[0], DOT2_ROWS):
             _dense_tdot2_numpy(X, v, s, c)

@@ -84,6 +84,17 @@ def test_uncompiled_sums_equal_the_compiled_ones_to_the_bit(seed, n, d):
     np.testing.assert_array_equal(rigorous._abs_columns_numpy(X, v), expected)
     np.testing.assert_array_equal(rigorous._abs_rows(np.ascontiguousarray(X.T), v), expected)
     assert _numerics._sum2_python(X.ravel()) == _numerics._sum2(X.ravel())
+    # and on CSR rows (zeros not stored), each row's terms in their order; zeros' signs too
+    S = sp.csr_matrix(X)
+    compiled_out, numpy_out = (np.zeros(d), np.zeros(d)), (np.zeros(d), np.zeros(d))
+    _numerics._csr_tdot2(S.data, S.indices, S.indptr, v, *compiled_out)
+    _numerics._csr_tdot2_numpy(S, v, *numpy_out)
+    w = _wide(rng, (d,))
+    rows = _numerics._csr_rows_dot2(S.data, S.indices, S.indptr, w)
+    pairs = [*zip(numpy_out, compiled_out, strict=True)]
+    pairs += zip(_numerics._csr_rows_dot2_numpy(S, w), rows, strict=True)
+    for a, b in pairs:
+        assert np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
 
 
 @pytest.mark.parametrize("intercept", [True, False])
