@@ -32,12 +32,12 @@ settings.load_profile("deterministic")
 @pytest.fixture(scope="session", autouse=True)
 def compiled_paths():
     """Every test takes the compiled paths, whether or not this machine's compile cache is
-    filled: a kernel problem's default solve does not start as the full QP before the SMO loop
-    is compiled, a small dense primal is solved by the box QPs, not by Clarabel, before
-    their ascent is compiled, and the sparse ascent's passes and conjugate gradients are the
-    compiled ones, not their numpy equivalents (``tests/test_cold_start.py`` runs those paths
-    in a fresh process). Without this, which solver answers would depend on the tests run
-    before."""
+    filled: a kernel problem's default solve does not start as the full QP or by numpy's SMO
+    steps before the SMO loop is compiled, a small dense primal is solved by the box QPs, not
+    by Clarabel, before their ascent is compiled, and the sparse ascent's passes and conjugate
+    gradients are the compiled ones, not their numpy equivalents (``tests/test_cold_start.py``
+    runs those paths in a fresh process). Without this, which solver answers would depend on
+    the tests run before."""
     from qpsvm.solvers import direct, smo
     from qpsvm.verify import ascent
 
@@ -45,6 +45,7 @@ def compiled_paths():
         patch.setattr(smo, "FULL_QP_FIRST_CALLS", 0)
         patch.setattr(direct, "uncompiled", lambda kernel, rows, budget: False)
         patch.setattr(ascent, "uncompiled", lambda kernel, rows, budget: False)
+        patch.setattr(smo, "uncompiled", lambda kernel, rows, budget: False)
         yield
 
 

@@ -284,3 +284,68 @@ def test_cold_sparse_call_with_more_rows_than_features_equals_the_compiled_one(t
     assert [warm.certificate.lower, warm.certificate.upper] == cold["bounds"]
     np.testing.assert_array_equal(warm.w, cold["w"])
     assert warm.b == cold["b"]
+
+
+@pytest.mark.parametrize(("C", "weighted"), [(0.1, False), (1.0, True), (100.0, False)])
+def test_numpy_smo_steps_start_the_same_certified_optimum(C, weighted, monkeypatch):
+    # before the SMO loop is compiled, a kernel problem above the full QP's bound starts from
+    # libsvm's steps in numpy on the Gram matrix: a start of the working set like the compiled
+    # loop's, whose certified enclosure holds the compiled path's optimum
+    X, y = random_problem(5, n=150, d=4)
+    weights = np.linspace(0.5, 2.0, 150) if weighted else None
+    runs = []
+    original = smo._smo_numpy
+
+    def spy(*args):
+        out = original(*args)
+        runs.append((*out, args[6]))  # steps, violation, tol
+        return out
+
+    def build():
+        return qpsvm.SoftMarginDual(X, y, C=C, kernel="rbf", gamma=0.5, sample_weight=weights)
+
+    warm = build().solve()
+    assert warm.certificate.passed and not runs
+    monkeypatch.setattr(smo, "uncompiled", lambda kernel, rows, budget: True)
+    monkeypatch.setattr(smo, "_smo_numpy", spy)
+    cold = build().solve()
+    assert cold.certificate.passed and cold.method == "working_set" and runs
+    assert cold.certificate.lower <= warm.certificate.upper
+    assert warm.certificate.lower <= cold.certificate.upper
+    # each run ends below its tolerance: the KKT violation over I_up and I_low
+    assert runs[0][0] > 0 and all(violation < tol for _, violation, tol in runs)
+
+
+COLD_RBF = """
+import json
+import numpy as np
+import qpsvm
+from qpsvm.solvers._online_kernels import smo_loop
+rng = np.random.default_rng(0)
+X = rng.normal(size=(800, 5)); y = np.where(X[:, 0] + 0.3 * rng.normal(size=800) > 0, 1, -1)
+sol = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.2).solve()
+print(json.dumps({
+    "method": sol.method, "solver": sol.solver, "smo_compiled": bool(smo_loop.signatures),
+    "passed": sol.certificate.passed, "bounds": [sol.certificate.lower, sol.certificate.upper],
+}))
+"""
+
+
+def test_cold_kernel_call_above_the_full_qp_bound_compiles_no_smo_loop(tmp_path):
+    # a fresh process with an empty compile cache: 800 samples (above the full QP's bound)
+    # start from numpy's SMO steps, the loop is not compiled, and the certified enclosure
+    # holds the optimum of the compiled paths of this process
+    env = {**os.environ, "QPSVM_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", COLD_RBF], env=env, check=True, timeout=600, capture_output=True
+    )
+    cold = json.loads(out.stdout.decode().splitlines()[-1])
+    assert cold["method"] == "working_set" and cold["solver"] == "smo"
+    assert cold["passed"] and not cold["smo_compiled"]
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(800, 5))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=800) > 0, 1, -1)
+    warm = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.2).solve()
+    assert warm.certificate.passed
+    lower, upper = cold["bounds"]
+    assert lower <= warm.certificate.upper and warm.certificate.lower <= upper

@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 
 from qpsvm._compile_cache import compiled
+from qpsvm._numerics import charge, uncompiled
 from qpsvm._threads import one_blas_thread
 from qpsvm._validation import check_flag, check_int, check_number
 from qpsvm.contract import BinaryProblem, check_method
@@ -305,6 +306,8 @@ def solve_smo(
         selection == "second_order",
         shrinking,
     )
+    if _numpy_steps(f, selection):
+        state.gram = np.ascontiguousarray(f.gram())
     before = state.cache_counts()
     start = time.perf_counter()
     n_iter, violation, status = _run_stages(f, state, tol, gap)
@@ -392,6 +395,8 @@ class _SMOState:
     G: np.ndarray
     G_bar: np.ndarray
     loop_units: tuple | None
+    #: The Gram matrix when the steps are numpy's (:func:`_smo_numpy`), else None.
+    gram: np.ndarray | None = None
 
     @classmethod
     def start(
@@ -429,6 +434,13 @@ class _SMOState:
         keep ``y . alpha`` as it is, where the units have no equality (the KKT violation is
         then that of the problem with ``y . alpha`` fixed)."""
         u = self.units
+        if self.gram is not None:
+            it, v = _smo_numpy(
+                self.gram, u.y, u.upper, self.diag, self.alpha, self.G, tol,
+                self.max_iter,
+            )  # fmt: skip
+            charge(kernels.smo_loop, it * (u.y.size + NUMPY_STEP))
+            return it, v
         it, v = kernels.smo_loop(
             self.arrays,
             self.loop_units,
@@ -470,6 +482,109 @@ def full_qp_first(n_samples: int) -> bool:
         return False
     _full_qp_calls[0] += 1
     return True
+
+
+#: Largest problem whose SMO steps run in numpy (:func:`_smo_numpy`, on the ``n x n`` Gram
+#: matrix) while the SMO loop is not compiled, and the work, in entries of the arrays its
+#: steps read (``n + NUMPY_STEP`` a step), it may do in a process before the loop is compiled
+#: (about 4.6 s of compile).
+NUMPY_SMO_SAMPLES = 3000
+NUMPY_STEP = 2000
+NUMPY_SMO_ENTRIES = 2**28
+
+
+def _numpy_steps(f: BinaryProblem, selection: str) -> bool:
+    """Whether ``f``'s SMO takes numpy's steps (:func:`_smo_numpy`): a nonlinear kernel, at most
+    :data:`NUMPY_SMO_SAMPLES` samples, an intercept (the pair steps), finite bounds, the
+    second-order selection, and the compiled loop neither compiled nor in the disk cache
+    (:func:`qpsvm._numerics.uncompiled`) with its budget not spent."""
+    return (
+        not f.linear
+        and f.n_samples <= NUMPY_SMO_SAMPLES
+        and f.fit_intercept
+        and selection == "second_order"
+        and bool(np.all(np.isfinite(f.upper)))
+        and uncompiled(kernels.smo_loop, 0, NUMPY_SMO_ENTRIES)
+    )
+
+
+#: libsvm's floor on a pair's curvature.
+TAU = 1e-12
+
+
+def _smo_numpy(
+    K: np.ndarray,
+    y: np.ndarray,
+    upper: np.ndarray,
+    QD: np.ndarray,
+    alpha: np.ndarray,
+    G: np.ndarray,
+    tol: float,
+    max_iter: int,
+) -> tuple[int, float]:
+    r"""libsvm's SMO steps in numpy on the Gram matrix ``K`` (Fan, Chen and Lin 2005: the
+    second-order working pair, the clipped two-variable step; no shrinking), on
+    :math:`\min \tfrac12 \alpha^T Q \alpha - m^T \alpha`, ``Q = diag(y) K diag(y)``, ``y .
+    alpha`` fixed, ``0 <= alpha <= upper``; ``G = Q alpha - m`` updated in place with
+    ``alpha``. Until the KKT violation ``max_{I_up} -y G - min_{I_low} -y G`` is below ``tol``
+    or ``max_iter`` steps; returns the steps and the violation. The start of a cold first call
+    (a few thousand steps at n = 2000, where compiling the loop costs seconds); the answer is
+    certified afterwards as the compiled loop's is."""
+    positive = y > 0
+    it = 0
+    violation = math.inf
+    while it < max_iter:
+        minus_yG = -y * G
+        up = np.where(positive, alpha < upper, alpha > 0.0)
+        low = np.where(positive, alpha > 0.0, alpha < upper)
+        masked = np.where(up, minus_yG, -np.inf)
+        i = int(np.argmax(masked))
+        g_max = masked[i]
+        g_min = float(np.min(np.where(low, minus_yG, np.inf)))
+        violation = g_max - g_min
+        if not violation >= tol:
+            break
+        diff = g_max - minus_yG
+        curvature = QD[i] + QD - 2.0 * K[i]
+        curvature[curvature <= 0.0] = TAU
+        gain = np.where(low & (diff > 0.0), -(diff * diff) / curvature, np.inf)
+        j = int(np.argmin(gain))
+        if not math.isfinite(gain[j]):
+            break
+        ai, aj, Ci, Cj = alpha[i], alpha[j], upper[i], upper[j]
+        quad = max(QD[i] + QD[j] - 2.0 * K[i, j], TAU)
+        if y[i] != y[j]:
+            delta = (-G[i] - G[j]) / quad
+            d = ai - aj
+            ni, nj = ai + delta, aj + delta
+            if d > 0.0:
+                if nj < 0.0:
+                    nj, ni = 0.0, d
+            elif ni < 0.0:
+                ni, nj = 0.0, -d
+            if d > Ci - Cj:
+                if ni > Ci:
+                    ni, nj = Ci, Ci - d
+            elif nj > Cj:
+                nj, ni = Cj, Cj + d
+        else:
+            delta = (G[i] - G[j]) / quad
+            total = ai + aj
+            ni, nj = ai - delta, aj + delta
+            if total > Ci:
+                if ni > Ci:
+                    ni, nj = Ci, total - Ci
+            elif nj < 0.0:
+                nj, ni = 0.0, total
+            if total > Cj:
+                if nj > Cj:
+                    nj, ni = Cj, total - Cj
+            elif ni < 0.0:
+                ni, nj = 0.0, total
+        alpha[i], alpha[j] = ni, nj
+        G += y * (K[i] * (y[i] * (ni - ai)) + K[j] * (y[j] * (nj - aj)))
+        it += 1
+    return it, max(float(violation), 0.0)
 
 
 def _run_stages(
