@@ -148,11 +148,14 @@ def profile(cache: str) -> dict:
     return json.loads(out.stdout.splitlines()[-1])
 
 
-#: A process that compiles the SMO loop (and what the rbf solve's working set calls) into the cache.
+#: A process that compiles the SMO loop (and what the rbf solve's working set calls) into the
+#: cache (with no problem small enough for numpy's SMO steps, which a cold call would take).
 COMPILE_SMO = (
     DATA
     + """
 import qpsvm
+from qpsvm.solvers import smo
+smo.NUMPY_SMO_SAMPLES = 0
 qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.05).solve(method="working_set")
 """
 )
