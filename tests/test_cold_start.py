@@ -203,7 +203,7 @@ import qpsvm
 from qpsvm.solvers._online_kernels import smo_loop
 rng = np.random.default_rng(0)
 X = rng.normal(size=(300, 5)); y = np.where(X[:, 0] + 0.3 * rng.normal(size=300) > 0, 1, -1)
-sol = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.2).solve()
+sol = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.2, fit_intercept=False).solve()
 lin = qpsvm.SoftMarginPrimal(X, y, C=1.0).solve()
 print(json.dumps({
     "method": sol.method, "smo_compiled": bool(smo_loop.signatures), "linear_solver": lin.solver,
@@ -215,8 +215,9 @@ print(json.dumps({
 
 
 def test_cold_first_call_returns_the_warm_optimum(tmp_path, monkeypatch):
-    # a fresh process with an empty compile cache solves the rbf problem as the full QP (the
-    # SMO loop is not compiled) and the linear one by Clarabel (the box QPs' ascent is not
+    # a fresh process with an empty compile cache solves the rbf problem without intercept
+    # (where numpy's SMO steps do not apply) as the full QP (the SMO loop is not compiled)
+    # and the linear one by Clarabel (the box QPs' ascent is not
     # compiled) with the uncompiled sums; its enclosures hold the optimum the compiled paths
     # of this process certify
     env = {**os.environ, "QPSVM_CACHE_DIR": str(tmp_path)}
@@ -228,7 +229,9 @@ def test_cold_first_call_returns_the_warm_optimum(tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 5))
     y = np.where(X[:, 0] + 0.3 * rng.normal(size=300) > 0, 1, -1)
-    warm = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.2).solve(method="working_set")
+    warm = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.2, fit_intercept=False).solve(
+        method="working_set"
+    )
     assert warm.solver == "smo" and warm.certificate.passed
     lower, upper = cold["rbf"]
     assert lower <= warm.certificate.upper and warm.certificate.lower <= upper
@@ -321,31 +324,34 @@ import json
 import numpy as np
 import qpsvm
 from qpsvm.solvers._online_kernels import smo_loop
-rng = np.random.default_rng(0)
-X = rng.normal(size=(800, 5)); y = np.where(X[:, 0] + 0.3 * rng.normal(size=800) > 0, 1, -1)
-sol = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.2).solve()
-print(json.dumps({
-    "method": sol.method, "solver": sol.solver, "smo_compiled": bool(smo_loop.signatures),
-    "passed": sol.certificate.passed, "bounds": [sol.certificate.lower, sol.certificate.upper],
-}))
+out = []
+for n in (300, 800):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 5)); y = np.where(X[:, 0] + 0.3 * rng.normal(size=n) > 0, 1, -1)
+    sol = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.2).solve()
+    out.append({
+        "method": sol.method, "solver": sol.solver, "smo_compiled": bool(smo_loop.signatures),
+        "passed": sol.certificate.passed, "bounds": [sol.certificate.lower, sol.certificate.upper],
+    })
+print(json.dumps(out))
 """
 
 
-def test_cold_kernel_call_above_the_full_qp_bound_compiles_no_smo_loop(tmp_path):
-    # a fresh process with an empty compile cache: 800 samples (above the full QP's bound)
-    # start from numpy's SMO steps, the loop is not compiled, and the certified enclosure
-    # holds the optimum of the compiled paths of this process
+def test_cold_kernel_calls_with_an_intercept_start_from_numpy_smo_steps(tmp_path):
+    # a fresh process with an empty compile cache: 300 samples (within the full QP's bound)
+    # and 800 (above it) start from numpy's SMO steps, the loop is not compiled, and each
+    # certified enclosure holds the optimum of the compiled paths of this process
     env = {**os.environ, "QPSVM_CACHE_DIR": str(tmp_path)}
     out = subprocess.run(
         [sys.executable, "-c", COLD_RBF], env=env, check=True, timeout=600, capture_output=True
     )
-    cold = json.loads(out.stdout.decode().splitlines()[-1])
-    assert cold["method"] == "working_set" and cold["solver"] == "smo"
-    assert cold["passed"] and not cold["smo_compiled"]
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(800, 5))
-    y = np.where(X[:, 0] + 0.3 * rng.normal(size=800) > 0, 1, -1)
-    warm = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.2).solve()
-    assert warm.certificate.passed
-    lower, upper = cold["bounds"]
-    assert lower <= warm.certificate.upper and warm.certificate.lower <= upper
+    for n, cold in zip((300, 800), json.loads(out.stdout.decode().splitlines()[-1]), strict=True):
+        assert cold["method"] == "working_set" and cold["solver"] == "smo"
+        assert cold["passed"] and not cold["smo_compiled"]
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(n, 5))
+        y = np.where(X[:, 0] + 0.3 * rng.normal(size=n) > 0, 1, -1)
+        warm = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.2).solve()
+        assert warm.certificate.passed
+        lower, upper = cold["bounds"]
+        assert lower <= warm.certificate.upper and warm.certificate.lower <= upper

@@ -182,9 +182,9 @@ class BinaryFormulation(KernelRows, Formulation):
         :attr:`working_set_min_samples` samples (linear kernel) or
         :attr:`working_set_min_samples_kernel` (other kernels) and at every size for the rbf
         kernel, else ``"qp"``. A kernel problem's working set starts from the compiled SMO loop:
-        before that loop is compiled (a cold first call after an install), a small one is
-        solved as the full QP instead
-        (:func:`~qpsvm.solvers.smo.full_qp_first`)."""
+        before that loop is compiled (a cold first call after an install), from SMO's steps in
+        numpy (:func:`~qpsvm.solvers.smo.numpy_steps`), or where those do not apply a small
+        one is solved as the full QP instead (:func:`~qpsvm.solvers.smo.full_qp_first`)."""
         sparse = self.linear and sp.issparse(self.X) and "dcd" in self.methods
         if sparse and self.n_samples <= self.dcd_max_aspect * self.n_features:
             return "dcd"
@@ -193,10 +193,11 @@ class BinaryFormulation(KernelRows, Formulation):
             return "qp"
         if not self.linear and "qp" in self.methods:
             # the kernel working set starts from the compiled SMO: before it is compiled (a
-            # cold first call after an install), a small problem is solved as the full QP
-            from qpsvm.solvers.smo import full_qp_first
+            # cold first call after an install), from numpy's SMO steps where they apply, else
+            # a small problem is solved as the full QP
+            from qpsvm.solvers.smo import full_qp_first, numpy_steps
 
-            if full_qp_first(self.n_samples):
+            if not numpy_steps(self) and full_qp_first(self.n_samples):
                 return "qp"
         return "working_set"
 

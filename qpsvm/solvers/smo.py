@@ -74,6 +74,7 @@ __all__ = [
     "full_qp_first",
     "gap_resolution",
     "gradient_gap",
+    "numpy_steps",
     "smo_intercept",
     "solve_smo",
 ]
@@ -306,7 +307,7 @@ def solve_smo(
         selection == "second_order",
         shrinking,
     )
-    if _numpy_steps(f, selection):
+    if numpy_steps(f, selection):
         state.gram = np.ascontiguousarray(f.gram())
     before = state.cache_counts()
     start = time.perf_counter()
@@ -493,7 +494,7 @@ NUMPY_STEP = 2000
 NUMPY_SMO_ENTRIES = 2**28
 
 
-def _numpy_steps(f: BinaryProblem, selection: str) -> bool:
+def numpy_steps(f: BinaryProblem, selection: str = "second_order") -> bool:
     """Whether ``f``'s SMO takes numpy's steps (:func:`_smo_numpy`): a nonlinear kernel, at most
     :data:`NUMPY_SMO_SAMPLES` samples, an intercept (the pair steps), finite bounds, the
     second-order selection, and the compiled loop neither compiled nor in the disk cache
