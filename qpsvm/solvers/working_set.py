@@ -960,12 +960,7 @@ def _certified_start(ws: WorkingSet, tol: float, start: float) -> Solution | Non
     f = ws.f
     certify = load(f.certifier)
     cand = ws.start.candidate
-    if ws.start.exact and cand.w is not None and cand.alpha is not None:
-        # an exact start's own multipliers solve the KKT equations with its W: its dual point
-        # is tried first, before the points fitted to W (each a least-squares solve)
-        cert = certify(f, cand, tol=tol, hints=(cand.alpha,))
-    else:
-        cert = certify(f, cand, tol=tol)
+    cert = certify(f, cand, tol=tol)
     if not cert.passed and cert.relative_gap <= cert.relative_floor + tol:
         aimed = ws.aimed(cand)  # the floor accounts for the failure
         if aimed is not None:
