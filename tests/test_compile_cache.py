@@ -72,6 +72,9 @@ class Compiles(event.Listener):
 
 
 event.register("numba:compile", Compiles())
+# the SMO loop itself, not numpy's steps that stand in for it until they would pay its compile
+from qpsvm.solvers import smo
+smo.NUMPY_SMO_SAMPLES = 0
 rng = np.random.default_rng(0)
 X = rng.normal(size=(60, 4)); y = np.where(X[:, 0] > 0, 1, -1)
 f = qpsvm.SoftMarginDual(X, y, C=1.0, kernel="rbf", gamma=0.5)
