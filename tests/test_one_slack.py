@@ -90,6 +90,35 @@ def test_sweeps_match_the_pairs_one_by_one(seed, levels, queries, rounded):
     assert all(np.array_equal(x, y) for x, y in zip(level_counts(lay), every[:2], strict=True))
 
 
+@given(
+    seed=st.integers(0, 2**16),
+    distinct=st.integers(1, 12),
+    queries=st.integers(1, 30),
+    sorted_ids=st.booleans(),
+    table=st.booleans(),
+)
+@example(seed=0, distinct=1, queries=1, sorted_ids=True, table=True)  # one level: no pair
+def test_layout_ranks_and_counts_as_unique_and_the_pairs_do(
+    seed, distinct, queries, sorted_ids, table
+):
+    # the levels and query codes are np.unique's inverse (few or many distinct values, ties,
+    # ids given query by query or not), the pair count and the most levels of a query those
+    # of the items compared two by two, by the query-by-level table or by the distinct keys
+    rng = np.random.default_rng(seed)
+    n = 60
+    y = rng.choice(rng.normal(size=distinct), n) * 10.0 ** rng.integers(-3, 3)
+    ids = rng.integers(-5, queries, n) * 7
+    if sorted_ids:
+        ids = np.sort(ids)
+    with patch.object(ranking_sweep, "TABLE_CELLS", ranking_sweep.TABLE_CELLS if table else 0):
+        lay = layout(y, ids)
+    assert np.array_equal(lay.level, np.unique(y, return_inverse=True)[1].ravel())
+    assert np.array_equal(lay.query, np.unique(ids, return_inverse=True)[1].ravel())
+    assert lay.n_pairs == np.sum((ids[:, None] == ids[None, :]) & (y[:, None] > y[None, :]))
+    most = max(len(np.unique(y[ids == q])) for q in np.unique(ids))
+    assert lay.max_levels == most
+
+
 @settings(deadline=None)  # the first example compiles the re-sort
 @given(
     seed=st.integers(0, 2**16),
@@ -138,6 +167,57 @@ def test_the_numpy_regrouping_is_the_compiled_one(seed, queries, rounded):
     assert np.array_equal(
         numpy_path, ranking_sweep._by_query(np.argsort(key), lay.query, lay.starts)
     )
+
+
+@given(
+    seed=st.integers(0, 2**16),
+    shape=st.sampled_from([(3, 5), (8, 8), (12, 4)]),
+    dependent=st.booleans(),
+)
+@example(seed=0, shape=(3, 5), dependent=True)
+def test_the_gram_fit_is_both_least_squares_fits(seed, shape, dependent):
+    # independent rows: (Z_Q Z_Q^T)^{-1} r is the only fit of Z_Q^T alpha = delta for the
+    # least-norm delta with Z_Q delta = r (both rank-revealing least squares); a row repeated
+    # (dependent rows): no Gram fit, the least squares take over
+    rng = np.random.default_rng(seed)
+    q, d = shape
+    ZQ = rng.normal(size=(min(q, d), d))
+    if dependent:
+        ZQ = np.vstack([ZQ, ZQ[:1]])
+    r = rng.normal(size=ZQ.shape[0])
+    alpha = box_qp_module._gram_fit(ZQ, r)
+    if dependent:
+        assert alpha is None
+        return
+    delta = box_qp_module._least_squares(ZQ, r)[0]
+    fit, rank = box_qp_module._least_squares(ZQ.T, delta)
+    assert rank == ZQ.shape[0]
+    np.testing.assert_allclose(alpha, fit, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(ZQ.T @ alpha, delta, rtol=1e-8, atol=1e-10)
+
+
+@settings(deadline=None, max_examples=30)
+@given(seed=st.integers(0, 2**16), levels=st.integers(2, 3), log_C=st.integers(-3, 1))
+def test_the_window_box_qp_meets_its_conditions_by_either_fit(seed, levels, log_C):
+    # the window of every pair solved from its sets with the Gram fit and with the least
+    # squares alone (as for dependent margins): the same multipliers, within the box, their
+    # w = v0 + Z^T alpha, the margins on their sides (KKT of the box QP) within 1e-9
+    X, y, groups = ranking_problem(seed, n_queries=3, per_query=6, d=3, levels=levels)
+    P = make_pairs(y, groups)
+    Z = X[P[:, 0]] - X[P[:, 1]]
+    v0, C = np.zeros(3), 10.0**log_C
+    answers = []
+    for gram in (True, False):
+        fit = box_qp_module._gram_fit if gram else (lambda ZQ, r: None)
+        with patch.object(box_qp_module, "_gram_fit", fit), window_ascent(True):
+            answers.append(box_qp_module.box_qp(Z, v0, C))
+    for alpha, w in answers:
+        assert np.all(alpha >= 0.0) and np.all(alpha <= C)
+        np.testing.assert_allclose(w, v0 + Z.T @ alpha, atol=1e-12)
+        g = 1.0 - Z @ w
+        assert np.all(g[alpha == 0.0] <= 1e-9) and np.all(g[alpha == C] >= -1e-9)
+        assert np.all(np.abs(g[(alpha > 0.0) & (alpha < C)]) <= 1e-9)
+    np.testing.assert_allclose(answers[0][1], answers[1][1], atol=1e-9)
 
 
 def planes_only(planes: bool):

@@ -355,16 +355,23 @@ class _CuttingPlane:
         self.best = _Point(w, scores, lay.order, C * float(self.m), coef, self.m)
 
     def point(self, w: np.ndarray, scores: np.ndarray, near: _Point | None = None) -> _Point:
-        """The objective and plane at ``w`` with scores ``X w`` (one sweep; the items sorted
-        from the order of the point ``near``, when given), the plane added to the planes."""
+        """The objective and plane's coefficients at ``w`` with scores ``X w`` (one sweep; the
+        items sorted from the order of the point ``near``, when given)."""
         # the scores of w = 0 are all equal: their order is no start
         start = None if near is None or not near.w.any() else near.order
         order = sorted_by_query(self.f.query_layout, scores, start)
         hinge, cnt, cnt_other = hinge_sum(self.f, scores, order)
         coef = (cnt - cnt_other).astype(np.float64)
         count = int(cnt.sum())
-        self.planes.add(np.asarray(self.f.items.T @ coef).ravel() / self.m, count / self.m)
         return _Point(w, scores, order, 0.5 * float(w @ w) + self.f.C * hinge, coef, count)
+
+    def add_planes(self, points: Sequence[_Point]) -> None:
+        """The planes of ``points`` added to the planes, their gradients ``X^T coef / m`` by
+        one product with ``X`` for all of them (one pass over the items, not one a point)."""
+        coefs = np.column_stack([p.coef for p in points])
+        grads = np.asarray(self.f.items.T @ coefs) / self.m
+        for p, g in zip(points, grads.T, strict=True):
+            self.planes.add(g, p.count / self.m)
 
     def gap(self) -> float:
         """The relative gap of the best point to the planes' dual value."""
@@ -387,7 +394,8 @@ class _CuttingPlane:
         :math:`\phi'(k) = w(k) \cdot d - C\, (\mathrm{cnt} - \mathrm{cnt}')(k) \cdot X d`
         (a subgradient, from the sweep at ``w(k)``) is non-decreasing; from ``k = 0`` (the
         best point's own sweep) and ``k = 1`` (``w_t``), :data:`LINE_STEPS` secant steps
-        towards its root. Every evaluated point adds its plane; the lowest objective seen
+        towards its root. Every evaluated point adds its plane (after the search, all by one
+        product with ``X``: the slopes need only ``coef . X d``); the lowest objective seen
         becomes the best point. The scores along the line are ``X w_b + k X d``: one product
         with ``X`` per iteration (any set of pairs gives a valid plane, and the objective of
         the best point only steers the search; the certificate recomputes everything)."""
@@ -414,6 +422,7 @@ class _CuttingPlane:
                 lo, slope_lo = k, g
             else:
                 hi, slope_hi = k, g
+        self.add_planes(found)
         lowest = min(found, key=lambda q: q.primal)
         if lowest.primal < best.primal:
             self.best = lowest

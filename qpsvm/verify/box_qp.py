@@ -153,18 +153,29 @@ def _piece_limit(
 def _sets_limit(
     Z: np.ndarray, v0: np.ndarray, cap: float, quad: np.ndarray, linear: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """The exact optimum of the box QP if ``quad`` are the pairs on the margin and
-    ``linear`` those at ``alpha_p = cap`` (:func:`_piece_limit`), else ``None``."""
+    r"""The exact optimum of the box QP if ``quad`` are the pairs on the margin and
+    ``linear`` those at ``alpha_p = cap`` (:func:`_piece_limit`), else ``None``. When the
+    margin's rows are independent, both fits of :func:`_piece_limit` come from one solve
+    with their Gram matrix: ``alpha_Q = (Z_Q Z_Q^T)^{-1} (1 - Z_Q u)`` is the only fit of
+    ``Z_Q^T alpha_Q = delta`` for the least-norm ``delta = Z_Q^T alpha_Q`` (Cholesky, whose
+    pivots all above ``|Q| eps`` times the largest diagonal entry; else the rank-revealing
+    least squares of :func:`_least_squares` for each fit)."""
     size = int(np.count_nonzero(quad))
     if size > LIMIT_PAIRS * Z.shape[1]:
         return None
-    u = v0 + cap * Z[linear].sum(axis=0)
+    u = v0 + cap * (linear.astype(np.float64) @ Z)
+    side = np.where(linear, -1.0, 1.0)  # the sign of a margin's gap on its wrong side
     ZQ = Z[quad]
-    delta = _least_squares(ZQ, 1.0 - ZQ @ u)[0] if size else np.zeros_like(u)
-    if not _on_sides(Z, u + delta, quad, linear):  # the multipliers' fit is not needed
-        return None
-    alpha_q = np.zeros(size)
-    if size:
+    r = 1.0 - ZQ @ u
+    alpha_q = _gram_fit(ZQ, r) if size else np.zeros(0)
+    if alpha_q is not None:
+        if not _on_sides(Z, u + ZQ.T @ alpha_q, quad, side):
+            return None
+        alpha_q = np.clip(alpha_q, 0.0, cap)  # the only fit: clipped, it is the box's
+    else:
+        delta = _least_squares(ZQ, r)[0]
+        if not _on_sides(Z, u + delta, quad, side):  # the multipliers' fit is not needed
+            return None
         alpha_q, rank = _least_squares(ZQ.T, delta)
         if rank == size:  # the only fit: clipped, it is the box's (or the sets are wrong)
             alpha_q = np.clip(alpha_q, 0.0, cap)
@@ -172,8 +183,24 @@ def _sets_limit(
             alpha_q = bounded_fit(ZQ.T, delta, np.zeros(size), np.full(size, cap))
     alpha = np.where(linear, cap, 0.0)
     alpha[quad] = alpha_q
-    w = v0 + Z.T @ alpha
-    return (alpha, w) if _on_sides(Z, w, quad, linear) else None
+    w = v0 + alpha @ Z
+    return (alpha, w) if _on_sides(Z, w, quad, side) else None
+
+
+def _gram_fit(ZQ: np.ndarray, r: np.ndarray) -> np.ndarray | None:
+    """``(Z_Q Z_Q^T)^{-1} r`` by Cholesky, or ``None`` when a pivot is at most ``q eps`` times
+    the largest diagonal entry (the rows of ``Z_Q`` numerically dependent) or the
+    factorisation fails."""
+    G = ZQ @ ZQ.T
+    try:
+        factor = scipy.linalg.cho_factor(G, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        return None
+    pivots = np.diagonal(factor[0]) ** 2
+    cutoff = G.shape[0] * np.finfo(np.float64).eps * float(np.max(np.diagonal(G)))
+    if not float(np.min(pivots)) > cutoff:
+        return None
+    return scipy.linalg.cho_solve(factor, r, check_finite=False)
 
 
 def _own_sets(
@@ -194,12 +221,15 @@ def _least_squares(A: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, int]:
     return x, int(rank)
 
 
-def _on_sides(Z: np.ndarray, w: np.ndarray, quad: np.ndarray, linear: np.ndarray) -> bool:
+def _on_sides(Z: np.ndarray, w: np.ndarray, quad: np.ndarray, side: np.ndarray) -> bool:
     """Every margin ``z_p . w`` on its side of 1 within :data:`LIMIT_SLACK`: on it for the
-    pairs ``quad``, below it for ``linear``, above it for the others."""
+    pairs ``quad``, below it for those whose ``side`` is ``-1`` (at ``cap``), above it for the
+    others (``side`` ``+1``)."""
     g = 1.0 - Z @ w
-    wrong = np.where(quad, np.abs(g), np.where(linear, -g, g))
-    return float(np.max(wrong, initial=0.0)) <= LIMIT_SLACK
+    wrong = g * side
+    if float(np.max(wrong, initial=0.0)) > LIMIT_SLACK:
+        return False
+    return float(np.max(np.abs(g[quad]), initial=0.0)) <= LIMIT_SLACK
 
 
 def _newton_solve(ZQ: np.ndarray, k: float, g: np.ndarray) -> np.ndarray:

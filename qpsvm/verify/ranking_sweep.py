@@ -78,10 +78,33 @@ class QueryLayout:
     max_levels: int
 
 
+#: Distinct values that :func:`_dense_rank` ranks by one comparison each (above, by a binary
+#: search among them); and query-by-level tables of at most this many cells per item that
+#: :func:`_level_table` counts into directly (above, the distinct keys are sorted).
+FEW_VALUES = 8
+TABLE_CELLS = 4
+
+
+def _level_table(query: np.ndarray, level: np.ndarray) -> np.ndarray:
+    """``counts[q, l]``, the items of query ``q`` at level ``l`` (``query`` and ``level`` dense
+    codes ``0 ..``), by one ``bincount`` over ``q L + l``."""
+    n_queries = int(query.max()) + 1 if query.size else 0
+    n_levels = int(level.max()) + 1 if level.size else 0
+    key = query * n_levels + level
+    return np.bincount(key, minlength=n_queries * n_levels).reshape(n_queries, n_levels)
+
+
 def _count_pairs(query: np.ndarray, level: np.ndarray) -> tuple[int, int]:
     """Pairs and most levels per query: ``sum_l |{y > l}| |{y = l}|`` over each query's levels
-    ``l``, from the counts of the distinct ``(query, level)`` keys (in numpy: the compiled
-    loop cost 0.4 s of compile on a first call for no measurable gain)."""
+    ``l``, from the counts of the distinct ``(query, level)`` keys: a query-by-level table
+    (:func:`_level_table`) when it has at most :data:`TABLE_CELLS` cells per item, else the
+    distinct keys' counts by ``np.unique`` (in numpy: the compiled loop cost 0.4 s of compile
+    on a first call for no measurable gain)."""
+    cells = (int(query.max()) + 1) * (int(level.max()) + 1)
+    if cells <= TABLE_CELLS * max(query.shape[0], 1):
+        counts = _level_table(query, level)
+        above = counts[:, ::-1].cumsum(axis=1)[:, ::-1] - counts
+        return int((above * counts).sum()), int(np.count_nonzero(counts, axis=1).max())
     n_levels = int(level.max()) + 1
     keys, counts = np.unique(query.astype(np.int64) * n_levels + level, return_counts=True)
     group = keys // n_levels
@@ -97,15 +120,26 @@ def _count_pairs(query: np.ndarray, level: np.ndarray) -> tuple[int, int]:
 
 def _dense_rank(values: np.ndarray) -> np.ndarray:
     """The rank of each value among the distinct values (``0`` the least): what
-    ``np.unique(values, return_inverse=True)`` gives, by one stable sort without its
-    overheads (a sizeable share of a small ranking problem's construction)."""
-    order = np.argsort(values, kind="stable")
-    ordered = values[order]
+    ``np.unique(values, return_inverse=True)`` gives, without its overheads (a sizeable share
+    of a small ranking problem's construction). The distinct values are read off a sort of
+    the values (no order of the items is needed: equal values have equal ranks however their
+    ties are ordered); values already in non-decreasing order (query ids given query by
+    query) are ranked by counting the changes, at most :data:`FEW_VALUES` distinct values
+    (relevance levels) by one comparison each, more by a binary search."""
+    if values.shape[0] < 2:
+        return np.zeros(values.shape[0], dtype=np.intp)
     new = np.empty(values.shape[0], dtype=np.intp)
     new[0] = 0
-    np.not_equal(ordered[1:], ordered[:-1], out=new[1:], casting="unsafe")
-    rank = np.empty_like(new)
-    rank[order] = np.cumsum(new)
+    if bool(np.all(values[1:] >= values[:-1])):
+        np.not_equal(values[1:], values[:-1], out=new[1:], casting="unsafe")
+        return np.cumsum(new)
+    ordered = np.sort(values)
+    distinct = ordered[np.flatnonzero(ordered[1:] != ordered[:-1]) + 1]  # all but the least
+    if distinct.shape[0] >= FEW_VALUES:
+        return np.searchsorted(distinct, values, side="right").astype(np.intp)
+    rank = np.zeros(values.shape[0], dtype=np.intp)
+    for value in distinct:
+        rank += values >= value
     return rank
 
 
@@ -126,11 +160,10 @@ def level_counts(lay: QueryLayout) -> tuple[np.ndarray, np.ndarray]:
     """Per item, the pairs it is the preferred item of (``cnt_i``: items of its query at a
     lower level) and the other item of (``cnt'_j``: items at a higher level): the counts of
     :func:`pair_sums` when every pair is selected (e.g. at equal scores, ``w = 0``), from the
-    levels' counts per query without a sort, ``O(n + Q L)``."""
-    n_levels = int(lay.level.max()) + 1 if lay.level.size else 0
+    levels' counts per query without a sort (:func:`_level_table`), ``O(n + Q L)``."""
+    counts = _level_table(lay.query, lay.level)
+    n_levels = counts.shape[1]
     key = lay.query * n_levels + lay.level
-    n_queries = lay.starts.shape[0] - 1
-    counts = np.bincount(key, minlength=n_queries * n_levels).reshape(n_queries, n_levels)
     upto = np.cumsum(counts, axis=1)
     below = (upto - counts).ravel()
     above = (upto[:, -1:] - upto).ravel()
