@@ -394,7 +394,8 @@ class _CuttingPlane:
         :math:`\phi'(k) = w(k) \cdot d - C\, (\mathrm{cnt} - \mathrm{cnt}')(k) \cdot X d`
         (a subgradient, from the sweep at ``w(k)``) is non-decreasing; from ``k = 0`` (the
         best point's own sweep) and ``k = 1`` (``w_t``), :data:`LINE_STEPS` secant steps
-        towards its root. Every evaluated point adds its plane (after the search, all by one
+        towards its root, each sweep's sort started from the order at the nearer end of
+        the bracket. Every evaluated point adds its plane (after the search, all by one
         product with ``X``: the slopes need only ``coef . X d``); the lowest objective seen
         becomes the best point. The scores along the line are ``X w_b + k X d``: one product
         with ``X`` per iteration (any set of pairs gives a valid plane, and the objective of
@@ -411,17 +412,20 @@ class _CuttingPlane:
         p = self.point(w_t, best.scores + sd, best)
         found = [p]
         lo, slope_lo, hi, slope_hi = 0.0, slope(best, 0.0), 1.0, slope(p, 1.0)
+        at_lo, at_hi = best, p
         for _ in range(LINE_STEPS):
             if slope_lo >= 0.0 or slope_hi <= 0.0:  # the root is not inside (0, 1)
                 break
             k = lo - slope_lo * (hi - lo) / (slope_hi - slope_lo)
-            p = self.point(best.w + k * d, best.scores + k * sd, best)
+            # the items sorted from the nearer end's order (not from w = 0's: no order)
+            near = at_lo if k - lo <= hi - k and at_lo.w.any() else at_hi
+            p = self.point(best.w + k * d, best.scores + k * sd, near)
             found.append(p)
             g = slope(p, k)
             if g < 0.0:
-                lo, slope_lo = k, g
+                lo, slope_lo, at_lo = k, g, p
             else:
-                hi, slope_hi = k, g
+                hi, slope_hi, at_hi = k, g, p
         self.add_planes(found)
         lowest = min(found, key=lambda q: q.primal)
         if lowest.primal < best.primal:
