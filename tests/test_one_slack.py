@@ -220,6 +220,23 @@ def test_the_window_box_qp_meets_its_conditions_by_either_fit(seed, levels, log_
     np.testing.assert_allclose(answers[0][1], answers[1][1], atol=1e-9)
 
 
+def test_active_set_step_moves_each_pair_to_the_side_its_fit_crossed_to():
+    # margin pairs whose multiplier left [0, cap] leave for 0 or cap; a pair at cap whose
+    # margin passed 1 and a pair at 0 whose margin fell short of it join the margin
+    g = np.array([0.0, 0.0, 0.5, -0.5, 0.3, -0.2])
+    quad = np.array([True, True, False, False, False, False])
+    linear = np.array([False, False, True, True, False, False])
+    new_quad, new_linear = box_qp_module._active_set_step(
+        g, quad, linear, np.array([-0.1, 2.0]), 1.0
+    )
+    assert new_quad.tolist() == [False, False, False, True, True, False]
+    assert new_linear.tolist() == [False, True, True, False, False, False]
+    # far from the sets (more moves than SET_MOVES) no step is offered
+    many = np.full(box_qp_module.SET_MOVES + 1, 0.5)
+    none = np.zeros(many.size, dtype=bool)
+    assert box_qp_module._active_set_step(many, none, none, np.zeros(0), 1.0) is None
+
+
 def planes_only(planes: bool):
     """The cutting plane even for problems small enough for one window of every pair."""
     return patch.object(one_slack, "DIRECT_PAIRS", 0 if planes else one_slack.DIRECT_PAIRS)
