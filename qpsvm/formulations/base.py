@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import math
 import sys
 import time
 from abc import ABC, abstractmethod
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -272,7 +274,7 @@ class Formulation(ABC):
         reference = self._reference
         hint: dict[str, Any] = {"hints": (self.dual_hint(reference),)}
         if "ceiling" in parameters:
-            hint["ceiling"] = reference.certificate.primal_objective
+            hint["ceiling"] = _ceiling_of(reference)
         return hint
 
     def dual_hint(self, solution: Solution) -> Any:
@@ -322,3 +324,16 @@ class Formulation(ABC):
         if reference is None:
             reference = self.solve()
         return compare(self, self._read_estimator(candidate), self._read_estimator(reference))
+
+
+def _ceiling_of(solution: Solution) -> float:
+    """A float at or above the optimum that ``solution`` proves: its certificate's rigorous
+    primal, or for the exact oracle's answer (no float certificate: the float solve could not
+    certify) its rational ``P*`` rounded up; ``inf`` when neither is at hand."""
+    if solution.certificate is not None:
+        return solution.certificate.primal_objective
+    exact = solution.info.get("exact")
+    if exact is None:
+        return math.inf
+    value = float(exact.objective)
+    return value if Fraction(value) >= exact.objective else math.nextafter(value, math.inf)
