@@ -315,6 +315,11 @@ def _spy_systems(monkeypatch, iterative: bool) -> list:
     monkeypatch.setattr(ascent, "ITERATIVE_FROM", 0.0 if iterative else np.inf)
     if iterative:
         monkeypatch.setattr(ascent, "DENSE_FREE_MAX", 0)  # with a free intercept too
+    return _record_systems(monkeypatch)
+
+
+def _record_systems(monkeypatch) -> list:
+    """Record the kinds of the finish's systems built."""
     built: list = []
     original = ascent._free_system
 
@@ -448,6 +453,41 @@ def test_iterative_finish_equals_the_rational_oracle(fit_intercept, monkeypatch)
     built = _spy_systems(monkeypatch, iterative=True)
     sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=fit_intercept).solve(method="dcd")
     assert "_IterativeSystem" in built
+    assert sol.method == "dcd" and sol.certificate.passed
+    optimum = _exact_optimum(X, y, fit_intercept=fit_intercept)
+    assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize(
+    ("name", "value"), [("CG_ITERATIONS", 2), ("FACTOR_PRODUCTS", 1e12)], ids=["stall", "budget"]
+)
+def test_slow_conjugate_gradients_give_way_to_the_dense_factor(
+    name, value, fit_intercept, monkeypatch
+):
+    # conjugate gradients that run out of iterations, or whose products cost more than the
+    # dense factor (as where the free rows are about as many as the columns they touch: 493
+    # free over 499 columns at 50000 x 500, each solve 1000 products short of 1e-4): the dense
+    # factor of the same free set takes over for the rest of the round, and the certified
+    # optimum encloses the rational oracle's
+    X, y = sparse_problem(15, n=120, d=300, k=4)
+    monkeypatch.setattr(ascent, "FINISH_EPOCHS", 0)
+    monkeypatch.setattr(ascent, "FINISH_GAP", 1.0)
+    monkeypatch.setattr(ascent, "ITERATIVE_FROM", 0.0)
+    monkeypatch.setattr(ascent, name, value)
+    built = _record_systems(monkeypatch)
+    if not fit_intercept:
+        s = np.ones(X.shape[0])
+        data, u = _near_optimum(X, y, s)
+        step, _ = ascent.free_set_step(data, u)
+        # one finish: each round's system iterative, giving way after its first solve
+        assert len(built) % 2 == 0
+        assert set(built[::2]) == {"_IterativeSystem"} and set(built[1::2]) == {"_FreeSystem"}
+        cert = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False).certify(alpha=step)
+        assert cert.passed and cert.relative_gap <= 1e-12
+        built.clear()
+    sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=fit_intercept).solve(method="dcd")
+    assert built[0] == "_IterativeSystem" and "_FreeSystem" in built
     assert sol.method == "dcd" and sol.certificate.passed
     optimum = _exact_optimum(X, y, fit_intercept=fit_intercept)
     assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
@@ -626,10 +666,10 @@ def test_numpy_conjugate_gradients_equal_the_compiled_ones_to_the_bit(
         data, indices, Z.indptr, sigma, bias2, diag, keep, rng.standard_normal(sigma.size),
         coupled, float(rng.normal()), start, columns.size, max_iter, rtol, 1e-15,
     )  # fmt: skip
-    x, beta = ascent._free_cg(*args)
-    x_numpy, beta_numpy, products = ascent._free_cg_numpy(*args)
+    x, beta, products = ascent._free_cg(*args)
+    x_numpy, beta_numpy, products_numpy = ascent._free_cg_numpy(*args)
     assert np.array_equal(x_numpy, x) and np.array_equal(np.signbit(x_numpy), np.signbit(x))
-    assert beta_numpy == beta and products <= max_iter + 3  # the starts, then beta
+    assert beta_numpy == beta and products_numpy == products <= max_iter + 3  # starts, beta
 
 
 def test_ascent_steers_by_the_compiled_objectives(monkeypatch):

@@ -136,6 +136,17 @@ DENSE_FREE_MAX = 3000
 #: a bound): at the same size with a free intercept, 805 free, the finish 21 ms against 26 ms
 #: dense, the solve 36-38 ms against 41-42 ms (CPU time, best of 9, two alternating runs).
 ITERATIVE_FROM = 5000.0
+#: ... but conjugate gradients converge at a rate set by the condition number of ``H``, which
+#: grows as the free rows approach the number of columns they touch: a round of the finish
+#: gives way to the dense factor once its solves have run as many products as the factor
+#: costs, ``|F|^3 / 3`` flops at this many times the flop rate of a product (``nnz(Z_F) +
+#: |F|`` flops, measured: at 50000 x 500, 10 nonzeros a row, 493 free over 499 columns, the
+#: factor 5-6 ms, a product 7 us, ratio 8.2; at 50000 x 2000, 20 a row, 1659 free, the factor
+#: 180-210 ms, a product about 25 us, ratio 6-7), or once a solve runs out of its iterations.
+#: Run in full, those solves took 1000 products each, short of ``CG_STEP_RTOL``, at 50000 x 500
+#: without intercept (the finish 120 ms against 60 ms with the factor), 200-900 with a free
+#: one (97 solves, 0.35 s).
+FACTOR_PRODUCTS = 8.0
 #: Conjugate-gradient iterations of one solve at most, and the residual (relative to the first,
 #: projected with a free intercept) they stop at: the steps of the finish refine what a solve
 #: leaves.
@@ -563,8 +574,9 @@ def _free_cg(
     orthogonal complement (Gould, Hribar and Nocedal, SIAM J. Sci. Comput. 23, 2001). Runs
     until the (projected) residual's norm is at most ``rtol`` times that of the cold start's
     (from 0, or ``e sigma_K / ||sigma_K||^2`` with coupling) or ``atol``, a direction has no
-    curvature, or ``max_iter`` products. Returns ``x`` and ``beta = sigma_K . (rhs - H x) /
-    ||sigma_K||^2`` (0 without ``coupled``)."""
+    curvature, or ``max_iter`` iterations. Returns ``x``, ``beta = sigma_K . (rhs - H x) /
+    ||sigma_K||^2`` (0 without ``coupled``) and the products with ``H`` it took (the start's
+    and ``beta``'s included, as :func:`_free_cg_numpy` counts them)."""
     k = sigma.shape[0]
     Hd = np.zeros(k)
     buf = np.zeros(width)
@@ -590,8 +602,10 @@ def _free_cg(
                 x[j] = e * sigma[j] / ss
     r = rhs_K.copy()
     value = 0.0  # the quadratic 1/2 x.Hx - rhs.x the iterations lower
+    products = 0
     if balanced:
         _free_product(data, indices, indptr, sigma, bias2, diag, keep, x, buf, Hd)
+        products += 1
         value = _quadratic(x, Hd, rhs_K)
         for j in range(k):
             r[j] -= Hd[j]
@@ -604,6 +618,7 @@ def _free_cg(
                 if keep[j]:
                     guess[j] += sigma[j] * balance
         _free_product(data, indices, indptr, sigma, bias2, diag, keep, guess, buf, Hd)
+        products += 1
         # the start is taken where it is below the cold start's value: every iterate then
         # is too, so the step along x still raises D (its gain g.x - x.Hx/2 is positive)
         if _quadratic(guess, Hd, rhs_K) < value:
@@ -618,6 +633,7 @@ def _free_cg(
     for _ in range(max_iter):
         if rr <= stop:
             break
+        products += 1
         curvature = _free_product(
             data, indices, indptr, sigma, bias2, diag, keep, direction, buf, Hd
         )
@@ -639,11 +655,12 @@ def _free_cg(
     beta = 0.0
     if coupled and ss > 0.0:
         _free_product(data, indices, indptr, sigma, bias2, diag, keep, x, buf, Hd)
+        products += 1
         residual = 0.0
         for j in range(k):
             residual += sigma[j] * (rhs_K[j] - Hd[j]) if keep[j] else 0.0
         beta = residual / ss
-    return x, beta
+    return x, beta, products
 
 
 @numba.njit(**CALLEE)
@@ -824,6 +841,10 @@ class _IterativeSystem:
         self.coupled = coupled
         # a gradient within rounding of zero on every coordinate is solved already
         self.atol = floor * np.sqrt(F.size)
+        # the products the dense factor of F costs (:data:`FACTOR_PRODUCTS`), and those run
+        self.budget = F.size**3 / 3.0 / (FACTOR_PRODUCTS * (Z.nnz + F.size))
+        self.products = 0
+        self.exhausted = False  # whether the dense factor would have been cheaper
 
     @staticmethod
     def suits(Z: Any) -> bool:
@@ -852,19 +873,22 @@ class _IterativeSystem:
         if uncompiled(_free_cg, 0, CG_NUMPY_ENTRIES):
             x, beta, products = _free_cg_numpy(*args)
             charge(_free_cg, products * (self.data.size + keep.size + CG_NUMPY_FIXED))
-            return x, float(beta)
-        x, beta = _free_cg(*args)
+        else:
+            x, beta, products = _free_cg(*args)
+        self.products += int(products)
+        self.exhausted |= int(products) >= CG_ITERATIONS or self.products > self.budget
         return x, float(beta)
 
 
 def _free_system(
-    data: CoordinateData, F: np.ndarray, coupled: bool, floor: float
+    data: CoordinateData, F: np.ndarray, coupled: bool, floor: float, iterative: bool = True
 ) -> _FreeSystem | _IterativeSystem | None:
-    """The system of the free set ``F``: iterative where :meth:`_IterativeSystem.suits` (its
-    solves stop at residuals of the gradient's rounding ``floor`` per coordinate), else the
-    dense factor up to :data:`DENSE_FREE_MAX` coordinates, else ``None``."""
+    """The system of the free set ``F``: conjugate gradients where ``iterative`` and
+    :meth:`_IterativeSystem.suits` (its solves stop at residuals of the gradient's rounding
+    ``floor`` per coordinate), else the dense factor up to :data:`DENSE_FREE_MAX`
+    coordinates, else ``None``."""
     Z = data.X[F] if sp.issparse(data.X) else None
-    if Z is not None and _IterativeSystem.suits(Z):
+    if iterative and Z is not None and _IterativeSystem.suits(Z):
         return _IterativeSystem(data, F, Z, coupled, floor)
     if F.size > DENSE_FREE_MAX:
         return None
@@ -897,7 +921,9 @@ def free_set_step(
     finish takes a few dozen steps and one or two factorizations (the primal active-set
     method for convex QP, Nocedal and Wright, *Numerical Optimization*, 2006, section 16.5).
     Where the free rows are sparse and the dense factor would cost more than the products of
-    conjugate gradients, those solve the same equations (:class:`_IterativeSystem`). Returns
+    conjugate gradients, those solve the same equations (:class:`_IterativeSystem`), until
+    their products cost as much as the factor (:data:`FACTOR_PRODUCTS`): the round's other
+    steps are then the factor's. Returns
     the point and its intercept, or ``None`` when nothing is free or no system serves
     (:func:`_free_system`). The point is in the box; whether it is better is
     for the caller to check."""
@@ -913,7 +939,7 @@ def free_set_step(
     u, b, steps = u.copy(), shift, 0
     rounds = FREE_SET_ROUNDS if F.size > FINISH_FREE else FREE_SET_STEPS
     for _ in range(rounds):
-        keep = np.ones(F.size, dtype=bool)
+        keep, gave_way = np.ones(F.size, dtype=bool), False
         # the round's first step likely ends at a bound: solved loosely (CG_STEP_RTOL)
         guess, bounded = None, True
         # the steps move u_F only: the gradient on F from v updated by the free rows alone
@@ -926,6 +952,11 @@ def free_set_step(
             g = p[F] - sigma_F * (Z @ v[:-1] + data.bias * v[-1]) - data.d[F] * uF
             e = -fsum(data.sigma * u) if coupled else 0.0
             x, beta = system.solve(g, keep, e, guess, CG_STEP_RTOL if bounded else CG_RTOL)
+            if isinstance(system, _IterativeSystem) and system.exhausted and not gave_way:
+                # conjugate gradients are slow where H is nearly singular (the free rows about
+                # as many as the columns they touch): the round's other steps by the factor
+                gave_way = True
+                system = _free_system(data, F, coupled, floor, iterative=False) or system
             with np.errstate(divide="ignore", invalid="ignore"):
                 room = np.where(x > 0.0, (hiF - uF) / x, np.where(x < 0.0, -uF / x, np.inf))
             room[~keep] = np.inf
