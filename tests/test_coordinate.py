@@ -458,6 +458,24 @@ def test_iterative_finish_equals_the_rational_oracle(fit_intercept, monkeypatch)
     assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_free_set_step_from_a_loose_point_reaches_the_optimum(seed):
+    # 300 x 40 (n > d, the hinge), from three epochs at the tolerance 0.1: bound coordinates
+    # join the free set over more than four rounds (with four the gap stayed at 4e-4 to 2e-3),
+    # and the finish lands on the optimum, which the certificate proves
+    X, y = sparse_problem(seed, n=300, d=40, k=4)
+    n = X.shape[0]
+    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n))
+    u, v = np.zeros(n), np.zeros(X.shape[1] + 1)
+    ascent.coordinate_epochs(
+        data.rows, data.sigma, data.p, data.d, data.hi, 0.0, data.qd, u, v, 3, 1e-1, 0, 10
+    )
+    assert np.count_nonzero((u > 0) & (u < 1)) > ascent.FINISH_FREE
+    step, _ = ascent.free_set_step(data, u)
+    cert = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False).certify(alpha=step)
+    assert cert.passed and cert.relative_gap <= 1e-12
+
+
 @pytest.mark.parametrize("fit_intercept", [False, True])
 @pytest.mark.parametrize(
     ("name", "value"), [("CG_ITERATIONS", 2), ("FACTOR_PRODUCTS", 1e12)], ids=["stall", "budget"]

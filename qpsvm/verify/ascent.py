@@ -109,8 +109,11 @@ FINISH_FREE = 64
 FINISH_SLICE = 1000
 #: Factorizations of one free-set finish at most (the first, then one each time bound
 #: coordinates whose gradient points into the box join the free set: once or twice from the
-#: free set of a loose ascent, measured on benchmarks/regimes/sparse.py).
-FREE_SET_ROUNDS = 4
+#: free set of a loose ascent, measured on benchmarks/regimes/sparse.py; but five or six at
+#: 50000 x 500, 10 nonzeros a row, with an intercept, from the free set of 1000 epochs at the
+#: tolerance 1e-3: with four the finish left a gap of 9e-4 and the ascent ran another 1000
+#: epochs and a second finish, with a free intercept 1022 more epochs).
+FREE_SET_ROUNDS = 8
 #: ... unless the free set has at most :data:`FINISH_FREE` coordinates: then the steps alone
 #: bound the rounds (a factor costs microseconds; dense 500 x 20 at C = 100 with a
 #: regularised intercept: 5 rounds from the free set of the ascent's first tolerance, each
@@ -951,12 +954,12 @@ def free_set_step(
             uF = u[F]
             g = p[F] - sigma_F * (Z @ v[:-1] + data.bias * v[-1]) - data.d[F] * uF
             e = -fsum(data.sigma * u) if coupled else 0.0
-            x, beta = system.solve(g, keep, e, guess, CG_STEP_RTOL if bounded else CG_RTOL)
             if isinstance(system, _IterativeSystem) and system.exhausted and not gave_way:
                 # conjugate gradients are slow where H is nearly singular (the free rows about
                 # as many as the columns they touch): the round's other steps by the factor
                 gave_way = True
                 system = _free_system(data, F, coupled, floor, iterative=False) or system
+            x, beta = system.solve(g, keep, e, guess, CG_STEP_RTOL if bounded else CG_RTOL)
             with np.errstate(divide="ignore", invalid="ignore"):
                 room = np.where(x > 0.0, (hiF - uF) / x, np.where(x < 0.0, -uF / x, np.inf))
             room[~keep] = np.inf
