@@ -21,7 +21,12 @@ from qpsvm.solvers import one_slack
 from qpsvm.solvers.one_slack import _CuttingPlane, _Planes
 from qpsvm.verify import box_qp as box_qp_module
 from qpsvm.verify import ranking_sweep
-from qpsvm.verify.ranking import certify_grouped, hinge_upper, window_dual
+from qpsvm.verify.ranking import (
+    certify_grouped,
+    hinge_upper,
+    sorted_hinge_bounds,
+    window_dual,
+)
 from qpsvm.verify.ranking_sweep import (
     layout,
     level_counts,
@@ -425,25 +430,30 @@ def test_grouped_certificate_bounds_the_true_suboptimality():
 @given(
     seed=st.integers(0, 2**16),
     levels=st.integers(2, 4),
-    tau=st.sampled_from([0.0, 1e-12, 1e-2, 0.3, math.inf]),
+    log_err=st.sampled_from([-16, -12, -6]),
     rounded=st.booleans(),
 )
-@example(seed=0, levels=3, tau=1e-12, rounded=True)
-def test_window_hinge_is_the_hinge_sum_at_its_scores(seed, levels, tau, rounded):
-    # the hinge sum the window's sweep gives (B and the window's pairs short of the margin) is
-    # the sum over every pair of max(0, 1 - s_i + s_j) (exact rationals), within the rounding
-    # of its float sums: N terms (1 - s_i, s_j, 1 - r_p, each rounded, of size at most
-    # M = 1 + 2 max |s|) summed in any order are within N^2 4u M of their exact sum
+@example(seed=0, levels=3, log_err=-12, rounded=True)
+def test_sorted_hinge_value_is_the_hinge_sum_at_its_scores(seed, levels, log_err, rounded):
+    # the float value of the bound's sweep is the sum over every pair of max(0, 1 - s_i + s_j)
+    # (exact rationals) but for the pairs it selects beyond the margin, each within 2 h of it
+    # (h = e + u max |s|, rounded up: at most 3 h over 1), and the rounding of its float sums:
+    # N terms of size at most M = 2 + 2 max |s| summed in any order are within N^2 4u M
     X, y, groups = ranking_problem(seed, levels=levels)
-    if rounded:  # margins of exactly 1 and ties, at the window's edges
+    if rounded:  # margins of exactly 1 and ties
         X = np.round(X, 0)
     f = qpsvm.RankingSVM(X, y=y, groups=groups, C=1.0)
+    lay = f.query_layout
     s = X @ np.random.default_rng(seed).normal(size=X.shape[1])
-    point = window_dual(f.items, f.C, f.query_layout, s, tau)
+    err = np.full(len(s), 10.0**log_err)
+    upper, value = sorted_hinge_bounds(lay, s, err, sorted_by_query(lay, s))
     exact = sum(max(Fraction(0), 1 - Fraction(s[i]) + Fraction(s[j])) for i, j in f.pairs)
+    assert exact <= Fraction(upper)
+    top = float(np.max(np.abs(s)))
+    h = 10.0**log_err + 2.0**-53 * top
     terms = 2 * f.n_pairs + len(s)
-    slack = terms * 4 * 2.0**-53 * (1 + 2 * np.max(np.abs(s))) * terms
-    assert abs(Fraction(point.hinge) - exact) <= Fraction(slack)
+    slack = terms * 4 * 2.0**-53 * (2 + 2 * top) * terms + 3 * h * f.n_pairs
+    assert exact - Fraction(slack) <= Fraction(value) <= exact + Fraction(slack)
 
 
 def test_window_dual_is_dual_feasible_and_matches_its_w():
@@ -466,6 +476,33 @@ def test_window_dual_is_dual_feasible_and_matches_its_w():
     assert f.dual_objective(alpha) == pytest.approx(
         f.C * point.n_bound + point.alpha.sum() - 0.5 * point.w @ point.w, rel=1e-12
     )
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    levels=st.integers(2, 4),
+    tau=st.sampled_from([1e-2, 0.3, math.inf]),
+    scale=st.sampled_from([1.0, 1e-3, 1e4]),
+)
+@example(seed=0, levels=3, tau=0.3, scale=1e4)
+def test_window_dual_encloses_its_own_expansion(seed, levels, tau, scale):
+    # the expansion window_dual encloses with its point (X^T (C a_B) by the pass that gives
+    # v_0, the window's part from its rounded rows) holds the exact X^T (C a_B + D_M^T
+    # alpha_M) in rational arithmetic, entry by entry
+    X, y, groups = ranking_problem(seed, levels=levels)
+    X = X * scale + np.round(X, 0)  # rows of mixed sizes, differences that round
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.7 / scale)
+    s = X @ np.random.default_rng(seed).normal(size=X.shape[1]) / scale
+    point = window_dual(f.items, f.C, f.query_layout, s, tau)
+    hi, lo, err = point.expansion
+    coef = [Fraction(f.C) * int(a) for a in point.bound_coef]
+    for (i, j), a in zip(point.window, point.alpha, strict=True):
+        coef[i] += Fraction(a)
+        coef[j] -= Fraction(a)
+    for c in range(X.shape[1]):
+        exact = sum(k * Fraction(x) for k, x in zip(coef, f.items[:, c], strict=True))
+        assert abs(Fraction(hi[c]) + Fraction(lo[c]) - exact) <= Fraction(err[c])
 
 
 def test_one_slack_falls_back_to_one_window_of_every_pair(caplog):

@@ -128,7 +128,7 @@ def rank_sort_parts(block: ItemBlock, sort: RankSort, band: float, least: int) -
             f"a block has more than {MAX_WINDOW} pairs within {sort.band:.3g} of the margin at "
             "the start; use smaller blocks or a smaller band."
         )
-    n_bound, coef, window, _ = sides
+    n_bound, coef, window = sides
     i, j = window[:, 0], window[:, 1]
     distance = np.abs(s0[i] - s0[j] - 1.0)
     return SortParts(block.rows(i, j, distance), pair_fold(block.X.T @ coef, n_bound))

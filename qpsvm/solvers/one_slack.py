@@ -368,9 +368,12 @@ class _CuttingPlane:
     def add_planes(self, points: Sequence[_Point]) -> None:
         """The planes of ``points`` added to the planes, their gradients ``X^T coef / m`` by
         one product with ``X`` for all of them (one pass over the items, not one a point)."""
-        coefs = np.column_stack([p.coef for p in points])
-        grads = np.asarray(self.f.items.T @ coefs) / self.m
-        for p, g in zip(points, grads.T, strict=True):
+        X = self.f.items
+        if isinstance(X, np.ndarray):  # coefficients as rows: (k x n) @ X, BLAS's fast layout
+            grads = (np.vstack([p.coef for p in points]) @ X) / self.m
+        else:
+            grads = np.asarray(X.T @ np.column_stack([p.coef for p in points])).T / self.m
+        for p, g in zip(points, grads, strict=True):
             self.planes.add(g, p.count / self.m)
 
     def gap(self) -> float:

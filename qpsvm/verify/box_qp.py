@@ -179,7 +179,9 @@ def _sets_try(
     solve with their Gram matrix: ``alpha_Q = (Z_Q Z_Q^T)^{-1} (1 - Z_Q u)`` is the only fit of
     ``Z_Q^T alpha_Q = delta`` for the least-norm ``delta = Z_Q^T alpha_Q`` (Cholesky, whose
     pivots all above ``|Q| eps`` times the largest diagonal entry; else the rank-revealing
-    least squares of :func:`_least_squares` for each fit)."""
+    least squares of :func:`_least_squares` for each fit). A Gram fit in the box is returned
+    with the ``w = u + Z_Q^T alpha_Q`` whose margins were checked (no second product with
+    ``Z``)."""
     size = int(np.count_nonzero(quad))
     if size > LIMIT_PAIRS * Z.shape[1]:
         return None, None
@@ -189,11 +191,16 @@ def _sets_try(
     r = 1.0 - ZQ @ u
     alpha_q = _gram_fit(ZQ, r) if size else np.zeros(0)
     if alpha_q is not None:
-        g_fit = 1.0 - Z @ (u + ZQ.T @ alpha_q)
+        w_fit = u + ZQ.T @ alpha_q
+        g_fit = 1.0 - Z @ w_fit
         if not _on_sides(g_fit, quad, side):
             return None, _active_set_step(g_fit, quad, linear, alpha_q, cap)
         fit = alpha_q
         alpha_q = np.clip(alpha_q, 0.0, cap)  # the only fit: clipped, it is the box's
+        if np.array_equal(alpha_q, fit):  # in the box: w_fit is its w, its margins checked
+            alpha = np.where(linear, cap, 0.0)
+            alpha[quad] = alpha_q
+            return (alpha, w_fit), None
     else:
         delta = _least_squares(ZQ, r)[0]
         if not _on_sides(1.0 - Z @ (u + delta), quad, side):  # the fit is not needed
@@ -361,9 +368,10 @@ def box_qp(
     quadratic piece ``Q``, ``d x d``) with exact line search, warm started from the last width;
     its optimum gives ``alpha_p = cap clip(t_p / mu, 0, 1)`` with ``w = v_0 + Z^T alpha``
     (stationarity). The start's own sets (margins within :data:`LIMIT_SLACK` of 1 on the
-    margin) are tried first, so that a start at the optimum (the certificate of an exact
-    point) costs one least-squares fit; then, for ``active_steps > 0``, those of at most
-    ``active_steps`` steps of a primal active-set method in the ``d`` features from the start
+    margin) are tried first when some margin is that close to 1, so that a start at the
+    optimum (the certificate of an exact point) costs one least-squares fit; then, for
+    ``active_steps > 0``, those of at most ``active_steps`` steps of a primal active-set
+    method in the ``d`` features from the start
     (:func:`~qpsvm.verify.ranking_fused.rows_active_set`); then, once its kernel is compiled,
     those of a dual coordinate ascent (:func:`_ascent_sets`). Below :data:`LIMIT_BELOW` each
     width's pieces are tried as the exact sets (:func:`_piece_limit`); if none passes, the dual
@@ -374,9 +382,13 @@ def box_qp(
     """
     w = (v0 if start is None else start).copy()
     t = 1.0 - Z @ w
-    exact = _own_sets(Z, v0, cap, t)
-    if exact is not None:  # the start's own sets: a start at the optimum returns at once
-        return exact
+    # the start's own sets: a start at the optimum returns at once; a start with no margin
+    # on 1 (a cutting plane's point, not the optimum, where some pair is generically free)
+    # skips the two products with Z that refute them
+    if np.any(np.abs(t) <= LIMIT_SLACK):
+        exact = _own_sets(Z, v0, cap, t)
+        if exact is not None:
+            return exact
     if active_steps > 0:
         w_active, settled = rows_active_set(Z, v0, cap, w, active_steps)
         if settled:

@@ -80,6 +80,8 @@ from qpsvm.verify.rigorous import (
     TINY,
     DualSums,
     U,
+    _max_abs,
+    dd_add,
     down,
     dual_estimate,
     dual_lower_value,
@@ -102,6 +104,7 @@ __all__ = [
     "grouped_hinge_upper",
     "grouped_hinge_value",
     "hinge_upper",
+    "sorted_hinge_bounds",
     "window_dual",
     "window_sets",
 ]
@@ -158,11 +161,10 @@ class WindowDual:
         Their multipliers in ``[0, C]``: the exact maximiser of the dual with the others fixed.
     w : ndarray
         The primal point of the dual point, ``X^T (C a_B + D_M^T alpha_M)`` (rounded).
-    hinge : float
-        The hinge sum :math:`\sum_p \max(0, 1 - s_i + s_j)` at the scores the sets were cut
-        from, in floating point over ``B`` and the window's pairs short of the margin (the
-        value :func:`grouped_hinge_value` computes by a sweep of its own); ``nan`` when not
-        known (pairs ``extra`` joined the window).
+    expansion : tuple, optional
+        The expansion ``X^T (C a_B + D_M^T alpha_M)`` enclosed (``hi, lo, err``) by the plain
+        products, when :func:`window_dual` computed it with ``w``
+        (:func:`grouped_expansion` then returns it).
     """
 
     n_bound: int
@@ -170,7 +172,10 @@ class WindowDual:
     window: np.ndarray
     alpha: np.ndarray
     w: np.ndarray
-    hinge: float = math.nan
+    expansion: tuple | None = None
+
+
+_EMPTY = np.zeros(0)
 
 
 def _matvec_T(X: Any, v: np.ndarray) -> np.ndarray:
@@ -194,8 +199,8 @@ def bound_sets(
     and ``a_B = cnt - cnt'`` (:func:`~qpsvm.verify.ranking_sweep.pair_sums`; ``order`` the
     items sorted by score, when known)."""
     inner = scores - (1.0 - tau)
-    cnt, cnt_other, total, _ = pair_sums(lay, inner, scores, monotone=True, order=order)
-    return _bound_sides(scores, inner, cnt, cnt_other, total, extra)[:2]
+    cnt, cnt_other, _, _ = pair_sums(lay, inner, scores, monotone=True, order=order)
+    return _bound_sides(scores, inner, cnt, cnt_other, extra)
 
 
 def _bound_sides(
@@ -203,20 +208,18 @@ def _bound_sides(
     inner: np.ndarray,
     cnt: np.ndarray,
     cnt_other: np.ndarray,
-    total: np.ndarray,
     extra: np.ndarray | None,
-) -> tuple[int, np.ndarray, float]:
-    """:func:`bound_sets` from the sums over ``B`` (``s_j > inner_i``) of
-    :func:`~qpsvm.verify.ranking_sweep.pair_sums`, and the hinge sum over ``B``, ``sum_i cnt_i
-    (1 - s_i) + sum_{(i, j) in B} s_j`` in floating point (``nan`` with pairs ``extra``)."""
+) -> tuple[int, np.ndarray]:
+    """:func:`bound_sets` from the counts over ``B`` (``s_j > inner_i``) of
+    :func:`~qpsvm.verify.ranking_sweep.pair_sums`."""
     n_bound = int(cnt.sum())
     coef_bound = cnt - cnt_other
     if extra is not None and extra.size:
         moved = extra[scores[extra[:, 1]] > inner[extra[:, 0]]]  # B's pairs that join M
         np.subtract.at(coef_bound, moved[:, 0], 1)
         np.add.at(coef_bound, moved[:, 1], 1)
-        return n_bound - moved.shape[0], coef_bound, math.nan
-    return n_bound, coef_bound, fsum(cnt * (1.0 - scores)) + fsum(total)
+        return n_bound - moved.shape[0], coef_bound
+    return n_bound, coef_bound
 
 
 def window_sets(
@@ -225,17 +228,16 @@ def window_sets(
     tau: float,
     extra: np.ndarray | None = None,
     order: np.ndarray | None = None,
-) -> tuple[int, np.ndarray, np.ndarray, float] | None:
+) -> tuple[int, np.ndarray, np.ndarray] | None:
     """The sides of the pairs at scores ``s`` and window ``tau`` (:func:`window_dual`): ``n_B``,
-    ``a_B`` (:func:`bound_sets`), the window ``M`` with the pairs ``extra``, and the hinge sum
-    at ``s`` in floating point (:attr:`WindowDual.hinge`); ``None`` when ``M`` has more than
-    :data:`MAX_WINDOW` pairs; ``order`` is ``sorted_by_query(lay, scores)``, when the caller
-    has it. The window and ``B``'s sums come from one pass
+    ``a_B`` (:func:`bound_sets`) and the window ``M`` with the pairs ``extra``; ``None`` when
+    ``M`` has more than :data:`MAX_WINDOW` pairs; ``order`` is ``sorted_by_query(lay,
+    scores)``, when the caller has it. The window and ``B``'s counts come from one pass
     (:func:`~qpsvm.verify.ranking_sweep.window_sides`)."""
     if order is None:
         order = sorted_by_query(lay, scores)
     inner = scores - (1.0 - tau)
-    window, cnt, cnt_other, total = window_sides(
+    window, cnt, cnt_other, _ = window_sides(
         lay, scores - (1.0 + tau), inner, scores, MAX_WINDOW, order
     )
     if window is None:
@@ -244,10 +246,7 @@ def window_sets(
         window = np.unique(np.vstack([window, extra]), axis=0)
         if window.shape[0] > MAX_WINDOW:
             return None
-    n_bound, coef_bound, hinge = _bound_sides(scores, inner, cnt, cnt_other, total, extra)
-    if window.shape[0]:  # the window's pairs short of the margin
-        hinge += fsum(np.maximum(0.0, 1.0 - (scores[window[:, 0]] - scores[window[:, 1]])))
-    return n_bound, coef_bound, window, hinge
+    return (*_bound_sides(scores, inner, cnt, cnt_other, extra), window)
 
 
 def window_dual(
@@ -273,14 +272,34 @@ def window_dual(
     sets = window_sets(lay, scores, tau, extra, order)
     if sets is None:
         return None
-    n_bound, coef_bound, window, hinge = sets
-    v0 = C * _matvec_T(X, coef_bound.astype(np.float64))
+    n_bound, coef_bound, window = sets
+    dense = isinstance(X, np.ndarray)
+    if dense:  # v_0 enclosed by the pass that computes it, for the certificate
+        coef = C * coef_bound.astype(np.float64)
+        expansion = _expansion_enclosure(X, coef, coef_bound == 0, window[:0], _EMPTY, False)
+        v0 = expansion[0]
+    else:
+        v0 = C * _matvec_T(X, coef_bound.astype(np.float64))
     alpha = np.zeros(window.shape[0])
     w = v0
     if window.shape[0]:
         Z = np.ascontiguousarray(_rows(X, window[:, 0]) - _rows(X, window[:, 1]))
         alpha, w = box_qp(Z, v0, C, start)
-    return WindowDual(n_bound, coef_bound, window, alpha, w, hinge)
+        if dense:
+            expansion = dd_add(expansion, _rows_enclosure(Z, alpha))
+    return WindowDual(n_bound, coef_bound, window, alpha, w, expansion if dense else None)
+
+
+def _rows_enclosure(Z: np.ndarray, alpha: np.ndarray) -> tuple:
+    r""":math:`\sum_p \alpha_p (x_i - x_j)` enclosed (``hi, lo, err``) from the rows ``Z`` of
+    the pairs' differences rounded once each: ``z_p = x_i - x_j + e_p`` with ``|e_p| <= u /
+    (1 - u) |z_p|`` entry by entry, so that the rows' own rounding adds at most
+    :math:`|Z|^T (2u\alpha)`, carried by the plain product
+    (:func:`~qpsvm.verify.rigorous.enclosed_product`) as the slack ``2u alpha`` on the
+    multipliers, whose bound is that product (0 where ``alpha_p = 0``: no term)."""
+    slack = up(2.0 * U * alpha)
+    slack[alpha == 0.0] = 0.0
+    return enclosed_product(Z, alpha, dot2=False, slack=slack)
 
 
 def grouped_primal_upper(
@@ -310,21 +329,55 @@ def hinge_upper(
     r"""An upper bound on the exact hinge sum over the pairs of ``lay`` when each exact score
     lies within ``err_i`` of ``t_i`` (:func:`grouped_primal_upper`). With ``order`` (the items
     sorted by ``t`` within queries, :func:`~qpsvm.verify.ranking_sweep.sorted_by_query`) every
-    score is given the largest error ``max_i err_i``: the sweep's keys ``fl(t - err)`` and
-    ``fl(t + err)``, rounded monotonically, are then both non-decreasing along ``order``, and
-    the sweep needs no sort of its own (else it sorts by each key)."""
+    score is given the largest error and the sweep needs no sort of its own
+    (:func:`sorted_hinge_bounds`); else it sorts by each key ``fl(t - err)``, ``fl(t + err)``
+    rounded outward item by item."""
     if order is not None:
-        err = float(np.max(err, initial=0.0))
+        return sorted_hinge_bounds(lay, t, err, order)[0]
     low = down(down(t) - err)
-    high = up(up(t) + err)
-    pref = up(1.0 - low)
+    return _hinge_bound(lay, up(1.0 - low), up(up(t) + err), None)[0]
+
+
+def sorted_hinge_bounds(
+    lay: QueryLayout, t: np.ndarray, err: np.ndarray, order: np.ndarray
+) -> tuple[float, float]:
+    r""":func:`hinge_upper` with ``order``, and the hinge sum in floating point from the same
+    sweep. Every score gets the largest error ``e = max_i err_i``; with ``M = max_i |t_i|`` and
+    ``g >= e + u M`` (rounded up), the keys ``high = fl(t + h)``, ``h >= g / (1 - u)``, and
+    ``pref = fl(k - t)``, ``k >= (1 + g) / (1 - u)``, bound every exact score ``s_i`` by
+    ``high_i >= s_i`` and ``pref_i >= 1 - s_i`` (each is one rounding, within ``u (M + h)``,
+    resp. ``u (k + M)``, of its exact value), and both are monotone in ``t``: non-decreasing
+    along ``order``, with no outward rounding of each item (a few scalar ones). The float
+    value is :math:`\sum_i \mathrm{cnt}_i (1 - t_i) + \sum_{(i, j)} t_j` over the pairs the
+    sweep selects (``high_j > -pref_i``: those short of the margin and those within about
+    ``2 h`` beyond it, whose terms, in ``[-2 h, 0]``, are rounding's size), the sums of
+    ``t_j`` read off those of ``high_j`` less ``h`` each: the value for
+    :func:`~qpsvm.verify.certificate.evaluation_allowance` and the early stop, without a sweep
+    of its own."""
+    e = float(np.max(err, initial=0.0))
+    g = math.nextafter(e + math.nextafter(U * _max_abs(t), math.inf), math.inf)
+    h = math.nextafter(g / (1.0 - U), math.inf)
+    k = math.nextafter(math.nextafter(1.0 + g, math.inf) / (1.0 - U), math.inf)
+    upper, cnt, total = _hinge_bound(lay, k - t, t + h, order)
+    return upper, fsum(cnt * ((1.0 - h) - t)) + fsum(total)
+
+
+def _hinge_bound(
+    lay: QueryLayout, pref: np.ndarray, high: np.ndarray, order: np.ndarray | None
+) -> tuple[float, np.ndarray, np.ndarray]:
+    r"""The bound of :func:`hinge_upper` from keys ``pref_i >= 1 - s_i`` and ``high_j >= s_j``
+    of every exact score: each pair's hinge is at most ``max(0, pref_i + high_j)``, summed per
+    preferred item as ``cnt_i pref_i + sum_j high_j`` over the pairs with ``high_j > -pref_i``
+    (at most ``max_query + max_levels + 2`` roundings each, bounded by the sums of
+    magnitudes); also the counts ``cnt`` (float) and the sums ``sum_j high_j`` per item.
+    ``order`` sorts ``high`` (and ``-pref``) within queries, when both are monotone in it."""
     cnt, _, total, magnitude = pair_sums(lay, -pref, high, order is not None, order)
     cntf = cnt.astype(np.float64)
     terms = cntf * pref + total
     size = fsum(cntf * np.abs(pref) + magnitude) * (1.0 + gamma(cntf.size + 2))
     rounding = gamma(lay.max_query + lay.max_levels + 4) * size + cntf.size * TINY
     s = fsum(terms)
-    return float(up(max(0.0, s) + up(2.0 * U * abs(s) + rounding)))
+    return float(up(max(0.0, s) + up(2.0 * U * abs(s) + rounding))), cntf, total
 
 
 def grouped_hinge_value(
@@ -343,19 +396,37 @@ def grouped_expansion(X: Any, C: float, point: WindowDual, dot2: bool = True) ->
     r"""The expansion ``X^T coef`` of ``point`` enclosed (``hi, lo, err``): ``coef = C a_B +
     D_M^T alpha_M`` rounded, its rounding bounded and carried through ``|X|^T``. Over disjoint
     sets of queries these combine by :func:`~qpsvm.verify.rigorous.dd_add`. The product is
-    Dot2, or the plain product if not ``dot2`` (:func:`~qpsvm.verify.rigorous.enclosed_product`)."""
+    Dot2, or the plain product if not ``dot2`` (:func:`~qpsvm.verify.rigorous.enclosed_product`),
+    then the point's own :attr:`WindowDual.expansion` when it has one (:func:`window_dual`
+    encloses ``X^T (C a_B)`` by the pass that computes ``v_0``, and the window's part by a
+    pass over its rows; :func:`~qpsvm.verify.rigorous.dd_add` adds the two)."""
+    if not dot2 and point.expansion is not None:
+        return point.expansion
     coef = C * point.bound_coef.astype(np.float64)
+    return _expansion_enclosure(X, coef, point.bound_coef == 0, point.window, point.alpha, dot2)
+
+
+def _expansion_enclosure(
+    X: Any, coef: np.ndarray, zero: np.ndarray, window: np.ndarray, alpha: np.ndarray, dot2: bool
+) -> tuple:
+    """``X^T (coef + D_M^T alpha)`` enclosed (:func:`grouped_expansion`), the pairs ``window``
+    indexing the rows of ``X``: ``coef`` (each entry one rounding of its exact value, exactly
+    0 where ``zero``) plus each pair's ``alpha_p`` at its two items, summed in floating point,
+    within ``gamma_{k+3}`` of the sum of magnitudes for items in at most ``k`` pairs. An item
+    that is ``zero`` with no ``alpha_p > 0`` has an exact 0 and no rounding to bound: its
+    slack is 0, and its term is left out of the product's bound
+    (:func:`~qpsvm.verify.rigorous.enclosed_product`)."""
     size = np.abs(coef)
-    alpha = point.alpha
     k = 0
     if alpha.size:
-        i, j = point.window[:, 0], point.window[:, 1]
+        i, j = window[:, 0], window[:, 1]
         np.add.at(coef, i, alpha)
         np.add.at(coef, j, -alpha)
         np.add.at(size, i, alpha)
         np.add.at(size, j, alpha)
-        k = int(np.max(np.bincount(point.window.ravel())))
+        k = int(np.max(np.bincount(window.ravel())))
     coef_err = up(gamma(k + 3) * size)
+    coef_err[zero & (size == 0.0)] = 0.0
     hi, lo, err = enclosed_product(X, coef, dot2=dot2, slack=coef_err)
     return hi, lo, err + X.shape[0] * TINY
 
@@ -423,31 +494,21 @@ def certify_grouped(
             return _fused_certificate(f, fused, tol)
     scores, _, err = enclosed_product(X.T, w, dot2=False)
     order = sorted_by_query(lay, scores, near)  # one sort for every sweep
-    primal = primal_upper(upper_sum(w * w), C, hinge_upper(lay, scores, err, order))
-    square = 0.5 * fsum(w * w)
-    # the float objective, for the early stop and the rounding floor: from the first window
-    # read off these scores (its sweep sums the hinge), else by a sweep of its own
-    primal_float = math.nan
-    if point is not None or not windows:
-        primal_float = square + C * grouped_hinge_value(lay, scores, order)
+    hinge, hinge_float = sorted_hinge_bounds(lay, scores, err, order)
+    primal = primal_upper(upper_sum(w * w), C, hinge)
+    # the float objective, for the early stop and the rounding floor
+    primal_float = 0.5 * fsum(w * w) + C * hinge_float
     dual, dual_float, best, expansion = 0.0, 0.0, None, np.zeros_like(w)
     given = () if point is None else (point,)
     points = (window_dual(X, C, lay, scores, tau, start=w, order=order) for tau in windows)
     for point in itertools.chain(given, points):
         if point is None:
             break
-        if math.isnan(primal_float):
-            hinge = point.hinge
-            if math.isnan(hinge):
-                hinge = grouped_hinge_value(lay, scores, order)
-            primal_float = square + C * hinge
         value, estimate, v = grouped_dual_lower(X, C, point, dot2=False)
         if value > dual:
             dual, dual_float, best, expansion = value, estimate, point, v
         if min(primal - dual, primal_float - estimate) <= GOOD_ENOUGH * tol * max(1.0, primal):
             break
-    if math.isnan(primal_float):  # the first window was too wide
-        primal_float = square + C * grouped_hinge_value(lay, scores, order)
     if relative(primal - dual, primal) > tol and best is not None:
         # the plain products' rounding may hide a gap that Dot2's enclosures prove
         primal = grouped_primal_upper(X, C, lay, w)

@@ -145,18 +145,22 @@ def _all_finite(a):  # pragma: no cover - compiled
 
 @numba.njit(**CALLEE)
 def _hinge_upper(starts, level, max_query, max_levels, t, err, order):  # pragma: no cover
-    """:func:`qpsvm.verify.ranking.hinge_upper` with ``order``."""
+    """:func:`qpsvm.verify.ranking.sorted_hinge_bounds`: the bound and the float value."""
     n = t.shape[0]
     e = 0.0
-    for x in err:
-        e = max(e, x)
+    largest = 0.0
+    for i in range(n):
+        e = max(e, err[i])
+        largest = max(largest, abs(t[i]))
+    g = _up(e + _up(U * largest))
+    h = _up(g / (1.0 - U))
+    k = _up(_up(1.0 + g) / (1.0 - U))
     pref = np.empty(n)
     a = np.empty(n)
     high = np.empty(n)
     for i in range(n):
-        low = _down(_down(t[i]) - e)
-        high[i] = _up(_up(t[i]) + e)
-        pref[i] = _up(1.0 - low)
+        high[i] = t[i] + h
+        pref[i] = k - t[i]
         a[i] = -pref[i]
     cnt = np.zeros(n, dtype=np.int64)
     cnt_other = np.zeros(n, dtype=np.int64)
@@ -165,14 +169,16 @@ def _hinge_upper(starts, level, max_query, max_levels, t, err, order):  # pragma
     _sums(starts, level, a, high, order, order, cnt, cnt_other, total, magnitude)
     terms = np.empty(n)
     sizes = np.empty(n)
+    parts = np.empty(n)
     for i in range(n):
         c = float(cnt[i])
         terms[i] = c * pref[i] + total[i]
         sizes[i] = c * abs(pref[i]) + magnitude[i]
+        parts[i] = c * ((1.0 - h) - t[i])
     size = _fsum(sizes) * (1.0 + _gamma(n + 2))
     rounding = _gamma(max_query + max_levels + 4) * size + n * TINY
     s = _fsum(terms)
-    return _up(max(0.0, s) + _up(2.0 * U * abs(s) + rounding))
+    return _up(max(0.0, s) + _up(2.0 * U * abs(s) + rounding)), _fsum(parts) + _fsum(total)
 
 
 @numba.njit(**CALLEE)
@@ -574,9 +580,9 @@ def _window_point(
     X, C, starts, lay_order, level, scores, tau, order, limit, w, per_feature, slack, ascent, active
 ):  # pragma: no cover - compiled
     """:func:`qpsvm.verify.ranking.window_dual` at ``tau`` from ``w`` (:func:`_window_qp`):
-    ``n_B``, ``a_B``, the window, its multipliers, their ``w``, the hinge sum in floating
-    point, whether the window fits in ``limit`` pairs and the sets gave its multipliers, and
-    which step gave them (:data:`OWN` for an empty window)."""
+    ``n_B``, ``a_B``, the window, its multipliers, their ``w``, whether the window fits in
+    ``limit`` pairs, whether the sets gave its multipliers, and which step gave them
+    (:data:`OWN` for an empty window)."""
     n, d = X.shape
     lo = np.empty(n)
     inner = np.empty(n)
@@ -592,19 +598,11 @@ def _window_point(
     )
     coef = cnt - cnt_other
     if found > limit:
-        return 0, coef, out[:0], np.zeros(0), w, math.nan, False, OWN
+        return 0, coef, out[:0], np.zeros(0), w, False, False, OWN
     window = out[:found]
     n_bound = 0
-    parts = np.empty(n)
     for i in range(n):
         n_bound += cnt[i]
-        parts[i] = cnt[i] * (1.0 - scores[i])
-    hinge = _fsum(parts) + _fsum(total)
-    if found:
-        short = np.empty(found)
-        for p in range(found):
-            short[p] = max(0.0, 1.0 - (scores[window[p, 0]] - scores[window[p, 1]]))
-        hinge += _fsum(short)
     v0 = np.zeros(d)
     for i in range(n):
         if coef[i] != 0:
@@ -625,7 +623,7 @@ def _window_point(
         alpha, wq, settled, how = _window_qp(
             X, window, Z, v0, C, w, per_feature, slack, ascent, active
         )
-    return n_bound, coef, window, alpha, wq, hinge, settled, how
+    return n_bound, coef, window, alpha, wq, True, settled, how
 
 
 @numba.njit(**CALLEE)
@@ -681,22 +679,6 @@ def _dual_lower(X, C, n_bound, coef_bound, window, alpha):  # pragma: no cover -
 
 
 @numba.njit(**CALLEE)
-def _hinge_value(starts, level, scores, order):  # pragma: no cover - compiled
-    """:func:`qpsvm.verify.ranking.grouped_hinge_value` with ``order``."""
-    n = scores.shape[0]
-    a = scores - 1.0
-    cnt = np.zeros(n, dtype=np.int64)
-    cnt_other = np.zeros(n, dtype=np.int64)
-    total = np.zeros(n)
-    magnitude = np.zeros(n)
-    _sums(starts, level, a, scores, order, order, cnt, cnt_other, total, magnitude)
-    parts = np.empty(n)
-    for i in range(n):
-        parts[i] = cnt[i] * (1.0 - scores[i])
-    return _fsum(parts) + _fsum(total)
-
-
-@numba.njit(**CALLEE)
 def _bounds(problem, w, settings, given, point):  # pragma: no cover - compiled
     """The steps of :func:`fused_certificate` (``target`` is ``GOOD_ENOUGH tol``; the dual
     point ``point`` tried first if ``given``): the status, the rigorous ends and their float
@@ -715,41 +697,37 @@ def _bounds(problem, w, settings, given, point):  # pragma: no cover - compiled
         err[:] = np.inf
     order = _by_query(np.argsort(scores), query, starts)
     ww = w * w
-    hinge = _hinge_upper(starts, level, max_query, max_levels, scores, err, order)
+    hinge, hinge_float = _hinge_upper(starts, level, max_query, max_levels, scores, err, order)
     half = _up(0.5 * _upper_sum(ww))
     primal = _up(half + _up(C * hinge * (1.0 + 2.0 * U)))
-    square = 0.5 * _fsum(ww)
-    primal_float = math.nan
+    primal_float = 0.5 * _fsum(ww) + C * hinge_float
     dual, dual_float, found = 0.0, 0.0, False
     expansion = np.zeros(d)
     best = point
     status = OK
     if given:
-        primal_float = square + C * _hinge_value(starts, level, scores, order)
         value, estimate, v = _dual_lower(X, C, point[0], point[1], point[2], point[3])
         if value > dual:
             dual, dual_float, expansion, found = value, estimate, v, True
         if min(primal - dual, primal_float - estimate) <= target * max(1.0, primal):
             taus = taus[:0]
     for tau in taus:
-        n_bound, coef, window, alpha, _, hinge_float, settled, _ = _window_point(
+        n_bound, coef, window, alpha, _, fits, settled, _ = _window_point(
             *(X, C, starts, lay_order, level, scores, tau, order, limit, w),
             *(per_feature, slack, ascent, active),
         )
-        if math.isnan(hinge_float):  # the window outgrew the limit
+        if not fits:  # the window outgrew the limit
             break
         if not settled:
             status = FALLBACK
             break
-        if math.isnan(primal_float):
-            primal_float = square + C * hinge_float
         value, estimate, v = _dual_lower(X, C, n_bound, coef, window, alpha)
         if value > dual:
             dual, dual_float, expansion, found = value, estimate, v, True
             best = (n_bound, coef, window.copy(), alpha)
         if min(primal - dual, primal_float - estimate) <= target * max(1.0, primal):
             break
-    if not found or math.isnan(primal_float):
+    if not found:
         status = FALLBACK
     comp = 0.0
     window, alpha = best[2], best[3]
