@@ -19,10 +19,14 @@ from qpsvm.solvers import smo
 from qpsvm.solvers.smo import (
     FAR_SHRINK,
     MIN_SHRINK,
+    NEVER,
+    NEXT,
+    NEXT_SHRINK,
+    NOW,
     SMOUnits,
     _kernel_rows,
     _polish,
-    _polish_pays,
+    _polish_plan,
     _restart_tol,
     _SMOState,
     gap_resolution,
@@ -484,30 +488,80 @@ def test_smo_stops_at_the_rounding_of_its_gap_estimate():
     assert abs(sol.objective - exact.objective) <= sol.certificate.gap + exact.certificate.gap
 
 
-def test_kkt_polish_pays_only_for_small_free_sets():
-    # |F|^3 / 3 against half of STEP_OPS per step and sample: no free variable, no solve
-    upper = np.ones(100)
-    assert not _polish_pays(np.zeros(100), upper, 10**6)
-    alpha = np.where(np.arange(100) < 50, 0.5, 0.0)
-    assert _polish_pays(alpha, upper, 10**3)  # 50^3/3 = 41667 <= 0.5 * 10 * 1e3 * 100
-    assert not _polish_pays(alpha, upper, 10)
-
-
-def test_restart_steps_are_small_only_where_the_kkt_equations_would_pay():
-    # 50 of 100 free: the equations pay after 84 steps (50^3/3 <= 0.5 * 10 * steps * 100), so
-    # within POLISH_AHEAD = 4 times the steps from 21 steps on
+def test_kkt_polish_plan_weighs_the_equations_against_the_tail(monkeypatch):
+    # 50 of 100 free, the equations' cost made 5000 step-units per free multiplier (2.5e5 in
+    # all) against 50 * per_decade for a decade of SMO's steps: three solves within a decade
+    # from 15000 steps per decade on (3 * 2.5e5 = 7.5e5 = 50 * 15000)
+    monkeypatch.setattr(smo, "POLISH_FLOP", 0.0)
+    monkeypatch.setattr(smo, "POLISH_FIXED", 0.0)
+    monkeypatch.setattr(smo, "POLISH_ENTRY", 100.0)
     upper = np.ones(100)
     alpha = np.where(np.arange(100) < 50, 0.5, 0.0)
+    assert _polish_plan(alpha, upper, 15000.0, 8.0) == NOW
+    # one solve and a decade of 1000 steps (2.5e5 + 5e4) against the decades left (5e4 each):
+    # the tail pays from 6 decades on
+    assert _polish_plan(alpha, upper, 1000.0, 6.0) == NEXT
+    assert _polish_plan(alpha, upper, 1000.0, 5.9) == NEVER
+    # no free multiplier: nothing to solve
+    assert _polish_plan(np.zeros(100), upper, 1e9, 20.0) == NEVER
+
+
+def test_kkt_polish_plan_as_measured():
+    # SMO's first stage at n = 2000 (rbf, gamma = 0.05): 3749 steps at C = 100 with 1495 free
+    # and the gap 9.6 decades above its target, where one solve (70-77 ms) costs less than the
+    # tail (12962 steps, 115 ms); 2599 steps at C = 1 with 1150 free and 7.6 decades, where
+    # the solve (36-47 ms) and a decade cost more than the tail (6298 steps, 42 ms); poly,
+    # 45220 steps with about 600 free: three solves cost less than a decade
+    decade = 1.0 / np.log10(2 / 1e-3)
+    free = np.full(2000, 0.5)
+    plan = [
+        _polish_plan(free[:n_free], np.ones(n_free), steps * decade, decades)
+        for n_free, steps, decades in ((1495, 3749, 9.6), (1150, 2599, 7.6), (600, 45220, 8.0))
+    ]
+    assert plan == [NEXT, NEVER, NOW]
+
+
+def test_restart_steps_follow_the_polish_plan():
     # a gap 1e6 times its target asks for 0.3 / 1e6 of the violation: two decades at most
-    # where the equations would pay, the proportional tolerance where they would not
-    assert _restart_tol(alpha, upper, 21, 2.0, 1e6, 1.0) == 2.0 * MIN_SHRINK
-    assert _restart_tol(alpha, upper, 20, 2.0, 1e6, 1.0) == 2.0 * (0.3 / 1e6)
-    assert _restart_tol(np.zeros(100), upper, 10**9, 2.0, 1e6, 1.0) == 2.0 * (0.3 / 1e6)
-    # ... never below FAR_SHRINK of it
-    assert _restart_tol(alpha, upper, 20, 2.0, 1e20, 1.0) == 2.0 * FAR_SHRINK
-    # a gap near its target: the proportional tolerance, half a decade to spare, either way
-    for steps in (20, 21):
-        assert _restart_tol(alpha, upper, steps, 2.0, 10.0, 1.0) == 2.0 * (0.3 / 10.0)
+    # where the equations are cheap, one where they are tried after a decade, the proportional
+    # tolerance where they are not tried, never below FAR_SHRINK of it
+    assert _restart_tol(NOW, 2.0, 1e6, 1.0) == 2.0 * MIN_SHRINK
+    assert _restart_tol(NEXT, 2.0, 1e6, 1.0) == 2.0 * NEXT_SHRINK
+    assert _restart_tol(NEVER, 2.0, 1e6, 1.0) == 2.0 * (0.3 / 1e6)
+    assert _restart_tol(NEVER, 2.0, 1e20, 1.0) == 2.0 * FAR_SHRINK
+    # a gap near its target: the proportional tolerance, half a decade to spare, but one
+    # decade before equations tried after it
+    for plan in (NOW, NEVER):
+        assert _restart_tol(plan, 2.0, 10.0, 1.0) == 2.0 * (0.3 / 10.0)
+    assert _restart_tol(NEXT, 2.0, 10.0, 1.0) == 2.0 * NEXT_SHRINK
+
+
+def test_kkt_equations_after_one_more_decade_give_the_gap(monkeypatch):
+    # where the equations pay against SMO's tail but not at once, SMO runs one decade below
+    # its first stage and solves them on that free set (one polish): the answer is certified,
+    # with the steps of that decade only (the same problem to the gap by SMO's steps alone
+    # takes more than twice as many)
+    X, y = make_classification(
+        n_samples=400, n_features=20, n_informative=10, flip_y=0.1, random_state=0
+    )
+    f = qpsvm.SoftMarginDual(X, y, kernel="rbf", gamma=0.05, C=100.0)
+    calls = []
+
+    def plan(*args):
+        calls.append(_polish_plan(*args))
+        return NEXT
+
+    monkeypatch.setattr(smo, "_polish_plan", plan)
+    polished = f.solve(method="smo", gap=5e-12)
+    monkeypatch.setattr(smo, "_polish_plan", lambda *args: NEVER)
+    tail = f.solve(method="smo", gap=5e-12)
+    assert len(calls) == 1
+    assert polished.status == tail.status == "gap"
+    assert polished.certificate.passed and polished.certificate.relative_gap <= 1e-10
+    assert 2 * polished.n_iter < tail.n_iter
+    assert abs(polished.objective - tail.objective) <= (
+        polished.certificate.gap + tail.certificate.gap
+    )
 
 
 @pytest.mark.parametrize("intercept", [True, False])

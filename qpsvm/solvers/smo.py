@@ -85,33 +85,43 @@ logger = logging.getLogger("qpsvm")
 SELECTIONS = ("second_order", "max_violating")
 #: Restarts at a smaller tolerance at most when SMO runs to a gap (each costs a few passes).
 MAX_RESTARTS = 12
-#: A restart's tolerance is at least this fraction of the violation reached before it: steps
-#: of two decades, so that the KKT equations on the free set (:data:`POLISH_GAP`) are tried
-#: before SMO's linear tail (measured, n = 2000, poly, C = 100: 59000 steps to ``1e-3``, then
-#: 188000 to ``1e-12`` in one stage, or 38000 to ``1e-5``, where the equations on the free set
-#: give the optimum; rbf, whose steps are cheap, takes as many steps either way).
+#: A restart's tolerance is at least this fraction of the violation reached before it where
+#: the KKT equations on the free set are cheap (:data:`NOW`): steps of two decades, so that
+#: they are tried before SMO's linear tail (measured, n = 2000, poly, C = 100: 59000 steps to
+#: ``1e-3``, then 188000 to ``1e-12`` in one stage, or 38000 to ``1e-5``, where the equations
+#: on the free set give the optimum).
 MIN_SHRINK = 1e-2
-#: Where the KKT equations would not pay within this many times the steps taken so far
-#: (:func:`_polish_pays`), a restart's tolerance is only bounded by :data:`FAR_SHRINK` times
-#: the violation: one stage to the gap, as the rbf kernel takes as many steps either way and
-#: each stage costs two rebuilds of the shrunk gradient.
-POLISH_AHEAD = 4
+#: Where the equations pay against the tail but not at once (:data:`NEXT`), SMO first runs
+#: one decade below its first stage, where the free set is right (measured, rbf n = 2000,
+#: C = 1 and 100, gamma 0.05 and 0.5, and n = 500: at ``1e-3`` the sets were 1-7 indices
+#: off and the equations took three solves, 125-317 ms; at ``1e-4`` one solve certified).
+NEXT_SHRINK = 1e-1
+#: Where they would not pay (:data:`NEVER`), a restart's tolerance is only bounded by
+#: :data:`FAR_SHRINK` times the violation: one stage to the gap (each stage costs two rebuilds
+#: of the shrunk gradient).
 FAR_SHRINK = 1e-9
-#: SMO's gap (relative) below which the KKT equations on its free set are tried, and the
-#: factor by which the gap must fall before they are tried again.
-POLISH_GAP = 1e-3
+#: The factor by which SMO's gap must fall before cheap equations (:data:`NOW`) that failed
+#: are tried again.
 POLISH_STEP = 1e-2
 #: Solves of the KKT equations at most per polish, each on the free set grown by the bound
 #: multipliers whose residual at the previous solution has the wrong sign (:func:`_polish`).
 POLISH_ROUNDS = 3
-#: The KKT equations are solved when their ``|F|^3 / 3`` operations are at most
-#: :data:`POLISH_SHARE` of SMO's work so far, counted as :data:`STEP_OPS` operations per step
-#: and sample (a step's selection and gradient update read a few arrays of length ``n``).
-#: Measured (n = 2000, one core): rbf converges in a few thousand steps and its further steps
-#: cost less than a factorisation of its ~1000 free multipliers; poly needs 40000 steps for
-#: 600, which the factorisation saves.
-STEP_OPS = 10.0
-POLISH_SHARE = 0.5
+#: The cost of the KKT equations on ``k`` free multipliers, in units of one SMO step's work on
+#: one free multiplier (a selection pass and a gradient update over the free set, about
+#: 5.7 ns): ``k^3 / 3`` multiply-adds of the factorisation at :data:`POLISH_FLOP` each and
+#: :data:`POLISH_ENTRY` per entry of the ``k x k`` block (its gather, the bordered matrix,
+#: the refinement's products). Measured (one core, rbf n = 2000): SMO's tail steps cost
+#: 5.7-5.8 ns per free multiplier at 1150 and 1500 free; the equations 3 ms at 345 free,
+#: 36-47 ms at 1080-1150 and 70-77 ms at 1500 (the factorisation 31-35 ms of it), and
+#: :data:`POLISH_FIXED` (about 1 ms: the stage before it, the products for its scores and
+#: intercept; measured at n = 500, 345 free, where one decade of steps and one solve were
+#: predicted to cost as much as the tail, they took 13.4 ms against the tail's 10.6 ms in
+#: one process alternating the two at a load average of 11 on 2 cores).
+POLISH_FLOP = 1.0 / 190.0
+POLISH_ENTRY = 3.5
+POLISH_FIXED = 2e5
+#: The plans of :func:`_polish_plan`.
+NOW, NEXT, NEVER = "now", "next", "never"
 #: Tolerances below this many units of round-off of the gradient are not asked for: the
 #: updated gradient is not more accurate than that.
 GRADIENT_ULPS = 64.0
@@ -597,7 +607,10 @@ def _run_stages(
     n_iter, violation = state.run(tol)
     status = "tolerance" if violation < tol else "max_iter"
     if gap is not None and status == "tolerance":
-        steps, violation, reached = _tighten(f, state, violation, gap, n_iter)
+        # SMO starts at alpha = 0 with a violation of about twice the largest margin
+        start = 2.0 * max(1.0, float(np.max(f.margin, initial=0.0)))
+        per_decade = n_iter / max(1.0, math.log10(start / max(violation, 1e-300)))
+        steps, violation, reached = _tighten(f, state, violation, gap, per_decade)
         n_iter += steps
         status = "gap" if reached else "tolerance"
     if status == "max_iter":
@@ -611,7 +624,7 @@ def _run_stages(
 
 
 def _tighten(
-    f: BinaryProblem, state: _SMOState, violation: float, gap: float, n_steps: int
+    f: BinaryProblem, state: _SMOState, violation: float, gap: float, per_decade: float
 ) -> tuple[int, float, bool]:
     """Restart SMO (``state.run(tol)``, warm) at smaller tolerances until :func:`gradient_gap`
     is at most ``gap * max(1, P)``, or within its own round-off (:func:`gap_resolution`), on a
@@ -619,27 +632,29 @@ def _tighten(
     the gap was reached.
 
     The next tolerance is :func:`_restart_tol`'s, never below the gradient's round-off
-    (:data:`GRADIENT_ULPS`). Once the gap is below
-    :data:`POLISH_GAP` (and again each :data:`POLISH_STEP` further), the KKT equations on the
-    free set are tried instead (:func:`_polish`) where they cost less than SMO's steps
-    (:func:`_polish_pays`; ``n_steps`` SMO steps were taken before)."""
+    (:data:`GRADIENT_ULPS`). The KKT equations on the free set (:func:`_polish`) are tried
+    as :func:`_polish_plan` decides at the first stage's point (SMO took ``per_decade`` steps
+    per decade of violation to reach it): at once, and again each :data:`POLISH_STEP` the gap
+    falls, where they are cheap (:data:`NOW`); once, after one more decade of steps, where
+    they cost less than the tail (:data:`NEXT`); else never."""
     alpha, G = state.alpha, state.G
     floor = GRADIENT_ULPS * np.finfo(float).eps * max(1.0, float(np.max(np.abs(G))))
-    steps, fresh, polished = 0, False, math.inf
+    steps, fresh, polished, plan = 0, False, math.inf, ""
     for _ in range(MAX_RESTARTS):
         primal, estimate = gradient_gap(f, alpha, G)
         scale = max(1.0, abs(primal))
         target = gap * scale
         reached = estimate <= target or estimate <= gap_resolution(f, alpha, state.diag, estimate)
-        if (
-            not reached
-            and estimate <= min(POLISH_GAP * scale, POLISH_STEP * polished)
-            and _polish_pays(alpha, f.upper, n_steps + steps)
-        ):
+        if not plan:
+            decades = math.log10(max(estimate, target) / target)
+            plan = _polish_plan(alpha, f.upper, per_decade, decades)
+        now = plan == NOW and estimate <= POLISH_STEP * polished
+        if not reached and (now or (plan == NEXT and steps > 0)):
             polished = estimate
             if _polish(f, alpha, G, target, state.diag):
                 return steps, violation, True
-        tol = max(_restart_tol(alpha, f.upper, n_steps + steps, violation, estimate, target), floor)
+            plan = NOW if plan == NOW else NEVER
+        tol = max(_restart_tol(plan, violation, estimate, target), floor)
         if reached or tol >= violation:
             if fresh:
                 return steps, violation, reached
@@ -654,22 +669,14 @@ def _tighten(
     return steps, violation, False
 
 
-def _restart_tol(
-    alpha: np.ndarray,
-    upper: np.ndarray,
-    steps: int,
-    violation: float,
-    estimate: float,
-    target: float,
-) -> float:
+def _restart_tol(plan: str, violation: float, estimate: float, target: float) -> float:
     """The tolerance of SMO's next (warm) stage, from the ``violation`` reached and the gap's
     ``estimate`` against its ``target``: it assumes the gap shrinks in proportion to the
     violation (it does near the optimum), with half a decade to spare, never below
-    :data:`MIN_SHRINK` times the violation where the KKT equations on the free set would pay
-    within :data:`POLISH_AHEAD` times the ``steps`` taken (:func:`_polish_pays`: each stage
-    ends where they can be tried), else never below :data:`FAR_SHRINK` times it."""
-    near = _polish_pays(alpha, upper, POLISH_AHEAD * steps)
-    shrink = MIN_SHRINK if near else FAR_SHRINK
+    :data:`MIN_SHRINK`, :data:`NEXT_SHRINK` or :data:`FAR_SHRINK` times the violation as the
+    ``plan`` of the KKT equations is :data:`NOW`, :data:`NEXT` or :data:`NEVER` (each stage
+    ends where they are tried)."""
+    shrink = {NOW: MIN_SHRINK, NEXT: NEXT_SHRINK}.get(plan, FAR_SHRINK)
     return violation * max(shrink, 0.3 * target / max(estimate, target))
 
 
@@ -711,9 +718,22 @@ def _polish(
     return False
 
 
-def _polish_pays(alpha: np.ndarray, upper: np.ndarray, steps: int) -> bool:
-    """Whether the KKT equations on the free set (``|F|^3 / 3`` operations) cost at most
-    :data:`POLISH_SHARE` of SMO's ``steps`` (:data:`STEP_OPS` per step and sample): on slowly
-    converging problems (e.g. the poly kernel), not where SMO's further steps are cheap."""
+def _polish_plan(alpha: np.ndarray, upper: np.ndarray, per_decade: float, decades: float) -> str:
+    r"""When the KKT equations on the free set ``F = {0 < alpha_i < C s_i}`` are worth solving,
+    from their cost against SMO's steps, both in units of one step's work on one free
+    multiplier: the equations cost :math:`c = |F|^3 / 3 \cdot` :data:`POLISH_FLOP`
+    :math:`+ |F|^2 \cdot` :data:`POLISH_ENTRY`, a decade of SMO's violation
+    :math:`s = |F| \cdot` ``per_decade``, and the tail to the gap ``decades`` decades of it
+    (SMO converges linearly near the optimum: measured at n = 2000, rbf and poly, its tail
+    takes 0.7-1.1 times the first stage's steps per decade). :data:`NOW` where
+    :data:`POLISH_ROUNDS` solves cost at most one decade (the poly kernel: 40000 steps for
+    600 free), :data:`NEXT` where one solve and the decade of steps before it cost less
+    than the tail, else :data:`NEVER`."""
     k = int(np.count_nonzero((alpha > 0) & (alpha < upper)))
-    return 0 < k and k**3 / 3.0 <= POLISH_SHARE * STEP_OPS * steps * alpha.size
+    if k == 0:
+        return NEVER
+    cost = k**3 / 3.0 * POLISH_FLOP + k**2 * POLISH_ENTRY + POLISH_FIXED
+    decade = k * per_decade
+    if POLISH_ROUNDS * cost <= decade:
+        return NOW
+    return NEXT if cost + decade <= decades * decade else NEVER
