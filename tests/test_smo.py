@@ -490,14 +490,15 @@ def test_smo_stops_at_the_rounding_of_its_gap_estimate():
 
 def test_kkt_polish_plan_weighs_the_equations_against_the_tail(monkeypatch):
     # 50 of 100 free, the equations' cost made 5000 step-units per free multiplier (2.5e5 in
-    # all) against 50 * per_decade for a decade of SMO's steps: three solves within a decade
-    # from 15000 steps per decade on (3 * 2.5e5 = 7.5e5 = 50 * 15000)
+    # all) against 50 * per_decade for a decade of SMO's steps: one solve within a decade
+    # from 5000 steps per decade on (2.5e5 = 50 * 5000)
     monkeypatch.setattr(smo, "POLISH_FLOP", 0.0)
     monkeypatch.setattr(smo, "POLISH_FIXED", 0.0)
     monkeypatch.setattr(smo, "POLISH_ENTRY", 100.0)
     upper = np.ones(100)
     alpha = np.where(np.arange(100) < 50, 0.5, 0.0)
-    assert _polish_plan(alpha, upper, 15000.0, 8.0) == NOW
+    assert _polish_plan(alpha, upper, 5000.0, 8.0) == NOW
+    assert _polish_plan(alpha, upper, 4999.0, 8.0) == NEXT
     # one solve and a decade of 1000 steps (2.5e5 + 5e4) against the decades left (5e4 each):
     # the tail pays from 6 decades on
     assert _polish_plan(alpha, upper, 1000.0, 6.0) == NEXT
@@ -511,14 +512,20 @@ def test_kkt_polish_plan_as_measured():
     # and the gap 9.6 decades above its target, where one solve (70-77 ms) costs less than the
     # tail (12962 steps, 115 ms); 2599 steps at C = 1 with 1150 free and 7.6 decades, where
     # the solve (36-47 ms) and a decade cost more than the tail (6298 steps, 42 ms); poly,
-    # 45220 steps with about 600 free: three solves cost less than a decade
+    # 45220 steps with about 600 free, and rbf gamma = 0.005, C = 10, 5996 steps with 221 free
+    # and the gap 6.9 decades above its target: one solve costs less than a decade
     decade = 1.0 / np.log10(2 / 1e-3)
     free = np.full(2000, 0.5)
     plan = [
         _polish_plan(free[:n_free], np.ones(n_free), steps * decade, decades)
-        for n_free, steps, decades in ((1495, 3749, 9.6), (1150, 2599, 7.6), (600, 45220, 8.0))
+        for n_free, steps, decades in (
+            (1495, 3749, 9.6),
+            (1150, 2599, 7.6),
+            (600, 45220, 8.0),
+            (221, 5996, 6.9),
+        )
     ]
-    assert plan == [NEXT, NEVER, NOW]
+    assert plan == [NEXT, NEVER, NOW, NOW]
 
 
 def test_restart_steps_follow_the_polish_plan():

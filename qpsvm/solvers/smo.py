@@ -725,15 +725,16 @@ def _polish_plan(alpha: np.ndarray, upper: np.ndarray, per_decade: float, decade
     :math:`+ |F|^2 \cdot` :data:`POLISH_ENTRY`, a decade of SMO's violation
     :math:`s = |F| \cdot` ``per_decade``, and the tail to the gap ``decades`` decades of it
     (SMO converges linearly near the optimum: measured at n = 2000, rbf and poly, its tail
-    takes 0.7-1.1 times the first stage's steps per decade). :data:`NOW` where
-    :data:`POLISH_ROUNDS` solves cost at most one decade (the poly kernel: 40000 steps for
-    600 free), :data:`NEXT` where one solve and the decade of steps before it cost less
-    than the tail, else :data:`NEVER`."""
+    takes 0.7-1.1 times the first stage's steps per decade). :data:`NOW` where one solve
+    costs at most one decade (the poly kernel: 40000 steps for 600 free; rbf n = 2000,
+    gamma = 0.005, C = 10: one solve on 221 free certified at ``1e-3``, 20 ms, where a decade
+    first took 22 ms more), :data:`NEXT` where one solve and the decade of steps before it
+    cost less than the tail, else :data:`NEVER`."""
     k = int(np.count_nonzero((alpha > 0) & (alpha < upper)))
     if k == 0:
         return NEVER
     cost = k**3 / 3.0 * POLISH_FLOP + k**2 * POLISH_ENTRY + POLISH_FIXED
     decade = k * per_decade
-    if POLISH_ROUNDS * cost <= decade:
+    if cost <= decade:
         return NOW
     return NEXT if cost + decade <= decades * decade else NEVER
