@@ -219,6 +219,8 @@ def _abs_product(M: Any, v: np.ndarray) -> np.ndarray:
     ``M`` is read in its memory order without forming ``|M|`` (a copy the size of the data);
     before the compiled loop is (a cold first call), a small ``M`` row by row in numpy."""
     v = np.ascontiguousarray(v, dtype=np.float64).ravel()
+    if isinstance(M, np.matrix):
+        M = np.asarray(M)  # its rows are 1 x d matrices, which the numpy equivalent cannot add
     if isinstance(M, np.ndarray) and M.dtype == np.float64 and M.ndim == 2:
         if M.flags.c_contiguous:
             if uncompiled(_abs_columns, M.shape[0], ABS_ROWS):
