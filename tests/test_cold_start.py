@@ -93,6 +93,10 @@ def test_uncompiled_sums_equal_the_compiled_ones_to_the_bit(seed, n, d):
     rows = _numerics._csr_rows_dot2(S.data, S.indices, S.indptr, w)
     pairs = [*zip(numpy_out, compiled_out, strict=True)]
     pairs += zip(_numerics._csr_rows_dot2_numpy(S, w), rows, strict=True)
+    # the expansion with its magnitudes |X|^T |v| in one pass, and scipy's product
+    fused = (np.zeros(d), np.zeros(d), np.zeros(d))
+    _numerics._csr_tdot2_abs(S.data, S.indices, S.indptr, v, *fused)
+    pairs += zip((*numpy_out, abs(S).T @ np.abs(v)), fused, strict=True)
     for a, b in pairs:
         assert np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
 

@@ -278,3 +278,56 @@ def test_abs_product_reads_any_layout():
         v = rng.normal(size=M.shape[0])
         want = np.abs(np.asarray(M.todense() if sp.issparse(M) else M)).T @ np.abs(v)
         np.testing.assert_allclose(_abs_product(M, v), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_sparse_certificate_expands_its_dual_point_once(monkeypatch, fit_intercept):
+    # the search's enclosure of the dual point is the one the rigorous bound uses: one Dot2
+    # expansion a certificate, and the same bound as a fresh enclosure of that point
+    from qpsvm import _numerics
+    from qpsvm.verify import rigorous
+
+    rng = np.random.default_rng(3)
+    X = sp.random(60, 200, density=0.05, random_state=3, format="csr")
+    y = np.where(rng.random(60) < 0.5, -1, 1)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=fit_intercept)
+    sol = f.solve(method="dcd")
+    calls = []
+
+    def counted(original):
+        def spy(M, *args, **kwargs):
+            calls.append(sp.issparse(M))
+            return original(M, *args, **kwargs)
+
+        return spy
+
+    # every Dot2 expansion over the rows: alone, or with its magnitudes in one pass
+    monkeypatch.setattr(_numerics, "tdot2", counted(_numerics.tdot2))
+    monkeypatch.setattr(rigorous, "tdot2", counted(rigorous.tdot2))
+    monkeypatch.setattr(rigorous, "csr_tdot2_abs", counted(rigorous.csr_tdot2_abs))
+    cert = f.certify(sol)
+    assert cert.passed and sum(calls) == 1  # X^T (alpha y) once
+    # the bound from a fresh enclosure of the certificate's point, to the bit
+    assert (
+        cert.dual_objective == rigorous.binary_dual_lower(f, cert.alpha, cert.primal_objective)[0]
+    )
+
+
+def test_expansion_norms_compiled_pass_equals_numpy(monkeypatch):
+    # one compiled pass gives the numpy evaluation's floats to the bit: the bound on ||v||^2
+    # (each entry's magnitude moved up, the squares' Sum2 bounded) and the estimate ||hi+lo||^2
+    from qpsvm import _numerics
+    from qpsvm._numerics import U, fsum, up
+    from qpsvm.verify.rigorous import expansion_norms, upper_sum
+
+    monkeypatch.setattr(_numerics, "compiled", lambda kernel: True)  # the compiled pass
+
+    rng = np.random.default_rng(5)
+    for scale in (1e-150, 1e-3, 1.0, 1e4, 1e140):
+        hi = rng.standard_normal(5000) * scale * 10.0 ** rng.integers(-8, 8, 5000)
+        hi[::7] = 0.0
+        lo = hi * 2.0**-60 * rng.standard_normal(5000)
+        err = np.abs(hi) * 1e-14 * rng.random(5000)
+        v = hi + lo
+        bound = up(np.abs(v) * (1.0 + 2.0 * U) + err)
+        assert expansion_norms(hi, lo, err) == (upper_sum(bound * bound), fsum(v * v))

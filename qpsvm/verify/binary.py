@@ -50,8 +50,11 @@ from qpsvm.verify.psd import ExactGram, gram_verdict
 from qpsvm.verify.rigorous import (
     RbfError,
     binary_dual_lower,
+    binary_dual_sums,
+    binary_feasible,
     binary_primal_upper,
     binary_trivial_upper,
+    dual_estimate,
     kernel_dual_lower,
     kernel_primal_upper,
     rbf_pair_error,
@@ -389,12 +392,20 @@ def _primal_side(f: BinaryProblem, cand: Candidate) -> _PrimalSide:
 
 
 def _search_dual(
-    f: BinaryProblem, side: _PrimalSide, tol: float, hints: Sequence[np.ndarray]
-) -> tuple[np.ndarray, float, dict[int, tuple[np.ndarray, np.ndarray | None]]]:
-    """The best dual point found (with ``D`` in working precision) and the expansions ``v``
-    computed on the way, by point: the candidate's own, the hints, then the points built from
-    the margins (:func:`dual_points`; on sparse data coordinate ascent over the nonzeros,
-    never dense least squares or KKT solves on the margin set, which may hold most samples).
+    f: BinaryProblem,
+    side: _PrimalSide,
+    tol: float,
+    hints: Sequence[np.ndarray],
+    enclose: bool = False,
+) -> tuple[np.ndarray, float, dict[int, tuple[np.ndarray, np.ndarray | None, Any]]]:
+    """The best dual point found (with ``D`` in working precision) and what was computed on the
+    way, by point: the expansion ``v`` and, with ``enclose`` (an explicit ``w`` over sparse
+    rows of ``X``), the :class:`~qpsvm.verify.rigorous.DualSums` of the point clipped into the exact
+    box, whose enclosed expansion gives ``v`` and which the rigorous bound then reuses
+    (:func:`_linear_bounds`) rather than expanding the same point again in twice the working
+    precision. The points: the candidate's own, the hints, then the points built from the
+    margins (:func:`dual_points`; on sparse data coordinate ascent over the nonzeros, never
+    dense least squares or KKT solves on the margin set, which may hold most samples).
     ``alpha = 0`` is always feasible (``D(0) = 0 <= P*``); the search stops at a gap far below
     ``tol``."""
     first, kernel = side.first, side.kernel
@@ -406,13 +417,18 @@ def _search_dual(
         if ascent
         else dual_points(f, side.residual, side.w),
     )
-    expansions: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
+    expansions: dict[int, tuple[np.ndarray, np.ndarray | None, Any]] = {}
 
     def dual_objective(point: np.ndarray) -> float:
         if kernel is not None and point is first:
             return fsum_dot(f.margin, point) - 0.5 * fsum_dot(point * f.y, kernel.first_scores)
+        if enclose:
+            sums = binary_dual_sums(f, binary_feasible(f, point))
+            hi, lo, _ = sums.expansion
+            expansions[id(point)] = (point, hi + lo, sums)
+            return dual_estimate(sums)
         value, v = f.dual_parts(point)
-        expansions[id(point)] = (point, v)
+        expansions[id(point)] = (point, v, None)
         return value
 
     alpha, dual, early = best_dual_point(
@@ -424,16 +440,17 @@ def _search_dual(
 
 
 def _linear_bounds(
-    f: BinaryProblem, side: _PrimalSide, alpha: np.ndarray, pairs: Any
+    f: BinaryProblem, side: _PrimalSide, alpha: np.ndarray, pairs: Any, sums: Any = None
 ) -> tuple[float, float, float, np.ndarray, float]:
     """Rigorous ``P`` (an upper bound), primal infeasibility, ``D`` (a lower bound), the dual
     point, and the allowance for rounding in the bounds (:mod:`qpsvm.verify.rigorous`,
-    :func:`~qpsvm.verify.certificate.evaluation_allowance`), for an explicit ``w``."""
+    :func:`~qpsvm.verify.certificate.evaluation_allowance`), for an explicit ``w``; ``sums``
+    the search's :class:`~qpsvm.verify.rigorous.DualSums` of ``alpha``, if it has them."""
     primal, worst, primal_estimate = binary_primal_upper(f, side.w, side.b, pairs)
     primal_inf = max(0.0, worst) if side.hard else side.infeasibility
     reference = primal if math.isfinite(primal) else binary_trivial_upper(f)
-    dual, alpha, dual_estimate = binary_dual_lower(f, alpha, reference, pairs)
-    floor = evaluation_allowance(primal, dual, primal_estimate, dual_estimate)
+    dual, alpha, estimate = binary_dual_lower(f, alpha, reference, pairs, sums)
+    floor = evaluation_allowance(primal, dual, primal_estimate, estimate)
     return primal, primal_inf, dual, alpha, floor
 
 
@@ -533,7 +550,11 @@ def _stationarity(
     if w is None:
         return 0.0
     v = next(
-        (v for point, v in expansions.values() if v is not None and np.array_equal(point, alpha)),
+        (
+            v
+            for point, v, _ in expansions.values()
+            if v is not None and np.array_equal(point, alpha)
+        ),
         None,
     )
     residual_w = w - (f.expansion(alpha) if v is None else v)
@@ -566,9 +587,12 @@ def certify_binary(
     if cand.w is None and cand.alpha is None:
         raise InvalidInputError("nothing to certify: pass a solution, w (and b), or alpha.")
     side = _primal_side(f, cand)
-    alpha, dual_float, expansions = _search_dual(f, side, tol, hints)
+    # on sparse rows the search's few points (the candidate's, the ascent's) are enclosed
+    enclose = f.linear and pairs is None and sp.issparse(f.X)
+    alpha, dual_float, expansions = _search_dual(f, side, tol, hints, enclose)
     if f.linear:
-        primal, primal_inf, dual, alpha, floor = _linear_bounds(f, side, alpha, pairs)
+        sums = next((s for point, _, s in expansions.values() if point is alpha), None)
+        primal, primal_inf, dual, alpha, floor = _linear_bounds(f, side, alpha, pairs, sums)
         rigorous = True
     else:
         primal, dual, alpha = _kernel_bounds(f, side, alpha)
