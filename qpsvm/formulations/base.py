@@ -241,10 +241,12 @@ class Formulation(ABC):
         dual point of the problem's own solution (:meth:`reference_solution`, solved once) is
         tried as well, so the gap bounds the candidate's suboptimality tightly however poor the
         candidate is; solvers checking their own iterates pass ``reference=False``. A certifier
-        that takes a ``ceiling`` (the multiclass one) is given the solution's rigorous primal as
-        a bound on the optimum, so that it stops at that point for a candidate that fails
-        whatever the point; once the solution is cached its point is tried first, and a
-        candidate's certificate then costs the same however poor the candidate.
+        that takes a ``ceiling`` (every family's but the structural SVM's) is given the
+        solution's rigorous primal as a bound on the optimum, so that it stops at that point for
+        a candidate that fails whatever the point
+        (:func:`~qpsvm.verify.certificate.beyond_ceiling`); once the solution is cached its
+        point is tried with the candidate's first, and a failing candidate's certificate then
+        costs no search of its own sets however poor the candidate.
         """
         candidate = self._read_estimator(candidate)
         cand = load(self.candidate_reader)(self, candidate, w=w, b=b, alpha=alpha)

@@ -43,6 +43,7 @@ from qpsvm.verify.certificate import (
     GOOD_ENOUGH,
     Certificate,
     best_dual_point,
+    beyond_ceiling,
     evaluation_allowance,
 )
 from qpsvm.verify.projection import bounded_fit
@@ -397,6 +398,7 @@ def _search_dual(
     tol: float,
     hints: Sequence[np.ndarray],
     enclose: bool = False,
+    ceiling: float = math.inf,
 ) -> tuple[np.ndarray, float, dict[int, tuple[np.ndarray, np.ndarray | None, Any]]]:
     """The best dual point found (with ``D`` in working precision) and what was computed on the
     way, by point: the expansion ``v`` and, with ``enclose`` (an explicit ``w`` over sparse
@@ -407,7 +409,8 @@ def _search_dual(
     margins (:func:`dual_points`; on sparse data coordinate ascent over the nonzeros, never
     dense least squares or KKT solves on the margin set, which may hold most samples).
     ``alpha = 0`` is always feasible (``D(0) = 0 <= P*``); the search stops at a gap far below
-    ``tol``."""
+    ``tol``, or once no point could change the verdict given the ``ceiling`` on ``P*``
+    (:func:`~qpsvm.verify.certificate.beyond_ceiling`)."""
     first, kernel = side.first, side.kernel
     ascent = side.w is not None and sp.issparse(f.X) and not side.hard
     pool = itertools.chain(
@@ -432,9 +435,9 @@ def _search_dual(
         return value
 
     alpha, dual, early = best_dual_point(
-        dual_objective, pool, np.zeros(f.n_samples), side.primal, tol
+        dual_objective, pool, np.zeros(f.n_samples), side.primal, tol, ceiling=ceiling
     )
-    if not early and not ascent:
+    if not early and not ascent and not beyond_ceiling(side.primal, dual, ceiling, tol):
         alpha, dual = improve_dual(f, alpha, dual)
     return alpha, dual, expansions
 
@@ -567,6 +570,7 @@ def certify_binary(
     tol: float = DEFAULT_TOL,
     pairs: Any = None,
     hints: Sequence[np.ndarray] = (),
+    ceiling: float = math.inf,
 ) -> Certificate:
     """Certify a candidate of a binary formulation (see :mod:`qpsvm.verify.conventions`).
 
@@ -582,6 +586,17 @@ def certify_binary(
         ``xi``, when given, is checked for feasibility.
     tol : float
         Relative tolerance of the test.
+    pairs : tuple, optional
+        The ranking SVM's items and pairs, for its rigorous bounds.
+    hints : sequence of ndarray, optional
+        More dual points to try after the candidate's own, e.g. the multipliers of the
+        problem's own solution: with them the gap bounds the suboptimality of a candidate of
+        any quality tightly.
+    ceiling : float, optional
+        An upper bound on the optimum (the problem's own solution's rigorous primal, whose
+        multipliers are a hint): the search stops once no point could change the verdict
+        (:func:`~qpsvm.verify.certificate.beyond_ceiling`), so that a failing candidate costs
+        no fits on its own sets once a hint is near the optimum.
     """
     tol = check_tol(tol)
     if cand.w is None and cand.alpha is None:
@@ -589,7 +604,7 @@ def certify_binary(
     side = _primal_side(f, cand)
     # on sparse rows the search's few points (the candidate's, the ascent's) are enclosed
     enclose = f.linear and pairs is None and sp.issparse(f.X)
-    alpha, dual_float, expansions = _search_dual(f, side, tol, hints, enclose)
+    alpha, dual_float, expansions = _search_dual(f, side, tol, hints, enclose, ceiling)
     if f.linear:
         sums = next((s for point, _, s in expansions.values() if point is alpha), None)
         primal, primal_inf, dual, alpha, floor = _linear_bounds(f, side, alpha, pairs, sums)

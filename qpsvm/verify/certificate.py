@@ -18,6 +18,7 @@ __all__ = [
     "TIGHT",
     "Certificate",
     "best_dual_point",
+    "beyond_ceiling",
     "evaluation_allowance",
     "relative",
     "uncertified_error",
@@ -80,6 +81,17 @@ def uncertified_error(cert: Certificate, message: str, *, exact: bool) -> Uncert
     return error
 
 
+def beyond_ceiling(primal: float, dual: float, ceiling: float, tol: float) -> bool:
+    r"""Whether no dual point could change a certificate's verdict or shrink its gap by more
+    than :data:`TIGHT`: the candidate of objective ``primal`` fails whatever the point (its
+    relative distance to ``ceiling``, an upper bound on ``P*``, above ``tol``) and
+    :math:`\mathrm{ceiling} - D \le` :data:`TIGHT` :math:`(P - D)` at the best ``D`` found.
+    Every dual value is at most ``P* <= ceiling``, so the gap ``P - D`` is then within
+    ``1 / (1 - TIGHT)`` of the best any point gives. It decides only where a search stops:
+    the certificate's bounds are those of the point it stopped at, whatever the ceiling."""
+    return relative(primal - ceiling, primal) > tol and ceiling - dual <= TIGHT * (primal - dual)
+
+
 def best_dual_point(
     dual_objective: Callable[[np.ndarray], float],
     points: Iterable[np.ndarray],
@@ -98,9 +110,8 @@ def best_dual_point(
     may then be searched on, from the returned point).
 
     ``ceiling`` is an upper bound on the optimum ``P*``, so on every ``D``. The search also
-    stops, not early, once the candidate fails whatever the point (``P - ceiling`` above
-    ``tol``) and :math:`\mathrm{ceiling} - D \le` :data:`TIGHT` :math:`(P - D)`: no point
-    left could shrink the gap by more than that share."""
+    stops, not early, once no point left could change the verdict or shrink the gap by more
+    than :data:`TIGHT` (:func:`beyond_ceiling`)."""
     alpha = start
     for point in points:
         value = dual_objective(point)
@@ -108,7 +119,7 @@ def best_dual_point(
             alpha, dual = point, value
         if relative(primal - dual, primal) <= enough * tol:
             return alpha, dual, True
-        if relative(primal - ceiling, primal) > tol and ceiling - dual <= TIGHT * (primal - dual):
+        if beyond_ceiling(primal, dual, ceiling, tol):
             return alpha, dual, False
     return alpha, dual, False
 

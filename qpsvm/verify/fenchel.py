@@ -72,6 +72,7 @@ from qpsvm.verify.certificate import (
     GOOD_ENOUGH,
     Certificate,
     best_dual_point,
+    beyond_ceiling,
     evaluation_allowance,
 )
 from qpsvm.verify.projection import bounded_fit
@@ -330,7 +331,11 @@ class _Dual:
 
 
 def certify_composed(
-    f: CompositeProblem, cand: Candidate, tol: float = DEFAULT_TOL, hints: Sequence[np.ndarray] = ()
+    f: CompositeProblem,
+    cand: Candidate,
+    tol: float = DEFAULT_TOL,
+    hints: Sequence[np.ndarray] = (),
+    ceiling: float = math.inf,
 ) -> Certificate:
     """Certify a candidate ``(w, b)`` and/or multipliers ``u`` of a composed problem.
 
@@ -347,11 +352,16 @@ def certify_composed(
         problem's own solution: with them the gap bounds the suboptimality of a candidate of
         any quality tightly, where the candidate's own multipliers (scaled into the penalty
         conjugate's domain, which costs a gap linear in the candidate's error) do not.
+    ceiling : float, optional
+        An upper bound on the optimum (the problem's own solution's rigorous primal, whose
+        multipliers are a hint): the search stops once no point could change the verdict
+        (:func:`~qpsvm.verify.certificate.beyond_ceiling`), so that a failing candidate costs
+        no ascent (nor, with a kernel, factor problem) once a hint is near the optimum.
     """
     tol = check_tol(tol)
     if not f.linear:
-        return _certify_kernel(f, cand, tol, hints)
-    found = _search(f, cand, tol, hints)
+        return _certify_kernel(f, cand, tol, hints, ceiling)
+    found = _search(f, cand, tol, hints, ceiling)
     best, best_value, primal = found.u, found.value, found.primal
     rigorous = f.penalty.name in RIGOROUS_PENALTIES
     floor = 0.0
@@ -394,7 +404,11 @@ class _Found:
 
 
 def _search(
-    f: CompositeProblem, cand: Candidate, tol: float, hints: Sequence[np.ndarray]
+    f: CompositeProblem,
+    cand: Candidate,
+    tol: float,
+    hints: Sequence[np.ndarray],
+    ceiling: float = math.inf,
 ) -> _Found:
     """The candidate's values and the best dual point found for it (linear kernel), in working
     precision only: the rigorous bounds are the caller's, computed once for the point kept."""
@@ -427,9 +441,9 @@ def _search(
             yield from dual.matched(gradient, z, f.intercept.augment(w, b))
 
     best, best_value, early = best_dual_point(
-        dual.value, pool(), np.zeros(f.n_samples), primal, tol
+        dual.value, pool(), np.zeros(f.n_samples), primal, tol, ceiling=ceiling
     )
-    if not early:
+    if not early and not beyond_ceiling(primal, best_value, ceiling, tol):
         improved = dual.ascend(best, b, primal, tol)
         value = dual.value(improved)
         if value > best_value:
@@ -470,17 +484,24 @@ def composed_kernel_scores(f: CompositeProblem, u: np.ndarray) -> tuple[np.ndarr
 
 
 def _certify_kernel(
-    f: CompositeProblem, cand: Candidate, tol: float, hints: Sequence[np.ndarray]
+    f: CompositeProblem,
+    cand: Candidate,
+    tol: float,
+    hints: Sequence[np.ndarray],
+    ceiling: float = math.inf,
 ) -> Certificate:
     """:func:`certify_composed` for a nonlinear kernel: multipliers ``u`` (and ``b``).
 
     The candidate's own multipliers, moved into the exact box (and, where the certificate is
     not rigorous, onto the coupling), are the first dual point: at an exact answer (the kernel
     start's, :mod:`qpsvm.solvers.kernel_start`) their gap is round-off, and their scores are
-    the candidate's own, so no factor of ``K`` is needed. The certificate is returned when it
-    passes: a better dual point would only shrink a gap already below what was asked (at large
-    ``C`` mostly the evaluation's rounding floor, which it would not remove: measured at
-    n = 1000, SVR rbf, ``C = 100``, the same gap after a 1.2 s search). Otherwise a
+    the candidate's own, so no factor of ``K`` is needed; the points of ``hints`` (the
+    problem's own solution's) are tried the same way. The certificate is returned when it
+    passes: a better dual point would only shrink a gap already below what was asked (at
+    large ``C`` mostly the evaluation's rounding floor, which it would not remove: measured at
+    n = 1000, SVR rbf, ``C = 100``, the same gap after a 1.2 s search); and when no point
+    could change its verdict given the ``ceiling`` on ``P*``
+    (:func:`~qpsvm.verify.certificate.beyond_ceiling`). Otherwise a
     dual point is searched on the factor problem (:meth:`factor_problem`) in working precision
     (:func:`_search`: no rigorous bound is computed there), and the better of the two kept.
     Either point's objectives are evaluated, and bounded once, with the Gram matrix, through
@@ -509,7 +530,11 @@ def _certify_kernel(
     view = _KernelView(f)
     ulps = kernel_ulps(view)
     rigorous = kernel_proven(f.X, ulps)
-    own = composed_box(f, u_in) if rigorous else _Dual(f).coupled(u_in)
+
+    def feasible(u: np.ndarray) -> np.ndarray:
+        return composed_box(f, u) if rigorous else _Dual(f).coupled(u)
+
+    own = feasible(u_in)
     same = np.array_equal(own, u_in)
     scores = kernel_scores(view, [u_in] if same else [u_in, own], ulps)
     g, e = scores[0]
@@ -517,14 +542,24 @@ def _certify_kernel(
     diagonal = ulps.diagonal if isinstance(ulps, PolyBound | ExactGram) else 1.0
     primal = _KernelPrimal(f, rigorous, diagonal, u_in, b, g, e, cand.xi)
     cert = primal.certificate(own, *scores[-1], tol)
-    if cert.passed:
+    for h in hints:
+        # e.g. the solution's point, by its scores alone: where it passes the candidate, or no
+        # point could change the verdict, no factor of K is needed
+        u = feasible(f.check_alpha(h))
+        cert = max(cert, primal.certificate(u, *kernel_scores(view, [u], ulps)[0], tol), key=_dual)
+    if cert.passed or beyond_ceiling(cert.primal_objective, cert.dual_objective, ceiling, tol):
         return cert
     shadow = f.factor_problem()
     candidate = Candidate(w=shadow.expansion(u_in), b=b, alpha=u_in)
-    found = _search(shadow, candidate, tol, hints)
+    found = _search(shadow, candidate, tol, hints, ceiling)
     u = composed_box(f, found.u) if rigorous else found.u
     searched = primal.certificate(u, *kernel_scores(view, [u], ulps)[0], tol)
-    return max(cert, searched, key=lambda c: c.dual_objective)
+    return max(cert, searched, key=_dual)
+
+
+def _dual(cert: Certificate) -> float:
+    """A certificate's dual value, the key that keeps the better of two for one candidate."""
+    return cert.dual_objective
 
 
 class _KernelPrimal:

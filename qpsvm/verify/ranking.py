@@ -123,7 +123,11 @@ FUSED = FusedSettings(
 
 
 def certify_ranking(
-    f: RankingProblem, cand: Candidate, tol: float = DEFAULT_TOL, hints: Sequence[np.ndarray] = ()
+    f: RankingProblem,
+    cand: Candidate,
+    tol: float = DEFAULT_TOL,
+    hints: Sequence[np.ndarray] = (),
+    ceiling: float = math.inf,
 ) -> Certificate:
     """Certify a candidate ``w`` (intercept 0) and/or pair duals ``alpha`` of a ranking SVM.
 
@@ -135,14 +139,24 @@ def certify_ranking(
     tol : float
         Relative tolerance of the test.
     hints : sequence of ndarray, optional
-        More dual points to try (see :func:`~qpsvm.verify.binary.certify_binary`).
+        More dual points to try (see :func:`~qpsvm.verify.binary.certify_binary`); for a bare
+        ``w`` of a problem given by relevance labels, only where the sweeps'
+        (:func:`certify_grouped`) do not pass it, the better certificate kept.
+    ceiling : float, optional
+        An upper bound on the optimum, where the search may stop (see
+        :func:`~qpsvm.verify.binary.certify_binary`).
     """
     lay = f.query_layout
-    if lay is not None and cand.alpha is None and not hints:
+    grouped = None
+    if lay is not None and cand.alpha is None:
+        # a bare w by the sweeps, without the pairs; the hints (over the pairs) where it fails
         if cand.b is not None:
             f.check_b(cand.b)
-        return certify_grouped(f, f.check_w(cand.w), tol)
-    return certify_binary(f, cand, tol, pairs=(f.items, f.pairs), hints=hints)
+        grouped = certify_grouped(f, f.check_w(cand.w), tol)
+        if grouped.passed or not hints:
+            return grouped
+    cert = certify_binary(f, cand, tol, pairs=(f.items, f.pairs), hints=hints, ceiling=ceiling)
+    return cert if grouped is None or cert.dual_objective > grouped.dual_objective else grouped
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,231 @@
+"""The problem's own solution as a ceiling on ``P*`` in every family's certificate.
+
+``certify`` gives the certifier the cached solution's multipliers and its rigorous primal, an
+upper bound on the optimum. Once a candidate fails whatever the dual point (its objective above
+the ceiling by more than ``tol``) and the solution's point leaves at most ``TIGHT`` of the gap
+to close, no point of the candidate's own is searched: ``P* <= ceiling`` bounds every dual
+value, so the gap is within ``1 / (1 - TIGHT)`` of the best any point gives. The enclosure is
+checked against the exact rational optimum (``method="exact"``) where the family has one.
+"""
+
+from __future__ import annotations
+
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import qpsvm
+from qpsvm.formulations.composed import ComposedProblem
+from qpsvm.solvers.exact import binary_qp, multiclass_qp
+from qpsvm.verify import binary as binary_verify
+from qpsvm.verify import fenchel
+from qpsvm.verify.certificate import TIGHT, beyond_ceiling
+from tests.conftest import random_problem, ranking_problem
+
+
+def _counting(monkeypatch, module, name: str) -> list[int]:
+    """Count the points a generator of ``module`` yields, or the calls of a function."""
+    seen: list[int] = []
+    original = getattr(module, name)
+
+    def points(*args, **kwargs):
+        for point in original(*args, **kwargs):
+            seen.append(1)
+            yield point
+
+    def call(*args, **kwargs):
+        seen.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, points if name == "dual_points" else call)
+    return seen
+
+
+def _assert_tight(cert, optimum: Fraction) -> None:
+    """Not passed, ``[D, P]`` holds the exact optimum, and the gap is within ``1 / (1 -
+    TIGHT)`` of the candidate's true suboptimality (``P - P*``, ``P`` the proven primal)."""
+    assert not cert.passed and cert.rigorous
+    assert Fraction(cert.dual_objective) <= optimum <= Fraction(cert.primal_objective)
+    assert Fraction(cert.gap) <= (Fraction(cert.primal_objective) - optimum) / (1 - Fraction(TIGHT))
+
+
+def _assert_near_search(cert, searched) -> None:
+    """The gap stopped at the solution's point is within ``1 / (1 - TIGHT)`` of the one the
+    full search found (whose ``D <= P* <= ceiling``), up to both certificates' rounding floors
+    (the stop is decided on the float objectives, the gaps are the rigorous ends')."""
+    floors = cert.rounding_floor + searched.rounding_floor
+    assert cert.gap <= searched.gap / (1 - TIGHT) + floors
+
+
+def test_beyond_ceiling_needs_a_verdict_and_a_closed_share():
+    # P = 10, ceiling 9 (fails at any tol below 0.1): D = 8.99 leaves 0.01 <= 1% of 1.01
+    assert beyond_ceiling(10.0, 8.99, 9.0, 1e-9)
+    # D = 8.9 leaves 0.1 > 1% of 1.1: a better point could still shrink the gap by more
+    assert not beyond_ceiling(10.0, 8.9, 9.0, 1e-9)
+    # the candidate may pass (P - ceiling below tol): the search must go on whatever D
+    assert not beyond_ceiling(10.0, 9.99, 9.99, 1e-2)
+    # no ceiling, no stop
+    assert not beyond_ceiling(10.0, 9.99, float("inf"), 1e-9)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda X, y: qpsvm.SoftMarginPrimal(X, y, C=1.0),
+        lambda X, y: qpsvm.SoftMarginPrimal(X, y, C=10.0, fit_intercept=False),
+        lambda X, y: qpsvm.SoftMarginDual(X, y, C=1.0),
+    ],
+    ids=["primal", "no intercept", "dual"],
+)
+def test_binary_failing_w_stops_at_the_solution(make, monkeypatch):
+    # a w 1e-2 off the exact optimum
+    X, y = random_problem(7, n=40, d=4)
+    opt = make(X, y).solve(method="exact")
+    w = opt.w + 1e-2 * np.random.default_rng(7).normal(size=opt.w.shape)
+    _certify_twice(make(X, y), {"w": w, "b": opt.b}, opt, monkeypatch)
+
+
+def _certify_twice(f, candidate: dict, opt, monkeypatch) -> None:
+    """The first call searches the candidate's own points (they fail) before it has the
+    solution, later calls only the cached solution's (no point built from the candidate's
+    sets, no re-read of the sets off a point): every gap tight against the exact ``P*``."""
+    p_star = opt.info["exact"].objective
+    _assert_tight(f.certify(**candidate), p_star)
+    own = _counting(monkeypatch, binary_verify, "dual_points")
+    improved = _counting(monkeypatch, binary_verify, "improve_dual")
+    _assert_tight(f.certify(**candidate), p_star)
+    assert own == [] and improved == []
+
+
+def test_kernel_failing_alpha_stops_at_the_solution(monkeypatch):
+    # poly kernel (exact rational values): multipliers 1e-2 off the exact ones
+    X, y = random_problem(8, n=30, d=3)
+
+    def make():
+        return qpsvm.SoftMarginDual(X, y, C=1.0, kernel="poly", degree=2, gamma=0.5, coef0=1.0)
+
+    opt = make().solve(method="exact")
+    alpha = np.clip(opt.alpha + 1e-2 * np.random.default_rng(8).random(y.size), 0.0, 1.0)
+    _certify_twice(make(), {"alpha": alpha}, opt, monkeypatch)
+
+
+@pytest.mark.parametrize("pairs", [False, True], ids=["relevance labels", "pairs"])
+def test_ranking_failing_w_stops_at_the_solution(pairs, monkeypatch):
+    # relevance labels: the sweeps first (no pairs formed), the solution's pair multipliers
+    # where they fail; explicit pairs: the binary certificate over the pair differences
+    X, y, groups = ranking_problem(9)
+
+    def make():
+        f = qpsvm.RankingSVM(X, y=y, groups=groups, C=1.0)
+        return qpsvm.RankingSVM(X, pairs=f.pairs, C=1.0) if pairs else f
+
+    opt = make().solve(method="exact")
+    w = opt.w + 1e-2 * np.random.default_rng(9).normal(size=opt.w.shape)
+    _certify_twice(make(), {"w": w}, opt, monkeypatch)
+
+
+@pytest.mark.parametrize("penalty", ["l1", "l2", "l1_l2"])
+def test_composed_failing_w_skips_the_ascent(penalty, monkeypatch):
+    # no exact oracle here: the solution's own certificate encloses P*, [D_ref, P_ref], so the
+    # true suboptimality is at least P - P_ref and the gap at most (P - D_ref) / (1 - TIGHT)
+    X, y = random_problem(10, n=60, d=5)
+
+    def make():
+        return qpsvm.ComposedClassifier(X, y, 1.0, loss="squared_hinge", penalty=penalty)
+
+    sol = make().solve()
+    w = sol.w + 1e-2 * np.random.default_rng(10).normal(size=sol.w.shape)
+    f = make()
+    first = f.certify(w=w, b=sol.b)
+    ascents = _counting(monkeypatch, fenchel._Dual, "ascend")
+    cert = f.certify(w=w, b=sol.b)
+    assert ascents == [] and not cert.passed and cert.rigorous
+    _assert_near_search(cert, first)
+    ref = sol.certificate
+    assert cert.dual_objective <= ref.primal_objective  # weak duality
+    assert cert.gap <= (cert.primal_objective - ref.dual_objective) / (1 - TIGHT)
+
+
+def test_composed_kernel_failing_alpha_skips_the_factor_problem(monkeypatch):
+    X, y = random_problem(11, n=50, d=3)
+
+    def make():
+        return qpsvm.ComposedClassifier(X, y, 1.0, loss="hinge", kernel="rbf", gamma=0.5)
+
+    sol = make().solve()
+    alpha = np.clip(sol.alpha * (1 + 0.2 * np.random.default_rng(11).random(y.size)), 0, 1)
+    f = make()
+    first = f.certify(alpha=alpha, b=sol.b)
+    factors = _counting(monkeypatch, ComposedProblem, "factor_problem")
+    cert = f.certify(alpha=alpha, b=sol.b)
+    assert factors == [] and not cert.passed and cert.rigorous
+    _assert_near_search(cert, first)
+    ref = sol.certificate
+    assert cert.dual_objective <= ref.primal_objective
+    assert cert.gap <= (cert.primal_objective - ref.dual_objective) / (1 - TIGHT)
+
+
+def _liblinear(X, y, tol: float, **options):
+    from sklearn.svm import LinearSVC
+
+    est = LinearSVC(loss="hinge", C=1.0, tol=tol, max_iter=1000, random_state=0, **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # liblinear's ConvergenceWarning at a loose tol
+        est.fit(X, y)
+    return est
+
+
+@pytest.mark.parametrize(
+    ("family", "source"),
+    [
+        ("primal", "liblinear 0.1"),
+        ("primal", "liblinear 0.01"),
+        ("primal", "subgradient"),
+        ("no intercept", "liblinear 0.1"),
+        ("no intercept", "subgradient"),
+        ("crammer_singer", "liblinear 0.1"),
+        ("crammer_singer", "liblinear 0.01"),
+        ("crammer_singer", "subgradient"),
+    ],
+)
+def test_moderately_suboptimal_answers_get_their_true_suboptimality(family, source):
+    # answers of liblinear at a loose tol and of qpsvm's subgradient descent, 1e-4 to 1e-1
+    # off: the gap, first call (the candidate's own search, then the solution's point) and
+    # again (the solution's point, stopped by the ceiling), is within 1.01x of the exact
+    # suboptimality P(w, b) - P* (both exact rationals), up to the certificate's rounding floor
+    if family == "crammer_singer":
+        X, y = random_problem(12, n=60, d=4)
+        y = np.where(X[:, 0] > 0.3, 2, np.where(y > 0, 1, 0))
+
+        def make():
+            return qpsvm.MulticlassSVM(X, y, C=1.0)
+    else:
+        X, y = random_problem(12, n=60, d=4)
+
+        def make():
+            return qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=family == "primal")
+
+    f = make()
+    opt = make().solve(method="exact")
+    if source == "subgradient":
+        sol = make().solve(method="subgradient", epochs=30, random_state=0)
+        w, b = sol.w, sol.b
+    else:
+        options = {"multi_class": "crammer_singer"} if family == "crammer_singer" else {}
+        options["fit_intercept"] = family == "primal"
+        est = _liblinear(X, y, float(source.split()[1]), **options)
+        w = est.coef_ if family == "crammer_singer" else est.coef_.ravel()
+        b = float(est.intercept_[0]) if family == "primal" else None
+    qp = multiclass_qp(f) if family == "crammer_singer" else binary_qp(f)
+    joint = f.joint_weights(w, None).ravel() if family == "crammer_singer" else w
+    true = qp.objective(joint, 0 if b is None else b) - opt.info["exact"].objective
+    relative_true = float(true) / max(1.0, float(opt.info["exact"].objective))
+    assert 1e-6 < relative_true < 0.5  # moderately suboptimal: far above any rounding
+    for _ in range(2):
+        cert = f.certify(w=w, b=b)
+        assert not cert.passed and cert.rigorous
+        assert Fraction(cert.lower) <= opt.info["exact"].objective <= Fraction(cert.upper)
+        assert float(true) <= cert.gap + cert.rounding_floor
+        assert cert.gap <= 1.01 * float(true) + cert.rounding_floor
