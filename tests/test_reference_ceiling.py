@@ -18,6 +18,7 @@ import pytest
 
 import qpsvm
 from qpsvm.formulations.composed import ComposedProblem
+from qpsvm.solution import Candidate
 from qpsvm.solvers.exact import binary_qp, multiclass_qp
 from qpsvm.verify import binary as binary_verify
 from qpsvm.verify import fenchel
@@ -68,6 +69,23 @@ def test_beyond_ceiling_needs_a_verdict_and_a_closed_share():
     assert not beyond_ceiling(10.0, 9.99, 9.99, 1e-2)
     # no ceiling, no stop
     assert not beyond_ceiling(10.0, 9.99, float("inf"), 1e-9)
+
+
+def test_a_multiple_of_w_shows_a_failing_candidate():
+    # P(t w, t b) below P(w, b) by more than 2 tol proves P* < P(w, b) - tol: the candidate
+    # 1e-2 off fails; the exact optimum has no such multiple (P(w*) = P*), nor has a kernel
+    # candidate (no explicit w), one with its own multipliers (tried first, cheaper than the
+    # screen) or a hard-margin w that violates a margin (P = inf)
+    X, y = random_problem(7, n=40, d=4)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0)
+    opt = f.solve(method="exact")
+    w = opt.w + 1e-2 * np.random.default_rng(7).normal(size=opt.w.shape)
+    assert f._fails_by_scaling(Candidate(w=w, b=opt.b), 1e-9)
+    assert not f._fails_by_scaling(Candidate(w=opt.w, b=opt.b), 1e-9)
+    assert not f._fails_by_scaling(Candidate(alpha=opt.alpha), 1e-9)
+    assert not f._fails_by_scaling(Candidate(w=w, b=opt.b, alpha=opt.alpha), 1e-9)
+    hard = qpsvm.HardMargin(X + 3.0 * y[:, None], y)
+    assert not hard._fails_by_scaling(Candidate(w=np.zeros(4), b=0.0), 1e-9)
 
 
 @pytest.mark.parametrize(
