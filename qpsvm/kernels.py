@@ -145,6 +145,11 @@ DISTANCE_TERMS = 10**8
 _NO_MARK = np.empty(0, dtype=np.int64)
 #: Products ``K v`` a :class:`KernelCache` remembers (most recent first).
 REMEMBERED = 4
+#: In a sweep (:func:`cached_row`), every this many computed rows one enters the cache as the
+#: most recent, the others at the least recent end (measured, rbf n = 8000, gamma = 0.5,
+#: C = 100, 3276 slots for 8000 free rows: 93933 rows computed, 92590 with none promoted,
+#: 120805 least recently used).
+PROMOTE = 32
 
 
 @numba.njit(**ENTRY, fastmath={"contract"})
@@ -309,30 +314,42 @@ def cached_row(i, cache):  # pragma: no cover - compiled
     """Row ``i`` of the kernel matrix from ``cache = (rows, slot_of, owner, stamp, stats, spec)``
     (:attr:`KernelCache.arrays`, or :func:`gram_arrays`: then ``spec[1]`` is the Gram matrix).
 
-    ``stats = (hits, misses, clock)``. Each use stamps the row's slot with the clock and
-    advances it; a miss computes the row (:func:`kernel_row`) into the first slot of smallest
-    stamp (the empty ones in order, then the least recently used), so the rows of the last
-    ``capacity - 1`` uses survive it.
+    ``stats = (hits, misses, clock, last, sweep)``. A hit stamps the row's slot with the clock
+    (most recent) and advances it; a miss computes the row (:func:`kernel_row`) into the first
+    slot of smallest stamp other than ``last`` (the slot of the previous use, so that a step's
+    first row survives the miss on its second): the empty ones in order, then the least recent.
+    The computed row is stamped most recent (least recently used eviction) unless ``sweep`` is
+    set (by the SMO loop, while its active variables outnumber the slots twice over): then only
+    a row that fills an empty slot, and every :data:`PROMOTE`-th computed row, is; the others
+    take the stamp of the row they replace, so they are the next to go unless used again
+    (insertion at the least recent end, Qureshi et al. 2007). A sweep over more rows than the
+    cache holds, as SMO's tail over a free set larger than the cache, then keeps the rows the
+    cache has rather than evicting each just before its next use.
     """
     rows, slot_of, owner, stamp, stats, spec = cache
     if spec[0] == ROW_GRAM:
         return spec[1][i]
     slot = slot_of[i]
+    clock = stats[2]
     if slot >= 0:
         stats[0] += 1
     else:
-        slot = 0
-        for k in range(1, stamp.shape[0]):
-            if stamp[k] < stamp[slot]:
+        last = stats[3]
+        slot = 1 if last == 0 and stamp.shape[0] > 1 else 0
+        for k in range(slot + 1, stamp.shape[0]):
+            if k != last and stamp[k] < stamp[slot]:
                 slot = k
         if owner[slot] >= 0:
             slot_of[owner[slot]] = -1
+            if stats[4] and stats[1] % PROMOTE != 0:
+                clock = stamp[slot]
         kernel_row(i, spec, rows[slot])
         owner[slot] = i
         slot_of[i] = slot
         stats[1] += 1
-    stamp[slot] = stats[2]
+    stamp[slot] = clock
     stats[2] += 1
+    stats[3] = slot
     return rows[slot]
 
 
@@ -406,13 +423,15 @@ def gram_arrays(K: np.ndarray) -> tuple:
     read in place; nothing is cached)."""
     n = K.shape[0]
     unused = np.empty(0, dtype=np.int64)
-    stats = np.zeros(3, dtype=np.int64)
+    stats = np.zeros(5, dtype=np.int64)
     return np.empty((0, n)), unused, unused, unused, stats, _spec(ROW_GRAM, K)
 
 
 class KernelCache:
     r"""Rows ``K[i, :] = [k(x_i, x_t)]_t`` of the training Gram matrix, computed on demand and
-    kept, least recently used first out, up to a memory budget.
+    kept, least recently used first out, up to a memory budget (the SMO loop's rows enter at the
+    least recent end while its active variables outnumber the slots twice over,
+    :func:`cached_row`).
 
     ``K`` is symmetric, so row ``i`` is also column ``i``: a product ``K v`` needs the rows of the
     nonzero entries of ``v`` only (the support vectors, for ``v = alpha * y``), and a solver
@@ -442,8 +461,9 @@ class KernelCache:
         Slot of each row (``-1``: not cached).
     owner, stamp : ndarray of shape (capacity,)
         Row held by each slot, and the clock of its last use (``-1``: never).
-    stats : ndarray of shape (3,)
-        Hits and misses (rows found, rows computed), and the clock (time of the next use).
+    stats : ndarray of shape (5,)
+        Hits and misses (rows found, rows computed), the clock (time of the next use), the
+        slot of the last use and the sweep flag of :func:`cached_row`.
     spec : tuple or None
         Data and parameters of :func:`kernel_row` (``None`` for a callable kernel).
     """
@@ -458,7 +478,7 @@ class KernelCache:
         self.slot_of = np.full(n, -1, dtype=np.int64)
         self.owner = np.full(self.capacity, -1, dtype=np.int64)
         self.stamp = np.full(self.capacity, -1, dtype=np.int64)
-        self.stats = np.zeros(3, dtype=np.int64)
+        self.stats = np.zeros(5, dtype=np.int64)
         self.spec: tuple | None = None
         self._products: list[tuple[np.ndarray, np.ndarray]] = []
         if kernel.name in _ROW_KINDS:
@@ -481,7 +501,7 @@ class KernelCache:
         """Slots holding the rows ``idx`` (distinct, at most :attr:`capacity`), computing the
         missing ones from the data in place of the least recently used rows not in ``idx``."""
         clock = self.stats[2]
-        self.stats += (0, 0, 1)
+        self.stats[2] += 1
         slots = self.slot_of[idx]
         hit = slots >= 0
         self.stamp[slots[hit]] = clock

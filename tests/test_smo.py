@@ -248,6 +248,45 @@ def test_kernel_cache_rows_match_the_kernel(cancer_dual):
                 np.testing.assert_array_equal(f.gram_block(idx, cols), f.gram()[np.ix_(idx, cols)])
 
 
+def test_cached_row_keeps_rows_through_a_sweep_larger_than_the_cache():
+    # SMO's tail over a free set larger than the cache uses its rows nearly cyclically: least
+    # recently used eviction then drops each row just before its next use (no hit at all after
+    # the first pass); rows entering at the least recent end leave the cache's rows in place,
+    # and a pair's first row survives the miss on its second
+    import numba
+
+    from qpsvm.kernels import PROMOTE, Kernel, KernelCache, cached_row
+
+    @numba.njit
+    def sweep(cache, order, first):
+        for k in range(0, order.shape[0], 2):
+            Ri = cached_row(order[k], cache)
+            cached_row(order[k + 1], cache)
+            first[k // 2] = Ri[0]
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    kernel = Kernel("rbf", gamma=0.3)
+    cache = KernelCache(kernel, X, 10 * 40 * 8 / 2**20)
+    assert cache.capacity == 10
+    passes = 8
+    order = np.tile(np.arange(40), passes)
+    first = np.empty(order.size // 2)
+    K = kernel(X, X)
+    # least recently used (the default): each row is gone before its next use
+    sweep(cache.arrays, order, first)
+    np.testing.assert_allclose(first, K[order[::2], 0], rtol=1e-14)
+    assert cache.stats[0] == 0 and cache.stats[1] == order.size
+    # the SMO loop's sweep flag: capacity - 2 rows a pass hit after the first pass, less one
+    # a pass for each promoted row
+    cache.stats[4] = 1
+    sweep(cache.arrays, order, first)
+    # every pair's first row, as read after the second row was fetched, is its own row (not
+    # the second one written over it)
+    np.testing.assert_allclose(first, K[order[::2], 0], rtol=1e-14)
+    hits = cache.stats[0]
+    assert hits >= (passes - 1) * (cache.capacity - 2 - 40 // PROMOTE - 1) > 0
+
+
 @pytest.mark.parametrize("kernel", ["linear", "rbf"])
 def test_smo_agrees_with_scikit_learn_svc(cancer_dual, kernel):
     # libsvm runs the same algorithm (second-order WSS, eps = tol): both points are within the

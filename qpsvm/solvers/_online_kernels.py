@@ -521,8 +521,8 @@ def smo_loop(
     ``max_{I_up} -yG - min_{I_low} -yG < tol``. Without one, a single coordinate moves (largest
     projected gradient, or largest exact decrease) until every projected gradient is below
     ``tol``. Rows of ``K`` come from ``cache`` (:func:`qpsvm.kernels.cached_row`: a formed
-    Gram matrix, or a :class:`~qpsvm.kernels.KernelCache`'s LRU slots, computed on a miss; row
-    ``i`` survives the miss on ``j``: it is the most recently used).
+    Gram matrix, or a :class:`~qpsvm.kernels.KernelCache`'s slots, computed on a miss; row
+    ``i`` survives the miss on ``j``: it is the last used).
 
     With ``shrinking``, every ``min(n, 1000)`` steps (and at the first step of a warm call)
     the variables that :func:`_shrink` finds stuck at a bound leave the selection and the
@@ -531,10 +531,13 @@ def smo_loop(
     full gradient is rebuilt (:func:`_unshrink`) and every variable is checked again: the loop
     stops only when all of them meet ``tol``.
 
-    Returns ``(iterations, violation)``; ``cache[4]`` counts cache hits and misses.
+    Returns ``(iterations, violation)``; ``cache[4]`` counts cache hits and misses. While the
+    active variables outnumber the cache's slots twice over, rows computed enter it at the
+    least recent end (:func:`qpsvm.kernels.cached_row`'s sweep).
     """
     n = y.shape[0]
     rows_i, rows_j = _row_buffers(units)
+    stats, slots = cache[4], cache[0].shape[0]
     act = np.arange(n)
     scratch = np.empty(n, dtype=np.int64)
     n_act = n
@@ -559,6 +562,8 @@ def smo_loop(
                         unshrunk = True
                         n_act = _unshrink(cache, units, y, m, U, alpha, G, G_bar, act, n_act)
                 n_act = _shrink(y, U, alpha, G, act, n_act, intercept, scratch)
+        # over twice as many active rows as slots: SMO sweeps over them (cached_row's sweep)
+        stats[4] = n_act > 2 * slots
         for _ in range(2):
             if intercept:
                 if not selected:
@@ -584,7 +589,7 @@ def smo_loop(
         if done:
             break
         if intercept:
-            Rj = cached_row(_sample(j, units), cache)  # i's row is the most recent: it stays
+            Rj = cached_row(_sample(j, units), cache)  # i's row is the last used: it stays
             Kj = _unit_row(j, Rj, units, rows_j, act, n_act)
             old_i, old_j = alpha[i], alpha[j]
             i_next, gmax = _pair_step(i, j, Ki, Kj, y, U, alpha, G, diag, act, n_act)
@@ -605,4 +610,5 @@ def smo_loop(
         n_act = _unshrink(cache, units, y, m, U, alpha, G, G_bar, act, n_act)
         g1, g2 = _extremes(y, U, alpha, G, act, n_act, intercept)
         violation = g1 + g2 if intercept else g1
+    stats[4] = 0
     return it, violation
