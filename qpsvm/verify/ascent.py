@@ -990,8 +990,11 @@ def free_set_step(
         return None
     u, b, steps = u.copy(), shift, 0
     rounds = FREE_SET_ROUNDS if F.size > FINISH_FREE else FREE_SET_STEPS
+    # whether a round's first conjugate-gradient solve alone cost more than the factor: the
+    # later rounds' free sets are nearly the same, and are factored from the start
+    factor_only = False
     for _ in range(rounds):
-        keep, gave_way = np.ones(F.size, dtype=bool), False
+        keep, gave_way, solves = np.ones(F.size, dtype=bool), False, 0
         # the round's first step likely ends at a bound: solved loosely (CG_STEP_RTOL)
         guess, bounded = None, True
         # the steps move u_F only: the gradient on F from v updated by the free rows alone
@@ -1007,8 +1010,10 @@ def free_set_step(
                 # conjugate gradients are slow where H is nearly singular (the free rows about
                 # as many as the columns they touch): the round's other steps by the factor
                 gave_way = True
+                factor_only = factor_only or solves == 1
                 system = _free_system(data, F, coupled, floor, iterative=False) or system
             x, beta = system.solve(g, keep, e, guess, CG_STEP_RTOL if bounded else CG_RTOL)
+            solves += 1
             with np.errstate(divide="ignore", invalid="ignore"):
                 room = np.where(x > 0.0, (hiF - uF) / x, np.where(x < 0.0, -uF / x, np.inf))
             room[~keep] = np.inf
@@ -1045,7 +1050,7 @@ def free_set_step(
         if not (np.any(inward) or bordered) or steps >= FREE_SET_STEPS:
             break
         F = np.union1d(F, np.flatnonzero(inward))
-        system = _free_system(data, F, coupled, floor)
+        system = _free_system(data, F, coupled, floor, iterative=not factor_only)
         if system is None:
             break
     return u, b
