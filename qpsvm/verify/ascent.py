@@ -600,10 +600,24 @@ class _FreeSystem:
         if self.coupling is not None:
             CY = np.vstack([CY, self.coupling @ Y])
             Cx = np.append(Cx, self.coupling @ x - e)
-        lam = np.linalg.lstsq(CY, Cx, rcond=None)[0]
+        lam = _bordered_multipliers(CY, Cx)
         x = x - Y @ lam
         x[R] = 0.0
         return x, float(lam[-1]) if self.coupling is not None else 0.0
+
+
+def _bordered_multipliers(CY: np.ndarray, Cx: np.ndarray) -> np.ndarray:
+    """``lambda`` with ``(C^T H^{-1} C) lambda = C^T H^{-1} g - e``: ``CY`` is symmetric positive
+    definite where ``C`` has full column rank, solved by its Cholesky factor (LAPACK, about 30
+    us at 20 x 20 against 0.2-0.5 ms for numpy's least squares, once a ratio step of the
+    finish); else (``C`` rank deficient, the coupling in the span of the dropped coordinates'
+    columns) the least-squares solution."""
+    factor, info = scipy.linalg.lapack.dpotrf(CY, lower=1)
+    if info == 0:
+        lam, info = scipy.linalg.lapack.dpotrs(factor, Cx, lower=1)
+        if info == 0 and np.all(np.isfinite(lam)):
+            return lam
+    return np.linalg.lstsq(CY, Cx, rcond=None)[0]
 
 
 @numba.njit(**ENTRY)
