@@ -49,6 +49,7 @@ __all__ = [
     "fsum",
     "fsum_dot",
     "gamma",
+    "product_error",
     "rows_dot2",
     "sum_error",
     "sum_upper",
@@ -236,6 +237,15 @@ def _split(a):  # pragma: no cover - compiled
     t = _SPLIT * a
     hi = t - (t - a)
     return hi, a - hi
+
+
+@numba.njit(cache=True, inline="always")
+def product_error(a, b, p):  # pragma: no cover - compiled
+    """Dekker's TwoProduct in compiled code: ``e`` with ``a b = p + e`` exactly for
+    ``p = fl(a b)``, where ``|a|, |b| < 2^996`` and no partial product underflows."""
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
 @numba.njit(cache=True, inline="always")

@@ -12,6 +12,7 @@ import pytest
 import scipy.sparse as sp
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from sklearn.datasets import make_classification
 
 import qpsvm
 from qpsvm._numerics import tdot2
@@ -21,6 +22,7 @@ from qpsvm.verify.rigorous_poly import (
     PolyBound,
     int_power,
     poly_bound,
+    poly_pair_rows,
     poly_rows,
     poly_score_error,
 )
@@ -75,6 +77,17 @@ def test_poly_values_are_within_their_proven_bound(seed, shift, gamma, coef0, de
         assert max(exact[i][i] for i in range(9)) <= F(bound.diagonal)
     # the bound at the cancelling pair: its value's size, not the largest value's
     assert E[0, 1] <= 1e-12 * max(1.0, float(np.max(np.abs(K))))
+    # the unevaluated sums hi + lo: within their own bound, and that bound far below a unit
+    # of round-off of the value (the base and the power in double-double arithmetic: the
+    # cross part of the split inner product, ~2^-24 of it, known to ~gamma_L, and u^2 terms);
+    # the plain inner products of tiny rows are known to gamma_L only
+    hi, lo, E2 = poly_pair_rows(bound, X, np.arange(9))
+    for i in range(9):
+        for j in range(9):
+            assert abs(F(float(hi[i, j])) + F(float(lo[i, j])) - exact[i][j]) <= F(float(E2[i, j]))
+    if not tiny:
+        largest = float(np.max(np.abs(hi)))
+        assert np.all(E2 <= 1e-18 * np.abs(hi) + 1e-20 * largest)
 
 
 @given(base=st.floats(-1e3, 1e3), degree=st.integers(1, 9))
@@ -245,3 +258,17 @@ def test_poly_optimum_is_certified_rigorously_where_inner_products_cancel():
     sol = qpsvm.SoftMarginDual(X, y, C=10.0, kernel="poly", gamma=0.5, degree=3, coef0=0.0).solve()
     assert sol.certificate.rigorous and sol.certificate.passed
     assert sol.certificate.relative_floor < 1e-11
+
+
+def test_poly_floor_below_tol_where_large_values_cancel_in_the_scores():
+    # features scaled by 3: kernel values up to ~1e5 and more, scores of order 1, C = 1e4. A
+    # value rounded to float64 carries ~8u of itself, which the scores' bounds summed over
+    # sum_j alpha_j |K_ij| (relative floor 1.0e-8 there, RoundingFloorError); values as
+    # unevaluated sums hi + lo leave Dot2's final rounding u |g_i|, 2e-10 of the objective
+    X, y = make_classification(
+        n_samples=100, n_features=20, n_informative=10, flip_y=0.1, random_state=0
+    )
+    f = qpsvm.SoftMarginDual(X * 3.0, y, kernel="poly", C=1e4, gamma=0.05, degree=3, coef0=1.0)
+    cert = f.solve().certificate
+    assert cert.rigorous and cert.passed
+    assert cert.relative_floor < cert.tol

@@ -61,7 +61,12 @@ from qpsvm.verify.rigorous import (
     rbf_pair_error,
     rbf_score_error,
 )
-from qpsvm.verify.rigorous_poly import PolyBound, poly_bound, poly_rows, poly_score_error
+from qpsvm.verify.rigorous_poly import (
+    PolyBound,
+    poly_bound,
+    poly_pair_rows,
+    poly_score_error,
+)
 
 __all__ = [
     "ascent_points",
@@ -130,9 +135,11 @@ def kernel_scores(
     Oishi 2005); ``|K| |alpha|`` is summed in the same pass. For rbf the bound is proven
     (:func:`~qpsvm.verify.rigorous.rbf_score_error`, with the values' underflow; ``ulps`` is
     then the per-pair bound, and ``K (|alpha| q)`` with ``q`` the squared row norms is summed in
-    the same pass too); for poly too: the rows are the certificate's own evaluation
-    (:func:`~qpsvm.verify.rigorous_poly.poly_rows`) with a proven bound on every value, summed
-    with ``|alpha|`` in the same pass (:func:`~qpsvm.verify.rigorous_poly.poly_score_error`);
+    the same pass too); for poly too: the rows are the certificate's own evaluation as
+    unevaluated sums ``hi + lo`` (:func:`~qpsvm.verify.rigorous_poly.poly_pair_rows`) with a
+    proven bound on every value, summed with ``|alpha|`` in the same pass, the low parts'
+    products of each block one more term of the Dot2
+    (:func:`~qpsvm.verify.rigorous_poly.poly_score_error`);
     a precomputed Gram matrix's values are exact, and the same proven bound holds with no value
     error. ``e`` is negligible for kernel values of order 1 and decisive when they are huge and the
     scores small: on raw features ``~ N(100, 1)`` the poly kernel ``(0.1 x.x' + 1)^3`` is
@@ -152,14 +159,18 @@ def kernel_scores(
     weighted = [np.zeros(f.n_samples) for _ in weights]
     # poly: the values' bounds summed with |alpha|
     errors = [np.zeros(f.n_samples) for _ in alphas] if poly else []
+    lows = [np.zeros(f.n_samples) for _ in alphas] if poly else []
     step = max(1, ROW_BLOCK_BYTES // (8 * f.n_samples))
     for start in range(0, support.size, step):
         idx = support[start : start + step]
         if poly:
-            rows, bounds = poly_rows(ulps, f.X, idx)
+            rows, low, bounds = poly_pair_rows(ulps, f.X, idx)
             for k in range(len(alphas)):
                 errors[k] += bounds.T @ a[k][idx]
-            del bounds
+                lows[k] += np.abs(low).T @ a[k][idx]
+                # the low parts' sum, one more term of the Dot2
+                totals[k] = tdot2((low.T @ v[k][idx])[None, :], np.ones(1), totals[k])
+            del bounds, low
         else:
             rows = f.gram_rows(idx)
         # rbf values are positive: the rows are their own absolute values
@@ -175,7 +186,7 @@ def kernel_scores(
         if pair:
             e = rbf_score_error(ulps, alpha, mag, weighted[k], g)
         elif poly:
-            e = poly_score_error(alpha, mag, errors[k], g)
+            e = poly_score_error(alpha, mag, errors[k], g, lows[k], -(-support.size // step))
         elif isinstance(ulps, ExactGram):
             e = poly_score_error(alpha, mag, np.zeros_like(mag), g)
         else:

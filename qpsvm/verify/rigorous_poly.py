@@ -1,35 +1,45 @@
 r"""Proven bounds on the poly kernel's values and scores: the certificate's own evaluation of
-:math:`K_{ij} = (\gamma\, x_i\cdot x_j + c_0)^p`, each value with a bound on its rounding that
-follows the pair's own base, so values whose inner products cancel get bounds as small as the
-values themselves.
+:math:`K_{ij} = (\gamma\, x_i\cdot x_j + c_0)^p`, each value an unevaluated sum ``hi + lo``
+with a bound on its error that follows the pair's own base, far below a unit of round-off of
+the value, so that the scores' bounds do not grow with :math:`\sum_j \alpha_j |K_{ij}|` where
+large values cancel in a small score.
 
-The rounding model (:func:`poly_rows`), with ``u`` the unit roundoff and :math:`\gamma_k` Higham's
-:math:`ku/(1 - ku)`:
+The rounding model (:func:`poly_pair_rows`), with ``u`` the unit roundoff and :math:`\gamma_k`
+Higham's :math:`ku/(1 - ku)`:
 
 * the inner product :math:`d = x_i \cdot x_j`, a sum of at most ``L`` products (the features,
   or the most nonzeros of a sparse row), computed nearly exactly by splitting (Ozaki's scheme,
   :class:`SplitRows`): each row is ``x = h + l`` with ``h`` on a grid of
   :math:`2^{-\beta}` times a power of two above the row's largest entry,
-  :math:`2\beta + \lceil\log_2 L\rceil \le 53`, so that :math:`h_i \cdot h_j` is exact in
-  any order (every partial sum an integer below :math:`2^{53}` times the grids' product), and
-  :math:`\hat d = fl(h_i\cdot h_j + fl(h_i\cdot l_j + l_i\cdot x_j))` is within
-  :math:`\delta_{ij} = u|\hat d| + \gamma_{L+2}(\|h_i\|\|l_j\| + \|l_i\|\|x_j\|)`
-  (Higham, ASNA Lemma 3.1 and 3.3, on the small cross products; fused multiply-adds or not).
-  Where the grids would leave the exponent range, the plain product, within
-  :math:`\delta_{ij} = \gamma_L \|x_i\|\|x_j\|`;
-* :math:`t = fl(\gamma \hat d)`, :math:`z = fl(t + c_0)`: :math:`|z - b| \le \zeta_{ij} =
-  \gamma\delta_{ij} + u|t| + u|z|` for the exact base :math:`b = \gamma d + c_0`;
-* :math:`\hat K = z^p` by binary powering (:func:`int_power`), a product of ``p`` copies of
-  ``z`` with ``p - 1`` roundings on every path: :math:`|\hat K - z^p| \le \gamma_{p-1}|z|^p
-  \le \gamma_{p-1}|\hat K| / (1 - \gamma_{p-1})`;
+  :math:`2\beta + \lceil\log_2 L\rceil \le 53`, so that :math:`d_h = h_i \cdot h_j` is exact
+  in any order (every partial sum an integer below :math:`2^{53}` times the grids' product),
+  and the cross part :math:`\hat d_l = fl(h_i\cdot l_j + l_i\cdot x_j)` (about
+  :math:`2^{-\beta}` of ``d``) is within
+  :math:`\delta_{ij} = \gamma_{L+2}(\|h_i\|\|l_j\| + \|l_i\|\|x_j\|)` (Higham, ASNA Lemma 3.1
+  and 3.3; fused multiply-adds or not). Where the grids would leave the exponent range,
+  :math:`d_h` is the plain product and :math:`\delta_{ij} = \gamma_L \|x_i\|\|x_j\|`;
+* the base :math:`b = \gamma d + c_0` as ``s + t``: :math:`\gamma d_h = p + e_p` (TwoProduct),
+  :math:`p + c_0 = s + e_s` (TwoSum), :math:`t = fl(fl(e_p + e_s) + fl(\gamma \hat d_l))`, so
+  :math:`|s + t - b| \le \zeta_{ij} = \gamma\delta_{ij} + 8u(|e_p| + |e_s| + |\gamma\hat d_l|
+  + |t|)`, about :math:`u 2^{-\beta}|b|` (the pair renormalised by TwoSum, exactly);
+* :math:`z^p`, ``z = s + t``, by ``p - 1`` double-double products: ``(v_h + v_l) z`` is
+  :math:`v_h s` (TwoProduct, exact) plus :math:`fl(fl(v_h t) + fl(v_l s)) + e`, renormalised,
+  with :math:`v_l t` dropped, so the running bound
+  :math:`\epsilon_k = \epsilon_{k-1}|z| + |v_l||t| + 8u(|v_h t| + |v_l s| + |e|)` (``8u``
+  covering :math:`\gamma_3` and TwoProduct's error where its partial products underflow)
+  bounds :math:`|v_h + v_l - z^k|`, a few :math:`u^2 |z|^k`;
 * the mean value theorem: :math:`|z^p - b^p| \le p \max(|z|, |b|)^{p-1} |z - b|
   \le p (|z| + \zeta_{ij})^{p-1} \zeta_{ij}`.
 
-So :math:`|\hat K_{ij} - K_{ij}| \le E_{ij} = \gamma_{p-1}|\hat K_{ij}|/(1 - \gamma_{p-1})
+So :math:`|\hat K^{hi}_{ij} + \hat K^{lo}_{ij} - K_{ij}| \le E_{ij} = \epsilon_p
 + p (|z| + \zeta_{ij})^{p-1}\zeta_{ij}`, plus :data:`~qpsvm._numerics.TINY` per operation for
 underflow (a product that underflows loses at most half a subnormal unit, and later factors
 of a base below 1 in magnitude do not enlarge it); every operation of the bound is rounded up.
-The scores :math:`g = K(\alpha y)` are summed by Dot2 from these values (:func:`poly_score_error`).
+On the kernel benchmark's data :math:`E_{ij}` is a median :math:`2\cdot 10^{-21}` of the value,
+where one rounding to float64 is :math:`1.1\cdot 10^{-16}` and binary powering's
+:math:`\gamma_{p-1}` with the base's error about :math:`8u`. The scores
+:math:`g = K(\alpha y)` are summed by Dot2 from the high parts, the low parts' products
+joining it as single terms (:func:`poly_score_error`).
 """
 
 from __future__ import annotations
@@ -43,7 +53,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from qpsvm._jit import ENTRY
-from qpsvm._numerics import TINY, U, gamma, up
+from qpsvm._numerics import TINY, U, gamma, product_error, up
 from qpsvm.verify.rigorous import SPLIT_LIMIT
 
 __all__ = [
@@ -51,6 +61,7 @@ __all__ = [
     "SplitRows",
     "int_power",
     "poly_bound",
+    "poly_pair_rows",
     "poly_rows",
     "poly_score_error",
     "split_rows",
@@ -135,26 +146,53 @@ def int_power(base: float, degree: int) -> float:  # pragma: no cover - compiled
     return result
 
 
+@numba.njit(cache=True, inline="always")
+def _two_sum(a, b):  # pragma: no cover - compiled
+    """Knuth's TwoSum: ``a + b = s + e`` exactly, ``s = fl(a + b)`` (``|e| <= u|s|``)."""
+    s = a + b
+    z = s - a
+    return s, (a - (s - z)) + (b - z)
+
+
 @numba.njit(**ENTRY)
 def _values_and_bounds(
-    d, left, right, left2, right2, on_d, scale, coef0, degree, c, out
+    dh, dl, left, right, left2, right2, scale, coef0, degree, c, hi, lo, out
 ):  # pragma: no cover - compiled
-    """The poly values from the inner products ``d`` (in place) and their bounds (``out``) in
-    one pass (:func:`poly_rows`): ``delta = left_i right_j + left2_i right2_j + on_d |d|``,
-    then the module's model with the constants ``c`` of :func:`poly_rows`, every rounding
-    covered by the factors in ``c`` and the final step rounded up."""
-    for i in range(d.shape[0]):
-        for j in range(d.shape[1]):
-            dd = d[i, j]
-            delta = (left[i] * right[j] + left2[i] * right2[j] + on_d * abs(dd)) * c[0] + c[1]
-            t = scale * dd
-            z = t + coef0
-            value = int_power(z, degree)
-            d[i, j] = value
-            zeta = (scale * delta + U * abs(t) + U * abs(z)) * c[0] + c[2]
-            w = (abs(z) + zeta) * c[3]
-            slope = int_power(w, degree - 1) * zeta * c[4] + abs(value) * c[5]
-            out[i, j] = np.nextafter(slope * c[6] + c[7], np.inf)
+    """The poly values as unevaluated sums ``hi + lo`` from the inner products ``dh + dl``
+    and their bounds (``out``) in one pass (:func:`poly_pair_rows`): the cross part ``dl``
+    within ``delta = left_i right_j + left2_i right2_j`` of its exact value, then the base
+    ``s + t`` and the power in double-double arithmetic with the running bounds of the
+    module's model, the constants ``c`` of :func:`poly_pair_rows` covering the roundings of
+    the bounds, and the final step rounded up."""
+    for i in range(dh.shape[0]):
+        for j in range(dh.shape[1]):
+            a = dh[i, j]
+            delta = (left[i] * right[j] + left2[i] * right2[j]) * c[0] + c[1]
+            # the base gamma (dh + cross) + c0 = s + t: TwoProduct, TwoSum, the small parts
+            p = scale * a
+            ep = product_error(scale, a, p)
+            cc = scale * dl[i, j]
+            s, es = _two_sum(p, coef0)
+            t = (ep + es) + cc
+            zeta = (scale * delta + c[2] * (abs(ep) + abs(es) + abs(cc) + abs(t))) * c[0] + c[3]
+            s, t = _two_sum(s, t)
+            # z^p by repeated double-double products, eps bounding |vh + vl - z^k|
+            size = (abs(s) + abs(t)) * c[4]
+            vh, vl, eps = s, t, 0.0
+            for _ in range(degree - 1):
+                ph = vh * s
+                pe = product_error(vh, s, ph)
+                x1 = vh * t
+                x2 = vl * s
+                step = abs(vl) * abs(t) + c[5] * (abs(x1) + abs(x2) + abs(pe))
+                eps = (eps * size + step) * c[0] + c[6]
+                vh, vl = _two_sum(ph, (x1 + x2) + pe)
+            w = (size + zeta) * c[4]
+            slope = int_power(w, degree - 1) * zeta * c[7]
+            hi[i, j], lo[i, j] = vh, vl
+            bound = np.nextafter((slope + eps) * c[0] + c[8], np.inf)
+            finite = abs(a) < SPLIT_LIMIT and abs(s) < SPLIT_LIMIT and abs(vh) < SPLIT_LIMIT
+            out[i, j] = bound if finite else np.inf
 
 
 def _norm_upper(X: Any, leaves: int) -> np.ndarray:
@@ -227,56 +265,77 @@ def _dense(M: Any) -> np.ndarray:
     return M.toarray() if sp.issparse(M) else np.asarray(M, dtype=np.float64)
 
 
-def poly_rows(bound: PolyBound, X: Any, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    r"""Rows ``K[idx, :]`` of the poly kernel, evaluated as the module describes, and the
-    proven bound ``E[idx, :]`` on each value's error, :math:`|\hat K_{ij} - K_{ij}| \le E_{ij}`
-    with ``K`` the exact kernel of the float data.
+def poly_pair_rows(
+    bound: PolyBound, X: Any, idx: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""Rows ``K[idx, :]`` of the poly kernel as unevaluated sums ``hi + lo``, evaluated as the
+    module describes, and the proven bound ``E[idx, :]``,
+    :math:`|\hat K^{hi}_{ij} + \hat K^{lo}_{ij} - K_{ij}| \le E_{ij}` with ``K`` the exact
+    kernel of the float data.
 
-    The inner products are split (:class:`SplitRows`) when they can be, with
-    :math:`\delta_{ij} = u|\hat d| + \gamma_{L+2}(\|h_i\|\|l_j\| + \|l_i\|\|x_j\|)`, else
-    plain with :math:`\delta_{ij} = \gamma_L \|x_i\|\|x_j\|`; the rest is one compiled pass
-    whose sums and products of nonnegative terms are each covered by a factor :math:`1 + 2u`
-    (``c``), plus :data:`~qpsvm._numerics.TINY` per operation that may underflow."""
+    The inner products are split (:class:`SplitRows`) when they can be: ``hh`` exact and the
+    cross part within :math:`\delta_{ij} = \gamma_{L+2}(\|h_i\|\|l_j\| + \|l_i\|\|x_j\|)`,
+    else plain (``hh`` the computed product, no cross part) with
+    :math:`\delta_{ij} = \gamma_L \|x_i\|\|x_j\|`; the rest is one compiled pass whose sums
+    and products of nonnegative terms are each covered by the factors ``c``, plus
+    :data:`~qpsvm._numerics.TINY` per operation that may underflow. Where a value, a base or
+    an inner product reaches Dekker's splitting limit (:data:`SPLIT_LIMIT`), its bound is
+    infinite."""
     if sp.issparse(X):
         X = sp.csr_matrix(X)
     split, L, p, scale = bound.split, bound.leaves, bound.degree, bound.scale
     zero = np.zeros(X.shape[0])
     if split is None:
-        d = _dense(X[idx] @ X.T)
-        terms = (bound.norm[idx], bound.norm * gamma(L), zero[idx], zero, 0.0)
+        dh = _dense(X[idx] @ X.T)
+        dl = np.zeros_like(dh)
+        terms = (bound.norm[idx], bound.norm * gamma(L), zero[idx], zero)
     else:
-        d = _dense(split.high[idx] @ split.high.T)  # exact
-        d += _dense(split.high[idx] @ split.low.T) + _dense(split.low[idx] @ X.T)
+        dh = _dense(split.high[idx] @ split.high.T)  # exact
+        dl = _dense(split.high[idx] @ split.low.T) + _dense(split.low[idx] @ X.T)
         g = gamma(L + 2)
-        terms = (split.high_norm[idx], split.low_norm * g, split.low_norm[idx], bound.norm * g, U)
-    g_p = gamma(p - 1)
+        terms = (split.high_norm[idx], split.low_norm * g, split.low_norm[idx], bound.norm * g)
     c = np.array(
         [
-            1.0 + 16.0 * U,  # delta, zeta: at most six roundings
+            1.0 + 16.0 * U,  # delta, zeta, eps and E: at most eight roundings each
             float(up((2 * L + 1) * TINY)),  # delta: products that underflow
-            float(up((scale * (2 * L + 1) + 3.0) * TINY)),  # zeta: and gamma d, t + c0
-            1.0 + 4.0 * U,  # |z| + zeta
+            8.0 * U,  # zeta: gamma dl, the sums into t, TwoProduct's error under underflow
+            float(up(16.0 * TINY)),  # zeta: gamma dh, gamma dl and t's parts underflowing
+            1.0 + 4.0 * U,  # |s| + |t| >= |z|, and |z| + zeta
+            8.0 * U,  # a product's low part: gamma_3, and TwoProduct under underflow
+            float(up(16.0 * TINY)),  # a product's parts underflowing
             p * (1.0 + 2.0 * gamma(p + 2)),  # the power p - 1, the products by zeta and p
-            g_p / (1.0 - g_p) * (1.0 + 4.0 * U),  # gamma_{p-1} |K| / (1 - gamma_{p-1})
-            1.0 + 8.0 * U,  # the sum
             float((2 * p + 2) * TINY),  # underflow in the powers
         ]
     )
-    E = np.empty_like(d)
-    _values_and_bounds(d, *terms, float(scale), float(bound.coef0), int(p), c, E)
-    if float(np.max(np.abs(d), initial=0.0)) >= SPLIT_LIMIT:
-        # Dot2's splitting of the values would overflow (tdot2 then sums plainly): no bound
+    hi, lo, E = np.empty_like(dh), np.empty_like(dh), np.empty_like(dh)
+    _values_and_bounds(dh, dl, *terms, float(scale), float(bound.coef0), int(p), c, hi, lo, E)
+    if not abs(scale) < SPLIT_LIMIT:
         E[:] = np.inf
-    return d, E
+    return hi, lo, E
+
+
+def poly_rows(bound: PolyBound, X: Any, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""Rows ``K[idx, :]`` of the poly kernel rounded to float64, :math:`\hat K = fl(hi + lo)`
+    of :func:`poly_pair_rows`, and the proven bound ``E[idx, :]`` on each value's error,
+    :math:`|\hat K_{ij} - K_{ij}| \le E_{ij} + u|\hat K_{ij}| / (1 - u)`, rounded up."""
+    hi, lo, E = poly_pair_rows(bound, X, idx)
+    K = hi + lo
+    return K, up(up(E + up(U * np.abs(K) * (1.0 + 2.0 * U))) + TINY)
 
 
 def poly_score_error(
-    alpha: np.ndarray, magnitude: np.ndarray, errors: np.ndarray, scores: np.ndarray
+    alpha: np.ndarray,
+    magnitude: np.ndarray,
+    errors: np.ndarray,
+    scores: np.ndarray,
+    low: np.ndarray | None = None,
+    parts: int = 0,
 ) -> np.ndarray:
     r"""``e`` with :math:`|\hat g_i - g_i| \le e_i` for scores ``g = K (alpha y)`` summed in
     twice the working precision (Dot2, :func:`qpsvm._numerics.tdot2`) over the ``m`` nonzero
-    ``alpha_j`` from the values of :func:`poly_rows`, with ``magnitude`` the computed
-    :math:`\hat M = |\hat K|\,|\alpha|` and ``errors`` the computed :math:`\hat E^T |\alpha|`:
+    ``alpha_j`` from values :math:`\hat K_{ij}` within :math:`E_{ij}` of the exact ones, with
+    ``magnitude`` the computed :math:`\hat M = |\hat K|\,|\alpha|` and ``errors`` the
+    computed :math:`\hat E^T |\alpha|`:
 
     .. math::
 
@@ -285,9 +344,25 @@ def poly_score_error(
     (Dot2's bound :math:`u|g| + \gamma_m^2 \sum_j |\alpha_j \hat K_{ij}|`, Ogita, Rump and
     Oishi 2005, for the sum of the rounded values; each value within :math:`E_{ij}` of the exact
     one; the sums of nonnegative terms within :math:`\gamma_m` of their computed values),
-    rounded up."""
-    m = int(np.count_nonzero(alpha))
+    rounded up.
+
+    Values as unevaluated sums ``hi + lo`` (:func:`poly_pair_rows`): ``magnitude`` is
+    :math:`|\hat K^{hi}|\,|\alpha|`, ``low`` the computed :math:`\hat N = |\hat K^{lo}|\,
+    |\alpha|`, and the low parts' products ``K^{lo} (alpha y)``, summed plainly (within
+    :math:`\gamma_m N`) in ``parts`` pieces, join the Dot2 as ``parts`` further terms, each
+    at most :math:`N (1 + \gamma_m)` in magnitude:
+
+    .. math::
+
+        e_i = u |\hat g_i| + \frac{\gamma_{m'}^2 (\hat M_i + 2\hat N_i)
+        + (\hat E^T|\alpha|)_i + \gamma_{m'} \hat N_i}{1 - \gamma_{m'}},
+        \qquad m' = m + \text{parts}."""
+    m = int(np.count_nonzero(alpha)) + parts
     g_m = gamma(m + 1)
     shrink = 1.0 / (1.0 - g_m) * (1.0 + 4.0 * U)
-    total = (g_m * g_m * np.abs(magnitude) + errors) * shrink
+    if low is None:
+        total = (g_m * g_m * np.abs(magnitude) + errors) * shrink
+    else:
+        sized = g_m * g_m * (np.abs(magnitude) + 2.0 * low)
+        total = (sized + errors + g_m * low * (1.0 + 2.0 * U)) * shrink
     return up((U * np.abs(scores) + total) * (1.0 + 4.0 * U) + m * TINY)
