@@ -130,8 +130,8 @@ def test_poly_kernel_certificate_brackets_the_exact_optimum(n):
     # the certificate's bounds hold for the exact kernel, in rational arithmetic: the exact
     # objective of the returned (alpha, b) is at most its upper end, and the exact dual value
     # of its dual point at least its lower end (which subtracts B |sum alpha y| besides).
-    # A float64 feature map is no oracle: its values ~1e10 carry ~1e-6 each, and its objective of the returned
-    # alpha came out 1.6e-6 above the proven upper end at n = 80
+    # A float64 feature map is no oracle: its values ~1e10 carry ~1e-6 each, and its
+    # objective of the returned alpha came out 1.6e-6 above the proven upper end at n = 80
     X, y = _raw_poly_problem(n)
     f = qpsvm.SoftMarginDual(X, y, kernel="poly", gamma=0.1, degree=3)
     sol = f.solve(tol=1e-2)
