@@ -1,7 +1,8 @@
 """A kernel KKT point aimed inside its margins by its scores' error bound: its free samples'
 slacks are proven zero, so a large ``C`` with free support vectors far below it (where a point
-on its margins pays ``C e_i`` per free sample in the certified primal) is certified at 1e-9;
-its certificate still encloses its exact objective (rational arithmetic on the poly kernel)."""
+on its margins pays ``C e_i`` per free sample in the certified primal) is certified at 1e-9
+(rbf, whose scores carry the exponential's bound); its certificate still encloses its exact
+objective (rational arithmetic on the poly kernel)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ def exact_primal(f: qpsvm.SoftMarginDual, cand: Candidate) -> F:
 
 
 def test_aimed_point_is_certified_where_the_point_on_its_margins_is_not():
-    f = poly_problem()
+    # rbf: each score's error bound carries the exponential's, a few ulps of every K_ij
+    # alpha_j, and a point on its margins pays C e_i per free sample in its certified primal
+    X, y = random_problem(1, n=40, d=3)
+    f = qpsvm.SoftMarginDual(X, y, C=1e5, kernel="rbf", gamma=0.5)
     sol = f.solve(tol=1e-6)
     on_margins = next(refine_binary(f, Candidate(alpha=sol.alpha, b=sol.b)))
     before = f.certify(on_margins)
@@ -50,8 +54,20 @@ def test_aimed_point_is_certified_where_the_point_on_its_margins_is_not():
     assert np.all(f.y[free] * (g[free] + aimed.b) - e[free] > 1.0)
     cert = f.certify(aimed)
     assert cert.rigorous and cert.passed
-    assert F(cert.upper) >= exact_primal(f, aimed)
     assert cert.relative_floor < before.relative_floor / 100
+
+
+def test_aimed_point_encloses_its_exact_objective():
+    # poly, whose values are rational in the data: the aimed point's certified primal is at or
+    # above its objective computed exactly
+    f = poly_problem()
+    sol = f.solve(tol=1e-6)
+    on_margins = next(refine_binary(f, Candidate(alpha=sol.alpha, b=sol.b)))
+    aimed = aimed_inside(f, on_margins)
+    assert aimed is not None
+    cert = f.certify(aimed)
+    assert cert.rigorous and cert.passed
+    assert F(cert.upper) >= exact_primal(f, aimed)
 
 
 def test_solve_certifies_free_support_vectors_far_below_a_large_C():
