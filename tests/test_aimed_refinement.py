@@ -80,3 +80,22 @@ def test_solve_certifies_free_support_vectors_far_below_a_large_C():
     cert = f.solve().certificate
     assert cert.passed and cert.rigorous
     assert cert.relative_floor < 1e-10
+
+
+def test_aimed_point_clears_the_solves_own_residual():
+    # poly at C = 1e7: its scores' error bounds are Dot2's u |g_i| (~5e-16), below the KKT
+    # solve's own residual at the free margins (~2e-13); aimed by the error bound alone, free
+    # margins were proven only to -1.9e-13 and the gap was 3.2e-8. Aimed by the residual too,
+    # every free margin is proven and the point certified (gap 1.1e-12)
+    f = poly_problem(1e7)
+    sol = f.solve(method="working_set")
+    on_margins = next(refine_binary(f, Candidate(alpha=sol.alpha, b=sol.b)))
+    aimed = aimed_inside(f, on_margins)
+    assert aimed is not None
+    free = (aimed.alpha > 0) & (aimed.alpha < f.upper)
+    g, e = kernel_scores(f, [aimed.alpha], kernel_ulps(f))[0]
+    assert np.count_nonzero(free) == 13
+    assert np.all(f.y[free] * (g[free] + aimed.b) - e[free] > 1.0)
+    cert = f.certify(aimed)
+    assert cert.rigorous and cert.passed
+    assert F(cert.upper) >= exact_primal(f, aimed)

@@ -40,8 +40,8 @@ __all__ = [
 
 #: Thresholds (relative to ``max(1, max m_i)``) on ``|y_i f(x_i) - m_i|`` defining ``M``.
 TAUS = (1e-7, 1e-5, 1e-9)
-#: How many times its scores' error bound a free sample is aimed inside its margin
-#: (:func:`aimed_inside`): above 1 by the solve's own round-off.
+#: How many times its scores' error bound plus the KKT solve's residual a free sample is aimed
+#: inside its margin (:func:`aimed_inside`): above 1 by the aimed solve's own round-off.
 AIM = 3.0
 #: Threshold of the polishing rounds, once the point solves the KKT equations of its sets.
 POLISH_TAU = ON_MARGIN
@@ -100,12 +100,16 @@ def refine_binary(f: BinaryProblem, cand: Candidate, rounds: int = 5) -> Iterato
 
 def aimed_inside(f: BinaryProblem, cand: Candidate) -> Candidate | None:
     r"""The KKT point of ``cand``'s sets with the free samples aimed :data:`AIM` times their
-    scores' error bound inside their margins, ``y_i (g_i + b) = m_i + AIM e_i`` (kernels).
+    scores' error bound and the KKT solve's residual inside their margins,
+    ``y_i (g_i + b) = m_i + AIM (e_i + rho)`` (kernels), ``rho`` the largest distance of
+    ``cand``'s free samples from their margins (``cand`` solves the same equations on the
+    margins: that is the solve's residual, to within ``e_i``, which the aimed solve leaves
+    again in a draw of its own; the poly kernel's ``e_i``, Dot2's ``u |g_i|``, is far below it).
 
     A point exactly on its margins cannot have its slacks proven zero: its computed scores
     are within ``e_i`` (:func:`~qpsvm.verify.binary.kernel_scores`) of the exact ones, so its
     certified primal pays ``C s_i e_i`` per free sample; aimed inside by more than the error,
-    it pays nothing there and gives up about :math:`\sum_{i \in M} \alpha_i\, AIM\, e_i`
+    it pays nothing there and gives up about :math:`\sum_{i \in M} \alpha_i\, AIM\, (e_i + \rho)`
     of the objective, far less where :math:`\alpha_i \ll C s_i` (the free support vectors of
     a large ``C``). ``None`` when the sets are not ``cand``'s own or the point leaves the box.
     """
@@ -115,8 +119,10 @@ def aimed_inside(f: BinaryProblem, cand: Candidate) -> Candidate | None:
     E = np.flatnonzero(alpha >= upper)
     if M.size == 0 or M.size > MAX_SUPPORT:
         return None
-    err = kernel_scores(f, [alpha], kernel_ulps(f))[0][1]
-    aM, b, _ = support_solution(f, M, E, target=f.margin[M] + AIM * err[M])
+    g, err = kernel_scores(f, [alpha], kernel_ulps(f))[0]
+    residual = f.y[M] * (g[M] + float(cand.b or 0.0)) - f.margin[M]
+    depth = AIM * (err[M] + float(np.max(np.abs(residual))))
+    aM, b, _ = support_solution(f, M, E, target=f.margin[M] + depth)
     if not np.all((aM > 0) & (aM < upper[M])):
         return None
     aimed = np.where(alpha >= upper, upper, 0.0)
