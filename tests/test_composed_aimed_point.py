@@ -93,6 +93,17 @@ def test_solve_takes_the_aimed_start_without_restricted_problems():
     assert np.any(distance_inside(f, sol.alpha, sol.b)[free] > 0)
 
 
+def test_solve_aims_where_the_solves_residual_fails_the_start():
+    # poly at C = 1e7: the exact start's gap (5.5e-8) is its KKT solve's residual at the free
+    # margins, not its rounding floor (5e-10); the aimed start is tried all the same and passes
+    X, y = random_problem(1, n=40, d=3)
+    kernel = {"kernel": "poly", "degree": 3, "gamma": 0.5, "coef0": 1.0}
+    f = qpsvm.ComposedClassifier(X, y, 1e7, loss="hinge", intercept="free", **kernel)
+    sol = f.solve()
+    assert sol.certificate.passed and sol.certificate.rigorous
+    assert sol.info["rounds"] == 0
+
+
 def test_squared_losses_and_linear_kernels_are_not_aimed():
     # the squared losses are smooth at their free samples; the linear kernel's scores have no
     # evaluation error of this size

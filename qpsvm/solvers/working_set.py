@@ -198,10 +198,10 @@ class WorkingSet(ABC):
         same point here)."""
         return cand
 
-    def aimed(self, cand: Candidate) -> Candidate | None:
+    def aimed(self, cand: Candidate, excess: float) -> Candidate | None:
         """A point that trades a little of the exact point ``cand``'s optimality for a lower
-        rounding floor of its certificate, tried where ``cand`` fails by its floor (none
-        here)."""
+        rounding floor of its certificate, tried where ``cand`` fails by ``excess`` (its gap
+        beyond the tolerance) and its floor and round-off account for that (none here)."""
         return None
 
     def infeasible(self, exc: InfeasibleProblemError) -> Exception:
@@ -547,10 +547,10 @@ class ComposedSets(ResidualSets):
             pool.append(self.start.candidate)
         return min(pool, key=lambda c: f.objective_alpha(c.alpha, c.b))
 
-    def aimed(self, cand: Candidate) -> Candidate | None:
+    def aimed(self, cand: Candidate, excess: float) -> Candidate | None:
         """For a nonlinear kernel, ``cand``'s free samples aimed inside their kinks
         (:func:`~qpsvm.solvers.kernel_start.aimed_point`)."""
-        return None if self.f.linear else aimed_point(self.f, cand)
+        return None if self.f.linear else aimed_point(self.f, cand, excess)
 
     def read(self, model: CvxModel) -> Candidate:
         f = self.f
@@ -961,8 +961,10 @@ def _certified_start(ws: WorkingSet, tol: float, start: float) -> Solution | Non
     certify = load(f.certifier)
     cand = ws.start.candidate
     cert = certify(f, cand, tol=tol)
-    if not cert.passed and cert.relative_gap <= cert.relative_floor + tol:
-        aimed = ws.aimed(cand)  # the floor accounts for the failure
+    if not cert.passed:
+        scale = max(1.0, abs(cert.primal_objective))
+        excess = cert.primal_objective - cert.dual_objective - tol * scale
+        aimed = ws.aimed(cand, excess)
         if aimed is not None:
             aimed_cert = certify(f, aimed, tol=tol)
             if aimed_cert.passed:
