@@ -40,6 +40,7 @@ sorted at it, are the fallback.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numba
@@ -131,13 +132,18 @@ class _Dual:
 
     def __init__(self, f: CompositeProblem) -> None:
         self.f = f
-        self.K = np.ascontiguousarray(f.gram(), dtype=np.float64)
         c = f.loss_conjugate()
         self.conjugate = c
         self.p, self.eps, self.d, self.lo, self.hi = c.p, c.eps, c.d, c.lo, c.hi
         self.sigma = np.asarray(f.sigma, dtype=np.float64)
         self.B2 = f.intercept.scaling**2 if f.intercept.regularized else 0.0
         self.scale = max(1.0, float(np.max(np.abs(self.p), initial=0.0)))
+
+    @functools.cached_property
+    def K(self) -> np.ndarray:
+        """The Gram matrix, formed when first used (not by an aimed point given up before its
+        solve)."""
+        return np.ascontiguousarray(self.f.gram(), dtype=np.float64)
 
     def gradient(self, u: np.ndarray) -> np.ndarray:
         """``G = Q u`` from the Gram matrix."""
