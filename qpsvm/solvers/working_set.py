@@ -733,11 +733,17 @@ def start_binary(f: BinaryProblem) -> Start:
     :data:`~qpsvm.solvers.warm_start.NEWTON_MAX_FEATURES` features (for the hard margin on the
     soft margin with ``C =`` :data:`HARD_SURROGATE_C`), dual coordinate descent for wider (e.g.
     sparse text) data, SMO run to the duality gap :data:`START_GAP` for a nonlinear kernel (an
-    exact start: certified, it is the answer).
+    exact start: certified, it is the answer); for a poly kernel with many samples per
+    coordinate of its explicit feature map, the linear SVM on that map instead
+    (:mod:`~qpsvm.solvers.feature_map`, an exact start too).
     """
     if not f.linear:
+        from qpsvm.solvers.feature_map import feature_map_pays, feature_map_point
         from qpsvm.solvers.smo import solve_smo
 
+        point = feature_map_point(f) if feature_map_pays(f) else None
+        if point is not None:
+            return Start(point, STATUS_TOL, "feature_map", 0, exact=True)
         sol = solve_smo(f, tol=SMO_TOL, gap=START_GAP, certify=False)
         cand = Candidate(w=None, b=sol.b, alpha=sol.alpha)
         band = max(float(sol.info["violation"]), STATUS_TOL)
