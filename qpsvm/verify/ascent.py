@@ -224,7 +224,7 @@ def coordinate_epochs(
     state = np.uint64(seed) * np.uint64(2654435761) + np.uint64(1)
     index = np.empty(n, dtype=np.int64)
     shrunk = np.zeros(n, dtype=np.bool_)
-    total = 0
+    total = np.int64(0)  # typed int64 from the start: _sweep_shrunk compiles for one type
     for i in range(n):
         if hi[i] > 0.0 and qd[i] + d[i] > 0.0:
             index[total] = i
