@@ -247,3 +247,16 @@ def test_moderately_suboptimal_answers_get_their_true_suboptimality(family, sour
         assert Fraction(cert.lower) <= opt.info["exact"].objective <= Fraction(cert.upper)
         assert float(true) <= cert.gap + cert.rounding_floor
         assert cert.gap <= 1.01 * float(true) + cert.rounding_floor
+
+
+def test_a_ranking_by_relevance_labels_certifies_a_bare_w_without_its_pairs():
+    # the sweeps of certify_grouped settle a bare w from the labels alone; the scaling screen,
+    # twelve objectives over the pairs, would form them (and cost more than the sweeps)
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 6))
+    groups = np.repeat(np.arange(6), 20)
+    y = (X @ rng.normal(size=6) + 0.5 * rng.normal(size=120) > 0).astype(int)
+    w = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.1).solve(method="one_slack").w
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.1)
+    assert f.certify(w=w).passed
+    assert f._pairs is None
