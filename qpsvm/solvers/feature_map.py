@@ -22,6 +22,7 @@ a wrong answer pass).
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 
 import numpy as np
@@ -31,6 +32,8 @@ from qpsvm.contract import BinaryProblem
 from qpsvm.solution import Candidate
 
 __all__ = ["feature_dimension", "feature_map_pays", "feature_map_point", "poly_features"]
+
+logger = logging.getLogger("qpsvm")
 
 #: The map is used where ``n >= MIN_ASPECT * D`` (measured in docs/performance.md: at
 #: ``n = 2000``, ``D = 1771`` the linear solve costs more than SMO; at ``n = 8000`` it pays).
@@ -79,7 +82,7 @@ def feature_map_pays(f: BinaryProblem) -> bool:
 def feature_map_point(f: BinaryProblem) -> Candidate | None:
     """The multipliers and intercept of the linear SVM on ``Phi(X)`` (same ``C``, weights,
     margins and intercept): a point of the kernel dual ``f`` to be certified by ``f``'s own
-    certificate. ``None`` where the linear solve fails (the caller's SMO then starts)."""
+    certificate. ``None`` where the linear solve fails (logged; the caller's SMO then starts)."""
     from qpsvm.exceptions import QPSVMError
     from qpsvm.formulations.binary import SoftMarginDual
 
@@ -97,6 +100,7 @@ def feature_map_point(f: BinaryProblem) -> Candidate | None:
     )
     try:
         sol = linear.solve(method="dcd")
-    except QPSVMError:
+    except QPSVMError as error:
+        logger.warning("poly feature map: %s; starting from SMO instead.", error)
         return None
     return Candidate(w=None, b=float(sol.b), alpha=np.clip(sol.alpha, 0.0, f.upper))
