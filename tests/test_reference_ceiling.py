@@ -17,11 +17,14 @@ import numpy as np
 import pytest
 
 import qpsvm
+from qpsvm.datasets import make_chains
 from qpsvm.formulations.composed import ComposedProblem
+from qpsvm.models import ChainModel
 from qpsvm.solution import Candidate
 from qpsvm.solvers.exact import binary_qp, multiclass_qp
 from qpsvm.verify import binary as binary_verify
 from qpsvm.verify import fenchel
+from qpsvm.verify import structural as structural_verify
 from qpsvm.verify.certificate import TIGHT, beyond_ceiling
 from tests.conftest import random_problem, ranking_problem
 
@@ -183,6 +186,39 @@ def test_composed_kernel_failing_alpha_skips_the_factor_problem(monkeypatch):
     ref = sol.certificate
     assert cert.dual_objective <= ref.primal_objective
     assert cert.gap <= (cert.primal_objective - ref.dual_objective) / (1 - TIGHT)
+
+
+@pytest.mark.parametrize("source", ["bare w", "loose solution"])
+def test_structural_failing_candidate_stops_at_the_solution(source, monkeypatch):
+    # chains; no exact oracle here: the solution's rigorous certificate encloses P* in
+    # [D_ref, P_ref], so the gap stopped at its point is at most (P - D_ref) / (1 - TIGHT)
+    data = make_chains(n_sequences=12, mean_length=3, n_features=4, n_states=3, random_state=5)
+
+    def make():
+        return qpsvm.StructuralSVM(ChainModel(4, 3), data.X, data.Y, C=1.0)
+
+    sol = make().solve()
+    if source == "bare w":
+        candidate = sol.w + 1e-2 * np.random.default_rng(5).normal(size=sol.w.shape)
+    else:
+        candidate = make().solve(tol=1e-2)  # its own multipliers over its planes
+    f = make()
+    first = f.certify(candidate)
+    assert not first.passed
+    # again: one oracle pass over the examples (the candidate's primal), no ascent of its own
+    oracles = _counting(monkeypatch, qpsvm.StructuralSVM, "maximisers")
+    ascents = _counting(monkeypatch, structural_verify, "_best_single_output_dual")
+    cert = f.certify(candidate)
+    assert oracles == [1] and ascents == [] and not cert.passed and cert.rigorous
+    # the full search: the candidate's own point and the solution's, no ceiling
+    cand = structural_verify.read_structural_candidate(f, candidate)
+    searched = structural_verify.certify_structural(f, cand, hints=(f.dual_hint(sol),))
+    _assert_near_search(cert, searched)
+    ref = sol.certificate
+    assert ref.rigorous and cert.dual_objective <= ref.primal_objective  # weak duality
+    assert cert.gap <= (cert.primal_objective - ref.dual_objective) / (1 - TIGHT)
+    # the optimum itself still passes with the ceiling, at the solution's point
+    assert f.certify(sol.w).passed
 
 
 def _liblinear(X, y, tol: float, **options):

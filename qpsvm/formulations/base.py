@@ -240,10 +240,10 @@ class Formulation(ABC):
         When the candidate's own dual points do not certify it and ``reference`` is true, the
         dual point of the problem's own solution (:meth:`reference_solution`, solved once) is
         tried as well, so the gap bounds the candidate's suboptimality tightly however poor the
-        candidate is; solvers checking their own iterates pass ``reference=False``. A certifier
-        that takes a ``ceiling`` (every family's but the structural SVM's) is given the
-        solution's rigorous primal as a bound on the optimum, so that it stops at that point for
-        a candidate that fails whatever the point
+        candidate is; solvers checking their own iterates pass ``reference=False``. The
+        certifier (every family's; another's where it takes ``hints`` and ``ceiling``) is given
+        the solution's point as a hint and its rigorous primal as a bound on the optimum, so
+        that it stops at that point for a candidate that fails whatever the point
         (:func:`~qpsvm.verify.certificate.beyond_ceiling`); once the solution is cached its
         point is tried with the candidate's first, and a failing candidate's certificate then
         costs no search of its own sets however poor the candidate. So is a candidate that a
@@ -253,28 +253,21 @@ class Formulation(ABC):
         candidate = self._read_estimator(candidate)
         cand = load(self.candidate_reader)(self, candidate, w=w, b=b, alpha=alpha)
         certifier = load(self.certifier)
-        parameters = signature_of(certifier).parameters
+        if not reference or not {"hints", "ceiling"} <= signature_of(certifier).parameters.keys():
+            return certifier(self, cand, tol=tol)
         cached = self._reference is not None and self._reference is not False
-        if (
-            reference
-            and "ceiling" in parameters
-            and (cached or (self._fails_by_scaling(cand, tol) and self._solved()))
-        ):
+        if cached or (self._fails_by_scaling(cand, tol) and self._solved()):
             # the solution is at hand (or the candidate fails whatever the point, so its own
             # sets cannot settle it) and bounds the optimum: its point first, and the search
             # stops there for a candidate it passes or one that fails whatever the point
-            return certifier(self, cand, tol=tol, **self._reference_hint(parameters))
+            return certifier(self, cand, tol=tol, **self._reference_hint())
         cert = certifier(self, cand, tol=tol)
-        if not reference or cert.passed or "hints" not in parameters:
+        if cert.passed or not self._solved():
             return cert
         # the bounds must not depend on the candidate: try this problem's own solution (cached),
         # its multipliers made exactly feasible and evaluated rigorously
-        if not self._solved():
-            return cert
-        other = certifier(self, cand, tol=tol, **self._reference_hint(parameters))
-        if other.dual_objective > cert.dual_objective:
-            cert = other
-        return cert
+        other = certifier(self, cand, tol=tol, **self._reference_hint())
+        return other if other.dual_objective > cert.dual_objective else cert
 
     def _solved(self) -> bool:
         """Whether :meth:`reference_solution` has (or now finds) a solution."""
@@ -307,15 +300,11 @@ class Formulation(ABC):
                     return True
         return False
 
-    def _reference_hint(self, parameters: Any) -> dict[str, Any]:
+    def _reference_hint(self) -> dict[str, Any]:
         """The certifier's keywords for the cached :meth:`reference_solution`: its dual point as
-        a hint and, where the certifier takes one, its rigorous primal as the ``ceiling`` on
-        the optimum."""
+        a hint and its rigorous primal as the ``ceiling`` on the optimum."""
         reference = self._reference
-        hint: dict[str, Any] = {"hints": (self.dual_hint(reference),)}
-        if "ceiling" in parameters:
-            hint["ceiling"] = _ceiling_of(reference)
-        return hint
+        return {"hints": (self.dual_hint(reference),), "ceiling": _ceiling_of(reference)}
 
     def dual_hint(self, solution: Solution) -> Any:
         """The dual point of ``solution`` that :meth:`certify` gives its certifier to try:

@@ -6,6 +6,7 @@ import html
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -39,6 +40,9 @@ PROVEN = 0.5
 #: this share of the gap: every dual value is at most ``P*``, so the gap found is within
 #: ``1 / (1 - TIGHT)`` of the best any point gives.
 TIGHT = 1e-2
+
+#: A dual point: multipliers, or a family's own record of them (the structural SVM's pairs).
+Point = TypeVar("Point")
 
 
 def relative(value: float, reference: float) -> float:
@@ -93,16 +97,16 @@ def beyond_ceiling(primal: float, dual: float, ceiling: float, tol: float) -> bo
 
 
 def best_dual_point(
-    dual_objective: Callable[[np.ndarray], float],
-    points: Iterable[np.ndarray],
-    start: np.ndarray,
+    dual_objective: Callable[[Point], float],
+    points: Iterable[Point],
+    start: Point,
     primal: float,
     tol: float,
     *,
     enough: float = GOOD_ENOUGH,
     dual: float = 0.0,
     ceiling: float = math.inf,
-) -> tuple[np.ndarray, float, bool]:
+) -> tuple[Point, float, bool]:
     r"""The dual-feasible point of largest ``D`` among ``start`` (of value ``dual``; default 0,
     the zero multipliers) and ``points``, searched lazily until the relative gap to ``primal``
     is below ``enough`` times ``tol`` (default :data:`GOOD_ENOUGH`); returns it, its ``D`` and

@@ -40,8 +40,10 @@ both ends are then bounded rigorously for the exact problem the float64 data sta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -51,7 +53,12 @@ from qpsvm._validation import check_tol
 from qpsvm.contract import StructuralProblem
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.solution import Candidate, CuttingPlane, Solution, StructuralCandidate
-from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, evaluation_allowance
+from qpsvm.verify.certificate import (
+    DEFAULT_TOL,
+    Certificate,
+    best_dual_point,
+    evaluation_allowance,
+)
 from qpsvm.verify.projection import project_capped_simplex
 from qpsvm.verify.rigorous_structural import (
     ENUMERATED,
@@ -265,6 +272,7 @@ def certify_structural(
     cand: StructuralCandidate,
     tol: float = DEFAULT_TOL,
     hints: Sequence[StructuralCandidate] = (),
+    ceiling: float = math.inf,
 ) -> Certificate:
     r"""Certify a structural-SVM candidate from the raw data (see the module docstring).
 
@@ -273,14 +281,16 @@ def certify_structural(
     :math:`P(w) = \tfrac12\|w\|^2 + C\sum_i \xi_i`.
 
     Dual side: the candidate's multipliers collected into pairs ``(i, y)`` and projected onto the
-    feasible set; the planes recomputed from the stored outputs by ``f.pair_rows``. For a bare
-    ``w`` the dual point puts multipliers :math:`\beta_i \in [0, C]` on the most violated
-    output of each example at ``w``, maximised by coordinate ascent: valid, but loose unless the
-    optimum needs one output per example (the optimum usually spreads over several). The dual
+    feasible set; the planes recomputed from the stored outputs by ``f.pair_rows``. The dual
     points of ``hints`` (other candidates' multipliers over their planes, e.g. the problem's own
-    solution) are tried as well and the one of highest value is kept, so that the gap of any
-    ``w`` is tight however the candidate was found. ``dual_infeasibility`` is always that of the
-    candidate's own multipliers (0 for a bare ``w``).
+    solution) come next, so that the gap of any ``w`` is tight however the candidate was found.
+    For a bare ``w`` the last point puts multipliers :math:`\beta_i \in [0, C]` on the most
+    violated output of each example at ``w``, maximised by coordinate ascent: valid, but loose
+    unless the optimum needs one output per example (the optimum usually spreads over several).
+    The point of highest value is kept; the search stops once the gap is far below ``tol`` or
+    no point left could change the verdict given the ``ceiling`` on ``P*``
+    (:func:`~qpsvm.verify.certificate.best_dual_point`). ``dual_infeasibility`` is always that
+    of the candidate's own multipliers (0 for a bare ``w``).
 
     ``max_violation`` is the cutting-plane violation: the largest, over the groups of examples the
     planes sum over (single examples for n-slack planes, all of them for 1-slack planes, and
@@ -296,6 +306,12 @@ def certify_structural(
         Relative tolerance of the test.
     hints : sequence of StructuralCandidate, optional
         Further dual points (``alpha`` with its ``planes``) to try.
+    ceiling : float, optional
+        An upper bound on the optimum ``P*`` (the problem's own solution's primal): the search
+        stops at a hint once no point could change the verdict or shrink the gap by more than
+        :data:`~qpsvm.verify.certificate.TIGHT`
+        (:func:`~qpsvm.verify.certificate.beyond_ceiling`), so that a failing ``w`` costs no
+        coordinate ascent of its own.
 
     Returns
     -------
@@ -316,17 +332,22 @@ def certify_structural(
     joint_hat = f.joint_rows(np.arange(n), maxima[0])
     _, rows_hat, c_hat, xi = f.violations(w, maxima, joint_hat)
     primal = 0.5 * fsum(w * w) + C * fsum(xi)
-    if own is None:
-        weight = _best_single_output_dual(rows_hat, c_hat, C)
-        w_alpha = np.asarray(rows_hat.T @ weight).ravel()
-        side = DualSide(np.arange(n), weight, joint_hat, rows_hat, c_hat, w_alpha, 0.0)
-    else:
-        side = own
-    for hint in hints:
-        other = DualSide.of(f, dual_pairs(hint.planes, hint.alpha, n))
-        if other.value > side.value:
-            side = other
-    weight, dual = side.weight, side.value
+
+    def sides() -> Iterator[DualSide]:
+        if own is not None:
+            yield own
+        for hint in hints:
+            yield DualSide.of(f, dual_pairs(hint.planes, hint.alpha, n))
+        if own is None:
+            weight = _best_single_output_dual(rows_hat, c_hat, C)
+            w_alpha = np.asarray(rows_hat.T @ weight).ravel()
+            yield DualSide(np.arange(n), weight, joint_hat, rows_hat, c_hat, w_alpha, 0.0)
+
+    # every search yields a point first (its own or, for a bare w, a hint or the ascent's)
+    side, dual, _ = best_dual_point(
+        attrgetter("value"), sides(), None, primal, tol, dual=-math.inf, ceiling=ceiling
+    )
+    weight = side.weight
     rounding = f.rounding(w)
     every = f.every_output(ENUMERATED) if maxima[1] is None and rounding is not None else None
     rigorous = proven(f, rounding, every)
