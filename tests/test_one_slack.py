@@ -95,6 +95,7 @@ def test_sweeps_match_the_pairs_one_by_one(seed, levels, queries, rounded):
     assert all(np.array_equal(x, y) for x, y in zip(level_counts(lay), every[:2], strict=True))
 
 
+@settings(deadline=None)  # the first example may load the layout's compiled pass
 @given(
     seed=st.integers(0, 2**16),
     distinct=st.integers(1, 12),
@@ -122,6 +123,41 @@ def test_layout_ranks_and_counts_as_unique_and_the_pairs_do(
     assert lay.n_pairs == np.sum((ids[:, None] == ids[None, :]) & (y[:, None] > y[None, :]))
     most = max(len(np.unique(y[ids == q])) for q in np.unique(ids))
     assert lay.max_levels == most
+
+
+@settings(deadline=None)  # the first example compiles the layout's pass
+@given(
+    seed=st.integers(0, 2**16),
+    distinct=st.integers(1, 10),
+    queries=st.integers(1, 30),
+    sorted_ids=st.booleans(),
+)
+@example(seed=0, distinct=9, queries=3, sorted_ids=True)  # more distinct values than it takes
+@example(seed=0, distinct=3, queries=3, sorted_ids=False)  # ids not given query by query
+def test_the_compiled_layout_is_the_numpy_one(seed, distinct, queries, sorted_ids):
+    # ids given query by query and at most FEW_VALUES relevance values: the one compiled pass
+    # gives the numpy layout to the last entry and type (levels with ties and -0.0 = 0.0);
+    # otherwise it declines and the numpy sorts lay the items out
+    rng = np.random.default_rng(seed)
+    n = 60
+    values = rng.normal(size=distinct) * 10.0 ** rng.integers(-3, 3)
+    values[0] = -0.0
+    y = rng.choice(values, n)
+    y[y == -0.0] = rng.choice([0.0, -0.0], int(np.sum(y == -0.0)))
+    ids = rng.integers(-5, queries, n).astype(np.intp) * 7
+    if sorted_ids:
+        ids = np.sort(ids)
+    ok = ranking_sweep._grouped_layout(y, ids)[0]
+    assert ok == (sorted_ids and len(np.unique(y)) <= ranking_sweep.FEW_VALUES)
+    with patch.object(ranking_sweep, "uncompiled", lambda *args: False):
+        fast = layout(y, ids)
+    with patch.object(ranking_sweep, "uncompiled", lambda *args: True):
+        slow = layout(y, ids)
+    for name in ("order", "starts", "level", "query"):
+        a, b = getattr(fast, name), getattr(slow, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    for name in ("n_pairs", "max_query", "max_levels"):
+        assert type(getattr(fast, name)) is int and getattr(fast, name) == getattr(slow, name)
 
 
 @settings(deadline=None)  # the first example compiles the re-sort
