@@ -265,16 +265,19 @@ print(json.dumps({
     "solver": sol.solver, "passed": sol.certificate.passed,
     "bounds": [sol.certificate.lower, sol.certificate.upper], "w": sol.w.tolist(), "b": sol.b,
     "numpy": [id(k) in _numerics._uncompiled_rows for k in
-              (ascent._free_cg, ascent.coordinate_expansion, ascent.coordinate_objectives)],
+              (ascent._free_cg, ascent.coordinate_expansion, ascent.coordinate_objectives,
+               ascent._sweep_shrunk)],
     "compiled": [bool(k.signatures) for k in
-                 (ascent._free_cg, ascent.coordinate_expansion, ascent.coordinate_objectives)],
+                 (ascent._free_cg, ascent.coordinate_expansion, ascent.coordinate_objectives,
+                  ascent._sweep_shrunk)],
 }))
 """
 
 
 def test_cold_sparse_call_with_more_rows_than_features_equals_the_compiled_one(tmp_path):
-    # a fresh process with an empty compile cache runs the finish's conjugate gradients and
-    # the ascent's steering passes as their numpy equivalents (none of the three compiled),
+    # a fresh process with an empty compile cache runs the finish's conjugate gradients, the
+    # ascent's steering passes and its sweeps of the shrunk coordinates as their numpy
+    # equivalents (none of the four compiled),
     # the same operations in the same order: the same certified answer to the bit as this
     # process's compiled paths
     env = {**os.environ, "QPSVM_CACHE_DIR": str(tmp_path)}
@@ -282,7 +285,7 @@ def test_cold_sparse_call_with_more_rows_than_features_equals_the_compiled_one(t
         [sys.executable, "-c", COLD_SPARSE], env=env, check=True, timeout=600, capture_output=True
     )
     cold = json.loads(out.stdout.decode().splitlines()[-1])
-    assert cold["passed"] and cold["numpy"] == [True] * 3 and cold["compiled"] == [False] * 3
+    assert cold["passed"] and cold["numpy"] == [True] * 4 and cold["compiled"] == [False] * 4
     rng = np.random.default_rng(0)
     X = sp.random(5000, 500, density=0.02, format="csr", random_state=0)
     y = np.where(X @ rng.normal(size=500) + 0.1 * rng.normal(size=5000) > 0, 1, -1)

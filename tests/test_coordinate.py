@@ -476,6 +476,47 @@ def test_free_set_step_from_a_loose_point_reaches_the_optimum(seed):
     assert cert.passed and cert.relative_gap <= 1e-12
 
 
+@settings(max_examples=15, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    shape=st.sampled_from([(300, 40), (80, 300), (150, 150)]),
+    squared=st.booleans(),
+    bias=st.sampled_from([0.0, 1.0]),
+)
+@example(seed=0, shape=(300, 40), squared=False, bias=0.0)
+def test_numpy_sweep_of_the_shrunk_coordinates_equals_the_compiled_one(seed, shape, squared, bias):
+    # on CSR rows the sweep of the shrunk coordinates before it is compiled runs in numpy
+    # (scipy's CSR product adds each row's terms in the compiled dot's order): the ascent
+    # through it ends at the same floats, epochs and spread as through the compiled sweep
+    n, d = shape
+    X, y = sparse_problem(seed, n=n, d=d, k=4)
+    reg = np.full(n, 0.5) if squared else np.zeros(n)
+    data = CoordinateData(X, y.astype(float), np.ones(n), reg, np.ones(n), bias)
+    swept: list[int] = []
+    numpy_sweep = ascent._sweep_shrunk_numpy
+
+    def spy(*args):
+        swept.append(1)
+        return numpy_sweep(*args)
+
+    runs = []
+    for cold in (True, False):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(ascent, "uncompiled", lambda kernel, rows, budget, cold=cold: cold)
+            patch.setattr(ascent, "_sweep_shrunk_numpy", spy)
+            u, v = np.zeros(n), np.zeros(d + 1)
+            epochs, spread = ascent.coordinate_epochs(
+                data.rows, data.sigma, data.p, data.d, data.hi, bias, data.qd, u, v, 300, 1e-6,
+                seed, 10,
+            )  # fmt: skip
+        runs.append((epochs, spread, u, v))
+    assert swept  # the numpy sweep ran (in the first ascent only)
+    (e0, s0, u0, v0), (e1, s1, u1, v1) = runs
+    assert e0 == e1 and s0 == s1
+    np.testing.assert_array_equal(u0, u1)
+    np.testing.assert_array_equal(v0, v1)
+
+
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_slow_conjugate_gradients_give_way_to_the_dense_factor(fit_intercept, monkeypatch):
     # conjugate gradients whose products cost more than the dense factor (as where the free

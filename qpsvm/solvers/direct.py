@@ -56,7 +56,7 @@ from qpsvm.kernels import gram_factor
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers.backends import SETTINGS
 from qpsvm.solvers.finish import best_certified
-from qpsvm.verify.ascent import coordinate_epochs
+from qpsvm.verify.ascent import shrinking_epochs
 from qpsvm.verify.box_qp import ASCENT_PAIRS, box_qp
 from qpsvm.verify.certificate import Certificate
 from qpsvm.verify.ranking_fused import ACTIVE_FIRST_STEPS, ACTIVE_STEPS, rows_active_set
@@ -242,7 +242,7 @@ def _box_dual(f: BinaryProblem, tol: float) -> Solution | None:
     plain = np.all(f.margin == 1.0) and np.all(f.upper == cap) and 0.0 < cap < math.inf
     if sp.issparse(f.X) or not plain or n < BOX_DUAL_ASPECT * d:
         return None
-    if uncompiled(coordinate_epochs, n, ASCENT_PAIRS):
+    if uncompiled(shrinking_epochs, n, ASCENT_PAIRS):
         return None
     start = time.perf_counter()
     Z = np.ascontiguousarray(f.y[:, None] * np.asarray(f.X, dtype=np.float64))

@@ -169,6 +169,11 @@ CG_NUMPY_ENTRIES = 500_000_000
 #: ... and :func:`coordinate_expansion`'s (about 0.4 s of compile) until its rows' nonzeros
 #: would have paid for it (a transposed sparse product, about 2 ns a nonzero).
 NUMPY_ENTRIES = 200_000_000
+#: ... and :func:`_sweep_shrunk`'s (0.3 s of compile with the row dot it links) until its
+#: sweeps would have paid for it: each is charged every row's nonzeros (it selects and
+#: multiplies the shrunk rows, 6-7 ns a nonzero of the matrix with 70% of its rows shrunk at
+#: 20000-500000 nonzeros; CPU time, load 4 on 2 cores).
+SWEEP_ENTRIES = 40_000_000
 #: ... and :func:`coordinate_objectives`'s (about 0.35 s) until its Sum2 in Python floats (about
 #: 0.09 us an element) would have.
 OBJECTIVES_ELEMENTS = 2**22
@@ -197,52 +202,152 @@ __all__ = [
     "CoordinateData",
     "ascend",
     "balanced_ascent",
+    "compiled_coordinate_epochs",
     "coordinate_epochs",
     "coordinate_expansion",
     "coordinate_objectives",
     "first_tolerance",
     "free_set_step",
+    "shrinking_epochs",
 ]
 
 
-@numba.njit(**ENTRY)
 def coordinate_epochs(
-    M, sigma, p, d, hi, bias, qd, u, v, max_epochs, tol, seed, unshrink_every
-):  # pragma: no cover - compiled
+    M: tuple,
+    sigma: np.ndarray,
+    p: np.ndarray,
+    d: np.ndarray,
+    hi: np.ndarray,
+    bias: float,
+    qd: np.ndarray,
+    u: np.ndarray,
+    v: np.ndarray,
+    max_epochs: int,
+    tol: float,
+    seed: int,
+    unshrink_every: int,
+) -> tuple[int, float]:
     """Dual coordinate ascent with shrinking (see the module docstring) over the rows of ``M``
     (:func:`qpsvm._rows.data_arrays`: dense, CSR, or a ranking SVM's pair differences); ``v``
     has one more entry than there are features (the regularised intercept's coordinate, 0 when
-    ``bias == 0``). Once the active coordinates converge, and every ``unshrink_every`` epochs
-    (on a singular active set convergence can take long while a shrunk coordinate has become
-    violated), the shrunk ones are swept in storage order (:func:`_sweep_shrunk`): the ascent
-    ends when the projected gradients of all of them span at most ``tol``, else the swept
-    coordinates the last epoch would not have shrunk rejoin the active set. Updates ``u`` and
-    ``v`` in place and returns the epochs run and the last spread of projected gradients."""
+    ``bias == 0``). The coordinates with ``hi_i > 0`` and ``qd_i + d_i > 0`` take part. The
+    epochs run compiled (:func:`shrinking_epochs`); once the active coordinates converge, and
+    every ``unshrink_every`` epochs (on a singular active set convergence can take long while a
+    shrunk coordinate has become violated), the shrunk ones are swept in storage order
+    (:func:`_sweep_shrunk`, or on CSR rows before it is compiled its numpy equivalent with the
+    same floats): the ascent ends when the projected gradients of all of them span at most
+    ``tol``, else the swept coordinates the last epoch would not have shrunk rejoin the active
+    set. The sweep is called from here, not from the compiled epochs, so that a call whose
+    ascent never shrinks, or a cold one on CSR rows, does not compile it (0.3 s). Updates ``u``
+    and ``v`` in place and returns the epochs run and the last spread of projected gradients.
+    """
     n = sigma.shape[0]
-    last = v.shape[0] - 1
-    w = v[:last]  # a view: the rows' coordinates (dense rows are read over its length)
-    state = np.uint64(seed) * np.uint64(2654435761) + np.uint64(1)
-    index = np.empty(n, dtype=np.int64)
+    live = np.flatnonzero((hi > 0.0) & (qd + d > 0.0))
+    total = live.shape[0]
+    index = np.zeros(n, dtype=np.int64)
+    index[:total] = live
     shrunk = np.zeros(n, dtype=np.bool_)
-    total = np.int64(0)  # typed int64 from the start: _sweep_shrunk compiles for one type
+    # the generator's state, a 64-bit linear congruential one (Knuth's MMIX constants): the
+    # order is reproducible from the seed and numpy's global random state is left alone
+    state = np.array([(int(seed) * 2654435761 + 1) % 2**64], dtype=np.uint64)
+    counts = np.array([0, total], dtype=np.int64)  # epochs run, active coordinates
+    while True:
+        violation, pg_min, pg_max, sweep = shrinking_epochs(
+            M, sigma, p, d, hi, bias, qd, u, v, max_epochs, tol, unshrink_every,
+            index, shrunk, counts, state, total,
+        )  # fmt: skip
+        if not sweep:
+            return int(counts[0]), float(violation)
+        pairs = M[5].ndim == 2
+        if M[4] and not pairs and uncompiled(_sweep_shrunk, M[1].shape[0], SWEEP_ENTRIES):
+            sweep_shrunk = _sweep_shrunk_numpy
+        else:
+            sweep_shrunk = _sweep_shrunk
+        active, violation = sweep_shrunk(
+            M, sigma, p, d, hi, bias, u, v, index, shrunk, counts[1], pg_min, pg_max
+        )
+        counts[1] = active
+        if violation <= tol or counts[0] >= max_epochs:
+            return int(counts[0]), float(violation)
+
+
+@numba.njit(**CALLEE)
+def compiled_coordinate_epochs(
+    M, sigma, p, d, hi, bias, qd, u, v, max_epochs, tol, seed, unshrink_every
+):  # pragma: no cover - compiled
+    """:func:`coordinate_epochs` for compiled callers (the ranking windows' box QPs): the same
+    epochs and sweeps, the sweep compiled with them."""
+    n = sigma.shape[0]
+    index = np.zeros(n, dtype=np.int64)
+    total = np.int64(0)
     for i in range(n):
         if hi[i] > 0.0 and qd[i] + d[i] > 0.0:
             index[total] = i
             total += 1
-    active = total
+    shrunk = np.zeros(n, dtype=np.bool_)
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = np.uint64(seed) * np.uint64(2654435761) + np.uint64(1)
+    counts = np.zeros(2, dtype=np.int64)
+    counts[1] = total
+    while True:
+        violation, pg_min, pg_max, sweep = shrinking_epochs(
+            M, sigma, p, d, hi, bias, qd, u, v, max_epochs, tol, unshrink_every,
+            index, shrunk, counts, state, total,
+        )  # fmt: skip
+        if not sweep:
+            return counts[0], violation
+        counts[1], violation = _sweep_shrunk(
+            M, sigma, p, d, hi, bias, u, v, index, shrunk, counts[1], pg_min, pg_max
+        )
+        if violation <= tol or counts[0] >= max_epochs:
+            return counts[0], violation
+
+
+@numba.njit(**ENTRY)
+def shrinking_epochs(
+    M,
+    sigma,
+    p,
+    d,
+    hi,
+    bias,
+    qd,
+    u,
+    v,
+    max_epochs,
+    tol,
+    unshrink_every,
+    index,
+    shrunk,
+    counts,
+    state,
+    total,
+):  # pragma: no cover - compiled
+    """The epochs of :func:`coordinate_epochs` over the active coordinates ``index[:active]``
+    (``counts = [epochs run, active]``, ``state[0]`` the generator's state, both updated), in a
+    random order each, shrinking as liblinear does (``shrunk`` marks the coordinates moved out),
+    until ``max_epochs`` have run or the spread of the projected gradients is at most ``tol``
+    with none shrunk, or a sweep of the shrunk ones is due (the active ones converged, or
+    ``unshrink_every`` epochs). Returns the spread, the last epoch's least and largest projected
+    gradients, and whether a sweep is due."""
+    last = v.shape[0] - 1
+    w = v[:last]  # a view: the rows' coordinates (dense rows are read over its length)
+    rng = state[0]
+    epochs = counts[0]
+    active = counts[1]
     pg_max_old = np.inf
     pg_min_old = -np.inf
-    epochs = 0
+    pg_max = -np.inf
+    pg_min = np.inf
     violation = np.inf
+    sweep = False
     while epochs < max_epochs:
         epochs += 1
         pg_max = -np.inf
         pg_min = np.inf
         for s in range(active):
-            # a 64-bit linear congruential generator (Knuth's MMIX constants): the order is
-            # reproducible from the seed and numpy's global random state is left alone
-            state = state * np.uint64(6364136223846793005) + np.uint64(1442695040888963407)
-            j = s + np.int64((state >> np.uint64(33)) % np.uint64(active - s))
+            rng = rng * np.uint64(6364136223846793005) + np.uint64(1442695040888963407)
+            j = s + np.int64((rng >> np.uint64(33)) % np.uint64(active - s))
             index[s], index[j] = index[j], index[s]
         s = 0
         while s < active:
@@ -280,22 +385,19 @@ def coordinate_epochs(
             s += 1
         violation = pg_max - pg_min
         if active < total and (violation <= tol or epochs % unshrink_every == 0):
-            active, violation = _sweep_shrunk(
-                M, sigma, p, d, hi, bias, u, v, index, shrunk, active, pg_min, pg_max
-            )
-            if violation <= tol:
-                break
-            pg_max_old = np.inf
-            pg_min_old = -np.inf
-            continue
+            sweep = True
+            break
         if violation <= tol:
             break
         pg_max_old = pg_max if pg_max > 0.0 else np.inf
         pg_min_old = pg_min if pg_min < 0.0 else -np.inf
-    return epochs, violation
+    counts[0] = epochs
+    counts[1] = active
+    state[0] = rng
+    return violation, pg_min, pg_max, sweep
 
 
-@numba.njit(**CALLEE)
+@numba.njit(**ENTRY)
 def _sweep_shrunk(
     M, sigma, p, d, hi, bias, u, v, index, shrunk, active, pg_min, pg_max
 ):  # pragma: no cover - compiled
@@ -329,6 +431,41 @@ def _sweep_shrunk(
             index[q] = i
             q += 1
     return active, up - lo
+
+
+def _sweep_shrunk_numpy(
+    M: tuple,
+    sigma: np.ndarray,
+    p: np.ndarray,
+    d: np.ndarray,
+    hi: np.ndarray,
+    bias: float,
+    u: np.ndarray,
+    v: np.ndarray,
+    index: np.ndarray,
+    shrunk: np.ndarray,
+    active: int,
+    pg_min: float,
+    pg_max: float,
+) -> tuple[int, float]:
+    """:func:`_sweep_shrunk` on CSR rows in numpy, with the same floats: scipy's CSR product adds
+    each row's terms in the compiled dot's order from 0, the gradients' other operations are
+    elementwise in the same order, and the extremes of the projected gradients are exact
+    (equal in value to the compiled loop's, a zero's sign aside)."""
+    last = v.shape[0] - 1
+    rows = np.flatnonzero(shrunk)
+    X = sp.csr_matrix((M[1], M[2], M[3]), shape=(M[3].shape[0] - 1, last))
+    a = u[rows]
+    G = sigma[rows] * (X[rows] @ v[:last] + v[last] * bias) - p[rows] + d[rows] * a
+    at_zero = a <= 0.0
+    PG = np.where(at_zero, np.minimum(G, 0.0), np.maximum(G, 0.0))
+    spread = max(pg_max, float(PG.max())) - min(pg_min, float(PG.min()))
+    back = np.where(at_zero, G <= max(pg_max, 0.0), G >= min(pg_min, 0.0))
+    shrunk[rows[back]] = False
+    joined = int(np.count_nonzero(back))
+    index[active : active + joined] = rows[back]
+    index[active + joined : active + rows.shape[0]] = rows[~back]
+    return active + joined, spread
 
 
 @numba.njit(**CALLEE)

@@ -26,7 +26,7 @@ import scipy.linalg
 from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._numerics import uncompiled
 from qpsvm._rows import data_arrays, row_sq_norms
-from qpsvm.verify.ascent import UNSHRINK_EVERY, coordinate_epochs
+from qpsvm.verify.ascent import UNSHRINK_EVERY, coordinate_epochs, shrinking_epochs
 from qpsvm.verify.projection import bounded_fit
 from qpsvm.verify.ranking_fused import rows_active_set
 
@@ -395,7 +395,7 @@ def box_qp(
             exact = _own_sets(Z, v0, cap, 1.0 - Z @ w_active)
             if exact is not None:
                 return exact
-    if not uncompiled(coordinate_epochs, Z.shape[0], ASCENT_PAIRS):
+    if not uncompiled(shrinking_epochs, Z.shape[0], ASCENT_PAIRS):
         exact = _ascent_sets(Z, v0, cap)
         if exact is not None:
             return exact

@@ -55,7 +55,7 @@ import numpy as np
 
 from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._numerics import _SUCC_SIZE, TINY, U, _sum2, uncompiled
-from qpsvm.verify.ascent import coordinate_epochs
+from qpsvm.verify.ascent import compiled_coordinate_epochs
 from qpsvm.verify.ranking_sweep import QueryLayout, _by_query, _sums, _window
 from qpsvm.verify.rigorous import _columns_product, _rows_product
 
@@ -561,7 +561,7 @@ def _window_qp(X, window, Z, v0, cap, w, per_feature, slack, ascent, active):  #
         norms[p] = Z[p] @ Z[p]
     done = 0
     while True:
-        epochs, spread = coordinate_epochs(
+        epochs, spread = compiled_coordinate_epochs(
             M, ones, ones, zeros, box, 0.0, norms, u, v, rounds, tol, seed, unshrink
         )
         done += epochs
