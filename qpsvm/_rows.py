@@ -28,8 +28,20 @@ import scipy.sparse as sp
 from numba.extending import overload
 
 from qpsvm._jit import ENTRY
+from qpsvm._numerics import uncompiled
 
-__all__ = ["data_arrays", "linear_data", "pair_sq_norms", "row_sq_norms"]
+__all__ = ["data_arrays", "linear_data", "pair_sq_norms", "row_sq_norms", "touched_columns"]
+
+#: :func:`touched_columns` restricts a matrix to the columns its rows touch once at most this
+#: share of them is touched (the rest are exact zeros in every expansion): at 10000 x 1e6,
+#: 100 nonzeros a row, 40% touched, an epoch of dual coordinate ascent took 0.8-0.87 times
+#: its time over every column and a pass of its objectives 0.5 times (the rows' scattered
+#: reads and writes land in a vector 0.4 times as long, the squared norm sums 0.4 times the
+#: entries), for a restriction of 6-9 ms (CPU time, load 1.3-3 on 2 cores).
+TOUCHED_SHARE = 0.75
+#: Nonzeros :func:`touched_columns` passes to its numpy equivalent in a process before the
+#: kernel is compiled (about 0.1 s of compile; the equivalent costs about 10 ns a nonzero).
+TOUCHED_ENTRIES = 2**23
 
 
 def data_arrays(X: np.ndarray | sp.csr_matrix, pairs: np.ndarray | None = None) -> tuple:
@@ -159,6 +171,50 @@ def pair_sq_norms(M, sqnorm, n_features):  # pragma: no cover - compiled
         _row_axpy(a, M, -1.0, buf)  # x + (-1) x == 0 exactly: buf is zero again
         out[p] = max(sqnorm[a] + sqnorm[b] - 2.0 * cross, 0.0)
     return out
+
+
+@numba.njit(**ENTRY)
+def _touched_columns(indices, d):  # pragma: no cover - compiled
+    """The columns among ``0..d-1`` that ``indices`` name, in increasing order, and each index
+    renumbered by its column's rank among them (in ``indices``' integer type)."""
+    mark = np.zeros(d, dtype=np.uint8)  # a byte a column: the scattered writes stay cached
+    for k in range(indices.shape[0]):
+        mark[np.uintp(indices[k])] = 1
+    rank = np.empty(d, dtype=indices.dtype)
+    touched = np.empty(d, dtype=np.int64)
+    count = 0
+    for j in range(d):
+        rank[j] = count
+        if mark[j]:
+            touched[count] = j
+            count += 1
+    renumbered = np.empty_like(indices)
+    for k in range(indices.shape[0]):
+        renumbered[k] = rank[np.uintp(indices[k])]
+    return renumbered, touched[:count].copy()
+
+
+def touched_columns(X: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray] | None:
+    """``X`` restricted to the columns its rows touch (``X[:, touched]``, the rows' entries in
+    their order, columns renumbered) and those columns ``touched``, increasing; ``None`` when
+    more than :data:`TOUCHED_SHARE` of the columns are touched. A column no row touches is 0
+    in every sum of rows, so ``X^T u`` is the restricted product's entries at ``touched`` and
+    exact zeros elsewhere, and ``X w`` depends on ``w[touched]`` only, by the same operations
+    in the same order. Before the kernel is compiled, numpy computes the same integers."""
+    d = X.shape[1]
+    if uncompiled(_touched_columns, X.nnz, TOUCHED_ENTRIES):
+        mark = np.zeros(d, dtype=bool)
+        mark[X.indices] = True
+        touched = np.flatnonzero(mark)
+        if touched.size > TOUCHED_SHARE * d:
+            return None
+        renumbered = (np.cumsum(mark, dtype=np.int64) - 1)[X.indices].astype(X.indices.dtype)
+    else:
+        renumbered, touched = _touched_columns(X.indices, d)
+        if touched.size > TOUCHED_SHARE * d:
+            return None
+    shape = (X.shape[0], touched.size)
+    return sp.csr_matrix((X.data, renumbered, X.indptr), shape=shape, copy=False), touched
 
 
 def linear_data(X: Any, n_features: int) -> tuple[tuple, np.ndarray]:

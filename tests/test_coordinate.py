@@ -924,3 +924,90 @@ def test_free_intercept_search_past_a_loose_solves_wrong_sign_is_certified_by_dc
         sol = f.solve(method="dcd")
     assert "instead" not in caplog.text
     assert sol.certificate.passed and "start" not in sol.info
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_touched_columns_are_the_columns_rows_touch_compiled_or_not(seed, monkeypatch):
+    # X[:, touched] with the rows' entries in their order; every other column is 0; the
+    # compiled kernel and its numpy equivalent give the same integers
+    from qpsvm import _rows
+
+    rng = np.random.default_rng(seed)
+    X = sp.random(40, 500, 0.004 * (seed + 1), format="csr", random_state=seed)
+    X.sum_duplicates()
+    X.indices = X.indices.astype(np.int64 if seed % 2 else np.int32)
+    X.data *= rng.standard_normal(X.nnz)
+    restricted, touched = _rows.touched_columns(X)
+    dense = X.toarray()
+    assert np.array_equal(touched, np.flatnonzero(np.any(dense != 0.0, axis=0)))
+    assert np.array_equal(restricted.toarray(), dense[:, touched])
+    assert np.array_equal(restricted.data, X.data)
+    monkeypatch.setattr(_rows, "uncompiled", lambda kernel, rows, budget: True)
+    numpy_restricted, numpy_touched = _rows.touched_columns(X)
+    assert np.array_equal(numpy_touched, touched)
+    assert np.array_equal(numpy_restricted.indices, restricted.indices)
+    # most columns touched: no restriction
+    full = sp.csr_matrix(np.ones((3, 4)))
+    assert _rows.touched_columns(full) is None
+
+
+@pytest.mark.parametrize(("loss", "intercept"), PROBLEMS)
+def test_dcd_ascends_over_the_touched_columns_to_the_same_floats(loss, intercept, monkeypatch):
+    # columns no row touches hold exact zeros in every expansion and add exact zeros to every
+    # sum: the ascent over the touched ones alone (its v of their length) returns the same
+    # weights, intercept and certificate as over all of them, to the bit
+    X, y = sparse_problem(7, n=40, d=400, k=3)
+    widths = []
+    original = ascent.coordinate_epochs
+
+    def spy(*args):
+        widths.append(args[8].size)
+        return original(*args)
+
+    monkeypatch.setattr(ascent, "coordinate_epochs", spy)
+    sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, loss=loss, intercept=intercept).solve(method="dcd")
+    touched = np.unique(X.indices).size
+    assert sol.certificate.passed and set(widths) == {touched + 1}
+    widths.clear()
+    monkeypatch.setattr("qpsvm._rows.TOUCHED_SHARE", 0.0)
+    every = qpsvm.SoftMarginPrimal(X, y, C=1.0, loss=loss, intercept=intercept).solve(method="dcd")
+    assert set(widths) == {X.shape[1] + 1}
+    assert np.array_equal(sol.w, every.w) and sol.b == every.b
+    assert np.array_equal(sol.alpha, every.alpha)
+    assert sol.certificate.primal_objective == every.certificate.primal_objective
+    assert sol.certificate.dual_objective == every.certificate.dual_objective
+
+
+def test_solvers_ascent_estimates_the_gap_once_a_run(monkeypatch):
+    # from u = 0 no estimate before the first run (nothing is met there), and none at the
+    # returned point (the solver certifies it): one pass of the objectives per run (the
+    # free-set finish, which estimates its own trial point, left out)
+    runs, estimates = [], []
+    epochs, objectives = ascent.coordinate_epochs, ascent.coordinate_objectives
+
+    def run_spy(*args):
+        runs.append(args[9])
+        return epochs(*args)
+
+    def objectives_spy(*args):
+        estimates.append(args[-1])
+        return objectives(*args)
+
+    monkeypatch.setattr(ascent, "coordinate_epochs", run_spy)
+    monkeypatch.setattr(ascent, "coordinate_objectives", objectives_spy)
+    monkeypatch.setattr(ascent, "_worth_finishing", lambda *args: False)
+    X, y = sparse_problem(8, n=60, d=300)
+    sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False).solve(method="dcd")
+    assert sol.certificate.passed and len(runs) >= 2 and len(estimates) == len(runs)
+
+
+def test_certificate_sums_the_squares_of_w_once():
+    # the rigorous primal bound takes the primal side's Sum2 of w * w: the same floats
+    from qpsvm._numerics import fsum_dot
+    from qpsvm.verify.rigorous import binary_primal_upper
+
+    X, y = sparse_problem(9, n=60, d=300)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False)
+    w = f.solve(method="dcd").w
+    given = binary_primal_upper(f, w, 0.0, norm2=fsum_dot(w, w))
+    assert given == binary_primal_upper(f, w, 0.0)

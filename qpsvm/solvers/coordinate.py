@@ -84,6 +84,16 @@ def composed_problem(f: CompositeProblem) -> CoordinateProblem:
     )
 
 
+def _weights(v: np.ndarray, touched: np.ndarray | None, d: int) -> np.ndarray:
+    """The weights ``w`` of the ascent's ``v`` over the columns ``touched`` (all: ``None``),
+    exact zeros at the others."""
+    if touched is None:
+        return v[:-1]
+    w = np.zeros(d)
+    w[touched] = v[:-1]
+    return w
+
+
 def solve_dcd(
     f: BinaryProblem | CompositeProblem,
     solver: str | None = None,
@@ -125,6 +135,9 @@ def solve_dcd(
     start = time.perf_counter()
     problem = part(f, "coordinate_problem", "dcd")(f)
     data = problem.data
+    first = first_tolerance(data)
+    # the ascent over the columns the rows touch: every other weight is an exact 0
+    data, touched = data.on_touched_columns()
     # a margin below the certificate's early stop, for its rigorous rounding allowances
     target = 0.5 * GOOD_ENOUGH * tol
     if problem.coupled:
@@ -136,7 +149,7 @@ def solve_dcd(
             seed=seed,
             unshrink_every=SOLVER_UNSHRINK_EVERY,
         )
-        cand = Candidate(w=v[:-1], b=None, alpha=u)
+        cand = Candidate(w=_weights(v, touched, f.n_features), b=None, alpha=u)
         try:
             cand, cert = finish(f, cand, tol, what=WHAT, advice=ADVICE, refine=False, eager=False)
         except RoundingFloorError:
@@ -154,11 +167,13 @@ def solve_dcd(
             target,
             max_epochs=max_epochs,
             seed=seed,
-            start=first_tolerance(data),
+            start=first,
+            evaluate=False,
             unshrink_every=SOLVER_UNSHRINK_EVERY,
         )
         epochs = step.epochs
-        cand = Candidate(w=step.v[:-1], b=data.intercept(step.v, 0.0), alpha=step.u)
+        w = _weights(step.v, touched, f.n_features)
+        cand = Candidate(w=w, b=data.intercept(step.v, 0.0), alpha=step.u)
         cand, cert = finish(f, cand, tol, what=WHAT, advice=ADVICE, eager=False)
     return f.solution_from(
         cand,

@@ -50,7 +50,7 @@ import scipy.sparse as sp
 
 from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._numerics import _sum2_python, charge, fsum, tdot, uncompiled
-from qpsvm._rows import _example_axpy, _example_dot, linear_data
+from qpsvm._rows import _example_axpy, _example_dot, data_arrays, linear_data, touched_columns
 
 logger = logging.getLogger("qpsvm")
 
@@ -565,6 +565,20 @@ class CoordinateData:
             su = u * self.sigma
             return np.append(self.X.T @ su, _ordered_sum(su * self.bias))
         return coordinate_expansion(self.rows, self.sigma, self.bias, u, self.n_features + 1)
+
+    def on_touched_columns(self) -> tuple[CoordinateData, np.ndarray | None]:
+        """The same problem over the columns some row touches (:func:`qpsvm._rows.touched_columns`)
+        and those columns, or ``self`` and ``None`` (dense rows, pair differences, or most
+        columns touched). Its ``v`` is this problem's at ``touched`` and at the intercept's
+        entry, the same floats: every other entry of this one's is an exact 0 in every
+        expansion and adds an exact 0 to every sum of squares (Sum2 included)."""
+        restricted = touched_columns(self.X) if sp.issparse(self.X) else None
+        if restricted is None:
+            return self, None
+        out = copy.copy(self)
+        out.X, touched = restricted
+        out.rows = data_arrays(out.X)
+        return out, touched
 
     def regularised(self, bias: float) -> CoordinateData:
         """The same problem with the intercept a regularised feature of value ``bias`` (no
@@ -1254,6 +1268,7 @@ def ascend(
     start: float = TOLERANCES[0],
     force: bool = False,
     exact: bool = True,
+    evaluate: bool = True,
     unshrink_every: int = UNSHRINK_EVERY,
 ) -> Ascent:
     """Run the ascent from ``u`` (clipped into the box) at tightening tolerances until the gap
@@ -1277,13 +1292,20 @@ def ascend(
     exact : bool
         Recompute the returned expansion in twice the working precision (a plain product
         otherwise).
+    evaluate : bool
+        Evaluate ``P`` and ``D`` at the returned point (a pass over the rows and the
+        features); ``False`` returns those of the last gap estimate (the same ``u``, its
+        expansion as the ascent updated it), for callers that use ``u`` and ``v`` alone.
     unshrink_every : int
         Epochs between the ascent's putting back every shrunk coordinate.
     """
     u = np.clip(np.asarray(u, dtype=np.float64), 0.0, data.hi)
     v = data.expansion(u, exact=False)  # steers the ascent only
     epochs = 0
-    primal, dual = data.objectives(u, v, shift)
+    # from u = 0 (the solver's start) the first tolerance runs unestimated (nan: no gap is
+    # met), which costs nothing where 0 is optimal (every loss 0 at v = 0: the run ends at
+    # once) and saves a pass over the rows and features everywhere else
+    primal, dual = data.objectives(u, v, shift) if u.any() else (math.nan, math.nan)
     tried: set[bytes] = set()
     # the squared hinge's curvature d_i >= 1 / (2 C s_i) bounds the condition number, and the
     # ascent alone converges in a few tens of epochs (measured)
@@ -1322,7 +1344,9 @@ def ascend(
         if stalled:
             break
     v = data.expansion(u, exact)
-    return Ascent(u, v, *data.objectives(u, v, shift), epochs)
+    if evaluate:
+        primal, dual = data.objectives(u, v, shift)
+    return Ascent(u, v, primal, dual, epochs)
 
 
 def first_tolerance(data: CoordinateData) -> float:

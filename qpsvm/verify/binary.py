@@ -251,7 +251,7 @@ def ascent_points(
         balance = functools.partial(feasible_near, f)
         yield balanced_ascent(data, balance, stop, u=start, b=b, max_epochs=CERTIFY_EPOCHS)[0]
     else:
-        yield ascend(data, start, stop, max_epochs=CERTIFY_EPOCHS).u
+        yield ascend(data, start, stop, max_epochs=CERTIFY_EPOCHS, exact=False, evaluate=False).u
 
 
 def improve_dual(
@@ -350,6 +350,7 @@ class _PrimalSide:
     hard: bool
     primal: float
     infeasibility: float
+    norm2: float
 
 
 def _candidate_scores(
@@ -400,7 +401,9 @@ def _primal_side(f: BinaryProblem, cand: Candidate) -> _PrimalSide:
         first = kernel.first
     else:
         first = None if alpha_in is None else feasible_near(f, alpha_in)
-    return _PrimalSide(alpha_in, w, kernel, first, b, residual, hinge, hard, primal, primal_inf)
+    return _PrimalSide(
+        alpha_in, w, kernel, first, b, residual, hinge, hard, primal, primal_inf, norm2
+    )
 
 
 def _search_dual(
@@ -460,7 +463,7 @@ def _linear_bounds(
     point, and the allowance for rounding in the bounds (:mod:`qpsvm.verify.rigorous`,
     :func:`~qpsvm.verify.certificate.evaluation_allowance`), for an explicit ``w``; ``sums``
     the search's :class:`~qpsvm.verify.rigorous.DualSums` of ``alpha``, if it has them."""
-    primal, worst, primal_estimate = binary_primal_upper(f, side.w, side.b, pairs)
+    primal, worst, primal_estimate = binary_primal_upper(f, side.w, side.b, pairs, side.norm2)
     primal_inf = max(0.0, worst) if side.hard else side.infeasibility
     reference = primal if math.isfinite(primal) else binary_trivial_upper(f)
     dual, alpha, estimate = binary_dual_lower(f, alpha, reference, pairs, sums)

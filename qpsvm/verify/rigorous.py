@@ -57,6 +57,7 @@ from qpsvm._numerics import (
     csr_tdot2_abs,
     down,
     fsum,
+    fsum_dot,
     gamma,
     rows_dot2,
     sum_error,
@@ -112,6 +113,7 @@ __all__ = [
     "slack_cost",
     "squared_multiclass_dual_lower",
     "squared_multiclass_primal_upper",
+    "sum2_upper",
     "upper_row_sums",
     "upper_sum",
     "weight_norm_bound",
@@ -166,8 +168,13 @@ def upper_sum(a: np.ndarray, total: float | None = None) -> float:
     """An upper bound on the exact sum of nonnegative floats ``a`` (:func:`_sum2_slack`);
     ``total`` their Sum2 (:func:`~qpsvm._numerics.fsum`) when the caller has it."""
     a = np.ravel(a)
-    total = fsum(a) if total is None else total
-    return float(up(up(total * up(1.0 + _sum2_slack(a.size))) + a.size * TINY))
+    return sum2_upper(fsum(a) if total is None else total, a.size)
+
+
+def sum2_upper(total: float, n: int) -> float:
+    """An upper bound on the exact sum of ``n`` nonnegative floats whose Sum2 is ``total``
+    (:func:`_sum2_slack`, :data:`TINY` a term for underflow)."""
+    return float(up(up(total * up(1.0 + _sum2_slack(n))) + n * TINY))
 
 
 def upper_row_sums(a: np.ndarray) -> np.ndarray:
@@ -646,7 +653,7 @@ def binary_margins(f: BinaryRows, w: np.ndarray, pairs: Any = None) -> tuple:
 
 
 def binary_primal_upper(
-    f: BinaryRows, w: np.ndarray, b: float, pairs: Any = None
+    f: BinaryRows, w: np.ndarray, b: float, pairs: Any = None, norm2: float | None = None
 ) -> tuple[float, float]:
     r"""An upper bound on the exact ``P(w, b) = 1/2 ||w||^2 + C sum_i s_i max(0, m_i - y_i
     (x_i.w + b))``, one on the largest exact shortfall ``max_i (m_i - y_i(x_i.w + b))``, and
@@ -654,16 +661,16 @@ def binary_primal_upper(
     :func:`~qpsvm.verify.certificate.evaluation_allowance`).
 
     For the hard margin (``C = inf``) the upper bound is ``inf`` unless every margin is proven
-    to hold (shortfall bound ``<= 0``).
+    to hold (shortfall bound ``<= 0``). ``norm2``: the Sum2 of ``w * w``
+    (:func:`~qpsvm._numerics.fsum_dot`) when the caller has it (a pass over the features).
     """
     r, e = shortfall(f.margin, f.y, binary_margins(f, w, pairs), b)
     cost, worst = slack_cost(r, e, f.sample_weight)
-    square = w * w
-    total = fsum(square)
+    total = fsum_dot(w, w) if norm2 is None else norm2
     estimate = 0.5 * total
     if math.isfinite(f.C):
         estimate += f.C * fsum(f.sample_weight * np.maximum(0.0, r))
-    return primal_upper(upper_sum(square, total), f.C, cost, worst), worst, estimate
+    return primal_upper(sum2_upper(total, w.size), f.C, cost, worst), worst, estimate
 
 
 def scale_to_feasible(
