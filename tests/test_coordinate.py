@@ -1011,3 +1011,29 @@ def test_certificate_sums_the_squares_of_w_once():
     w = f.solve(method="dcd").w
     given = binary_primal_upper(f, w, 0.0, norm2=fsum_dot(w, w))
     assert given == binary_primal_upper(f, w, 0.0)
+
+
+def test_stationarity_of_a_solvers_rounded_expansion_is_no_pass_over_the_features(monkeypatch):
+    # the solver's w is the rounded Dot2 expansion of its multipliers, the very floats the
+    # certificate's expansion rounds to: the residual is 0 without summing d squares; a w
+    # off by one ulp is summed
+    from qpsvm.verify import binary
+
+    X, y = sparse_problem(10, n=60, d=300)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False)
+    sol = f.solve(method="dcd")
+    sizes = []
+    original = binary.fsum_dot
+
+    def spy(a, b):
+        sizes.append(np.size(a))
+        return original(a, b)
+
+    monkeypatch.setattr(binary, "fsum_dot", spy)
+    cert = f.certify(sol)
+    assert cert.passed and cert.stationarity == 0.0 and sizes.count(X.shape[1]) == 1
+    w = sol.w.copy()
+    j = int(np.flatnonzero(w)[0])
+    w[j] = np.nextafter(w[j], np.inf)
+    cert = f.certify(w=w, b=sol.b, alpha=sol.alpha)
+    assert cert.stationarity == abs(w[j] - sol.w[j])

@@ -574,7 +574,10 @@ def _stationarity(
         ),
         None,
     )
-    residual_w = w - (f.expansion(alpha) if v is None else v)
+    v = f.expansion(alpha) if v is None else v
+    if np.array_equal(w, v):
+        return 0.0  # a solver's w is the rounded expansion of its multipliers
+    residual_w = w - v
     return math.sqrt(fsum_dot(residual_w, residual_w))
 
 
