@@ -40,8 +40,9 @@ __all__ = ["data_arrays", "linear_data", "pair_sq_norms", "row_sq_norms", "touch
 #: entries), for a restriction of 6-9 ms (CPU time, load 1.3-3 on 2 cores).
 TOUCHED_SHARE = 0.75
 #: Nonzeros :func:`touched_columns` passes to its numpy equivalent in a process before the
-#: kernel is compiled (about 0.1 s of compile; the equivalent costs about 10 ns a nonzero).
-TOUCHED_ENTRIES = 2**23
+#: kernel is compiled (0.2-0.57 s of compile, CPU time at a load of 1-3; the equivalent costs
+#: 10-16 ns a nonzero at 10000 x 1e6).
+TOUCHED_ENTRIES = 2**24
 
 
 def data_arrays(X: np.ndarray | sp.csr_matrix, pairs: np.ndarray | None = None) -> tuple:
