@@ -1037,3 +1037,88 @@ def test_stationarity_of_a_solvers_rounded_expansion_is_no_pass_over_the_feature
     w[j] = np.nextafter(w[j], np.inf)
     cert = f.certify(w=w, b=sol.b, alpha=sol.alpha)
     assert cert.stationarity == abs(w[j] - sol.w[j])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_first_slope_of_the_search_is_the_free_sets_schur_complement(seed, monkeypatch):
+    # with the sets held, u_F(b) solves H_FF u_F = p_F - sigma_F b - (bound terms), so
+    # -g'(b) = sigma_F^T H_FF^{-1} sigma_F: the conjugate-gradient value agrees with the dense
+    # solve, and with the difference quotient of g between two fixed-b optima of the same sets
+    monkeypatch.setattr(ascent, "ITERATIVE_FROM", 0.0)  # conjugate gradients at this size
+    X, y = sparse_problem(seed, n=80, d=800, k=5)
+    n = X.shape[0]
+    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n))
+
+    def solved(b):
+        return ascend(data, np.zeros(n), 1e-15, shift=b, start=ascent.TOLERANCES[-1]).u
+
+    u = solved(0.1)
+    F = np.flatnonzero((u > 0.0) & (u < 1.0))
+    Z = (X[F].toarray() * y[F, None]).astype(float)
+    exact = float(y[F] @ np.linalg.solve(Z @ Z.T, y[F].astype(float)))
+    slope, expand = ascent._slope(data, u)
+    assert not expand
+    assert slope == pytest.approx(exact, rel=1e-3)
+    h = 1e-6
+    u_h = solved(0.1 + h)
+    assert np.array_equal(F, np.flatnonzero((u_h > 0.0) & (u_h < 1.0)))
+    assert (y @ u - y @ u_h) / h == pytest.approx(exact, rel=1e-4)
+    # without conjugate gradients: each free multiplier moved alone, an overestimate
+    monkeypatch.setattr(ascent, "ITERATIVE_FROM", np.inf)
+    jacobi, expand = ascent._slope(data, u)
+    assert expand and jacobi == pytest.approx(np.sum(1.0 / data.qd[F])) and jacobi >= exact
+
+
+def test_used_columns_renumber_the_free_rows_as_unique_does(monkeypatch):
+    # the iterative system's columns: the mask's running count is np.unique's inverse
+    X, _ = sparse_problem(3, n=50, d=400, k=5)
+    Z = X[::2]
+    columns, inverse = np.unique(Z.indices, return_inverse=True)
+    used = ascent._used_columns(Z)
+    assert np.array_equal(np.flatnonzero(used), columns)
+    assert np.array_equal((np.cumsum(used) - 1)[Z.indices], inverse)
+
+
+def _search_points(caplog) -> list[tuple[float, float]]:
+    """``(b, g)`` of every inner problem the search on ``b`` logged."""
+    points = []
+    for record in caplog.records:
+        message = record.getMessage()
+        if message.startswith("dcd: b="):
+            b, g = message.split()[1:3]
+            points.append((float(b[2:]), float(g[2:])))
+    return points
+
+
+def _grid_point(n, d, k):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from regimes.sparse import text_like
+
+    return text_like(n, d, k, seed=0)
+
+
+def test_search_on_b_steps_by_newton_and_stays_once_balancing_costs_little(caplog):
+    # the regime grid's 2000 x 20000 (20 nonzeros a row) with a free intercept: the first step
+    # from the regularised start is Newton's on g (its slope by conjugate gradients) and takes
+    # |g| down by more than 100 times (the free multipliers' sum of 1 / ||x_i||^2, 5.3 times
+    # too steep, by 1.2); once balancing the multipliers costs next to nothing the last
+    # inner problem is tightened at the same b (its balance off by 1e-4)
+    X, y = _grid_point(2000, 20000, 20)
+    with caplog.at_level("DEBUG", logger="qpsvm"):
+        sol = qpsvm.SoftMarginPrimal(X, y, C=1.0).solve(method="dcd")
+    assert sol.certificate.passed
+    points = _search_points(caplog)
+    assert abs(points[1][1]) < 0.01 * abs(points[0][1])
+    assert points[-1][0] == points[-2][0]
+    assert len({b for b, _ in points}) <= 4
+
+
+def test_slow_regularised_start_is_finished_at_the_first_value_of_b(caplog):
+    # the regime grid's 5000 x 2000 (10 nonzeros a row, the hinge, n > d) with a free
+    # intercept: the regularised start ran 144 epochs (slow) to a gap of 4.9e-6, and its point
+    # is finished with the intercept at once, where the epochs of the first inner problem
+    # alone (one) had the search solve a second one (74 epochs) before the finish
+    X, y = _grid_point(5000, 2000, 10)
+    with caplog.at_level("DEBUG", logger="qpsvm"):
+        sol = qpsvm.SoftMarginPrimal(X, y, C=1.0).solve(method="dcd")
+    assert sol.certificate.passed
+    assert len(_search_points(caplog)) == 1
+    assert "free-set solve with the intercept" in caplog.text

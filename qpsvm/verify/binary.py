@@ -251,7 +251,7 @@ def ascent_points(
         balance = functools.partial(feasible_near, f)
         yield balanced_ascent(data, balance, stop, u=start, b=b, max_epochs=CERTIFY_EPOCHS)[0]
     else:
-        yield ascend(data, start, stop, max_epochs=CERTIFY_EPOCHS, exact=False, evaluate=False).u
+        yield ascend(data, start, stop, max_epochs=CERTIFY_EPOCHS, exact=False).u
 
 
 def improve_dual(

@@ -314,7 +314,7 @@ class _Dual:
                 return balanced_ascent(
                     data, self.feasible, stop, u=u, b=b, max_epochs=CERTIFY_EPOCHS
                 )[0]
-            found = ascend(data, u, stop, max_epochs=CERTIFY_EPOCHS, exact=False, evaluate=False)
+            found = ascend(data, u, stop, max_epochs=CERTIFY_EPOCHS, exact=False)
             return c.clip(found.u)
         X = _dense(self.f.X)
         if X is None:
