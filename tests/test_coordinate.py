@@ -1065,6 +1065,10 @@ def test_first_slope_of_the_search_is_the_free_sets_schur_complement(seed, monke
     monkeypatch.setattr(ascent, "ITERATIVE_FROM", np.inf)
     jacobi, expand = ascent._slope(data, u)
     assert expand and jacobi == pytest.approx(np.sum(1.0 / data.qd[F])) and jacobi >= exact
+    # the squared hinge keeps that estimate and the expanding secant steps
+    monkeypatch.setattr(ascent, "ITERATIVE_FROM", 0.0)
+    squared = CoordinateData(X, y.astype(float), np.ones(n), np.full(n, 0.5), np.full(n, np.inf))
+    assert ascent._slope(squared, u)[1]
 
 
 def test_used_columns_renumber_the_free_rows_as_unique_does(monkeypatch):
