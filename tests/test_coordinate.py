@@ -1037,6 +1037,8 @@ def test_stationarity_of_a_solvers_rounded_expansion_is_no_pass_over_the_feature
     w[j] = np.nextafter(w[j], np.inf)
     cert = f.certify(w=w, b=sol.b, alpha=sol.alpha)
     assert cert.stationarity == abs(w[j] - sol.w[j])
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_first_slope_of_the_search_is_the_free_sets_schur_complement(seed, monkeypatch):
     # with the sets held, u_F(b) solves H_FF u_F = p_F - sigma_F b - (bound terms), so
