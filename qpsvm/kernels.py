@@ -18,8 +18,6 @@ import numba
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
-from numba import types
-from numba.extending import overload
 
 from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._numerics import uncompiled
@@ -35,7 +33,6 @@ __all__ = [
     "KernelCache",
     "cached_row",
     "canonical_csr",
-    "capacity",
     "check_precomputed",
     "exp_nonpositive",
     "gram_arrays",
@@ -331,7 +328,7 @@ def cached_row(i, cache):  # pragma: no cover - compiled
     """
     rows, slot_of, owner, stamp, stats, spec = cache
     if spec[0] == ROW_GRAM:
-        return _gram_row(i, spec, rows)
+        return spec[1][i]
     slot = slot_of[i]
     clock = stats[2]
     if slot >= 0:
@@ -346,7 +343,7 @@ def cached_row(i, cache):  # pragma: no cover - compiled
             slot_of[owner[slot]] = -1
             if stats[4] and stats[1] % PROMOTE != 0:
                 clock = stamp[slot]
-        _store_row(i, spec, rows[slot])
+        kernel_row(i, spec, rows[slot])
         owner[slot] = i
         slot_of[i] = slot
         stats[1] += 1
@@ -356,49 +353,9 @@ def cached_row(i, cache):  # pragma: no cover - compiled
     return rows[slot]
 
 
-def _gram_row(i, spec, rows):  # pragma: no cover - compiled (typed by the overload below)
-    """Row ``i`` of the formed Gram matrix ``spec[1]`` (:func:`gram_arrays`, whose ``rows`` are
-    float64: a float32 cache holds computed rows only)."""
-
-
-@overload(_gram_row)
-def _gram_row_typed(i, spec, rows):  # pragma: no cover - compiled
-    if rows.dtype == types.float64:
-        return lambda i, spec, rows: spec[1][i]
-
-    def computed_only(i, spec, rows):
-        raise AssertionError("a float32 kernel cache holds no formed Gram matrix")
-
-    return computed_only
-
-
-def _store_row(i, spec, out):  # pragma: no cover - compiled (typed by the overload below)
-    """``out[t] = k(x_i, x_t)``: :func:`kernel_row` in place for a float64 ``out``; for a
-    float32 one, computed in float64 and rounded to nearest."""
-
-
-@overload(_store_row)
-def _store_row_typed(i, spec, out):  # pragma: no cover - compiled
-    if out.dtype == types.float64:
-
-        def in_place(i, spec, out):
-            kernel_row(i, spec, out)
-
-        return in_place
-
-    def rounded(i, spec, out):
-        row = np.empty(out.shape[0])
-        kernel_row(i, spec, row)
-        for t in range(out.shape[0]):
-            out[t] = row[t]
-
-    return rounded
-
-
 @numba.njit(**ENTRY)
 def _fill_rows(idx, slots, rows, spec):  # pragma: no cover - compiled
-    """``rows[slots[k]] = K[idx[k], :]`` (float64 rows: a float32 cache serves the SMO loop's
-    :func:`cached_row` only)."""
+    """``rows[slots[k]] = K[idx[k], :]``."""
     for k in range(idx.shape[0]):
         kernel_row(idx[k], spec, rows[slots[k]])
 
@@ -486,11 +443,6 @@ def gram_arrays(K: np.ndarray) -> tuple:
     return np.empty((0, n)), unused, unused, unused, stats, _spec(ROW_GRAM, K)
 
 
-def capacity(n: int, size: float, dtype: type[np.floating] = np.float64) -> int:
-    """Rows of ``n`` entries of ``dtype`` that ``size`` MB hold (at least two, at most ``n``)."""
-    return int(min(n, max(2, size * 2**20 // (np.dtype(dtype).itemsize * n))))
-
-
 class KernelCache:
     r"""Rows ``K[i, :] = [k(x_i, x_t)]_t`` of the training Gram matrix, computed on demand and
     kept, least recently used first out, up to a memory budget (the SMO loop's rows enter at the
@@ -515,11 +467,6 @@ class KernelCache:
         Training data.
     size : float
         Memory budget in MB (``2**20`` bytes); at least two rows are kept.
-    dtype : {numpy.float64, numpy.float32}, default=numpy.float64
-        Precision of the kept rows. float32 rows (computed in float64, rounded to nearest: each
-        value within ``2^-24`` of itself) fit twice as many in the budget; they serve SMO's
-        steps only, through :func:`cached_row` (:func:`qpsvm.solvers.smo.solve_smo` refines on
-        exact gradients), never a product, a block or a certificate.
 
     Attributes
     ----------
@@ -537,19 +484,13 @@ class KernelCache:
         Data and parameters of :func:`kernel_row` (``None`` for a callable kernel).
     """
 
-    def __init__(
-        self,
-        kernel: Kernel,
-        X: np.ndarray | sp.spmatrix,
-        size: float,
-        dtype: type[np.floating] = np.float64,
-    ) -> None:
+    def __init__(self, kernel: Kernel, X: np.ndarray | sp.spmatrix, size: float) -> None:
         if kernel.name == "precomputed":
             raise InvalidInputError("a precomputed kernel is its own Gram matrix; use its rows.")
         n = int(X.shape[0])
         self.kernel, self.X, self.size = kernel, X, float(size)
-        self.capacity = capacity(n, self.size, dtype)
-        self.rows = np.empty((self.capacity, n), dtype=dtype)
+        self.capacity = int(min(n, max(2, self.size * 2**20 // (8 * n))))
+        self.rows = np.empty((self.capacity, n))
         self.slot_of = np.full(n, -1, dtype=np.int64)
         self.owner = np.full(self.capacity, -1, dtype=np.int64)
         self.stamp = np.full(self.capacity, -1, dtype=np.int64)

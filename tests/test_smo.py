@@ -634,35 +634,6 @@ def test_gathered_unit_rows_follow_the_samples_path(intercept, cached):
     np.testing.assert_array_equal(G, G2)
 
 
-def test_float32_rows_refined_to_the_exact_kernels_certified_optimum(cancer_dual, monkeypatch):
-    # where the float64 rows do not all fit, SMO's steps take float32 rows (twice the slots);
-    # on rounded values SMO converges to the rounded kernel's optimum, so each stage ends on
-    # the exact gradient recomputed from the data: the run reaches the gap of the exact kernel,
-    # certified, at the full QP's optimum within both certified gaps
-    X, y = cancer_dual
-    f = qpsvm.SoftMarginDual(X, y, C=10.0, kernel="rbf", gamma=0.05)
-    monkeypatch.setattr(f, "kernel_cache_size", 60 * 200 * 8 / 2**20)
-    dtypes = []
-    rows = smo._kernel_rows
-
-    def spy(*args, **kwargs):
-        out = rows(*args, **kwargs)
-        dtypes.append((out[0][0].dtype, out[0][0].shape[0]))
-        return out
-
-    monkeypatch.setattr(smo, "_kernel_rows", spy)
-    sol = smo.solve_smo(f, gap=1e-12)
-    assert dtypes == [(np.float32, 120)]
-    assert sol.status == "gap" and sol.certificate.passed
-    exact = f.solve(method="qp")
-    assert abs(sol.objective - exact.objective) <= sol.certificate.gap + exact.certificate.gap
-    # the float64 path (a cache that holds every row) reaches the same certified optimum
-    g = qpsvm.SoftMarginDual(X, y, C=10.0, kernel="rbf", gamma=0.05)
-    plain = smo.solve_smo(g, gap=1e-12)
-    assert dtypes[-1] == (np.float64, 200) and plain.certificate.passed
-    assert abs(sol.objective - plain.objective) <= sol.certificate.gap + plain.certificate.gap
-
-
 def test_kernel_product_over_more_rows_than_the_cache_evicts_none():
     # a product over more support vectors than the slots uses the cached rows in place and
     # computes the others without caching them: the rows a solver had cached stay, and the

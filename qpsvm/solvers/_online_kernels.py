@@ -532,14 +532,12 @@ def smo_loop(
     stops only when all of them meet ``tol``.
 
     Returns ``(iterations, violation)``; ``cache[4]`` counts cache hits and misses. While the
-    active variables outnumber the cache's slots twice over (float64 rows; once over for
-    float32 rows), rows computed enter it at the least recent end
-    (:func:`qpsvm.kernels.cached_row`'s sweep).
+    active variables outnumber the cache's slots twice over, rows computed enter it at the
+    least recent end (:func:`qpsvm.kernels.cached_row`'s sweep).
     """
     n = y.shape[0]
     rows_i, rows_j = _row_buffers(units)
-    # a sweep over twice as many active rows as float64 slots, or as many as float32 ones
-    stats, sweep_at = cache[4], cache[0].shape[0] * cache[0].itemsize // 4
+    stats, slots = cache[4], cache[0].shape[0]
     act = np.arange(n)
     scratch = np.empty(n, dtype=np.int64)
     n_act = n
@@ -564,8 +562,8 @@ def smo_loop(
                         unshrunk = True
                         n_act = _unshrink(cache, units, y, m, U, alpha, G, G_bar, act, n_act)
                 n_act = _shrink(y, U, alpha, G, act, n_act, intercept, scratch)
-        # more active rows than the cache keeps: SMO sweeps over them (cached_row's sweep)
-        stats[4] = n_act > sweep_at
+        # over twice as many active rows as slots: SMO sweeps over them (cached_row's sweep)
+        stats[4] = n_act > 2 * slots
         for _ in range(2):
             if intercept:
                 if not selected:

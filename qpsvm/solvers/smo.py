@@ -63,7 +63,7 @@ from qpsvm._threads import one_blas_thread
 from qpsvm._validation import check_flag, check_int, check_number
 from qpsvm.contract import BinaryProblem, check_method
 from qpsvm.exceptions import InvalidInputError
-from qpsvm.kernels import KernelCache, capacity, gram_arrays, squared_norms
+from qpsvm.kernels import KernelCache, gram_arrays, squared_norms
 from qpsvm.solution import Candidate, Solution
 from qpsvm.solvers import _online_kernels as kernels
 from qpsvm.support_sets import kkt_on_sets
@@ -221,26 +221,16 @@ def _check_options(
     return tol, max_iter, cache_size
 
 
-def _kernel_rows(
-    f: BinaryProblem, cache_size: float | None, rounded: bool = False
-) -> tuple[tuple, np.ndarray]:
+def _kernel_rows(f: BinaryProblem, cache_size: float | None) -> tuple[tuple, np.ndarray]:
     """The kernel argument of the SMO loop and the diagonal ``K_ii``: rows computed on demand
     in a cache (the formulation's shared one for rbf/poly unless ``cache_size`` asks for a
     private one; a private one for the linear kernel), or the full Gram matrix when it is given
-    or already formed. With ``rounded`` (a run to a gap, whose stages end on the exact gradient,
-    :func:`_tighten`), rbf rows whose float64 copies do not all fit in the shared cache go to a
-    private float32 cache of the same budget instead (twice the rows; libsvm keeps float32 rows
-    too): rbf n = 8000, gamma = 0.5, C = 100, 6553 slots against 3276, SMO computed 26357 rows
-    against 71400."""
+    or already formed."""
     name = f.kernel.name
     if name not in ("linear", "rbf", "poly") or f._gram is not None:
         gram = np.ascontiguousarray(f.gram())
         return gram_arrays(gram), np.diag(gram).copy()
-    n, size = f.n_samples, f.kernel_cache_size
-    if rounded and cache_size is None and name == "rbf" and capacity(n, size) < n:
-        # the float64 rows do not all fit: SMO's steps take float32 rows, twice as many
-        cache = KernelCache(f.kernel, f.X, size, np.float32)
-    elif cache_size is None and name != "linear":
+    if cache_size is None and name != "linear":
         cache = f.kernel_cache()  # shared: its rows serve the certificate afterwards
     else:
         cache = KernelCache(
@@ -322,7 +312,7 @@ def solve_smo(
         gap = check_number(gap, "gap")
     state = _SMOState.start(
         SMOUnits.samples(f),
-        _kernel_rows(f, cache_size, rounded=gap is not None),
+        _kernel_rows(f, cache_size),
         max_iter,
         selection == "second_order",
         shrinking,
@@ -641,14 +631,6 @@ def _tighten(
     gradient recomputed from the data; returns the steps taken, the last violation and whether
     the gap was reached.
 
-    On float32 rows (:func:`_kernel_rows`) the steps update ``G`` with rounded values: SMO
-    converges to the rounded kernel's optimum, so every stage ends on the exact gradient,
-    ``G = y K (alpha y) - m`` from the data, and the next stage goes on from it. The rounded
-    rows then only move a point already near the optimum, their error proportional to that
-    movement: iterative refinement, the gap read off the exact gradient and certified by the
-    exact kernel (measured, rbf n = 8000, gamma = 0.5, C = 100: the gradient's drift 3.4e-9
-    after the first stage, 1.5e-12 after the second, 8e-16 after the third).
-
     The next tolerance is :func:`_restart_tol`'s, never below the gradient's round-off
     (:data:`GRADIENT_ULPS`). The KKT equations on the free set (:func:`_polish`) are tried
     as :func:`_polish_plan` decides at the first stage's point (SMO took ``per_decade`` steps
@@ -658,12 +640,7 @@ def _tighten(
     alpha, G = state.alpha, state.G
     floor = GRADIENT_ULPS * np.finfo(float).eps * max(1.0, float(np.max(np.abs(G))))
     steps, fresh, polished, plan = 0, False, math.inf, ""
-    rounded = state.arrays[0].dtype != np.float64
     for _ in range(MAX_RESTARTS):
-        if rounded and not fresh:
-            # the steps updated G with rounded rows: the exact gradient, from the data
-            G[:] = f.y * f.scores(alpha=alpha) - f.margin
-            fresh = True
         primal, estimate = gradient_gap(f, alpha, G)
         scale = max(1.0, abs(primal))
         target = gap * scale
