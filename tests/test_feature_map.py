@@ -53,3 +53,50 @@ def test_feature_map_matches_smo(monkeypatch):
     assert ref.solver != "feature_map" and ref.certificate.passed
     assert sol.objective == pytest.approx(ref.objective, rel=1e-9)
     np.testing.assert_allclose(sol.alpha, ref.alpha, atol=1e-6 * 10.0)
+
+
+def _never(*args, **kwargs):
+    raise AssertionError("the linear problem's certificate ran")
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_feature_map_point_is_certified_by_the_kernel_alone(monkeypatch, fit_intercept):
+    # the map's multipliers are certified once, by the kernel problem's certificate on
+    # rigorous kernel values: the linear problem's own finish (its certificate on the rounded
+    # map) never runs, and the answer is still the rational oracle's (with the free intercept
+    # the balanced ascent's point, b the best for w; without it the plain ascent's)
+    monkeypatch.setattr("qpsvm.solvers.coordinate.finish", _never)
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 2))
+    y = np.where(X[:, 0] ** 2 - X[:, 1] + 0.3 * rng.normal(size=60) > 0, 1, -1)
+    kw = dict(C=2.0, kernel="poly", gamma=0.5, degree=3, coef0=1.0, fit_intercept=fit_intercept)
+    f = qpsvm.SoftMarginDual(X, y, **kw)
+    assert feature_map_pays(f)
+    sol = f.solve(method="working_set")
+    assert sol.solver == "feature_map" and sol.certificate.passed
+    exact = qpsvm.SoftMarginDual(X, y, **kw).solve(method="exact")
+    assert sol.objective == pytest.approx(exact.objective, rel=1e-9)
+    np.testing.assert_allclose(sol.alpha, exact.alpha, atol=1e-7 * 2.0)
+
+
+def test_balanced_ascent_finishes_from_the_regularised_start():
+    # the hinge on the map (n = 200 > D = 10) is the slow case: the finish with the free
+    # intercept from the regularised problem's free set already reaches the target, so no
+    # ascent with b fixed runs after it (its epochs are the regularised start's) and the point
+    # is the rational oracle's
+    from qpsvm.solvers.coordinate import binary_problem
+    from qpsvm.verify import ascent
+
+    f = _problem(200)
+    linear = qpsvm.SoftMarginDual(poly_features(f.X, 0.5, 1.0, 3), f.y, C=1.0)
+    problem = binary_problem(linear)
+    _, _, regularised = ascent._regularised_start(
+        problem.data, 1e-3, 100_000, 0, ascent.SOLVER_UNSHRINK_EVERY
+    )
+    u, _, b, epochs = ascent.balanced_ascent(
+        problem.data, problem.balance, 1e-12, unshrink_every=ascent.SOLVER_UNSHRINK_EVERY
+    )
+    assert epochs == regularised
+    exact = _problem(200).solve(method="exact")
+    np.testing.assert_allclose(u, exact.alpha, atol=1e-9)
+    assert b == pytest.approx(exact.b, abs=1e-9)

@@ -41,7 +41,7 @@ from qpsvm.verify.ascent import (
 )
 from qpsvm.verify.certificate import DEFAULT_TOL, GOOD_ENOUGH
 
-__all__ = ["CoordinateProblem", "binary_problem", "composed_problem", "solve_dcd"]
+__all__ = ["CoordinateProblem", "ascent_point", "binary_problem", "composed_problem", "solve_dcd"]
 
 logger = logging.getLogger("qpsvm")
 
@@ -134,22 +134,8 @@ def solve_dcd(
         )
     start = time.perf_counter()
     problem = part(f, "coordinate_problem", "dcd")(f)
-    data = problem.data
-    first = first_tolerance(data)
-    # the ascent over the columns the rows touch: every other weight is an exact 0
-    data, touched = data.on_touched_columns()
-    # a margin below the certificate's early stop, for its rigorous rounding allowances
-    target = 0.5 * GOOD_ENOUGH * tol
+    cand, epochs = ascent_point(problem, tol, max_epochs, seed)
     if problem.coupled:
-        u, v, _, epochs = balanced_ascent(
-            data,
-            problem.balance,
-            target,
-            max_epochs=max_epochs,
-            seed=seed,
-            unshrink_every=SOLVER_UNSHRINK_EVERY,
-        )
-        cand = Candidate(w=_weights(v, touched, f.n_features), b=None, alpha=u)
         try:
             cand, cert = finish(f, cand, tol, what=WHAT, advice=ADVICE, refine=False, eager=False)
         except RoundingFloorError:
@@ -161,19 +147,6 @@ def solve_dcd(
             logger.warning("dcd: %s; solving by method=%r instead.", error, fallback)
             return f.solve(method=fallback, tol=tol)
     else:
-        step = ascend(
-            data,
-            np.zeros(data.sigma.shape[0]),
-            target,
-            max_epochs=max_epochs,
-            seed=seed,
-            start=first,
-            evaluate=False,
-            unshrink_every=SOLVER_UNSHRINK_EVERY,
-        )
-        epochs = step.epochs
-        w = _weights(step.v, touched, f.n_features)
-        cand = Candidate(w=w, b=data.intercept(step.v, 0.0), alpha=step.u)
         cand, cert = finish(f, cand, tol, what=WHAT, advice=ADVICE, eager=False)
     return f.solution_from(
         cand,
@@ -183,3 +156,40 @@ def solve_dcd(
         n_iter=epochs,
         solve_time=time.perf_counter() - start,
     )
+
+
+def ascent_point(
+    problem: CoordinateProblem, tol: float = DEFAULT_TOL, max_epochs: int = 100_000, seed: int = 0
+) -> tuple[Candidate, int]:
+    """The point of the dual coordinate ascent on ``problem`` (not yet certified) and its
+    epochs: run to the relative gap ``GOOD_ENOUGH tol / 2`` in working precision (a margin
+    below the certificate's early stop, for its rigorous rounding allowances). With a free
+    intercept the balanced multipliers and ``w`` (``b=None``: the certificate takes the best
+    intercept for ``w``), else the multipliers, ``w`` and ``b``."""
+    first = first_tolerance(problem.data)
+    # the ascent over the columns the rows touch: every other weight is an exact 0
+    data, touched = problem.data.on_touched_columns()
+    d = problem.data.X.shape[1]
+    target = 0.5 * GOOD_ENOUGH * tol
+    if problem.coupled:
+        u, v, _, epochs = balanced_ascent(
+            data,
+            problem.balance,
+            target,
+            max_epochs=max_epochs,
+            seed=seed,
+            unshrink_every=SOLVER_UNSHRINK_EVERY,
+        )
+        return Candidate(w=_weights(v, touched, d), b=None, alpha=u), epochs
+    step = ascend(
+        data,
+        np.zeros(data.sigma.shape[0]),
+        target,
+        max_epochs=max_epochs,
+        seed=seed,
+        start=first,
+        evaluate=False,
+        unshrink_every=SOLVER_UNSHRINK_EVERY,
+    )
+    w = _weights(step.v, touched, d)
+    return Candidate(w=w, b=data.intercept(step.v, 0.0), alpha=step.u), step.epochs

@@ -741,9 +741,8 @@ def start_binary(f: BinaryProblem) -> Start:
         from qpsvm.solvers.feature_map import feature_map_pays, feature_map_point
         from qpsvm.solvers.smo import solve_smo
 
-        point = feature_map_point(f) if feature_map_pays(f) else None
-        if point is not None:
-            return Start(point, STATUS_TOL, "feature_map", 0, exact=True)
+        if feature_map_pays(f):
+            return Start(feature_map_point(f), STATUS_TOL, "feature_map", 0, exact=True)
         sol = solve_smo(f, tol=SMO_TOL, gap=START_GAP, certify=False)
         cand = Candidate(w=None, b=sol.b, alpha=sol.alpha)
         band = max(float(sol.info["violation"]), STATUS_TOL)
