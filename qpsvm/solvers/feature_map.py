@@ -82,8 +82,8 @@ def feature_map_point(f: BinaryProblem) -> Candidate:
     (:func:`~qpsvm.solvers.coordinate.ascent_point`, the intercept the best for ``w``): a point
     of the kernel dual ``f`` to be certified by ``f``'s own certificate. The linear problem's
     certificate is not run: it would prove the same gap on rounded map values, before the
-    kernel certificate proves it again on rigorous kernel values (measured: 1.2 s of the 33.6 s
-    solve at ``n = 8000``, docs/performance.md)."""
+    kernel certificate proves it again on rigorous kernel values (measured: 1.3-1.5 s of a
+    28-37 s solve at ``n = 8000``, ``C = 1``, docs/performance.md)."""
     from qpsvm.formulations.binary import SoftMarginDual
     from qpsvm.solvers.coordinate import ascent_point, binary_problem
 
