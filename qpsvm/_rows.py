@@ -30,7 +30,15 @@ from numba.extending import overload
 from qpsvm._jit import ENTRY
 from qpsvm._numerics import uncompiled
 
-__all__ = ["data_arrays", "linear_data", "pair_sq_norms", "row_sq_norms", "touched_columns"]
+__all__ = [
+    "data_arrays",
+    "linear_data",
+    "pair_sq_norms",
+    "ranked_indices",
+    "row_sq_norms",
+    "touched_columns",
+    "used_columns",
+]
 
 #: :func:`touched_columns` restricts a matrix to the columns its rows touch once at most this
 #: share of them is touched (the rest are exact zeros in every expansion): at 10000 x 1e6,
@@ -195,6 +203,21 @@ def _touched_columns(indices, d):  # pragma: no cover - compiled
     return renumbered, touched[:count].copy()
 
 
+def used_columns(X: sp.csr_matrix) -> np.ndarray:
+    """Whether each column of the CSR rows ``X`` holds a stored entry: a mask over the columns,
+    ``O(nnz + d)`` (``np.unique`` of the indices sorts them: 0.4 ms at 803 rows of 20 nonzeros
+    over 20000 columns)."""
+    used = np.zeros(X.shape[1], dtype=bool)
+    used[X.indices] = True
+    return used
+
+
+def ranked_indices(X: sp.csr_matrix, used: np.ndarray) -> np.ndarray:
+    """The column indices of ``X`` renumbered by their column's rank among the ``used`` ones
+    (:func:`used_columns`), as int64."""
+    return (np.cumsum(used, dtype=np.int64) - 1)[X.indices]
+
+
 def touched_columns(X: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray] | None:
     """``X`` restricted to the columns its rows touch (``X[:, touched]``, the rows' entries in
     their order, columns renumbered) and those columns ``touched``, increasing; ``None`` when
@@ -204,12 +227,11 @@ def touched_columns(X: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray] | None
     in the same order. Before the kernel is compiled, numpy computes the same integers."""
     d = X.shape[1]
     if uncompiled(_touched_columns, X.nnz, TOUCHED_ENTRIES):
-        mark = np.zeros(d, dtype=bool)
-        mark[X.indices] = True
-        touched = np.flatnonzero(mark)
+        used = used_columns(X)
+        touched = np.flatnonzero(used)
         if touched.size > TOUCHED_SHARE * d:
             return None
-        renumbered = (np.cumsum(mark, dtype=np.int64) - 1)[X.indices].astype(X.indices.dtype)
+        renumbered = ranked_indices(X, used).astype(X.indices.dtype)
     else:
         renumbered, touched = _touched_columns(X.indices, d)
         if touched.size > TOUCHED_SHARE * d:
