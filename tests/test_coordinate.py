@@ -1103,16 +1103,42 @@ def _grid_point(n, d, k):
     return text_like(n, d, k, seed=0)
 
 
-def test_search_on_b_steps_by_newton_and_stays_once_balancing_costs_little(caplog):
-    # the regime grid's 2000 x 20000 (20 nonzeros a row) with a free intercept: the first step
-    # from the regularised start is Newton's on g (its slope by conjugate gradients) and takes
-    # |g| down by more than 100 times (the free multipliers' sum of 1 / ||x_i||^2, 5.3 times
-    # too steep, by 1.2); once balancing the multipliers costs next to nothing the last
-    # inner problem is tightened at the same b (its balance off by 1e-4)
-    X, y = _grid_point(2000, 20000, 20)
+def _logged_solve(caplog, n, d, k):
+    """The grid point's hinge with a free intercept by dcd, its debug log in ``caplog``,
+    certified."""
+    X, y = _grid_point(n, d, k)
     with caplog.at_level("DEBUG", logger="qpsvm"):
         sol = qpsvm.SoftMarginPrimal(X, y, C=1.0).solve(method="dcd")
     assert sol.certificate.passed
+    return sol
+
+
+def test_intercept_moving_inside_the_ascent_needs_no_search_on_b(caplog, monkeypatch):
+    # the regime grid's 2000 x 20000 (20 nonzeros a row) with a free intercept: b takes
+    # Newton's step on g every BALANCE_SLICE epochs inside the ascent from 0, and the point
+    # certifies with no inner problem at a fixed b, in 46 epochs where the search from the
+    # regularised start took 53 (the ascent without intercept 40)
+    sol = _logged_solve(caplog, 2000, 20000, 20)
+    assert not _search_points(caplog)
+    assert "dcd: moving b=" in caplog.text
+    assert sol.n_iter < 53
+    # the same optimum as the search's: both certified at 1e-9
+    monkeypatch.setattr(ascent, "_moves_intercept", lambda data: False)
+    searched = _logged_solve(caplog, 2000, 20000, 20)
+    assert searched.n_iter == 53
+    assert sol.objective == pytest.approx(searched.objective, rel=2e-9)
+
+
+def test_search_on_b_steps_by_newton_and_stays_once_balancing_costs_little(caplog, monkeypatch):
+    # the regime grid's 2000 x 20000 (20 nonzeros a row) with a free intercept, the search on
+    # b from the regularised start (the path where the intercept does not move inside the
+    # ascent): the first step from the regularised start is Newton's on g (its slope by
+    # conjugate gradients) and takes |g| down by more than 100 times (the free multipliers'
+    # sum of 1 / ||x_i||^2, 5.3 times too steep, by 1.2); once balancing the multipliers
+    # costs next to nothing the last inner problem is tightened at the same b (its balance
+    # off by 1e-4)
+    monkeypatch.setattr(ascent, "_moves_intercept", lambda data: False)
+    _logged_solve(caplog, 2000, 20000, 20)
     points = _search_points(caplog)
     assert abs(points[1][1]) < 0.01 * abs(points[0][1])
     assert points[-1][0] == points[-2][0]
@@ -1125,9 +1151,6 @@ def test_slow_regularised_start_is_finished_at_the_first_value_of_b(caplog):
     # is finished with the intercept at once, before any value of b is searched, where the
     # epochs of the first inner problem alone (one) had the search solve a second one
     # (74 epochs) before the finish
-    X, y = _grid_point(5000, 2000, 10)
-    with caplog.at_level("DEBUG", logger="qpsvm"):
-        sol = qpsvm.SoftMarginPrimal(X, y, C=1.0).solve(method="dcd")
-    assert sol.certificate.passed
+    _logged_solve(caplog, 5000, 2000, 10)
     assert not _search_points(caplog)
     assert "free-set solve with the intercept" in caplog.text
