@@ -1096,11 +1096,11 @@ def _search_points(caplog) -> list[tuple[float, float]]:
     return points
 
 
-def _grid_point(n, d, k):
+def _grid_point(n, d, k, seed=0):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     from regimes.sparse import text_like
 
-    return text_like(n, d, k, seed=0)
+    return text_like(n, d, k, seed=seed)
 
 
 def _logged_solve(caplog, n, d, k):
@@ -1127,6 +1127,19 @@ def test_intercept_moving_inside_the_ascent_needs_no_search_on_b(caplog, monkeyp
     searched = _logged_solve(caplog, 2000, 20000, 20)
     assert searched.n_iter == 53
     assert sol.objective == pytest.approx(searched.objective, rel=2e-9)
+
+
+def test_intercept_without_free_multipliers_is_searched_from_the_regularised_start(caplog):
+    # C = 0.01 at the grid's 2000 x 20000 (its data with seed 3): after the first slice no
+    # multiplier is free, so there is no slope for b to move by, and g jumps at its root; the
+    # search from b = 0 stalled at a gap of 6e-5 (dcd then fell back to the working set),
+    # from the regularised start it certifies
+    X, y = _grid_point(2000, 20000, 20, seed=3)
+    with caplog.at_level("DEBUG", logger="qpsvm"):
+        sol = qpsvm.SoftMarginPrimal(X, y, C=0.01).solve(method="dcd")
+    assert sol.certificate.passed and sol.solver == "dcd"
+    assert "dcd: moving b=" not in caplog.text
+    assert "the regularised intercept" in caplog.text
 
 
 def test_search_on_b_steps_by_newton_and_stays_once_balancing_costs_little(caplog, monkeypatch):

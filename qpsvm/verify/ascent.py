@@ -1738,6 +1738,11 @@ def balanced_ascent(
         )
         if best is not None and best[0] <= target:
             return best[1], data.expansion(best[2]), best[3], epochs
+        if best is None:
+            # no free multiplier to take the slope from (C small: every one at a bound),
+            # where g jumps at its root: the search from the regularised start (from b = 0
+            # at 2000 x 20000, C = 0.01, it stalled at a gap of 6e-5)
+            u = None
     if u is None:
         fast = first_tolerance(data) != FINISH_FROM
         first_target = REGULARISED_FAST if fast else inner
