@@ -331,6 +331,9 @@ class StructuralProblem(Problem, Protocol):
 
     #: ``"margin"`` or ``"slack"`` rescaling.
     rescaling: str
+    #: The pairs of dual points already certified, kept by
+    #: :func:`qpsvm.verify.structural.side_of`.
+    _pair_cache: dict[Any, Any]
 
     def violations(
         self, w: Any, maxima: Any = None, joint: Any = None

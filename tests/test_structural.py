@@ -229,6 +229,45 @@ def test_certificate_of_solution_reports_violation_and_distance():
     assert loose.objective == pytest.approx(f.objective(loose.w), rel=1e-12)
 
 
+def test_second_certificate_reuses_the_pairs_and_is_identical(monkeypatch):
+    """The pairs, joint features and rows of a dual point are built once per problem
+    (:func:`qpsvm.verify.structural.side_of`): a second ``certify`` of the same solution builds
+    joint features only at ``w`` (those a bare ``w`` needs: the inference's, and every output
+    where the certificate is rigorous) and
+    returns the same floats; other multipliers, or the same planes at another ``C`` (the
+    projection depends on ``C``), get the certificate of a fresh problem."""
+    X, Y = tiny_chains(7)
+    f = StructuralSVM(ChainModel(4, 3), X, Y, C=1.0)
+    sol = f.solve()
+    first = f.certify(sol, reference=False)
+    calls = []
+    joint_rows = StructuralSVM.joint_rows
+
+    def counted(self, examples, outputs):
+        calls.append(len(outputs))
+        return joint_rows(self, examples, outputs)
+
+    monkeypatch.setattr(StructuralSVM, "joint_rows", counted)
+    second = f.certify(sol, reference=False)
+    rebuilt = list(calls)
+    calls.clear()
+    f.certify(sol.w, reference=False)
+    assert rebuilt == calls, "only the joint features at w are rebuilt, as for a bare w"
+    same(second, first)
+    scaled = StructuralCandidate(w=sol.w, alpha=10 * sol.alpha, planes=sol.info["constraints"])
+    fresh = StructuralSVM(ChainModel(4, 3), X, Y, C=1.0)
+    same(f.certify(scaled, reference=False), fresh.certify(scaled, reference=False))
+    fresh = StructuralSVM(ChainModel(4, 3), X, Y, C=0.1)
+    same(f.with_C(0.1).certify(sol, reference=False), fresh.certify(sol, reference=False))
+
+
+def same(a, b) -> None:
+    """Two certificates with the same floats: ``[D, P]``, the infeasibilities and ``alpha``."""
+    fields = ("primal_objective", "dual_objective", "dual_infeasibility", "complementarity")
+    assert [getattr(a, k) for k in fields] == [getattr(b, k) for k in fields]
+    assert np.array_equal(a.alpha, b.alpha)
+
+
 # ------------------------------------------------------------ solution and history
 def test_solution_fields_history_and_logging(caplog):
     X, Y = tiny_chains(8)

@@ -162,6 +162,9 @@ class StructuralSVM(Formulation):
         self.model = model
         self.rescaling = rescaling
         self.C = check_positive(C, "C")
+        #: pairs, joint features and rows of dual points certified (independent of ``C``, so
+        #: shared with the copies of :meth:`fresh_copy`): :func:`~qpsvm.verify.structural.side_of`
+        self._pair_cache: dict[Any, Any] = {}
         if n_jobs is not None and (
             isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral) or n_jobs == 0
         ):
