@@ -200,6 +200,18 @@ def test_uncompiled_equivalents_run_until_their_rows_would_pay_for_a_compile(mon
     assert not _numerics.uncompiled(other, 0, 100)
 
 
+def test_uncompiled_equivalents_are_charged_a_floor_per_call(monkeypatch):
+    # small calls (0 or 1 row) against a large budget: the floor budget // UNCOMPILED_CALLS a
+    # call ends the numpy equivalent after UNCOMPILED_CALLS calls, however small each one
+    monkeypatch.setattr(_numerics, "_uncompiled_rows", {})
+    monkeypatch.setattr(_numerics, "compiled", lambda kernel: False)
+    monkeypatch.setattr(_numerics, "UNCOMPILED_CALLS", 8)
+    kernel = _numerics._dense_tdot2
+    assert all(_numerics.uncompiled(kernel, k % 2, 800) for k in range(8))
+    assert not _numerics.uncompiled(kernel, 0, 800)
+    assert _numerics.uncompiled(_numerics._sum2, 7, 7)  # a budget below the calls: no floor
+
+
 COLD = """
 import json
 import numpy as np
