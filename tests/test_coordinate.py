@@ -15,6 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import qpsvm
+from qpsvm._rows import ranked_indices, used_columns
 from qpsvm.verify import ascent
 from qpsvm.verify.ascent import CoordinateData, ascend
 
@@ -1078,8 +1079,6 @@ def test_used_columns_renumber_the_free_rows_as_unique_does(monkeypatch):
     X, _ = sparse_problem(3, n=50, d=400, k=5)
     Z = X[::2]
     columns, inverse = np.unique(Z.indices, return_inverse=True)
-    from qpsvm._rows import ranked_indices, used_columns
-
     used = used_columns(Z)
     assert np.array_equal(np.flatnonzero(used), columns)
     assert np.array_equal(ranked_indices(Z, used), inverse)

@@ -1639,6 +1639,19 @@ def _regularised_start(
     return step.u, b, step.epochs
 
 
+def _better_finished(
+    data: CoordinateData,
+    balance: Callable[[np.ndarray], np.ndarray],
+    balanced: np.ndarray,
+    tried: set[bytes],
+    best: tuple[float, np.ndarray, np.ndarray, float],
+) -> tuple[float, np.ndarray, np.ndarray, float]:
+    """The free-set finish with the intercept from ``balanced`` (:func:`_finish_coupled`)
+    where it has a smaller gap than ``best``, else ``best``."""
+    finished = _finish_coupled(data, balance, balanced, tried)
+    return finished if finished is not None and finished[0] < best[0] else best
+
+
 def _moves_intercept(data: CoordinateData) -> bool:
     """Whether the balanced ascent from 0 moves the free intercept inside the ascent
     (:func:`_newton_ascent`): the hinge where the ascent is fast (:func:`first_tolerance`);
@@ -1691,11 +1704,9 @@ def _newton_ascent(
         if gap <= target:
             break
         if _worth_finishing(data, balanced, ran, tol, gap):
-            finished = _finish_coupled(data, balance, balanced, tried)
-            if finished is not None and finished[0] < best[0]:
-                best = finished
-                if finished[0] <= target:
-                    break
+            best = _better_finished(data, balance, balanced, tried, best)
+            if best[0] <= target:
+                break
         if ran >= budget:
             break  # slow: the search on b, with its finishes, takes over from here
     return u, float(intercept[0]), epochs, best
@@ -1788,11 +1799,9 @@ def balanced_ascent(
         if gap <= target or epochs >= max_epochs:
             break
         if not np.any(data.d) and _worth_finishing(data, balanced, ran, FINISH_FROM, gap):
-            finished = _finish_coupled(data, balance, balanced, tried)
-            if finished is not None and finished[0] < best[0]:
-                best = finished
-                if finished[0] <= target:
-                    break
+            best = _better_finished(data, balance, balanced, tried, best)
+            if best[0] <= target:
+                break
         g = fsum(data.sigma * u)
         # the inner problems are solved more tightly as the gap closes (g is only as accurate
         # as the multipliers), each started at the tolerance the last one reached
