@@ -18,7 +18,7 @@ from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations import ComposedProblem
 from qpsvm.formulations.pieces.losses import LOSSES
 from qpsvm.kernels import make_kernel
-from qpsvm.verify import fenchel
+from qpsvm.verify import fenchel, rigorous_composed
 
 PENALTIES = ("l2", "l1", "l1_l2")
 INTERCEPTS = ("free", "none", "regularized")
@@ -130,20 +130,28 @@ def test_regularized_intercept_is_a_constant_feature(cancer):
 
 @pytest.mark.parametrize("intercept", INTERCEPTS)
 def test_a_certificate_expands_each_dual_point_once(cancer, intercept, monkeypatch):
-    """Making a dual point feasible, valuing it and taking its Fenchel-Young gaps share one
-    expansion ``sum_i u_i sigma_i x_i`` (each a Dot2 pass over X: at 10000 x 1e6 three of
-    them were a third of the certificate), and the certificate's numbers are the same."""
+    """Making a dual point feasible, valuing it, taking its Fenchel-Young gaps and bounding its
+    value rigorously share one expansion ``sum_i u_i sigma_i x_i`` (each a Dot2 pass over X:
+    at 10000 x 1e6 the four were half of the certificate), and the certificate's numbers are
+    the solve's."""
     X, y = cancer
     f = classifier(X, y, "squared_hinge", "l2", intercept)
     sol = f.solve()
     expanded: list[bytes] = []
-    tdot = fenchel.tdot
 
-    def counted(M, v):
-        expanded.append(np.asarray(v).tobytes())
-        return tdot(M, v)
+    def counted(expand):
+        def expansion(M, v, *args):
+            expanded.append(np.asarray(v).tobytes())
+            return expand(M, v, *args)
 
-    monkeypatch.setattr(fenchel, "tdot", counted)
+        return expansion
+
+    for module, name in [
+        (fenchel, "tdot"),
+        (fenchel, "binary_expansion"),
+        (rigorous_composed, "binary_expansion"),
+    ]:
+        monkeypatch.setattr(module, name, counted(getattr(module, name)))
     cert = f.certify(sol)
     assert expanded and len(expanded) == len(set(expanded))
     assert cert.passed

@@ -77,6 +77,7 @@ from qpsvm.verify.certificate import (
 )
 from qpsvm.verify.projection import bounded_fit
 from qpsvm.verify.psd import ExactGram
+from qpsvm.verify.rigorous import binary_expansion
 from qpsvm.verify.rigorous_composed import (
     RIGOROUS_PENALTIES,
     composed_box,
@@ -231,23 +232,43 @@ class _Dual:
         self.sigma = f.sigma
         self.scaling = f.intercept.scaling if f.intercept.regularized else None
         self._last: tuple[bytes, np.ndarray] | None = None
+        self._enclosed: tuple[bytes, tuple] | None = None
 
     def v(self, u: np.ndarray) -> np.ndarray:
         """``v = sum_i u_i sigma_i x_i`` (twice the working precision), with the intercept's
         coordinate ``B sum_i sigma_i u_i`` when it is regularised; read-only, and kept for the
         last ``u``: a point is made feasible, valued and its Fenchel-Young gaps taken, each
         needing its ``v`` (three expansions of the same multipliers, 36 of a certificate's
-        107 ms at 10000 x 1e6, 100 nonzeros a row, the squared hinge)."""
+        107 ms at 10000 x 1e6, 100 nonzeros a row, the squared hinge). Without pair
+        differences it is the rounded sum of :meth:`enclosure`'s Dot2 parts (the floats of
+        :func:`~qpsvm._numerics.tdot`), so the rigorous bound of the point kept
+        (:func:`~qpsvm.verify.rigorous_composed.composed_dual_lower`) takes no pass of its
+        own."""
         key = np.asarray(u, dtype=np.float64).tobytes()
         if self._last is not None and self._last[0] == key:
             return self._last[1]
         su = u * self.sigma
-        v = tdot(self.f.X, su)
+        if self.f.item_pairs is None:
+            hi, lo, _ = self.enclosure(su)
+            v = hi + lo
+        else:
+            v = tdot(self.f.X, su)
         if self.scaling is not None:
             v = np.append(v, self.scaling * fsum(su))
         v.flags.writeable = False
         self._last = (key, v)
         return v
+
+    def enclosure(self, su: np.ndarray) -> tuple:
+        """``sum_i su_i x_i`` enclosed (:func:`~qpsvm.verify.rigorous.binary_expansion`: Dot2's
+        ``hi, lo`` and the bound ``err``), kept for the last ``su``; read-only."""
+        key = np.asarray(su, dtype=np.float64).tobytes()
+        if self._enclosed is None or self._enclosed[0] != key:
+            parts = binary_expansion(self.f, su, self.f.item_pairs)
+            for part in parts:
+                part.flags.writeable = False
+            self._enclosed = (key, parts)
+        return self._enclosed[1]
 
     def coupled(self, u: np.ndarray) -> np.ndarray:
         """``u`` clipped to the box and, for a free intercept, projected onto the coupling."""
@@ -378,7 +399,7 @@ def certify_composed(
     if rigorous:
         estimates = (primal, best_value)
         primal = composed_primal_upper(f, found.w, found.b)
-        best_value, best = composed_dual_lower(f, best, primal)
+        best_value, best = composed_dual_lower(f, best, primal, found.dual.enclosure)
         floor = evaluation_allowance(primal, best_value, *estimates)
     complementarity, stationarity = _young(f, found, best)
     return Certificate(

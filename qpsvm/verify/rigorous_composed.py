@@ -37,6 +37,7 @@ a kink, or has positive losses on both sides, either way within that range of
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -190,11 +191,15 @@ def _intercept_coordinate(f: CompositeProblem, su: np.ndarray) -> float:
     return float(up(f.intercept.scaling * _sum_upper_abs(su) * (1.0 + 2.0 * U)))
 
 
-def _v(f: CompositeProblem, u: np.ndarray) -> tuple[tuple, float]:
-    """``v = sum_i u_i sigma_i x_i`` enclosed, and an upper bound on ``|B sum_i sigma_i u_i|``
-    (:func:`_intercept_coordinate`)."""
+def _v(
+    f: CompositeProblem, u: np.ndarray, enclosure: Callable[[np.ndarray], tuple] | None = None
+) -> tuple[tuple, float]:
+    """``v = sum_i u_i sigma_i x_i`` enclosed (by ``enclosure(u sigma)`` where given, which
+    must return :func:`binary_expansion`'s enclosure), and an upper bound on
+    ``|B sum_i sigma_i u_i|`` (:func:`_intercept_coordinate`)."""
     su = u * f.sigma  # exact: sigma is +-1
-    return binary_expansion(f, su, f.item_pairs), _intercept_coordinate(f, su)
+    enclosed = binary_expansion(f, su, f.item_pairs) if enclosure is None else enclosure(su)
+    return enclosed, _intercept_coordinate(f, su)
 
 
 def _dual_value(
@@ -221,13 +226,18 @@ def _dual_value(
 
 
 def composed_dual_lower(
-    f: CompositeProblem, u: np.ndarray, upper: float
+    f: CompositeProblem,
+    u: np.ndarray,
+    upper: float,
+    enclosure: Callable[[np.ndarray], tuple] | None = None,
 ) -> tuple[float, np.ndarray]:
     r"""A lower bound on ``P*`` from multipliers ``u`` (moved into the exact domain), and that
-    point; ``upper`` is a rigorous upper bound on ``P*`` (for the coupling's residual)."""
+    point; ``upper`` is a rigorous upper bound on ``P*`` (for the coupling's residual).
+    ``enclosure`` (``u sigma`` to :func:`binary_expansion`'s enclosure of the expansion) lets
+    a caller that kept the enclosure of its point share it."""
     u = composed_box(f, u)
     for _ in range(8):  # the L1 penalty: scaled until its domain is proven
-        conjugate, shrink = conjugate_upper(f.penalty, *_v(f, u))
+        conjugate, shrink = conjugate_upper(f.penalty, *_v(f, u, enclosure))
         if shrink == 1.0:
             break
         u = u * shrink
