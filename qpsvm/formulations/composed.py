@@ -437,11 +437,12 @@ class ComposedProblem(Formulation):
         """``z_i = sigma_i (w . x_i + b)``: what the loss acts on."""
         return self.sigma * (self.scores(self.check_w(w)) + self.check_b(b))
 
-    def objective(self, w: Any, b: Any = 0.0) -> float:
-        """``P(w, b) = R(w[, b/B]) + C sum_i c_i ell(z_i)``, with compensated sums."""
+    def objective(self, w: Any, b: Any = 0.0, scores: np.ndarray | None = None) -> float:
+        """``P(w, b) = R(w[, b/B]) + C sum_i c_i ell(z_i)``, with compensated sums; ``scores``
+        are :meth:`scores` of ``w`` where the caller has them (a product with ``X`` fewer)."""
         w = self.check_w(w)
         b = self.check_b(b)
-        z = self.sigma * (self.scores(w) + b)
+        z = self.sigma * ((self.scores(w) if scores is None else scores) + b)
         loss = fsum_dot(self.sample_weight, self.loss.value(z, self.target, self.epsilon))
         return self.penalty.value(self.intercept.augment(w, b)) + self.C * loss
 

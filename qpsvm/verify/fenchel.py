@@ -233,6 +233,7 @@ class _Dual:
         self.scaling = f.intercept.scaling if f.intercept.regularized else None
         self._last: tuple[bytes, np.ndarray] | None = None
         self._enclosed: tuple[bytes, tuple] | None = None
+        self._conjugate: tuple[bytes, float] | None = None
 
     def v(self, u: np.ndarray) -> np.ndarray:
         """``v = sum_i u_i sigma_i x_i`` (twice the working precision), with the intercept's
@@ -322,9 +323,16 @@ class _Dual:
             rest[K] = bounded_fit(A, target, lo, hi)
             yield self.feasible(rest)
 
+    def conjugate(self, u: np.ndarray) -> float:
+        """``R^*(v)`` at the expansion ``v`` of ``u`` (:meth:`v`), kept for the last ``u``."""
+        key = np.asarray(u, dtype=np.float64).tobytes()
+        if self._conjugate is None or self._conjugate[0] != key:
+            self._conjugate = (key, self.f.penalty.conjugate(self.v(u)))
+        return self._conjugate[1]
+
     def value(self, u: np.ndarray) -> float:
         """``D(u)`` (``-inf`` outside the domain)."""
-        return self.conj.value(u) - self.f.penalty.conjugate(self.v(u))
+        return self.conj.value(u) - self.conjugate(u)
 
     def ascend(self, u: np.ndarray, b: float, primal: float, tol: float) -> np.ndarray:
         """``u`` improved by exact coordinate (or pair) ascent where the penalty is L2.
@@ -456,7 +464,7 @@ def _search(
     scores = f.scores(w)
     b = f.optimal_intercept(scores) if cand.b is None else f.check_b(cand.b)
     z = f.sigma * (scores + b)
-    primal = f.objective(w, b)
+    primal = f.objective(w, b, scores=scores)
     primal_inf = 0.0
     if cand.xi is not None:
         primal_inf = f.slack_violation(z, cand.xi)
@@ -489,7 +497,7 @@ def _young(f: CompositeProblem, found: _Found, u: np.ndarray) -> tuple[float, fl
     penalty's (``stationarity``) at the candidate of ``found`` and the dual point ``u``."""
     v = found.dual.v(u)
     w_aug = f.intercept.augment(found.w, found.b)
-    young_penalty = f.penalty.value(w_aug) + f.penalty.conjugate(v) - fsum_dot(w_aug, v)
+    young_penalty = f.penalty.value(w_aug) + found.dual.conjugate(u) - fsum_dot(w_aug, v)
     young_loss = f.loss_young_gaps(found.z, u)
     return float(np.max(young_loss, initial=0.0)), float(max(0.0, young_penalty))
 
