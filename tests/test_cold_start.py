@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 
 import qpsvm
 from qpsvm import _numerics
-from qpsvm.solvers import direct, smo
+from qpsvm.datasets import make_chains
+from qpsvm.models import ChainModel
+from qpsvm.solvers import cutting_plane, direct, smo
 from qpsvm.verify import rigorous
 
 PROBE = """
@@ -99,6 +101,66 @@ def test_uncompiled_sums_equal_the_compiled_ones_to_the_bit(seed, n, d):
     pairs += zip((*numpy_out, abs(S).T @ np.abs(v)), fused, strict=True)
     for a, b in pairs:
         assert np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
+
+
+def _planes(rng: np.random.Generator, planes: int, d: int) -> tuple[np.ndarray, ...]:
+    """A cutting-plane pool's rows: ``start, end, idx, val`` with sorted indices, some empty."""
+    lengths = rng.integers(0, d + 1, size=planes)
+    idx = [np.sort(rng.choice(d, size=m, replace=False)) for m in lengths]
+    end = np.cumsum(lengths).astype(np.int64)
+    idx = np.concatenate([np.zeros(0, dtype=np.int64), *idx]).astype(np.int64)
+    return end - lengths, end, idx, _wide(rng, (idx.size,))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 30), st.integers(1, 30))
+def test_uncompiled_plane_products_equal_the_compiled_ones_to_the_bit(seed, planes, d):
+    # the cutting plane's Gram row, expansion w = sum alpha_k a_k and working-set slacks in
+    # numpy: each sum added in the kernels' order, the same floats with their zeros' signs
+    rng = np.random.default_rng(seed)
+    start, end, idx, val = _planes(rng, planes, d)
+    ids = rng.permutation(planes)[: rng.integers(0, planes + 1)].astype(np.int64)
+    alpha, c, w = _wide(rng, (planes,)), _wide(rng, (planes,)), _wide(rng, (d,))
+    cuts = np.sort(rng.integers(0, ids.size + 1, size=rng.integers(0, 6)))
+    bptr = np.concatenate([[0], cuts, [ids.size]]).astype(np.int64)
+    k = int(rng.integers(0, planes))
+    pairs = []
+    for kernel, equivalent, args, out in [
+        (cutting_plane._dots, cutting_plane._dots_numpy, (k, ids, start, end, idx, val), ids.size),
+        (cutting_plane._expand, cutting_plane._expand_numpy, (ids, start, end, idx, val, alpha), d),
+        (
+            cutting_plane._block_values,
+            cutting_plane._block_values_numpy,
+            (bptr, ids, start, end, idx, val, c, w),
+            bptr.size - 1,
+        ),
+    ]:
+        a, b = np.full(out, np.nan), np.full(out, np.nan)
+        kernel(*args, a)
+        equivalent(*args, b)
+        pairs.append((a, b))
+    for a, b in pairs:
+        assert np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
+
+
+def test_uncompiled_plane_products_give_the_compiled_structural_optimum(monkeypatch):
+    # a structural fit whose plane products run in numpy (a cold first call's path) takes the
+    # same steps as the compiled one: the same w and certificate to the bit
+    data = make_chains(n_sequences=30, n_features=6, n_states=3, random_state=0)
+    model = ChainModel(data.n_features, data.n_states)
+    warm = qpsvm.StructuralSVM(model, data.X, data.Y, C=0.1).solve()
+    ran = []
+    for name in ("_dots_numpy", "_expand_numpy", "_block_values_numpy"):
+        equivalent = getattr(cutting_plane, name)
+        monkeypatch.setattr(cutting_plane, name, lambda *a, f=equivalent: ran.append(f) or f(*a))
+    monkeypatch.setattr(cutting_plane, "uncompiled", lambda kernel, rows, budget: True)
+    cold = qpsvm.StructuralSVM(model, data.X, data.Y, C=0.1).solve()
+    assert len({id(f) for f in ran}) == 3 and cold.certificate.passed
+    np.testing.assert_array_equal(cold.w, warm.w)
+    assert (cold.certificate.lower, cold.certificate.upper) == (
+        warm.certificate.lower,
+        warm.certificate.upper,
+    )
 
 
 @pytest.mark.parametrize("intercept", [True, False])

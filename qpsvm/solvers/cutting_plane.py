@@ -59,7 +59,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from qpsvm._jit import CALLEE, ENTRY
-from qpsvm._numerics import fsum
+from qpsvm._numerics import fsum, uncompiled
 from qpsvm._validation import check_int, check_number, check_random_state, check_tol
 from qpsvm.contract import StructuralProblem, check_method
 from qpsvm.exceptions import InvalidInputError
@@ -82,6 +82,15 @@ BLOCK_STEPS = 50
 #: features shifted by 1e3 or scaled by 1e4 leave the gap near 1 for hundreds of rounds, while
 #: on the chain benchmark at tol 1e-9 rounds that run out of sweeps still shrink it 2x each).
 STALL_ROUNDS = 10
+#: How many plane entries the numpy equivalents of :func:`_expand` and :func:`_block_values` may
+#: pass over in a process before the kernel is compiled: about its compile (0.13 and 0.26 s CPU,
+#: numba's allocation helpers included) at the equivalents' 5 and 40 ns an entry (the chain of
+#: 120 sequences, 2.3 million entries a solve in 23 calls each; load 3 on 2 cores). Renting
+#: until the rent paid is about the price.
+PLANE_ENTRIES = 2**22
+#: ... and of :func:`_dots` (0.19 s of compile; its equivalent about 90 ns an entry with its
+#: binary search and 50-80 us a call: 1635 calls over 1.4 million entries in 0.13 s).
+DOT_ENTRIES = 2**21
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -277,6 +286,60 @@ def _block_values(bptr, bids, start, end, idx, val, c, w, out):  # pragma: no co
         out[b] = top
 
 
+def _entries(ids: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The positions of planes ``ids``' entries, plane after plane, and each plane's count."""
+    lengths = end[ids] - start[ids]
+    first = np.cumsum(lengths) - lengths
+    take = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(start[ids] - first, lengths)
+    return take, lengths
+
+
+def _sequential_sums(first: np.ndarray, values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``first[s] + v_1 + v_2 + ...`` over segment ``s``'s values, added left to right as the
+    kernels' loops add them (``np.add.accumulate`` along the rows of a table padded with
+    ``-0.0``, which leaves every float unchanged): the same floats."""
+    width = int(lengths.max(initial=0))
+    table = np.full((lengths.size, width + 1), -0.0)
+    table[:, 0] = first
+    rows = np.repeat(np.arange(lengths.size), lengths)
+    cols = np.arange(values.size) - np.repeat(np.cumsum(lengths) - lengths, lengths) + 1
+    table[rows, cols] = values
+    return np.add.accumulate(table, axis=1)[:, -1]
+
+
+def _dots_numpy(k, ids, start, end, idx, val, out) -> None:
+    """:func:`_dots` in numpy, the same floats: the entries of plane ``k`` matched to each
+    plane's by a binary search over ``k``'s sorted indices, the products summed in order."""
+    own, theirs = idx[start[k] : end[k]], val[start[k] : end[k]]
+    take, lengths = _entries(ids, start, end)
+    where = np.searchsorted(own, idx[take])
+    hit = where < own.size
+    hit[hit] = own[where[hit]] == idx[take][hit]
+    hits = np.concatenate([[0], np.cumsum(hit)])
+    ends = np.cumsum(lengths)
+    counts = hits[ends] - hits[ends - lengths]
+    products = theirs[where[hit]] * val[take][hit]
+    out[:] = _sequential_sums(np.zeros(ids.size), products, counts)
+
+
+def _expand_numpy(ids, start, end, idx, val, alpha, w) -> None:
+    """:func:`_expand` in numpy, the same floats: ``np.add.at`` adds in the given order."""
+    ids = ids[alpha[ids] != 0.0]
+    take, lengths = _entries(ids, start, end)
+    w[:] = 0.0
+    np.add.at(w, idx[take], np.repeat(alpha[ids], lengths) * val[take])
+
+
+def _block_values_numpy(bptr, bids, start, end, idx, val, c, w, out) -> None:
+    """:func:`_block_values` in numpy, the same floats (``v - p`` is ``v + (-p)`` exactly)."""
+    take, lengths = _entries(bids, start, end)
+    values = _sequential_sums(c[bids], -(val[take] * w[idx[take]]), lengths)
+    full = np.flatnonzero(bptr[1:] > bptr[:-1])
+    out[:] = 0.0
+    if full.size:
+        out[full] = np.maximum(0.0, np.maximum.reduceat(values, bptr[full]))
+
+
 # ------------------------------------------------------------------------- the pool
 @dataclass
 class _Block:
@@ -359,7 +422,10 @@ class _Pool:
         self.planes.append(plane)
         ids = np.asarray(block.ids, dtype=np.int64)
         dots = np.empty(ids.size + 1)
-        _dots(k, np.append(ids, k), self.start, self.end, self.idx, self.val, dots)
+        both = np.append(ids, k)
+        entries = int(np.sum(self.end[both] - self.start[both]))
+        dots_of = _dots_numpy if uncompiled(_dots, entries, DOT_ENTRIES) else _dots
+        dots_of(k, both, self.start, self.end, self.idx, self.val, dots)
         m = ids.size
         gram = np.empty((m + 1, m + 1))
         gram[:m, :m] = block.gram
@@ -412,7 +478,10 @@ class _Pool:
     def expansion(self) -> np.ndarray:
         """``w = sum_k alpha_k a_k``, recomputed from the multipliers (no accumulated drift);
         also resets ``spare`` to ``C - sum`` of each block's multipliers."""
-        _expand(self.alive_ids(), self.start, self.end, self.idx, self.val, self.alpha, self.w)
+        ids = self.alive_ids()
+        entries = int(np.sum(self.end[ids] - self.start[ids]))
+        expand = _expand_numpy if uncompiled(_expand, entries, PLANE_ENTRIES) else _expand
+        expand(ids, self.start, self.end, self.idx, self.val, self.alpha, self.w)
         for b, block in enumerate(self.blocks):
             self.spare[b] = max(0.0, self.C - fsum(self.alpha[block.ids]))
         return self.w
@@ -426,7 +495,13 @@ class _Pool:
         """Working-set slack of every block at ``w``."""
         bptr, bids, _, _ = self.layout()
         out = np.zeros(len(self.blocks))
-        _block_values(bptr, bids, self.start, self.end, self.idx, self.val, self.c, w, out)
+        entries = int(np.sum(self.end[bids] - self.start[bids]))
+        values = (
+            _block_values_numpy
+            if uncompiled(_block_values, entries, PLANE_ENTRIES)
+            else _block_values
+        )
+        values(bptr, bids, self.start, self.end, self.idx, self.val, self.c, w, out)
         return out
 
     def matrix(self, ids: np.ndarray, n: int) -> PlaneMatrix:
