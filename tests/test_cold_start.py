@@ -4,6 +4,7 @@ kernels and the cold start")."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -21,7 +22,7 @@ from qpsvm import _numerics
 from qpsvm.datasets import make_chains
 from qpsvm.models import ChainModel
 from qpsvm.solvers import cutting_plane, direct, smo
-from qpsvm.verify import rigorous
+from qpsvm.verify import ranking_sweep, rigorous
 
 PROBE = """
 import json, sys
@@ -141,6 +142,28 @@ def test_uncompiled_plane_products_equal_the_compiled_ones_to_the_bit(seed, plan
         pairs.append((a, b))
     for a, b in pairs:
         assert np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 8), st.integers(0, 12))
+def test_uncompiled_resort_is_the_insertion_sorts_order_and_verdict(seed, queries, most):
+    # a ranking re-sort in numpy: a stable sort within each query, the same order as the
+    # insertion sort's to the item (ties, zeros of both signs) and the same verdict on its budget
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(0, most + 1, size=queries)
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+    start = np.concatenate(
+        [np.zeros(0, dtype=np.intp)]
+        + [rng.permutation(np.arange(a, b, dtype=np.intp)) for a, b in itertools.pairwise(starts)]
+    )
+    key = rng.integers(-2, 3, size=start.size) * rng.choice([1.0, -1.0, 0.25], size=start.size)
+    key[rng.random(start.size) < 0.2] = -0.0
+    budget = int(rng.integers(0, 3 * start.size + 1))
+    order, complete = ranking_sweep._resort(start, starts, key, budget)
+    numpy_order, numpy_complete = ranking_sweep._resort_numpy(start, starts, key, budget)
+    assert numpy_complete == complete
+    if complete:
+        np.testing.assert_array_equal(numpy_order, order)
 
 
 def test_uncompiled_plane_products_give_the_compiled_structural_optimum(monkeypatch):
