@@ -979,6 +979,42 @@ def test_dcd_ascends_over_the_touched_columns_to_the_same_floats(loss, intercept
     assert sol.certificate.dual_objective == every.certificate.dual_objective
 
 
+@pytest.mark.parametrize("intercept", ["none", "free"])
+def test_certificate_expands_over_the_formulations_touched_columns(intercept, monkeypatch):
+    # the formulation restricts its rows once, for the solver's ascent and the certificate's
+    # expansion of its dual points, which spans the touched columns alone: P, D and the
+    # stationarity to the bit those of the expansion over every column
+    from qpsvm.formulations import kernel_rows
+    from qpsvm.verify import rigorous
+
+    X, y = sparse_problem(7, n=40, d=400, k=3)
+    restrict, enclose = kernel_rows.touched_columns, rigorous.enclosed_product
+    calls, widths = [], []
+
+    def restrict_spy(M):
+        calls.append(M.shape)
+        return restrict(M)
+
+    def enclose_spy(M, v, *args, **kwargs):
+        if sp.issparse(M) and M.shape[0] == X.shape[0]:
+            widths.append(M.shape[1])
+        return enclose(M, v, *args, **kwargs)
+
+    monkeypatch.setattr(kernel_rows, "touched_columns", restrict_spy)
+    monkeypatch.setattr(rigorous, "enclosed_product", enclose_spy)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept=intercept)
+    sol = f.solve(method="dcd")
+    assert calls == [X.shape] and set(widths) == {np.unique(X.indices).size}
+    monkeypatch.setattr(f, "_touched", (None,))  # the expansions over all 400 columns
+    widths.clear()
+    every = f.certify(sol)
+    assert set(widths) == {X.shape[1]}
+    cert = sol.certificate
+    assert cert.passed and cert.stationarity == every.stationarity == 0.0
+    assert cert.primal_objective == every.primal_objective
+    assert cert.dual_objective == every.dual_objective
+
+
 def test_solvers_ascent_estimates_the_gap_once_a_run(monkeypatch):
     # from u = 0 no estimate before the first run (nothing is met there), and none at the
     # returned point (the solver certifies it): one pass of the objectives per run (the

@@ -313,6 +313,44 @@ def test_sparse_certificate_expands_its_dual_point_once(monkeypatch, fit_interce
     )
 
 
+@pytest.mark.parametrize("compiled", [True, False])
+def test_expansion_norms_of_the_touched_entries_equal_the_whole_vectors(compiled, monkeypatch):
+    # a vector whose other entries are exact zeros with no error, or (the enclosure over all
+    # columns) zeros within a subnormal error: the given entries with size = the whole length
+    # give the whole vector's floats, compiled pass and numpy evaluation alike
+    from qpsvm import _numerics
+    from qpsvm._numerics import TINY
+    from qpsvm.verify.rigorous import expansion_norms
+
+    monkeypatch.setattr(_numerics, "compiled", lambda kernel: compiled)
+    rng = np.random.default_rng(6)
+    touched = np.sort(rng.choice(20000, 3000, replace=False))
+    hi = rng.standard_normal(touched.size)
+    lo = hi * 2.0**-60 * rng.standard_normal(touched.size)
+    err = np.abs(hi) * 1e-14 * rng.random(touched.size)
+    whole = [np.zeros(20000), np.zeros(20000), np.full(20000, 40 * TINY)]
+    for part, entries in zip(whole, (hi, lo, err), strict=True):
+        part[touched] = entries
+    full = expansion_norms(*whole)
+    assert expansion_norms(hi, lo, err, size=20000) == full
+
+
+def test_dual_sums_over_touched_columns_round_to_their_whole_vector():
+    # an expansion over columns 1 and 3 of 5: its vector has exact zeros elsewhere, and a w
+    # equals it only if it does at the columns and is 0 at the others
+    from qpsvm.verify.rigorous import DualSums
+
+    hi, lo = np.array([1.0, -2.0]), np.array([2.0**-60, 0.0])
+    sums = DualSums(0.0, (hi, lo, np.zeros(2)), None, columns=np.array([1, 3]), size=5)
+    v = sums.vector()
+    assert np.array_equal(v, [0.0, 1.0, 0.0, -2.0, 0.0]) and sums.rounds_to(v)
+    for j, value in ((0, 1e-300), (3, -2.0 + 2.0**-52), (4, -1.0)):
+        w = v.copy()
+        w[j] = value
+        assert not sums.rounds_to(w)
+    assert not sums.rounds_to(v[:4])
+
+
 def test_expansion_norms_compiled_pass_equals_numpy(monkeypatch):
     # one compiled pass gives the numpy evaluation's floats to the bit: the bound on ||v||^2
     # (each entry's magnitude moved up, the squares' Sum2 bounded) and the estimate ||hi+lo||^2

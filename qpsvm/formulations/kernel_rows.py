@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from qpsvm._rows import touched_columns
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.kernels import Kernel, KernelCache
 
@@ -32,6 +33,7 @@ class KernelRows:
     kernel_cache_size: ClassVar[float] = 200.0
     _gram: np.ndarray | None = None
     _cache: KernelCache | None = None
+    _touched: tuple | None = None
 
     def gram(self) -> np.ndarray:
         """The training Gram matrix ``K`` (nonlinear kernels only; cached)."""
@@ -76,6 +78,16 @@ class KernelRows:
         if self._cache is None:
             self._cache = KernelCache(self.kernel, self.X, self.kernel_cache_size)
         return self._cache
+
+    def touched_columns(self) -> tuple[sp.csr_matrix, np.ndarray] | None:
+        """The linear kernel's sparse ``X`` restricted to the columns its rows touch and those
+        columns (:func:`qpsvm._rows.touched_columns`; ``None`` for dense rows, another kernel, or
+        most columns touched), computed once: shared by the coordinate ascent, which runs over
+        them, and the certificate, which expands its multipliers over them."""
+        if self._touched is None:
+            linear_sparse = self.linear and sp.issparse(self.X) and self.X.format == "csr"
+            self._touched = (touched_columns(self.X) if linear_sparse else None,)
+        return self._touched[0]
 
     def _kernel_product(self, v: np.ndarray) -> np.ndarray:
         """``K v`` (nonlinear kernels): with the Gram matrix when it is formed, else over the

@@ -577,7 +577,10 @@ def coordinate_expansion(M, sigma, bias, u, width):  # pragma: no cover - compil
 class CoordinateData:
     """One problem of the ascent: the rows (CSR), signs ``sigma``, the dual's ``p, d`` and upper
     bounds ``hi`` (lower bounds 0), and the regularised intercept's feature value ``bias`` (0:
-    none). ``qd`` are the squared norms ``||tilde x_i||^2``."""
+    none). ``qd`` are the squared norms ``||tilde x_i||^2``. ``columns``: where the caller keeps
+    :func:`qpsvm._rows.touched_columns` of these rows (a formulation's cached
+    :meth:`~qpsvm.formulations.kernel_rows.KernelRows.touched_columns`), for
+    :meth:`on_touched_columns`."""
 
     X: Any
     sigma: np.ndarray
@@ -585,6 +588,9 @@ class CoordinateData:
     d: np.ndarray
     hi: np.ndarray
     bias: float = 0.0
+    columns: Callable[[], tuple[sp.csr_matrix, np.ndarray] | None] | None = field(
+        default=None, repr=False
+    )
     qd: np.ndarray = field(init=False, repr=False)
     rows: tuple = field(init=False, repr=False)
 
@@ -623,11 +629,15 @@ class CoordinateData:
         columns touched). Its ``v`` is this problem's at ``touched`` and at the intercept's
         entry, the same floats: every other entry of this one's is an exact 0 in every
         expansion and adds an exact 0 to every sum of squares (Sum2 included)."""
-        restricted = touched_columns(self.X) if sp.issparse(self.X) else None
+        if self.columns is not None:
+            restricted = self.columns()
+        else:
+            restricted = touched_columns(self.X) if sp.issparse(self.X) else None
         if restricted is None:
             return self, None
         out = copy.copy(self)
         out.X, touched = restricted
+        out.columns = None
         out.rows = data_arrays(out.X)
         return out, touched
 

@@ -234,7 +234,11 @@ def dual_points(
 def coordinate_data(f: BinaryProblem) -> CoordinateData:
     """The dual of a linear hinge SVM ``f`` for :mod:`qpsvm.verify.ascent`: ``p = m``, ``d = 0``,
     ``hi = C s``."""
-    return CoordinateData(f.X, f.y.astype(np.float64), f.margin, np.zeros(f.n_samples), f.upper)
+    data = CoordinateData(f.X, f.y.astype(np.float64), f.margin, np.zeros(f.n_samples), f.upper)
+    # the formulation's restriction to its touched columns, computed once for the solver's
+    # ascent and the certificate's expansion (a BinaryFormulation's; others have none)
+    data.columns = getattr(f, "touched_columns", None)
+    return data
 
 
 def ascent_points(
@@ -435,14 +439,17 @@ def _search_dual(
         else dual_points(f, side.residual, side.w),
     )
     expansions: dict[int, tuple[np.ndarray, np.ndarray | None, Any]] = {}
+    # the expansions over the columns the rows touch (the formulation's restriction, shared
+    # with the solver's ascent): the same floats, exact zeros elsewhere
+    columns = getattr(f, "touched_columns", None) if enclose else None
+    restricted = None if columns is None else columns()
 
     def dual_objective(point: np.ndarray) -> float:
         if kernel is not None and point is first:
             return fsum_dot(f.margin, point) - 0.5 * fsum_dot(point * f.y, kernel.first_scores)
         if enclose:
-            sums = binary_dual_sums(f, binary_feasible(f, point))
-            hi, lo, _ = sums.expansion
-            expansions[id(point)] = (point, hi + lo, sums)
+            sums = binary_dual_sums(f, binary_feasible(f, point), restricted=restricted)
+            expansions[id(point)] = (point, None, sums)  # sums.vector() when needed
             return dual_estimate(sums)
         value, v = f.dual_parts(point)
         expansions[id(point)] = (point, v, None)
@@ -563,20 +570,21 @@ def _stationarity(
 ) -> float:
     """``||w - sum_i alpha_i y_i x_i||`` (0 without an explicit ``w``), reusing the expansion
     computed for ``D`` at a point equal to ``alpha`` when there is one (the bounds' exactly
-    feasible copy of the point searched is another array with the same values)."""
+    feasible copy of the point searched is another array with the same values): its float
+    ``v`` or its enclosure (:class:`~qpsvm.verify.rigorous.DualSums`)."""
     if w is None:
         return 0.0
-    v = next(
-        (
-            v
-            for point, v, _ in expansions.values()
-            if v is not None and np.array_equal(point, alpha)
-        ),
-        None,
+    v, sums = next(
+        ((v, sums) for point, v, sums in expansions.values() if np.array_equal(point, alpha)),
+        (None, None),
     )
+    if sums is not None:
+        if sums.rounds_to(w):
+            return 0.0  # a solver's w is the rounded expansion of its multipliers
+        v = sums.vector()
     v = f.expansion(alpha) if v is None else v
     if np.array_equal(w, v):
-        return 0.0  # a solver's w is the rounded expansion of its multipliers
+        return 0.0
     residual_w = w - v
     return math.sqrt(fsum_dot(residual_w, residual_w))
 
