@@ -1015,6 +1015,41 @@ def test_certificate_expands_over_the_formulations_touched_columns(intercept, mo
     assert cert.dual_objective == every.dual_objective
 
 
+def test_certificate_reuses_the_solvers_expansion_of_the_same_multipliers(monkeypatch):
+    # the solver's returned expansion over the touched columns is made by Dot2 with its
+    # magnitudes; the certificate of the same multipliers encloses it without a second pass,
+    # and its P, D and stationarity are those of the pass made again; other multipliers (or
+    # other rows) get their own pass
+    from qpsvm import _numerics
+    from qpsvm.verify import ascent as ascent_module
+
+    X, y = sparse_problem(7, n=40, d=400, k=3)
+    passes = []
+    original = _numerics.csr_tdot2_abs
+
+    def spy(M, v):
+        passes.append(M.shape)
+        return original(M, v)
+
+    monkeypatch.setattr(ascent_module, "csr_tdot2_abs", spy)
+    monkeypatch.setattr("qpsvm.verify.rigorous.csr_tdot2_abs", spy)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False)
+    sol = f.solve(method="dcd")
+    touched = np.unique(X.indices).size
+    assert passes == [(X.shape[0], touched)]
+    R = f.touched_columns()[0]
+    assert f.kept_expansion(R, sol.alpha * y) is not None
+    assert f.kept_expansion(R, np.append(sol.alpha[:-1], 0.5) * y) is None
+    assert f.kept_expansion(R.copy(), sol.alpha * y) is None
+    monkeypatch.setattr(f, "_kept", None)
+    again = f.certify(sol)
+    assert len(passes) == 2
+    cert = sol.certificate
+    assert cert.primal_objective == again.primal_objective
+    assert cert.dual_objective == again.dual_objective
+    assert cert.stationarity == again.stationarity == 0.0
+
+
 def test_solvers_ascent_estimates_the_gap_once_a_run(monkeypatch):
     # from u = 0 no estimate before the first run (nothing is met there), and none at the
     # returned point (the solver certifies it): one pass of the objectives per run (the

@@ -34,6 +34,7 @@ class KernelRows:
     _gram: np.ndarray | None = None
     _cache: KernelCache | None = None
     _touched: tuple | None = None
+    _kept: tuple | None = None
 
     def gram(self) -> np.ndarray:
         """The training Gram matrix ``K`` (nonlinear kernels only; cached)."""
@@ -88,6 +89,22 @@ class KernelRows:
             linear_sparse = self.linear and sp.issparse(self.X) and self.X.format == "csr"
             self._touched = (touched_columns(self.X) if linear_sparse else None,)
         return self._touched[0]
+
+    def keep_expansion(self, M: Any, parts: tuple) -> None:
+        """Keep a solver's expansion of its multipliers over the rows ``M`` and what it was made
+        of, ``(c, hi, lo, m)``: ``M^T c = hi + lo`` by Dot2 and ``m = |M|^T |c|``
+        (:meth:`~qpsvm.verify.ascent.CoordinateData.enclosed_expansion`), for the certificate
+        (:meth:`kept_expansion`). The last one only."""
+        self._kept = (M, parts)
+
+    def kept_expansion(self, M: Any, c: np.ndarray) -> tuple | None:
+        """``(hi, lo, m)`` of the kept expansion (:meth:`keep_expansion`) when it is ``M^T c``:
+        the same rows object and coefficients equal to the bit, so the same floats as
+        :func:`~qpsvm._numerics.csr_tdot2_abs` of ``M`` and ``c``; else ``None``."""
+        if self._kept is None or self._kept[0] is not M:
+            return None
+        kept, hi, lo, m = self._kept[1]
+        return (hi, lo, m) if np.array_equal(kept, c) else None
 
     def _kernel_product(self, v: np.ndarray) -> np.ndarray:
         """``K v`` (nonlinear kernels): with the Gram matrix when it is formed, else over the

@@ -24,6 +24,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -54,11 +55,16 @@ ADVICE = "Raise max_epochs, or use method='working_set' or 'qp'."
 class CoordinateProblem:
     """What dual coordinate descent needs of a formulation: the ascent's data, whether a free
     intercept couples the multipliers, and the map ``u -> `` a balanced point the certificate
-    accepts (the certifier's own feasible point, identity without coupling)."""
+    accepts (the certifier's own feasible point, identity without coupling); ``keep`` takes the
+    rows the returned expansion was computed over and what it was made of
+    (:meth:`~qpsvm.verify.ascent.CoordinateData.enclosed_expansion`), for the certificate of
+    the same multipliers (a formulation's
+    :meth:`~qpsvm.formulations.kernel_rows.KernelRows.keep_expansion`; ``None``: not kept)."""
 
     data: CoordinateData
     coupled: bool
     balance: Callable[[np.ndarray], np.ndarray]
+    keep: Callable[[Any, tuple], None] | None = None
 
 
 def binary_problem(f: BinaryProblem) -> CoordinateProblem:
@@ -66,7 +72,10 @@ def binary_problem(f: BinaryProblem) -> CoordinateProblem:
     ``p = m``, ``d = 0``, ``hi = C s``; a free intercept when ``fit_intercept``."""
     from qpsvm.verify.binary import coordinate_data, feasible_near
 
-    return CoordinateProblem(coordinate_data(f), f.fit_intercept, lambda u: feasible_near(f, u))
+    keep = getattr(f, "keep_expansion", None)
+    return CoordinateProblem(
+        coordinate_data(f), f.fit_intercept, lambda u: feasible_near(f, u), keep
+    )
 
 
 def composed_problem(f: CompositeProblem) -> CoordinateProblem:
@@ -190,6 +199,10 @@ def ascent_point(
         start=first,
         evaluate=False,
         unshrink_every=SOLVER_UNSHRINK_EVERY,
+        # over the formulation's touched columns, the expansion's parts are the certificate's
+        enclose=problem.keep is not None and touched is not None,
     )
+    if step.parts is not None:
+        problem.keep(data.X, step.parts)
     w = _weights(step.v, touched, d)
     return Candidate(w=w, b=data.intercept(step.v, 0.0), alpha=step.u), step.epochs

@@ -49,7 +49,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from qpsvm._jit import CALLEE, ENTRY
-from qpsvm._numerics import _sum2_python, charge, fsum, tdot, uncompiled
+from qpsvm._numerics import _sum2_python, charge, csr_tdot2_abs, fsum, tdot, uncompiled
 from qpsvm._rows import (
     _example_axpy,
     _example_dot,
@@ -622,6 +622,21 @@ class CoordinateData:
             su = u * self.sigma
             return np.append(self.X.T @ su, _ordered_sum(su * self.bias))
         return coordinate_expansion(self.rows, self.sigma, self.bias, u, self.n_features + 1)
+
+    def enclosed_expansion(self, u: np.ndarray) -> tuple[np.ndarray, tuple | None]:
+        """:meth:`expansion` in twice the working precision and, for canonical CSR rows, what
+        it was made of: ``(c, hi, lo, m)`` with ``c = u sigma``, Dot2's unevaluated ``X^T c =
+        hi + lo`` and the magnitudes ``m = |X|^T |c|``, one pass for both
+        (:func:`~qpsvm._numerics.csr_tdot2_abs`, the floats of :func:`~qpsvm._numerics.tdot2`),
+        which a certificate's enclosure of the same product reuses; ``None`` for other rows or
+        where the splitting overflowed."""
+        if not (sp.issparse(self.X) and self.X.has_canonical_format):
+            return self.expansion(u), None
+        c = u * self.sigma
+        hi, lo, m = csr_tdot2_abs(self.X, c)
+        if not (np.all(np.isfinite(hi)) and np.all(np.isfinite(lo))):
+            return self.expansion(u), None
+        return np.append(hi + lo, self.bias * fsum(c)), (c, hi, lo, m)
 
     def on_touched_columns(self) -> tuple[CoordinateData, np.ndarray | None]:
         """The same problem over the columns some row touches (:func:`qpsvm._rows.touched_columns`)
@@ -1313,13 +1328,15 @@ def free_set_step(
 class Ascent:
     """A point of the ascent and what it cost: multipliers ``u``, their expansion ``v``
     (recomputed in twice the working precision), floating-point ``P`` and ``D`` and the epochs
-    run."""
+    run; ``parts`` what an enclosed ``v`` was made of
+    (:meth:`CoordinateData.enclosed_expansion`)."""
 
     u: np.ndarray
     v: np.ndarray
     primal: float
     dual: float
     epochs: int
+    parts: tuple | None = None
 
 
 def ascend(
@@ -1335,6 +1352,7 @@ def ascend(
     exact: bool = True,
     evaluate: bool = True,
     unshrink_every: int = UNSHRINK_EVERY,
+    enclose: bool = False,
 ) -> Ascent:
     """Run the ascent from ``u`` (clipped into the box) at tightening tolerances until the gap
     ``P(v) - D(u)`` of the problem with the intercept fixed at ``shift`` is at most ``target``,
@@ -1364,6 +1382,9 @@ def ascend(
         expansion as the ascent updated it), for callers that use ``u`` and ``v`` alone.
     unshrink_every : int
         Epochs between the ascent's putting back every shrunk coordinate.
+    enclose : bool
+        Compute the returned expansion by :meth:`CoordinateData.enclosed_expansion` (the
+        same floats) and return what it was made of as ``parts``, for the certificate.
     """
     u = np.clip(np.asarray(u, dtype=np.float64), 0.0, data.hi)
     v = data.expansion(u, exact=False)  # steers the ascent only
@@ -1415,10 +1436,14 @@ def ascend(
         # the estimates steer the caller only: those of the last tolerance, at the v updated
         # in place (a few ulps from the expansion of u), rather than two more passes
         return Ascent(u, v, primal, dual, epochs)
-    v = data.expansion(u, exact)
+    parts = None
+    if enclose and exact:
+        v, parts = data.enclosed_expansion(u)
+    else:
+        v = data.expansion(u, exact)
     if evaluate:
         primal, dual = data.objectives(u, v, shift)
-    return Ascent(u, v, primal, dual, epochs)
+    return Ascent(u, v, primal, dual, epochs, parts)
 
 
 def first_tolerance(data: CoordinateData) -> float:

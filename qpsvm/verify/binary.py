@@ -443,12 +443,15 @@ def _search_dual(
     # with the solver's ascent): the same floats, exact zeros elsewhere
     columns = getattr(f, "touched_columns", None) if enclose else None
     restricted = None if columns is None else columns()
+    # and a solver's expansion of the same multipliers over them, reused when it is one
+    kept = getattr(f, "kept_expansion", None)
 
     def dual_objective(point: np.ndarray) -> float:
         if kernel is not None and point is first:
             return fsum_dot(f.margin, point) - 0.5 * fsum_dot(point * f.y, kernel.first_scores)
         if enclose:
-            sums = binary_dual_sums(f, binary_feasible(f, point), restricted=restricted)
+            a = binary_feasible(f, point)
+            sums = binary_dual_sums(f, a, restricted=restricted, kept=kept)
             expansions[id(point)] = (point, None, sums)  # sums.vector() when needed
             return dual_estimate(sums)
         value, v = f.dual_parts(point)

@@ -322,6 +322,7 @@ def enclosed_product(
     start: tuple | None = None,
     dot2: bool = True,
     slack: np.ndarray | None = None,
+    parts: tuple | None = None,
 ) -> tuple:
     r"""``M^T v`` (plus ``start = (hi, lo, err)``) as ``hi + lo`` with a bound ``err``:
     :math:`|hi + lo - (M^T v + start)| \le err`.
@@ -341,6 +342,10 @@ def enclosed_product(
     :math:`c\,|M|^T|v|` (``c`` half the doubled factor), both terms are one product
     :math:`|M|^T u` with :math:`u = c|v| + slack` rounded up (0 where ``v_i`` and its slack are
     0: that term is exactly 0), doubled for its own rounding: one pass over ``M`` for both.
+
+    ``parts``: ``(hi, lo, m)`` of :func:`~qpsvm._numerics.csr_tdot2_abs` of these ``M`` (a
+    canonical CSR matrix) and ``v``, computed already (a solver's expansion of the same
+    multipliers): the same floats, without the pass.
     """
     n = M.shape[0] + (0 if start is None else 2)
     if not dot2 and start is not None:
@@ -365,7 +370,7 @@ def enclosed_product(
         hi, lo, magnitude = rows_dot2(M.T, v)
     elif dot2 and weights is None and start is None and _canonical_csr(M):
         # the expansion sum_i v_i x_i of CSR rows: Dot2 and the magnitudes in one pass
-        hi, lo, magnitude = csr_tdot2_abs(M, v)
+        hi, lo, magnitude = csr_tdot2_abs(M, v) if parts is None else parts
     else:
         hi, lo = tdot2(M, v, None if start is None else start[:2])
     if weights is not None and (not dot2 or magnitude is None):
@@ -791,19 +796,27 @@ class DualSums:
 
 
 def binary_dual_sums(
-    f: BinaryRows, a: np.ndarray, pairs: Any = None, restricted: tuple | None = None
+    f: BinaryRows,
+    a: np.ndarray,
+    pairs: Any = None,
+    restricted: tuple | None = None,
+    kept: Any = None,
 ) -> DualSums:
     """:class:`DualSums` of an exactly feasible ``a`` over the samples of ``f`` (a problem or a
     row block with ``X``, ``y``, ``margin``). ``restricted``: ``f.X``'s rows over the columns
     they touch and those columns (:func:`qpsvm._rows.touched_columns`, no ``pairs``), the
     expansion then taken over them alone: the same floats at those columns (each a Dot2 over
     the same products in the same order, the error bound's magnitudes and row count the
-    same), exact zeros elsewhere, a third to a half of the passes' cost at d = 1e6."""
+    same), exact zeros elsewhere, a third to a half of the passes' cost at d = 1e6. ``kept``:
+    a formulation's :meth:`~qpsvm.formulations.kernel_rows.KernelRows.kept_expansion`, whose
+    Dot2 parts and magnitudes of the restricted product (a solver's, of the same multipliers
+    over the same rows) the enclosure reuses."""
     if restricted is None:
         expansion, columns, size = binary_expansion(f, a * f.y, pairs), None, None
     else:
         (R, columns), size = restricted, f.X.shape[1]
-        expansion = enclosed_product(R, a * f.y)
+        c = a * f.y
+        expansion = enclosed_product(R, c, parts=None if kept is None else kept(R, c))
     return DualSums(
         gain=lower_sum(f.margin * a),  # margins and multipliers are nonnegative
         expansion=expansion,
