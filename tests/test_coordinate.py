@@ -1050,6 +1050,29 @@ def test_certificate_reuses_the_solvers_expansion_of_the_same_multipliers(monkey
     assert cert.stationarity == again.stationarity == 0.0
 
 
+def test_solution_takes_the_certificates_scores_of_the_same_w(monkeypatch):
+    from qpsvm._numerics import fsum_dot
+
+    # the certificate computed X w and Sum2(w w) for the w it certified; the solution of that
+    # w object takes them (no product over the rows), the same floats as computing them again
+    X, y = sparse_problem(10, n=60, d=300)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0)
+    sol = f.solve(method="dcd")
+    cert = sol.certificate
+    scores, norm2 = cert.primal_parts(sol.w)
+    assert np.array_equal(scores, f.X @ sol.w) and norm2 == fsum_dot(sol.w, sol.w)
+    assert cert.primal_parts(sol.w.copy()) is None
+    products = []
+    monkeypatch.setattr(f, "scores", lambda **kw: products.append(kw) or f.X @ kw["w"])
+    cand = qpsvm.solution.Candidate(w=sol.w, b=sol.b, alpha=sol.alpha)
+    kept = f.solution_from(cand, cert, status="optimal", solver="dcd")
+    assert not products
+    again = f.solution_from(cand, None, status="optimal", solver="dcd")
+    assert len(products) == 1
+    assert kept.objective == again.objective == sol.objective
+    assert np.array_equal(kept.xi, again.xi) and kept.b == again.b
+
+
 def test_solvers_ascent_estimates_the_gap_once_a_run(monkeypatch):
     # from u = 0 no estimate before the first run (nothing is met there), and none at the
     # returned point (the solver certifies it): one pass of the objectives per run (the

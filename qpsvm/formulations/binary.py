@@ -392,12 +392,19 @@ class BinaryFormulation(KernelRows, Formulation):
         return self.build(subset=work, at_bound=at_bound)
 
     def solution_from(self, cand: Candidate, certificate: Any = None, **fields: Any) -> Solution:
-        """A :class:`~qpsvm.Solution` for ``cand`` with slacks and objective from the data."""
+        """A :class:`~qpsvm.Solution` for ``cand`` with slacks and objective from the data (the
+        scores and ``||w||^2`` the ``certificate`` computed for the same ``w``, if it has them:
+        :meth:`~qpsvm.verify.certificate.Certificate.primal_parts`)."""
         alpha = cand.alpha
         w = cand.w if cand.w is not None or not self.linear else self.expansion(alpha)
-        scores = self.scores(w=w) if w is not None else self.scores(alpha=alpha)
+        kept = getattr(certificate, "primal_parts", None)
+        kept = None if kept is None or w is None else kept(w)
+        if kept is not None:
+            scores, norm2 = kept
+        else:
+            scores = self.scores(w=w) if w is not None else self.scores(alpha=alpha)
+            norm2 = fsum_dot(w, w) if w is not None else fsum_dot(alpha * self.y, scores)
         b = self.optimal_intercept(scores) if cand.b is None else float(cand.b)
-        norm2 = fsum_dot(w, w) if w is not None else fsum_dot(alpha * self.y, scores)
         xi = np.maximum(0.0, self.margin - self.y * (scores + b))
         objective = (
             0.5 * norm2 if not math.isfinite(self.C) else self.primal_value(norm2, scores, b)

@@ -355,6 +355,7 @@ class _PrimalSide:
     primal: float
     infeasibility: float
     norm2: float
+    scores: np.ndarray
 
 
 def _candidate_scores(
@@ -406,7 +407,7 @@ def _primal_side(f: BinaryProblem, cand: Candidate) -> _PrimalSide:
     else:
         first = None if alpha_in is None else feasible_near(f, alpha_in)
     return _PrimalSide(
-        alpha_in, w, kernel, first, b, residual, hinge, hard, primal, primal_inf, norm2
+        alpha_in, w, kernel, first, b, residual, hinge, hard, primal, primal_inf, norm2, scores
     )
 
 
@@ -657,4 +658,5 @@ def certify_binary(
         alpha=alpha,
         rigorous=rigorous,
         rounding_floor=floor,
+        _primal_parts=None if side.w is None else (cand.w, side.scores, side.norm2),
     )

@@ -6,7 +6,7 @@ import html
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -186,6 +186,10 @@ class Certificate:
         ``relative_floor`` exceeds the ``tol`` asked and accounts for the gap, ``solve()``
         raises :class:`~qpsvm.exceptions.RoundingFloorError`. 0 for certificates that do not
         compute it (not rigorous, Dask, the ranking SVM's 1-slack certificate).
+
+    The binary certificate of an explicit ``w`` also keeps the candidate's scores ``X w`` and
+    the Sum2 of ``w w`` it computed, with the ``w`` object they are of, for the solution of
+    the same ``w`` (:meth:`primal_parts`).
     """
 
     primal_objective: float
@@ -201,6 +205,16 @@ class Certificate:
     rigorous: bool = False
     strong_convexity: float = 1.0
     rounding_floor: float = 0.0
+    _primal_parts: tuple | None = field(default=None, repr=False, compare=False)
+
+    def primal_parts(self, w: Any) -> tuple[np.ndarray, float] | None:
+        """The scores ``X w`` and the Sum2 of ``w w`` the certificate computed for its
+        candidate's ``w`` when ``w`` is that object (a solver's solution of the point it
+        certified: the same floats, without a product over the rows and a pass over the
+        features); ``None`` otherwise."""
+        if self._primal_parts is None or self._primal_parts[0] is not w:
+            return None
+        return self._primal_parts[1], self._primal_parts[2]
 
     @property
     def lower(self) -> float:
