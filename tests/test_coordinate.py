@@ -1162,10 +1162,15 @@ def test_first_slope_of_the_search_is_the_free_sets_schur_complement(seed, monke
     monkeypatch.setattr(ascent, "ITERATIVE_FROM", np.inf)
     jacobi, expand = ascent._slope(data, u)
     assert expand and jacobi == pytest.approx(np.sum(1.0 / data.qd[F])) and jacobi >= exact
-    # the squared hinge keeps that estimate and the expanding secant steps
-    monkeypatch.setattr(ascent, "ITERATIVE_FROM", 0.0)
+    # the squared hinge's by conjugate gradients whatever the free rows (D_F = I / 2 keeps
+    # H_FF nonsingular), the dense solve's: no estimate (190 times too steep at 20000 x 200)
     squared = CoordinateData(X, y.astype(float), np.ones(n), np.full(n, 0.5), np.full(n, np.inf))
-    assert ascent._slope(squared, u)[1]
+    smooth, expand = ascent._slope(squared, u)
+    P = np.flatnonzero(u > 0.0)
+    Z = (X[P].toarray() * y[P, None]).astype(float)
+    H = Z @ Z.T + 0.5 * np.eye(P.size)
+    assert not expand
+    assert smooth == pytest.approx(float(y[P] @ np.linalg.solve(H, y[P].astype(float))), rel=1e-3)
 
 
 def test_used_columns_renumber_the_free_rows_as_unique_does(monkeypatch):
@@ -1220,6 +1225,37 @@ def test_intercept_moving_inside_the_ascent_needs_no_search_on_b(caplog, monkeyp
     searched = _logged_solve(caplog, 2000, 20000, 20)
     assert searched.n_iter == 53
     assert sol.objective == pytest.approx(searched.objective, rel=2e-9)
+
+
+@pytest.mark.parametrize(("n", "d", "k", "epochs"), [(20000, 200, 10, 67), (2000, 20000, 20, 24)])
+def test_squared_hinge_moves_its_free_intercept_inside_the_ascent(
+    caplog, monkeypatch, n, d, k, epochs
+):
+    # the regime grid's squared hinge with a free intercept, n > d and n < d: every free
+    # multiplier is unbounded above and H_FF = S X_F X_F^T S + D_F is nonsingular, so the
+    # slope -g' by conjugate gradients is Newton's and b moves inside the ascent from 0, with
+    # no inner problem at a fixed b: 67 and 24 epochs where the search from the regularised
+    # start took 71 and 49 (115 and 45 with its first step by the free multipliers' sum of
+    # 1 / (||x_i||^2 + d_i), 190 times too steep at 20000 x 200)
+    X, y = _grid_point(n, d, k)
+
+    def solve():
+        with caplog.at_level("DEBUG", logger="qpsvm"):
+            sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, loss="squared_hinge").solve(method="dcd")
+        assert sol.certificate.passed
+        return sol
+
+    sol = solve()
+    assert not _search_points(caplog)
+    assert "dcd: moving b=" in caplog.text
+    assert sol.n_iter == epochs
+    # the same optimum as the search's: both certified at 1e-9
+    monkeypatch.setattr(ascent, "_moves_intercept", lambda data: False)
+    caplog.clear()
+    other = solve()
+    assert _search_points(caplog)
+    assert other.n_iter > epochs
+    assert sol.objective == pytest.approx(other.objective, rel=2e-9)
 
 
 def test_intercept_without_free_multipliers_is_searched_from_the_regularised_start(caplog):
