@@ -139,7 +139,12 @@ def project_coupled(u: np.ndarray, lo: np.ndarray, hi: np.ndarray, sigma: np.nda
     """Euclidean projection onto ``{lo <= u <= hi, sum_i sigma_i u_i = 0}`` (``sigma_i = +-1``).
 
     The projection is ``clip(u - nu sigma)`` for the ``nu`` that zeroes the (non-increasing,
-    piecewise linear) coupling sum: bracketed by bisection, then computed exactly on its piece.
+    piecewise linear) coupling sum, of slope minus the number of free coordinates: bracketed,
+    then Newton's steps on it (each the root of the current piece), bisection where a step
+    leaves the bracket or no coordinate is free, until a step stays on its piece; then
+    computed exactly on that piece. A bisection to the last bit took about 100 compensated
+    sums over every multiplier (10 ms a projection at 20000 rows, a third of the squared
+    hinge's solve with a free intercept there).
     """
 
     def at(nu: float) -> np.ndarray:
@@ -153,17 +158,28 @@ def project_coupled(u: np.ndarray, lo: np.ndarray, hi: np.ndarray, sigma: np.nda
         a *= 2.0
     while coupling(b) > 0 and b < 1e300:
         b *= 2.0
-    for _ in range(200):
-        mid = 0.5 * (a + b)
-        if mid in (a, b):
-            break
-        if coupling(mid) > 0:
-            a = mid
-        else:
-            b = mid
     nu = 0.5 * (a + b)
     point = at(nu)
     free = (point > lo) & (point < hi)
+    for _ in range(200):
+        total = fsum_dot(sigma, point)
+        if total > 0:
+            a = nu
+        elif total < 0:
+            b = nu
+        else:
+            break
+        m = np.count_nonzero(free)
+        step = nu + total / m if m else b
+        following = step if a < step < b else 0.5 * (a + b)
+        if following in (a, b, nu):
+            break
+        point = at(following)
+        moved = (point > lo) & (point < hi)
+        if m and step == following and np.array_equal(moved, free):
+            nu = following
+            break  # the root of this piece, on it
+        nu, free = following, moved
     if np.any(free):
         fixed = fsum_dot(sigma[~free], point[~free])
         nu = (fsum_dot(sigma[free], u[free]) + fixed) / np.count_nonzero(free)
