@@ -1227,14 +1227,14 @@ def test_intercept_moving_inside_the_ascent_needs_no_search_on_b(caplog, monkeyp
     assert sol.objective == pytest.approx(searched.objective, rel=2e-9)
 
 
-@pytest.mark.parametrize(("n", "d", "k", "epochs"), [(20000, 200, 10, 67), (2000, 20000, 20, 24)])
+@pytest.mark.parametrize(("n", "d", "k", "epochs"), [(20000, 200, 10, 57), (2000, 20000, 20, 23)])
 def test_squared_hinge_moves_its_free_intercept_inside_the_ascent(
     caplog, monkeypatch, n, d, k, epochs
 ):
     # the regime grid's squared hinge with a free intercept, n > d and n < d: every free
     # multiplier is unbounded above and H_FF = S X_F X_F^T S + D_F is nonsingular, so the
     # slope -g' by conjugate gradients is Newton's and b moves inside the ascent from 0, with
-    # no inner problem at a fixed b: 67 and 24 epochs where the search from the regularised
+    # no inner problem at a fixed b: 57 and 23 epochs where the search from the regularised
     # start took 71 and 49 (115 and 45 with its first step by the free multipliers' sum of
     # 1 / (||x_i||^2 + d_i), 190 times too steep at 20000 x 200)
     X, y = _grid_point(n, d, k)
@@ -1256,6 +1256,22 @@ def test_squared_hinge_moves_its_free_intercept_inside_the_ascent(
     assert _search_points(caplog)
     assert other.n_iter > epochs
     assert sol.objective == pytest.approx(other.objective, rel=2e-9)
+
+
+def test_moving_intercept_tightens_its_last_tolerance_to_the_target(caplog):
+    # the regime grid's 2000 x 20000 (20 nonzeros a row) with a free intercept: the gap falls
+    # about as the tolerance (1.2e-5, 1.1e-7, 1.1e-9 at 1e-3, 1e-5, 1e-7), and after 1e-9 it
+    # is 9.7e-12 against the target 5e-12: the last tolerance is 0.3 target / gap times it
+    # (2e-10, 3 epochs) rather than two decades down (1e-11)
+    sol = _logged_solve(caplog, 2000, 20000, 20)
+    tolerances = [
+        float(record.getMessage().split()[4])
+        for record in caplog.records
+        if record.getMessage().startswith("dcd: moving b=")
+    ]
+    assert tolerances[:5] == [1e-1, 1e-3, 1e-5, 1e-7, 1e-9]
+    assert tolerances[5] == 2e-10  # 1.55e-10, logged to one digit
+    assert len(tolerances) == 6 and sol.n_iter == 41
 
 
 def test_intercept_without_free_multipliers_is_searched_from_the_regularised_start(caplog):

@@ -106,6 +106,9 @@ STALE_STREAK = 2
 #: 46 and 49 epochs at 2000 x 20000 (20 nonzeros a row), 53, 54 and 56 at 5000 x 20000 (50 a
 #: row; benchmarks/regimes/sparse.py), and 1 cost the most time (a return to Python an epoch).
 BALANCE_SLICE = 2
+#: The ascent with a moving intercept (:func:`_newton_ascent`) tightens its tolerance by
+#: this times ``target / gap`` where that is less than the next of :data:`TOLERANCES`.
+LAST_TOLERANCE = 0.3
 #: The projected-gradient tolerances of the ascent run one after the other, each warm started.
 #: Two decades apart: each restart costs a pass without shrinking.
 TOLERANCES = tuple(10.0**-k for k in range(1, 15, 2))
@@ -1712,9 +1715,10 @@ def _newton_ascent(
     :data:`BALANCE_SLICE` epochs at ``b = 0``, ``b`` takes Newton's step on ``g`` every
     :data:`BALANCE_SLICE` epochs (:func:`coordinate_epochs` with ``intercept``), the slope
     ``-g'`` by :func:`_slope` at the first slice's point, held; the tolerances tighten as in
-    :func:`ascend`, the gap to the balanced point evaluated after each and, for the hinge, the
-    free-set finish with the intercept tried where :func:`_worth_finishing` (free sets in
-    ``tried``, as the search tries it);
+    :func:`ascend` (by less where :data:`LAST_TOLERANCE` reaches the target), the gap to the
+    balanced point evaluated after each and, for the hinge, the free-set finish with the
+    intercept tried where :func:`_worth_finishing` (free sets in ``tried``, as the search
+    tries it);
     a tolerance not met in :data:`FINISH_SLICE` epochs ends it. A step ``g / s`` with
     ``s`` the slope of the free set a few epochs in is Newton's on ``V'(b) = -g(b)`` up to
     the change of the free set, so ``b`` converges with the multipliers instead of an outer
@@ -1730,7 +1734,8 @@ def _newton_ascent(
     best = None
     if slope <= 0.0:
         return u, 0.0, epochs, best
-    for tol in TOLERANCES:
+    tol = TOLERANCES[0]
+    while True:
         budget = min(max_epochs - epochs, FINISH_SLICE)
         if budget <= 0:
             break
@@ -1749,6 +1754,12 @@ def _newton_ascent(
                 break
         if ran >= budget:
             break  # slow: the search on b, with its finishes, takes over from here
+        if tol <= TOLERANCES[-1]:
+            break
+        # the gap falls about as the tolerance: two decades down, or less where a smaller
+        # step reaches the target (LAST_TOLERANCE)
+        step = max(TOLERANCES[1] / TOLERANCES[0], LAST_TOLERANCE * target / gap)
+        tol = max(TOLERANCES[-1], tol * step)
     return u, float(intercept[0]), epochs, best
 
 
