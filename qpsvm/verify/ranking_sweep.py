@@ -331,7 +331,7 @@ def sorted_by_query(
     items move (at most :data:`RESORT_MOVES` per item, else the full sort)."""
     if start is not None:
         budget = RESORT_MOVES * key.shape[0]
-        pairs = key.shape[0] * int(np.diff(lay.starts).max(initial=0))
+        pairs = key.shape[0] * lay.max_query
         if uncompiled(_resort, pairs, RESORT_PAIRS) and np.isfinite(key).all():
             order, complete = _resort_numpy(start, lay.starts, key, budget)
         else:
