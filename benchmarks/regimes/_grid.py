@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import math
+import multiprocessing
 import statistics
 import sys
 import time
@@ -71,7 +72,8 @@ class Timing:
 
     ``qpsvm`` and ``anchor`` are the solves; ``certify`` the re-certification of qpsvm's answer
     alone and ``in_solve`` the time ``solve()`` spent inside the certifier (``nan`` where the
-    point has none).
+    point has none). ``anchor_limited`` marks an anchor stopped at its time limit: ``anchor``
+    is then the limit, a lower bound on its fit.
     """
 
     point: Point
@@ -79,10 +81,12 @@ class Timing:
     anchor: float
     certify: float = math.nan
     in_solve: float = math.nan
+    anchor_limited: bool = False
 
     @property
     def ratio(self) -> float:
-        """qpsvm's solve over the anchor's fit."""
+        """qpsvm's solve over the anchor's fit (an upper bound where ``anchor_limited``: the
+        anchor's call was stopped at ``anchor`` seconds)."""
         return self.qpsvm / self.anchor
 
     @property
@@ -143,6 +147,64 @@ def median_time(fn: Callable[[], Any], repeat: int) -> float:
     return statistics.median(times)
 
 
+class AnchorOverLimit(RuntimeError):
+    """One call of the anchor ran longer than the grid's limit and was stopped."""
+
+
+def _anchor_calls(fn: Callable[[], Any], repeat: int, out: Any) -> None:
+    """The child's side of :func:`limited_median_time`: an untimed warm call, then the wall
+    time of each of ``repeat`` calls, each sent as it ends."""
+    fn()
+    out.send(None)
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        out.send(time.perf_counter() - start)
+
+
+def limited_median_time(fn: Callable[[], Any], repeat: int, limit: float) -> float:
+    """:func:`median_time` after one untimed warm call, with every call stopped after
+    ``limit`` seconds.
+
+    The calls run in a forked child (the anchor's closure and data are inherited, not
+    pickled), which is killed when one call outlasts the limit: an anchor that does not end
+    (libsvm's poly kernel at n = 8000, C = 100 ran for over an hour) is reported as taking
+    more than the limit instead of holding the grid.
+
+    Raises
+    ------
+    AnchorOverLimit
+        When a call (the warm one included) takes longer than ``limit`` seconds.
+    RuntimeError
+        When the child dies without its times (the anchor raised).
+    """
+    receive, send = multiprocessing.Pipe(duplex=False)
+    child = multiprocessing.get_context("fork").Process(
+        target=_anchor_calls, args=(fn, repeat, send)
+    )
+    child.start()
+    send.close()
+    times = []
+    try:
+        for call in range(repeat + 1):
+            if not receive.poll(limit):
+                if child.is_alive():
+                    raise AnchorOverLimit(f"call {call + 1} of the anchor ran over {limit:g} s")
+                raise RuntimeError(
+                    f"the anchor's process exited with code {child.exitcode} (its traceback above)"
+                )
+            sent = receive.recv()
+            if sent is not None:
+                times.append(sent)
+    except EOFError as error:
+        raise RuntimeError(f"the anchor's process exited with code {child.exitcode}") from error
+    finally:
+        child.kill()
+        child.join()
+        receive.close()
+    return statistics.median(times)
+
+
 def certificate_of(result: Any) -> Any:
     """The certificate of a :class:`~qpsvm.Solution`, or ``result`` itself (a stand-in)."""
     return result.certificate if isinstance(result, Solution) else result
@@ -159,8 +221,12 @@ def checked(certificate: Any, point: Point, what: str) -> None:
         raise PointFailure(f"{what} is not certified")
 
 
-def time_point(point: Point) -> Timing:
+def time_point(point: Point, anchor_limit: float | None = None) -> Timing:
     """Time one point; a first untimed call of each side pays compilation and caches.
+
+    With ``anchor_limit`` (seconds) the anchor's calls run in a child process stopped at the
+    limit (:func:`limited_median_time`); a stopped anchor gives a timing with
+    ``anchor_limited`` and the limit as its time.
 
     Raises
     ------
@@ -174,7 +240,8 @@ def time_point(point: Point) -> Timing:
     except UncertifiedSolutionError as error:
         raise PointFailure(f"{type(error).__name__}: {error}") from error
     checked(certificate_of(answer), point, "qpsvm's answer")
-    point.reference()
+    if anchor_limit is None:
+        point.reference()
     shares = []
     times = []
     for _ in range(point.repeat):
@@ -184,9 +251,16 @@ def time_point(point: Point) -> Timing:
             point.qpsvm()
             times.append(time.perf_counter() - start)
         shares.append(clock.seconds)
-    anchor = median_time(point.reference, point.repeat)
+    limited = False
+    if anchor_limit is None:
+        anchor = median_time(point.reference, point.repeat)
+    else:
+        try:
+            anchor = limited_median_time(point.reference, point.repeat, anchor_limit)
+        except AnchorOverLimit:
+            anchor, limited = anchor_limit, True
     if point.formulation is None:
-        return Timing(point, statistics.median(times), anchor)
+        return Timing(point, statistics.median(times), anchor, anchor_limited=limited)
     checked(point.formulation().certify(answer), point, "the re-certified answer")
     certify = []
     for _ in range(point.repeat):
@@ -200,6 +274,7 @@ def time_point(point: Point) -> Timing:
         anchor,
         statistics.median(certify),
         statistics.median(shares),
+        limited,
     )
 
 
