@@ -231,13 +231,36 @@ def fsum(a: Any) -> float:
     return s + c if math.isfinite(s) else s
 
 
+@numba.njit(**ENTRY)
+def _sum2_dot(a, b):  # pragma: no cover - compiled
+    """:func:`_sum2` of the rounded products ``a_i b_i``, formed in the loop (the same floats
+    as Sum2 of ``np.multiply(a, b)``, without the product array)."""
+    s = 0.0
+    c = 0.0
+    for i in range(a.shape[0]):
+        p = a[i] * b[i]
+        t = s + p
+        z = t - s
+        c += (s - (t - z)) + (p - z)
+        s = t
+    return s, c
+
+
 def fsum_dot(a: np.ndarray, b: np.ndarray) -> float:
     """``a . b``: the rounded products summed by :func:`fsum`.
 
     Exact up to one rounding when the products are exact (``b = +-1`` labels) or of one sign
     (squares, nonnegative weights); use :func:`tdot` where products of both signs cancel.
+    Arrays of one shape are summed by a compiled loop that forms each product as it adds it
+    (at 1e6 entries 1.5 ms against 2.5-4 ms for the product array and its Sum2; the same
+    float).
     """
-    return fsum(np.multiply(a, b))
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape or uncompiled(_sum2_dot, a.size, SUM2_ELEMENTS):
+        return fsum(np.multiply(a, b))
+    s, c = _sum2_dot(np.ascontiguousarray(a.ravel()), np.ascontiguousarray(b.ravel()))
+    return s + c if math.isfinite(s) else s
 
 
 @numba.njit(cache=True, inline="always")

@@ -87,6 +87,11 @@ def test_uncompiled_sums_equal_the_compiled_ones_to_the_bit(seed, n, d):
     np.testing.assert_array_equal(rigorous._abs_columns_numpy(X, v), expected)
     np.testing.assert_array_equal(rigorous._abs_rows(np.ascontiguousarray(X.T), v), expected)
     assert _numerics._sum2_python(X.ravel()) == _numerics._sum2(X.ravel())
+    # Sum2 of the products formed in the loop: the float of Sum2 over the product array
+    for a, b in ((X.ravel(), X.ravel()), (v, _wide(rng, (n,)))):
+        fused_sum = sum(_numerics._sum2_dot(a, b))
+        assert fused_sum == sum(_numerics._sum2_python(a * b))
+        assert _numerics.fsum_dot(a, b) == _numerics.fsum(a * b)
     # and on CSR rows (zeros not stored), each row's terms in their order; zeros' signs too
     S = sp.csr_matrix(X)
     compiled_out, numpy_out = (np.zeros(d), np.zeros(d)), (np.zeros(d), np.zeros(d))
