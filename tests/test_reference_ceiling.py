@@ -296,3 +296,66 @@ def test_a_ranking_by_relevance_labels_certifies_a_bare_w_without_its_pairs():
     f = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.1)
     assert f.certify(w=w).passed
     assert f._pairs is None
+
+
+def test_a_solution_reports_the_multipliers_its_certificate_proves():
+    # features shifted by 1e4, two zero sample weights (benchmarks/oracle_audit.py, seed 16):
+    # the optimum is w* = 0, b* = 1, and the refinement that certifies it lost every support
+    # vector on the way (alpha = 0); its certificate proved it with a dual point of its own.
+    # The solution reports that point, so its D is the optimum's, and certify() then gives a
+    # candidate 5% off its true suboptimality (the zero multipliers gave it 2.15x, D = 0)
+    X = np.array(
+        [
+            [10002.849123847687, 10004.694556337836],
+            [10004.656468956533, 10008.210850116733],
+            [9998.260175998987, 10002.457940381706],
+            [9998.345849331618, 9993.564241996324],
+            [9996.820808017752, 10000.615018264398],
+            [9995.866337344596, 9999.135163397104],
+            [10005.05994730338, 10002.576617093675],
+            [10002.58516272155, 10001.558849525023],
+            [9999.208314027252, 9991.563775896777],
+            [10004.478221580921, 9993.194715407099],
+            [10000.976013262682, 9999.510416086265],
+            [10000.620032309687, 10001.139755112841],
+            [9998.492099343759, 10004.069563795201],
+        ]
+    )
+    y = np.array([1, -1, 1, -1, 1, 1, 1, 1, 1, -1, -1, 1, 1])
+    weights = np.array(
+        [
+            0.0,
+            0.801970438497733,
+            0.7952202082053523,
+            0.0,
+            1.4214737329725897,
+            1.2546561310719515,
+            1.6554201885003759,
+            1.933830711011236,
+            0.6329938096812004,
+            0.7413404800127941,
+            1.6347667921323434,
+            1.0290397667196072,
+            1.4805481869709172,
+        ]
+    )
+
+    def make():
+        return qpsvm.SoftMarginPrimal(X, y, C=69.39553033450449, sample_weight=weights)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the interior-point backends' trouble at this scale
+        pstar = make().solve(method="exact").info["exact"].objective
+        f = make()
+        sol = f.solve()
+    assert sol.certificate.passed
+    assert Fraction(sol.certificate.lower) <= pstar <= Fraction(sol.certificate.upper)
+    assert np.array_equal(sol.alpha, sol.certificate.alpha)
+    assert abs(f.dual_objective(sol.alpha) - float(pstar)) <= 1e-9 * float(pstar)
+    w = np.array([0.04, -0.02])  # the optimum is w* = 0
+    true = binary_qp(f).objective(w, Fraction(f.optimal_intercept(f.scores(w=w)))) - pstar
+    cert = f.certify(w=w)
+    assert 1e-3 < float(true) / float(pstar) < 0.5 and not cert.passed
+    assert Fraction(cert.lower) <= pstar <= Fraction(cert.upper)
+    assert float(true) <= cert.gap + cert.rounding_floor
+    assert cert.gap <= 1.01 * float(true) + cert.rounding_floor

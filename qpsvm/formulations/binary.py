@@ -394,8 +394,14 @@ class BinaryFormulation(KernelRows, Formulation):
     def solution_from(self, cand: Candidate, certificate: Any = None, **fields: Any) -> Solution:
         """A :class:`~qpsvm.Solution` for ``cand`` with slacks and objective from the data (the
         scores and ``||w||^2`` the ``certificate`` computed for the same ``w``, if it has them:
-        :meth:`~qpsvm.verify.certificate.Certificate.primal_parts`)."""
+        :meth:`~qpsvm.verify.certificate.Certificate.primal_parts`). With an explicit ``w`` its
+        multipliers are the ``certificate``'s dual point, the one whose ``D`` it proves: a
+        candidate's own may be any feasible point (a refinement whose sets lost every support
+        vector has ``alpha = 0`` with the optimal ``w = 0``, certified by a point of the
+        certificate's own)."""
         alpha = cand.alpha
+        if cand.w is not None and getattr(certificate, "alpha", None) is not None:
+            alpha = certificate.alpha
         w = cand.w if cand.w is not None or not self.linear else self.expansion(alpha)
         kept = getattr(certificate, "primal_parts", None)
         kept = None if kept is None or w is None else kept(w)
