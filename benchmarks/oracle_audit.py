@@ -11,6 +11,8 @@ script counts:
 - distance violations: ``||w - w*|| > distance_bound`` (exact);
 - crashes: raw (non-qpsvm) exceptions from ``certify``;
 - the ratio ``gap / (P(w) - P*)`` (exact) for candidates well above round-off;
+- how far the dual objective of ``solve()``'s reported ``alpha`` (in floating point) falls
+  short of ``P*``, relative: the solution's multipliers should be the dual optimum's;
 - skips: draws the oracle itself failed on (a typed error), and its slowest solve.
 
 Run from the repository root: ``python benchmarks/oracle_audit.py [--problems N]``.
@@ -78,6 +80,7 @@ def audit(n_problems: int) -> dict:
                     "ratios": [],
                     "skip": 0,
                     "oracle": [],
+                    "alpha": [],
                 },
             )
             try:
@@ -95,7 +98,10 @@ def audit(n_problems: int) -> dict:
             rng = np.random.default_rng(seed)
             cands = []
             try:
-                cands.append(("solve", f.solve(), None))
+                sol = f.solve()
+                cands.append(("solve", sol, None))
+                short = float(pstar) - f.dual_objective(sol.alpha)
+                s["alpha"].append(short / max(1.0, abs(float(pstar))))
             except qpsvm.exceptions.QPSVMError:
                 pass
             except Exception:  # solve() certifies its answer: a raw exception is a finding
@@ -162,7 +168,7 @@ def main() -> None:
     stats = audit(args.problems)
     print(
         f"{'family':<16}{'certs':>7}{'skip':>6}{'crash':>6}{'miss':>6}{'false':>7}{'dist':>6}"
-        f"{'ratio med':>11}{'ratio max':>11}{'>2x':>6}{'oracle max s':>14}"
+        f"{'ratio med':>11}{'ratio max':>11}{'>2x':>6}{'alpha short':>12}{'oracle max s':>14}"
     )
     for name, s in stats.items():
         r = np.array(s["ratios"])
@@ -171,7 +177,8 @@ def main() -> None:
         over = int(np.sum(r > 2.0)) if r.size else 0
         print(
             f"{name:<16}{s['certs']:>7}{s['skip']:>6}{s['crash']:>6}{s['miss']:>6}{s['false']:>7}"
-            f"{s['dist']:>6}{med:>11}{mx:>11}{over:>6}{max(s['oracle'], default=0.0):>14.2f}"
+            f"{s['dist']:>6}{med:>11}{mx:>11}{over:>6}{max(s['alpha'], default=0.0):>12.1e}"
+            f"{max(s['oracle'], default=0.0):>14.2f}"
         )
     print(f"{time.perf_counter() - start:.1f} s")
 
