@@ -153,6 +153,8 @@ def up(x: Any) -> Any:
     """A float above ``x`` that covers one rounding to nearest of an operation's result: the
     next float, or for float64 arrays of :data:`_SUCC_SIZE` entries or more at most two floats
     above (:func:`_succ`)."""
+    if isinstance(x, float):  # Python's and numpy's float64 scalars: 0.1 us against 1.4 us
+        return type(x)(math.nextafter(x, math.inf))
     if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.size >= _SUCC_SIZE:
         return _succ(x)
     return np.nextafter(x, np.inf)
@@ -160,6 +162,8 @@ def up(x: Any) -> Any:
 
 def down(x: Any) -> Any:
     """A float below ``x``: the negated :func:`up` of ``-x``."""
+    if isinstance(x, float):
+        return type(x)(math.nextafter(x, -math.inf))
     if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.size >= _SUCC_SIZE:
         return -_succ(-x)
     return np.nextafter(x, -np.inf)
