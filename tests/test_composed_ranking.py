@@ -239,12 +239,16 @@ def _slope(t, a, b, r, g, W):
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**16), n=st.integers(1, 30), ties=st.booleans())
-@example(seed=0, n=1, ties=True)
-def test_newton_line_search_is_the_exact_minimiser(seed, n, ties):
+@given(seed=st.integers(0, 2**16), n=st.integers(1, 30), ties=st.booleans(), free=st.booleans())
+@example(seed=0, n=1, ties=True, free=False)
+@example(seed=0, n=1, ties=False, free=True)
+@example(seed=1, n=8, ties=True, free=True)
+def test_newton_line_search_is_the_exact_minimiser(seed, n, ties, free):
     """exact_step's ``t`` minimises the convex piecewise quadratic of its slope on ``t >= 0``:
     the slope changes sign there (or is nonnegative at 0), against the slope evaluated on both
-    sides of ``t``, kinks at 0 and ties between kinks included."""
+    sides of ``t``, kinks at 0 and ties between kinks included. ``free``: a direction
+    along a free intercept alone, no penalty term (``a = b = 0``), one row that never leaves the
+    sum (bounded below), pieces of zero slope where no row is in the sum."""
     from qpsvm.solvers.newton import exact_step
 
     rng = np.random.default_rng(seed)
@@ -256,6 +260,9 @@ def test_newton_line_search_is_the_exact_minimiser(seed, n, ties):
         r[-n // 3 :] = r[-1]
     W = rng.uniform(0.1, 2.0, size=n)
     a, b = rng.normal() * 5.0, rng.uniform(0.1, 3.0)
+    if free:
+        a, b = 0.0, 0.0
+        g[-1] = -abs(g[-1]) - 0.5  # joins the sum (or stays in it) for good
     t = exact_step(a, b, r, g, W)
     assert t >= 0.0
     scale = abs(a) + b * (1.0 + t) + 2.0 * np.sum(W * np.abs(g) * (np.abs(r) + t * np.abs(g)))
@@ -307,10 +314,6 @@ def test_newton_is_refused_where_it_does_not_apply(data):
         f = qpsvm.RankingSVM(X, y=rel, groups=groups, loss=loss, penalty=penalty)
         with pytest.raises(InvalidInputError, match="Newton's method serves"):
             f.solve(method="newton")
-    y = np.where(rel >= 1, 1, -1)
-    g = qpsvm.SoftMarginPrimal(X, y, loss="squared_hinge", intercept="free")
-    with pytest.raises(InvalidInputError, match="Newton's method serves"):
-        g.solve(method="newton")
     f = qpsvm.RankingSVM(X, y=rel, groups=groups, loss="squared_hinge")
     with pytest.raises(InvalidInputError, match="uses no CVXPY solver"):
         f.solve(method="newton", solver="CLARABEL")

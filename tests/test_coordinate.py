@@ -126,18 +126,21 @@ def test_dcd_is_certified_on_random_sparse_problems(seed, C, problem):
 @given(
     seed=st.integers(0, 10_000),
     C=st.sampled_from([0.1, 1.0, 10.0]),
-    intercept=st.sampled_from(["none", "regularized"]),
+    intercept=st.sampled_from(["none", "regularized", "free"]),
     scaling=st.sampled_from([0.5, 1.0, 3.0]),
     weighted=st.booleans(),
 )
 @example(seed=0, C=10.0, intercept="regularized", scaling=3.0, weighted=True)
+@example(seed=0, C=10.0, intercept="free", scaling=1.0, weighted=True)
+@example(seed=3, C=0.1, intercept="free", scaling=1.0, weighted=False)
 def test_sparse_squared_hinge_with_few_features_is_newton_and_the_qp_optimum(
     seed, C, intercept, scaling, weighted
 ):
     """Many more nonzeros than features (d^3 <= 1000 nnz): the default is the finite Newton
-    method, with the regularised intercept as a coordinate on the constant feature B; its
-    certified optimum is the full QP's (unique: P is strongly convex in (w, b / B)), and dense
-    rows give the same point."""
+    method, with the regularised intercept as a coordinate on the constant feature B and the
+    free one as an unpenalised coordinate on the constant feature 1; its certified optimum is
+    the full QP's (unique: P is strongly convex in (w, b / B), and in w with a free b, which
+    the rows short of their margin then fix), and dense rows give the same point."""
     X, y = sparse_problem(seed, n=300, d=12, k=3)
     if len(np.unique(y)) < 2:
         return
@@ -185,10 +188,9 @@ def test_default_method_follows_the_measured_crossovers():
     assert qpsvm.SoftMarginPrimal(X, y, fit_intercept=False).default_method() == "working_set"
     assert qpsvm.SoftMarginPrimal(X[:2000], y[:2000], fit_intercept=False).default_method() == "dcd"
     assert qpsvm.SoftMarginPrimal(X[:2000], y[:2000]).default_method() == "dcd"
-    # the squared hinge's dual is strongly concave: coordinate descent at every shape
-    assert qpsvm.SoftMarginPrimal(X, y, loss="squared_hinge").default_method() == "dcd"
-    # ... and without a free intercept, where d^3 is at most 1000 nnz, the finite Newton method
-    for intercept in ("none", "regularized"):
+    # the squared hinge's dual is strongly concave: coordinate descent at every shape, but
+    # where d^3 is at most 1000 nnz the finite Newton method, with any intercept
+    for intercept in ("none", "regularized", "free"):
         g = qpsvm.SoftMarginPrimal(X, y, loss="squared_hinge", intercept=intercept)
         assert g.default_method() == "newton"
         wide = sparse_problem(6, n=300, d=200, k=5)

@@ -121,8 +121,8 @@ class ComposedProblem(Formulation):
     } | {
         "dcd": "dual coordinate descent serves the linear classifiers with the L2 penalty and "
         "a hinge or squared hinge loss",
-        "newton": "Newton's method serves the squared hinge loss with the L2 penalty, no "
-        "intercept or the regularised one, and the linear kernel",
+        "newton": "Newton's method serves the squared hinge loss with the L2 penalty and the "
+        "linear kernel",
     }
     certifier: ClassVar[str] = "qpsvm.verify.fenchel:certify_composed"
     working_set: ClassVar[str] = "qpsvm.solvers.working_set:composed_sets"
@@ -176,9 +176,9 @@ class ComposedProblem(Formulation):
         if self.linear and self.penalty.name == "l2" and not self.regression:
             # dual coordinate descent: the hinge losses' duals have a box and no kernel
             self.methods = (*self.methods, "dcd")
-            if self.loss.name == "squared_hinge" and not self.intercept.coupled:
-                # a piecewise quadratic primal in w (and a regularised intercept's coordinate
-                # w_{d+1} = b / B) alone: the finite Newton method
+            if self.loss.name == "squared_hinge":
+                # a piecewise quadratic primal in w (and an intercept's coordinate w_{d+1} =
+                # b / B, unpenalised when free) alone: the finite Newton method
                 self.methods = (*self.methods, "newton")
         if not self.linear and self.penalty.name != "l2":
             raise InvalidInputError(

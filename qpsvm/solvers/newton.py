@@ -16,7 +16,10 @@ solves the ``d x d`` system
     \Big(I + 2 \sum_{i \in A} W_i x_i x_i^T\Big) \bar w = 2 \sum_{i \in A} W_i \sigma_i m_i x_i.
 
 A regularised intercept ``b = B w_{d+1}`` (liblinear's bias) is one more coordinate of ``w`` on
-the constant feature ``B`` appended to every row. On sparse rows the system is summed over each
+the constant feature ``B`` appended to every row; a free one ``b = w_{d+1}`` is the coordinate
+of a constant feature 1 left out of the penalty (its diagonal entry of the identity is 0; the
+system stays positive definite while a row is short of its margin, its last diagonal entry
+``2 sum_A W_i > 0``). On sparse rows the system is summed over each
 row's nonzeros (``O(nnz(x_i)^2)`` a row, :func:`_weighted_gram`), never over a dense row. Each
 iteration solves it for the rows short of the margin at ``w``. If every row is on the same side
 of the margin at ``\bar w`` (those of the system short of it or on it, the others on it or
@@ -61,20 +64,35 @@ ADVICE = "Try method='qp' (the full CVXPY problem)."
 
 
 def _design(f: CompositeProblem) -> Any:
-    """The rows ``x_i`` the weights act on: ``X`` (CSR when sparse), with the regularised
-    intercept's constant feature ``B`` appended (:func:`with_bias_column`; ``b = B
-    w_{d+1}``)."""
-    if f.intercept.regularized:
+    """The rows ``x_i`` the weights act on: ``X`` (CSR when sparse), with the intercept's
+    constant feature appended (:func:`with_bias_column`): ``B`` for the regularised one (``b =
+    B w_{d+1}``), 1 for the free one (``b = w_{d+1}``)."""
+    if f.intercept.fitted:
         return with_bias_column(f.X, f.intercept.scaling)
     return sp.csr_matrix(f.X) if sp.issparse(f.X) else f.X
 
 
+def _penalised(f: CompositeProblem, n_weights: int) -> np.ndarray:
+    """The diagonal of the penalty's Hessian over the weights: ones, but 0 on a free
+    intercept's coordinate ``w_{d+1} = b`` (unregularised)."""
+    pen = np.ones(n_weights)
+    if f.intercept.coupled:
+        pen[-1] = 0.0
+    return pen
+
+
 def _system(
-    f: CompositeProblem, X: Any, idx: np.ndarray, W: np.ndarray, m: np.ndarray
+    f: CompositeProblem,
+    X: Any,
+    idx: np.ndarray,
+    W: np.ndarray,
+    m: np.ndarray,
+    pen: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""``H = I + 2 sum_i W_i x_i x_i^T`` and ``2 sum_i W_i sigma_i m_i x_i`` over the rows
-    ``idx``: a sparse product for sparse rows (``O(nnz)`` per row's nonzeros, never a dense row),
-    dense rows otherwise (pair differences formed from the items)."""
+    r"""``H = diag(pen) + 2 sum_i W_i x_i x_i^T`` and ``2 sum_i W_i sigma_i m_i x_i`` over the
+    rows ``idx``: a sparse product for sparse rows (``O(nnz)`` per row's nonzeros, never a dense
+    row), dense rows otherwise (pair differences formed from the items). ``pen`` is the
+    penalty's diagonal (:func:`_penalised`)."""
     if f.item_pairs is None and sp.issparse(X):
         H = np.zeros((X.shape[1], X.shape[1]))
         _weighted_gram(X.data, X.indices, X.indptr, idx, 2.0 * W[idx], H)
@@ -91,7 +109,7 @@ def _system(
         R = R * f.sigma[idx, None]
         H = 2.0 * (R.T @ (W[idx, None] * R))
         rhs = 2.0 * (R.T @ (W[idx] * m[idx]))
-    H.flat[:: H.shape[0] + 1] += 1.0  # the identity of the penalty
+    H.flat[:: H.shape[0] + 1] += pen  # the penalty's Hessian
     return H, rhs
 
 
@@ -117,13 +135,15 @@ def exact_step(a: float, b: float, r: np.ndarray, g: np.ndarray, W: np.ndarray) 
 
     .. math::
 
-        \phi'(t) = a + b t - 2 \sum_i W_i g_i \max(0,\ r_i - t g_i),\qquad b > 0,
+        \phi'(t) = a + b t - 2 \sum_i W_i g_i \max(0,\ r_i - t g_i),\qquad b \ge 0,
 
-    (``P`` along ``w + t d``: ``a = w . d``, ``b = d . d``, ``r_i`` the rows' shortfalls and
-    ``g_i`` their margins' rates ``sigma_i x_i . d``). The slope is linear between the kinks
-    ``t_i = r_i / g_i > 0``, where a row leaves (``g_i > 0``) or joins (``g_i < 0``) the sum;
-    walking the kinks in increasing order, the first piece whose slope is nonnegative at its
-    right end holds the root, ``0`` if the slope at ``0`` is already nonnegative."""
+    (``P`` along ``w + t d``: ``a = w . d``, ``b = d . d`` over the penalised coordinates,
+    ``r_i`` the rows' shortfalls and ``g_i`` their margins' rates ``sigma_i x_i . d``). The
+    slope is linear between the kinks ``t_i = r_i / g_i > 0``, where a row leaves (``g_i > 0``)
+    or joins (``g_i < 0``) the sum; walking the kinks in increasing order, the first piece whose
+    slope is nonnegative at its right end holds the root, ``0`` if the slope at ``0`` is already
+    nonnegative. A piece of constant slope (``b = 0``, a direction along a free intercept alone,
+    and no row in the sum) holds no root: its start if the slope is nonnegative, else none."""
     active = (r > 0.0) | ((r == 0.0) & (g < 0.0))
     s1 = 2.0 * float(np.sum(W[active] * g[active] * r[active]))
     s2 = 2.0 * float(np.sum(W[active] * g[active] ** 2))
@@ -137,7 +157,10 @@ def exact_step(a: float, b: float, r: np.ndarray, g: np.ndarray, W: np.ndarray) 
     wk, gk, rk = W[kinks][order], g[kinks][order], r[kinks][order]
     c1 = s1 + np.concatenate([[0.0], np.cumsum(sign * 2.0 * wk * gk * rk)])
     c2 = s2 + np.concatenate([[0.0], np.cumsum(sign * 2.0 * wk * gk**2)])
-    roots = (c1 - a) / (b + c2)  # the root of each piece's line
+    rate = b + c2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # the root of each piece's line; a constant slope's: -inf if nonnegative, else +inf
+        roots = np.where(rate > 0.0, (c1 - a) / rate, np.where(c1 <= a, -np.inf, np.inf))
     ends = np.concatenate([at, [np.inf]])
     k = int(np.argmax(roots <= ends))  # the last piece's root is always within its end
     start = 0.0 if k == 0 else float(at[k - 1])
@@ -151,13 +174,13 @@ def solve_newton(
     tol: float = DEFAULT_TOL,
     max_iter: int = MAX_ITER,
 ) -> Solution:
-    """Solve the squared hinge with the L2 penalty and no intercept (or the regularised one)
+    """Solve the squared hinge with the L2 penalty and any intercept (none, free or regularised)
     exactly by Newton's method (module docstring), certified at ``tol``.
 
     Parameters
     ----------
     f : ComposedProblem
-        Squared hinge loss, L2 penalty, no or a regularised intercept, linear kernel (e.g.
+        Squared hinge loss, L2 penalty, any intercept, linear kernel (e.g.
         ``RankingSVM(..., loss="squared_hinge")``).
     solver : None
         Refused: the method uses no QP backend.
@@ -183,26 +206,27 @@ def solve_newton(
         )
     start = time.perf_counter()
     W, m, X = f.loss_weights(), f.target, _design(f)
+    pen = _penalised(f, X.shape[1])
     w = np.zeros(X.shape[1])
     r = m - _margins(f, X, w)
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007 - the count is reported
         short = r > 0.0
-        H, rhs = _system(f, X, np.flatnonzero(short), W, m)
+        H, rhs = _system(f, X, np.flatnonzero(short), W, m, pen)
         target = np.linalg.solve(H, rhs)
         r_target = m - _margins(f, X, target)
         if np.all(r_target[short] >= 0.0) and np.all(r_target[~short] <= 0.0):
             w = target  # every row on the side of its system: the gradient of P is 0 there
             break
         d = target - w
-        step = exact_step(float(w @ d), float(d @ d), r, r - r_target, W)
+        step = exact_step(float(w @ (pen * d)), float(d @ (pen * d)), r, r - r_target, W)
         if step == 0.0:
             break
         w = w + step * d
         r = m - _margins(f, X, w)
     # the multipliers of stationarity, w = sum_i u_i sigma_i x_i: u_i = 2 W_i max(0, r_i)
     alpha = 2.0 * W * np.maximum(0.0, m - _margins(f, X, w))
-    if f.intercept.regularized:
+    if f.intercept.fitted:
         cand = Candidate(w=w[:-1], b=f.intercept.scaling * float(w[-1]), alpha=alpha)
     else:
         cand = Candidate(w=w, b=0.0, alpha=alpha)
