@@ -162,6 +162,29 @@ def test_sparse_squared_hinge_with_few_features_is_newton_and_the_qp_optimum(
     assert dense.b == pytest.approx(sol.b, rel=1e-9, abs=1e-12)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_newton_system_stays_definite_when_the_rows_in_it_weigh_nothing(sparse):
+    """A free intercept's coordinate is unpenalised: with only rows of weight 0 short of
+    their margin it has no curvature, and the system takes 1 on its diagonal (not a singular
+    matrix); every other entry is the penalty's and the rows' (here the identity's)."""
+    from qpsvm.solvers.newton import _design, _penalised, _system
+
+    X, y = sparse_problem(1, n=40, d=5, k=2)
+    weights = np.where(np.arange(40) < 10, 0.0, 1.0)
+    f = qpsvm.SoftMarginPrimal(
+        X if sparse else X.toarray(),
+        y,
+        loss="squared_hinge",
+        intercept="free",
+        sample_weight=weights,
+    )
+    design = _design(f)
+    W, m = f.loss_weights(), f.target
+    H, rhs = _system(f, design, np.arange(10), W, m, _penalised(f, design.shape[1]))
+    np.testing.assert_array_equal(H, np.eye(design.shape[1]))
+    np.testing.assert_array_equal(rhs, np.zeros(design.shape[1]))
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_certificate_of_a_bare_sparse_w_is_tight_without_dense_algebra(fit_intercept):

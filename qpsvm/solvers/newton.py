@@ -110,6 +110,11 @@ def _system(
         H = 2.0 * (R.T @ (W[idx, None] * R))
         rhs = 2.0 * (R.T @ (W[idx] * m[idx]))
     H.flat[:: H.shape[0] + 1] += pen  # the penalty's Hessian
+    # a free intercept's coordinate has no curvature when no row of weight > 0 is in the sum,
+    # nor any slope from them: the system takes 1 there (a positive definite H, so its step is
+    # a descent direction) and the exact line search sets how far it goes
+    flat = np.flatnonzero(H.diagonal() == 0.0)
+    H[flat, flat] = 1.0
     return H, rhs
 
 
