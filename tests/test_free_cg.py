@@ -90,7 +90,7 @@ def test_free_step_fixes_the_multipliers_that_leave_the_box():
     g = 0.05 * rng.standard_normal(k)
     g[0] = -3.0  # pushes alpha_0 far above 1
     d, taken, fixed = free_step(lambda v: Q @ v, alpha, g, y, upper, 1e-13, 100, never_give_up)
-    assert fixed[0] and np.count_nonzero(fixed) == 1
+    assert fixed[0] and np.count_nonzero(fixed) == 1 and taken > 2  # two solves
     assert alpha[0] + d[0] == 1.0
     R = np.arange(1, k)
     d0 = d[0]
@@ -129,16 +129,18 @@ def problem(gamma, C, n=400):
 
 @pytest.mark.parametrize("C", [1.0, 100.0])
 def test_cg_tail_gives_the_certified_optimum(monkeypatch, C):
-    # gamma = 0.5 in 20 dimensions: the free block is nearly the identity; conjugate gradients
-    # one decade below the first stage replace SMO's tail (at C = 1 with multipliers at C
-    # too); the answer is certified and agrees with the full QP within both gaps, with fewer
-    # than half the tail's steps after the first stage
+    # gamma = 0.5 in 20 dimensions: the free block is nearly the identity; conjugate
+    # gradients replace SMO's tail, at once where every multiplier is free (C = 100), after
+    # one more decade of steps at C = 1 (multipliers at C too); the answer is certified and
+    # agrees with the full QP within both gaps, with fewer than half the tail's steps after
+    # the first stage
     f = problem(0.5, C)
-    steps = []
+    steps, settled = [], []
     real = smo._cg_step
 
-    def spy(*args):
-        steps.append(real(*args))
+    def spy(f, state, *args):
+        settled.append(bool(np.all((state.alpha > 0) & (state.alpha < f.upper))))
+        steps.append(real(f, state, *args))
         return steps[-1]
 
     monkeypatch.setattr(smo, "_cg_step", spy)
@@ -150,6 +152,8 @@ def test_cg_tail_gives_the_certified_optimum(monkeypatch, C):
     assert cg.certificate.passed and cg.certificate.relative_gap <= 1e-10
     first = f.solve(method="smo", certify=False).n_iter
     assert 2 * (cg.n_iter - first) < tail.n_iter - first
+    # every multiplier free at the first stage (C = 100): the step at once, no decade first
+    assert settled == [C == 100.0]
     exact = f.solve(method="qp")
     assert abs(cg.objective - exact.objective) <= cg.certificate.gap + exact.certificate.gap
     assert f.dual_infeasibility(cg.alpha) <= 1e-12
