@@ -707,8 +707,8 @@ def _restart_tol(plan: str, violation: float, estimate: float, target: float) ->
     ``estimate`` against its ``target``: it assumes the gap shrinks in proportion to the
     violation (it does near the optimum), with half a decade to spare, never below
     :data:`MIN_SHRINK`, :data:`NEXT_SHRINK` or :data:`FAR_SHRINK` times the violation as the
-    ``plan`` of the KKT equations is :data:`NOW`, :data:`NEXT` or :data:`NEVER` (each stage
-    ends where they are tried)."""
+    ``plan`` of the KKT equations is :data:`NOW`, :data:`NEXT` (or :data:`CG`, the conjugate
+    gradients after a decade) or :data:`NEVER` (each stage ends where they are tried)."""
     shrink = {NOW: MIN_SHRINK, NEXT: NEXT_SHRINK, CG: NEXT_SHRINK}.get(plan, FAR_SHRINK)
     return violation * max(shrink, 0.3 * target / max(estimate, target))
 
@@ -781,8 +781,8 @@ def _cg_pays(f: BinaryProblem, state: _SMOState, per_decade: float, decades: flo
     :math:`|F|` plus the rows it computes: two of :math:`n` entries at :data:`ROW_ENTRY`
     each, missed in proportion ``1 - slots / |F|`` where the cache holds fewer rows than the
     free set (measured, rbf n = 8000, gamma = 0.5, C = 100, 3276 slots for 8000 free: 70-96 us
-    a step against 45 us with every row cached). The step's products by the free block
-    (:func:`_cg_product_cost`) and one exact product for the gradient. Only for
+    a step against 45 us with every row cached). The step costs its products by the free
+    block (:func:`_cg_product_cost`) and one exact product for the gradient. Only for
     the rbf kernel on dense data with an intercept (the products are GEMM blocks)."""
     rows, slot_of = state.arrays[0], state.arrays[1]
     n = f.n_samples
