@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import qpsvm
 from qpsvm._rows import ranked_indices, used_columns
+from qpsvm.solvers import coordinate
 from qpsvm.verify import ascent
 from qpsvm.verify.ascent import CoordinateData, ascend
 
@@ -1246,9 +1247,9 @@ def test_intercept_moving_inside_the_ascent_needs_no_search_on_b(caplog, monkeyp
     assert "dcd: moving b=" in caplog.text
     assert sol.n_iter < 53
     # the same optimum as the search's: both certified at 1e-9
-    monkeypatch.setattr(ascent, "_moves_intercept", lambda data: False)
+    monkeypatch.setattr(ascent, "moves_intercept", lambda data: False)
     searched = _logged_solve(caplog, 2000, 20000, 20)
-    assert searched.n_iter == 53
+    assert searched.n_iter == 49  # 53 before its ascents took LAST_TOLERANCE's last tolerance
     assert sol.objective == pytest.approx(searched.objective, rel=2e-9)
 
 
@@ -1275,7 +1276,7 @@ def test_squared_hinge_moves_its_free_intercept_inside_the_ascent(
     assert "dcd: moving b=" in caplog.text
     assert sol.n_iter == epochs
     # the same optimum as the search's: both certified at 1e-9
-    monkeypatch.setattr(ascent, "_moves_intercept", lambda data: False)
+    monkeypatch.setattr(ascent, "moves_intercept", lambda data: False)
     caplog.clear()
     other = solve()
     assert _search_points(caplog)
@@ -1320,7 +1321,7 @@ def test_search_on_b_steps_by_newton_and_stays_once_balancing_costs_little(caplo
     # sum of 1 / ||x_i||^2, 5.3 times too steep, by 1.2); once balancing the multipliers
     # costs next to nothing the last inner problem is tightened at the same b (its balance
     # off by 1e-4)
-    monkeypatch.setattr(ascent, "_moves_intercept", lambda data: False)
+    monkeypatch.setattr(ascent, "moves_intercept", lambda data: False)
     _logged_solve(caplog, 2000, 20000, 20)
     points = _search_points(caplog)
     assert abs(points[1][1]) < 0.01 * abs(points[0][1])
@@ -1421,3 +1422,80 @@ def test_finish_moves_several_coordinates_to_their_bounds_a_step(iterative, monk
     assert set(solves) == {"_IterativeSystem" if iterative else "_FreeSystem"}
     cert = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False).certify(alpha=step)
     assert cert.passed and cert.relative_gap <= 1e-12
+def _recorded_tolerances(monkeypatch):
+    """The tolerances of every :meth:`CoordinateData.run` from here on, in order."""
+    tolerances = []
+    run = CoordinateData.run
+
+    def recording(self, u, v, tol, *args, **kwargs):
+        tolerances.append(tol)
+        return run(self, u, v, tol, *args, **kwargs)
+
+    monkeypatch.setattr(CoordinateData, "run", recording)
+    return tolerances
+
+
+def test_ascent_tightens_its_last_tolerance_to_the_target(monkeypatch):
+    # the regime grid's 5000 x 20000 (50 nonzeros a row), the hinge without intercept: the gap
+    # falls about as the tolerance (7.4e-6, 9.1e-8, 6.8e-10 at 1e-3, 1e-5, 1e-7) and after 1e-9
+    # it is 7.0e-12 against the target 5e-12: the last tolerance is 0.3 target / gap times it
+    # (2.1e-10, 3 epochs) rather than two decades down (1e-11, 10 epochs)
+    X, y = _grid_point(5000, 20000, 50)
+    tolerances = _recorded_tolerances(monkeypatch)
+    sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept="none").solve(method="dcd")
+    assert sol.certificate.passed
+    assert tolerances[:5] == [1e-1, 1e-3, 1e-5, 1e-7, 1e-9]
+    assert tolerances[5] == pytest.approx(2.15e-10, rel=1e-2)
+    assert len(tolerances) == 6 and sol.n_iter == 46
+    # the ladder alone: the tolerance 1e-11, the same optimum (both certified at 1e-9)
+    monkeypatch.setattr(ascent, "LAST_TOLERANCE", 0.0)
+    tolerances.clear()
+    ladder = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept="none").solve(method="dcd")
+    assert tolerances == [1e-1, 1e-3, 1e-5, 1e-7, 1e-9, 1e-11]
+    assert ladder.n_iter == 53
+    assert sol.objective == pytest.approx(ladder.objective, rel=2e-9)
+
+
+def test_regularised_intercept_moves_inside_the_ascent(caplog, monkeypatch):
+    # the regime grid's 2000 x 20000 (20 nonzeros a row), the hinge with a regularised
+    # intercept: the constant feature's rank-one coupling B^2 sigma sigma^T slows every
+    # coordinate's step (105 epochs, 40 without intercept); the ascent on the problem with b a
+    # shift, b moving by Newton's steps on g(b) - b / B^2, takes 46, to the same optimum (both
+    # certified at 1e-9)
+    X, y = _grid_point(2000, 20000, 20)
+
+    def solve(loss="hinge"):
+        with caplog.at_level("DEBUG", logger="qpsvm"):
+            sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, loss=loss, intercept="regularized").solve(
+                method="dcd"
+            )
+        assert sol.certificate.passed
+        return sol
+
+    sol = solve()
+    assert "dcd: regularised b=" in caplog.text
+    assert sol.n_iter == 46
+    # not the squared hinge: its 35 epochs cost less than the slope over its free rows
+    caplog.clear()
+    solve("squared_hinge")
+    assert "dcd: regularised b=" not in caplog.text
+    monkeypatch.setattr(coordinate, "moves_intercept", lambda data: False)
+    other = solve()
+    assert "dcd: regularised b=" not in caplog.text
+    assert other.n_iter == 105
+    assert sol.objective == pytest.approx(other.objective, rel=2e-9)
+
+
+def test_slow_regularised_ascent_hands_its_point_to_the_coupled_ascent(caplog, monkeypatch):
+    # a tolerance the moving intercept does not meet within FINISH_SLICE epochs (3 here) ends
+    # it; the ascent with the regularised feature goes on from its point to the optimum
+    X, y = _grid_point(500, 5000, 20)
+    exact = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept="regularized").solve(method="dcd")
+    monkeypatch.setattr(ascent, "FINISH_SLICE", 3)
+    tolerances = _recorded_tolerances(monkeypatch)
+    with caplog.at_level("DEBUG", logger="qpsvm"):
+        sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept="regularized").solve(method="dcd")
+    assert sol.certificate.passed
+    assert caplog.text.count("dcd: regularised b=") == 1
+    assert len(tolerances) > 2  # the slice at b = 0, the slice of 3, the coupled ascent
+    assert sol.objective == pytest.approx(exact.objective, rel=2e-9)

@@ -106,8 +106,11 @@ STALE_STREAK = 2
 #: 46 and 49 epochs at 2000 x 20000 (20 nonzeros a row), 53, 54 and 56 at 5000 x 20000 (50 a
 #: row; benchmarks/regimes/sparse.py), and 1 cost the most time (a return to Python an epoch).
 BALANCE_SLICE = 2
-#: The ascent with a moving intercept (:func:`_newton_ascent`) tightens its tolerance by
-#: this times ``target / gap`` where that is less than the next of :data:`TOLERANCES`.
+#: The ascent (:func:`ascend`, and with a moving intercept :func:`_newton_ascent`) tightens
+#: its tolerance by this times ``target / gap`` where that is less than the next of
+#: :data:`TOLERANCES` (:func:`_next_tolerance`): 5000 x 20000 (50 nonzeros a row), the hinge
+#: without intercept, left a gap of 7.0e-12 against 5e-12 after the tolerance 1e-9, and the
+#: tolerance 1e-11 cost 10 more epochs (benchmarks/regimes/sparse.py).
 LAST_TOLERANCE = 0.3
 #: The projected-gradient tolerances of the ascent run one after the other, each warm started.
 #: Two decades apart: each restart costs a pass without shrinking.
@@ -236,6 +239,8 @@ __all__ = [
     "coordinate_objectives",
     "first_tolerance",
     "free_set_step",
+    "moves_intercept",
+    "regularised_ascent",
     "shrinking_epochs",
 ]
 
@@ -256,6 +261,7 @@ def coordinate_epochs(
     unshrink_every: int,
     intercept: np.ndarray | None = None,
     slope: float = 0.0,
+    curvature: float = 0.0,
 ) -> tuple[int, float]:
     """Dual coordinate ascent with shrinking (see the module docstring) over the rows of ``M``
     (:func:`qpsvm._rows.data_arrays`: dense, CSR, or a ranking SVM's pair differences); ``v``
@@ -275,7 +281,9 @@ def coordinate_epochs(
     with the multipliers: the dual's linear term is ``p - sigma b`` (``p`` unshifted), and
     after every :data:`BALANCE_SLICE` epochs (and every sweep) ``b`` takes Newton's step on
     ``g(b) = sum_i sigma_i u_i``, ``b + g / slope`` (``slope`` an estimate of ``-g'``,
-    :func:`_slope`), in place; the shrunk set and the generator's state carry over.
+    :func:`_slope`), in place; the shrunk set and the generator's state carry over. With
+    ``curvature = 1 / B^2 > 0`` the intercept is regularised (a penalty ``b^2 / (2 B^2)``):
+    the step is Newton's on ``g(b) - b / B^2``, ``b + (g - b / B^2) / (slope + 1 / B^2)``.
     """
     n = sigma.shape[0]
     live = np.flatnonzero((hi > 0.0) & (qd + d > 0.0))
@@ -300,7 +308,8 @@ def coordinate_epochs(
             index, shrunk, counts, state, total, previous,
         )  # fmt: skip
         if intercept is not None:
-            intercept[0] += float(sigma @ u) / slope  # a step only steers: a plain sum
+            # a step only steers: a plain sum
+            intercept[0] += (float(sigma @ u) - curvature * intercept[0]) / (slope + curvature)
         if not sweep:
             if intercept is None or violation <= tol or counts[0] >= max_epochs:
                 return int(counts[0]), float(violation)
@@ -723,15 +732,16 @@ class CoordinateData:
         unshrink_every: int = UNSHRINK_EVERY,
         intercept: np.ndarray | None = None,
         slope: float = 0.0,
+        curvature: float = 0.0,
     ) -> int:
         """Epochs of :func:`coordinate_epochs` on ``u, v`` in place, at the fixed intercept
         ``shift`` (or the free one in ``intercept``, moved by Newton's steps of slope
-        ``slope``), shrunk coordinates put back every ``unshrink_every`` epochs; returns the
-        epochs run."""
+        ``slope``, regularised with ``curvature``), shrunk coordinates put back every
+        ``unshrink_every`` epochs; returns the epochs run."""
         p = self.p - self.sigma * shift if shift else self.p
         epochs, _ = coordinate_epochs(
             self.rows, self.sigma, p, self.d, self.hi, self.bias, self.qd, u, v, max_epochs,
-            tol, seed, unshrink_every, intercept, slope,
+            tol, seed, unshrink_every, intercept, slope, curvature,
         )  # fmt: skip
         return int(epochs)
 
@@ -1480,9 +1490,8 @@ def ascend(
     # the squared hinge's curvature d_i >= 1 / (2 C s_i) bounds the condition number, and the
     # ascent alone converges in a few tens of epochs (measured)
     finish = not np.any(data.d)
-    for tol in TOLERANCES:
-        if tol > start:
-            continue
+    tol = next((t for t in TOLERANCES if t <= start), TOLERANCES[-1])
+    while True:
         met = primal - dual <= target * max(1.0, abs(primal))
         if (met and not force) or epochs >= max_epochs:
             break
@@ -1511,8 +1520,18 @@ def ascend(
                 stalled = True
                 break
             last_gap = gap
-        if stalled:
+        if stalled or tol <= TOLERANCES[-1] or gap <= target:
             break
+        if target < FINISH_GAP:
+            tol = _next_tolerance(tol, target, gap)
+        else:
+            # a loose target (the regularised start's, 1e-3 where the hinge's ascent is slow)
+            # keeps the ladder: where that ascent ends, the free-set finish's gates take over
+            # (5000 x 2000, 10 nonzeros a row, with a free intercept: ended at a gap of 2.8e-4
+            # by LAST_TOLERANCE, short of FINISH_GAP, the search took two values of b)
+            tol *= TOLERANCES[1] / TOLERANCES[0]
+        # on the ladder, its own floats (no drift of repeated products)
+        tol = next((t for t in TOLERANCES if math.isclose(t, tol)), tol)
     if not exact and not math.isnan(primal):
         # the estimates steer the caller only: those of the last tolerance, at the v updated
         # in place (a few ulps from the expansion of u), rather than two more passes
@@ -1525,6 +1544,15 @@ def ascend(
     if evaluate:
         primal, dual = data.objectives(u, v, shift)
     return Ascent(u, v, primal, dual, epochs, parts)
+
+
+def _next_tolerance(tol: float, target: float, gap: float) -> float:
+    """The tolerance after ``tol``, whose ascent left the relative gap ``gap`` above ``target``:
+    the gap falls about as the tolerance, so the next of :data:`TOLERANCES` (two decades down),
+    or less where :data:`LAST_TOLERANCE` times ``target / gap`` reaches the target; never
+    below the last of :data:`TOLERANCES`."""
+    step = max(TOLERANCES[1] / TOLERANCES[0], LAST_TOLERANCE * target / gap)
+    return max(TOLERANCES[-1], tol * step)
 
 
 def first_tolerance(data: CoordinateData) -> float:
@@ -1770,7 +1798,7 @@ def _better_finished(
     return finished if finished is not None and finished[0] < best[0] else best
 
 
-def _moves_intercept(data: CoordinateData) -> bool:
+def moves_intercept(data: CoordinateData) -> bool:
     """Whether the balanced ascent from 0 moves the free intercept inside the ascent
     (:func:`_newton_ascent`): where the ascent is fast (:func:`first_tolerance`), for the
     squared hinge on sparse rows (its slope by conjugate gradients, :func:`_slope`); elsewhere
@@ -1834,11 +1862,47 @@ def _newton_ascent(
             break  # slow: the search on b, with its finishes, takes over from here
         if tol <= TOLERANCES[-1]:
             break
-        # the gap falls about as the tolerance: two decades down, or less where a smaller
-        # step reaches the target (LAST_TOLERANCE)
-        step = max(TOLERANCES[1] / TOLERANCES[0], LAST_TOLERANCE * target / gap)
-        tol = max(TOLERANCES[-1], tol * step)
+        tol = _next_tolerance(tol, target, gap)
     return u, float(intercept[0]), epochs, best
+
+
+def regularised_ascent(
+    data: CoordinateData, target: float, max_epochs: int, seed: int, unshrink_every: int
+) -> tuple[np.ndarray, int, float]:
+    r"""A start for :func:`ascend` on ``data`` with a regularised intercept (``bias = B > 0``):
+    the ascent from ``u = 0`` on the problem with the intercept a shift ``b`` (``bias = 0``,
+    the rows shared), ``b`` moving inside it as in :func:`_newton_ascent`, by Newton's steps on
+    the regularised problem's ``g(b) - b / B^2`` (``V'(b) = -g(b)`` for the optimal value ``V``
+    of the problem with ``b`` fixed, and the penalty ``b^2 / (2 B^2)``), the slope ``-g'`` by
+    :func:`_slope` after :data:`BALANCE_SLICE` epochs, held. The regularised feature's rank-one
+    coupling, ``B^2 sigma sigma^T`` in the dual's Hessian, slows every coordinate's step (5000
+    x 20000, 50 nonzeros a row, the hinge: 109 epochs against 53 without intercept); the
+    Newton step takes that direction out of the ascent. At the optimum ``b = B^2 sum_i sigma_i
+    u_i`` and ``u`` is the regularised problem's optimum; the gap after each tolerance is that
+    problem's at ``u`` (its own ``w`` and ``b`` from ``u``). Stops at ``target``, after the last
+    of :data:`TOLERANCES`, or at a tolerance not met in :data:`FINISH_SLICE` epochs; returns
+    the multipliers, the epochs run and the last tolerance (the start of :func:`ascend`)."""
+    fixed = data.regularised(0.0)
+    curvature = 1.0 / data.bias**2
+    u = np.zeros(data.sigma.shape[0])
+    v = fixed.expansion(u, exact=False)
+    intercept = np.zeros(1)
+    epochs = fixed.run(u, v, TOLERANCES[0], BALANCE_SLICE, 0.0, seed, unshrink_every)
+    slope, _ = _slope(fixed, u)
+    tol = TOLERANCES[0]
+    while epochs < max_epochs:
+        budget = min(max_epochs - epochs, FINISH_SLICE)
+        ran = fixed.run(
+            u, v, tol, budget, 0.0, seed + epochs, unshrink_every, intercept, slope, curvature
+        )
+        epochs += ran
+        primal, dual = data.objectives(u, data.expansion(u, exact=False))
+        gap = (primal - dual) / max(1.0, abs(primal))
+        logger.debug("dcd: regularised b=%.17g tolerance %.0e gap %.3e", intercept[0], tol, gap)
+        if gap <= target or ran >= budget or tol <= TOLERANCES[-1]:
+            break
+        tol = _next_tolerance(tol, target, gap)
+    return u, epochs, tol
 
 
 def balanced_ascent(
@@ -1862,7 +1926,7 @@ def balanced_ascent(
     ``P(w(u), b)`` to that ``D`` is at most ``target``; returns the balanced point of smallest
     gap, the expansion of its unbalanced multipliers, its ``b`` and the epochs run. Without a
     start ``u`` the intercept first moves inside the ascent from 0 where
-    :func:`_moves_intercept` (:func:`_newton_ascent`; the search takes over from its point if
+    :func:`moves_intercept` (:func:`_newton_ascent`; the search takes over from its point if
     a tolerance is slow), else the search starts from the problem with a regularised
     intercept (:func:`_regularised_start`). The first step is Newton's where the free rows suit
     conjugate gradients (:func:`_slope`), and once balancing the multipliers costs at most
@@ -1872,7 +1936,7 @@ def balanced_ascent(
     inner, start, epochs = 1e-3, TOLERANCES[0], 0
     tried: set[bytes] = set()
     best = None
-    if u is None and _moves_intercept(data):
+    if u is None and moves_intercept(data):
         u, b, epochs, best = _newton_ascent(
             data, balance, target, max_epochs, seed, unshrink_every, tried
         )
