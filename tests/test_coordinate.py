@@ -1422,6 +1422,8 @@ def test_finish_moves_several_coordinates_to_their_bounds_a_step(iterative, monk
     assert set(solves) == {"_IterativeSystem" if iterative else "_FreeSystem"}
     cert = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False).certify(alpha=step)
     assert cert.passed and cert.relative_gap <= 1e-12
+
+
 def _recorded_tolerances(monkeypatch):
     """The tolerances of every :meth:`CoordinateData.run` from here on, in order."""
     tolerances = []
