@@ -16,10 +16,10 @@ identity) a handful of products replace SMO's tail of tens of thousands of steps
 reads the free rows the kernel cache holds in place and forms the others by blocks of a GEMM
 (``-2 gamma X_R X_F^T`` with the squared norms, then the exponential), never row by row.
 
-The step is a proposal: :func:`cg_step` moves ``alpha`` along ``d`` as far as the box
-``0 <= alpha <= C s`` allows (the objective falls along the whole segment, which keeps
-``y^T alpha``), recomputes the gradient from the data, and SMO goes on from there; the gap
-and the certificate are read as before.
+The step is a proposal: :func:`qpsvm.solvers.smo._cg_step` moves ``alpha`` along ``d`` as
+far as the box ``0 <= alpha <= C s`` allows (the segment keeps ``y^T alpha``), recomputes the
+gradient from the data, and SMO goes on from there; the gap and the certificate are read as
+before.
 """
 
 from __future__ import annotations
