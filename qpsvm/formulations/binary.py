@@ -395,12 +395,13 @@ class BinaryFormulation(KernelRows, Formulation):
         """A :class:`~qpsvm.Solution` for ``cand`` with slacks and objective from the data (the
         scores and ``||w||^2`` the ``certificate`` computed for the same ``w``, if it has them:
         :meth:`~qpsvm.verify.certificate.Certificate.primal_parts`). With an explicit ``w`` its
-        multipliers are the ``certificate``'s dual point, the one whose ``D`` it proves: a
-        candidate's own may be any feasible point (a refinement whose sets lost every support
-        vector has ``alpha = 0`` with the optimal ``w = 0``, certified by a point of the
-        certificate's own)."""
+        multipliers are, once the ``certificate`` passes, its dual point, the one whose ``D``
+        it proves: an exact solve's own may be any feasible point (a refinement whose sets lost
+        every support vector has ``alpha = 0`` with the optimal ``w = 0``, certified by a point
+        of the certificate's own). An approximate solution keeps its method's (none for
+        subgradient descent, SMO's at its tolerance)."""
         alpha = cand.alpha
-        if cand.w is not None and getattr(certificate, "alpha", None) is not None:
+        if cand.w is not None and getattr(certificate, "passed", False):
             alpha = certificate.alpha
         w = cand.w if cand.w is not None or not self.linear else self.expansion(alpha)
         kept = getattr(certificate, "primal_parts", None)
