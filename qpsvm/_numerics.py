@@ -477,7 +477,7 @@ def tdot2(
     s = np.zeros(d) if start is None else start[0].copy()
     c = np.zeros(d) if start is None else start[1].copy()
     if sp.issparse(X):
-        X = sp.csr_matrix(X)
+        X = X if isinstance(X, sp.csr_matrix) else sp.csr_matrix(X)  # a csr_matrix's cached format
         if X.has_canonical_format and uncompiled(_csr_tdot2, X.shape[0], DOT2_ROWS):
             _csr_tdot2_numpy(X, v, s, c)
         else:

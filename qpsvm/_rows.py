@@ -31,6 +31,7 @@ from qpsvm._jit import ENTRY
 from qpsvm._numerics import uncompiled
 
 __all__ = [
+    "canonical_csr",
     "data_arrays",
     "linear_data",
     "pair_sq_norms",
@@ -69,6 +70,22 @@ def data_arrays(X: np.ndarray | sp.csr_matrix, pairs: np.ndarray | None = None) 
         return np.empty(0), X.data, X.indices, X.indptr, True, pairs
     empty = np.empty(0, dtype=np.int32)
     return np.ascontiguousarray(X), np.empty(0), empty, empty, False, pairs
+
+
+def canonical_csr(M: np.ndarray | sp.spmatrix) -> sp.csr_matrix:
+    """``M`` as a float64 CSR matrix in canonical format (each row's indices sorted, duplicates
+    summed): ``M`` itself where it already is one (its format checked once, then cached on it),
+    else a matrix over ``M``'s arrays or, where those need sorting or summing, a copy, so the
+    caller's matrix is never changed. The compiled sparse rows need each feature at most once a
+    row: a duplicate would be a second term (``kernels._sparse_row``) where the data state one
+    value, their sum."""
+    csr = M if isinstance(M, sp.csr_matrix) else sp.csr_matrix(M)
+    if csr.dtype != np.float64:
+        csr = csr.astype(np.float64)
+    if not csr.has_canonical_format:
+        csr = csr.copy()
+        csr.sum_duplicates()
+    return csr
 
 
 def row_sq_norms(X: np.ndarray | sp.csr_matrix) -> np.ndarray:

@@ -21,6 +21,7 @@ import scipy.sparse as sp
 
 from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._numerics import uncompiled
+from qpsvm._rows import canonical_csr
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 
 __all__ = [
@@ -387,18 +388,6 @@ def _combine_computed(rows, slots, idx, weights, spec, scratch, out):  # pragma:
         c = weights[k]
         for t in range(out.shape[0]):
             out[t] += c * row[t]
-
-
-def canonical_csr(M: np.ndarray | sp.spmatrix) -> sp.csr_matrix:
-    """``M`` as a float64 CSR matrix in canonical format (each row's indices sorted, duplicates
-    summed): ``M``'s own arrays where they already are, else a copy, so the caller's matrix is
-    never changed. The compiled sparse rows need each feature at most once a row: a duplicate
-    would be a second term (:func:`_sparse_row`) where the data state one value, their sum."""
-    csr = sp.csr_matrix(M, dtype=np.float64)
-    if not csr.has_canonical_format:
-        csr = csr.copy()
-        csr.sum_duplicates()
-    return csr
 
 
 def _spec(

@@ -15,7 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import qpsvm
-from qpsvm._rows import ranked_indices, used_columns
+from qpsvm._rows import canonical_csr, ranked_indices, used_columns
 from qpsvm.solvers import coordinate
 from qpsvm.verify import ascent
 from qpsvm.verify.ascent import CoordinateData, ascend
@@ -1501,3 +1501,21 @@ def test_slow_regularised_ascent_hands_its_point_to_the_coupled_ascent(caplog, m
     assert caplog.text.count("dcd: regularised b=") == 1
     assert len(tolerances) > 2  # the slice at b = 0, the slice of 3, the coupled ascent
     assert sol.objective == pytest.approx(exact.objective, rel=2e-9)
+
+
+def test_rows_taken_canonical_without_changing_the_callers_matrix():
+    """A canonical float64 CSR matrix is used as it is (its format checked once, cached on it);
+    unsorted rows with a duplicate are sorted and summed on a copy, the caller's arrays left as
+    they were, and the squared norms are those of the summed rows."""
+    A = sp.random(20, 30, density=0.2, format="csr", random_state=0)
+    assert A.has_canonical_format and canonical_csr(A) is A
+    indices = np.array([2, 0, 2, 1, 1, 0])
+    B = sp.csr_matrix(
+        (np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), indices.copy(), np.array([0, 3, 5, 6])),
+        shape=(3, 4),
+    )
+    data = CoordinateData(B, np.ones(3), np.ones(3), np.zeros(3), np.ones(3))
+    assert data.X is not B and data.X.has_canonical_format
+    assert np.array_equal(B.indices, indices) and B.data.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert np.array_equal(data.X.toarray(), B.toarray())
+    assert data.qd.tolist() == [2.0**2 + 4.0**2, 9.0**2, 6.0**2]

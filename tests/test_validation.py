@@ -96,3 +96,76 @@ def test_candidate_checks():
 def test_hard_margin_rejects_zero_margins():
     with pytest.raises(ValueError, match="margins"):
         qpsvm.HardMargin(X, Y, margin=np.zeros(4))
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def copy_path(request, monkeypatch):
+    """``check_data`` by the fused compiled copy, or by numpy's copy and ``isfinite``."""
+    from qpsvm import _validation
+
+    numpy_path = request.param == "numpy"
+    monkeypatch.setattr(_validation, "uncompiled", lambda kernel, rows, budget: numpy_path)
+    return request.param
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_check_data_finds_every_nonfinite_entry(copy_path, order, bad):
+    """A NaN or inf anywhere (first, last, inside, two of them) raises the same error, naming
+    the first in row-major order, whichever path copies the array."""
+    from qpsvm._validation import check_data
+
+    rng = np.random.default_rng(0)
+    for places in ([(0, 0)], [(6, 2)], [(3, 1)], [(5, 0), (2, 2)]):
+        A = np.array(rng.normal(size=(7, 3)), order=order)
+        for i, j in places:
+            A[i, j] = bad
+        first = min(places)
+        with pytest.raises(qpsvm.InvalidInputError) as info:
+            check_data(A)
+        assert str(info.value) == (
+            f"X contains NaN or inf (first at row {first[0]}, column {first[1]}); remove or "
+            "impute those entries before fitting."
+        )
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_check_data_copies(copy_path, order):
+    """The result is a float64 copy in the input's layout: changing the input afterwards (or the
+    copy) changes nothing of the other, and a formulation keeps the data it was given."""
+    from qpsvm._validation import check_data
+
+    A = np.array(np.random.default_rng(1).normal(size=(6, 4)), order=order)
+    kept = A.copy()
+    B = check_data(A)
+    assert B.dtype == np.float64 and not np.shares_memory(A, B)
+    assert B.flags.f_contiguous == (order == "F") and np.array_equal(B, kept)
+    A[2, 1] = 99.0
+    assert np.array_equal(B, kept)
+    f = qpsvm.SoftMarginPrimal(A, [0, 1, 0, 1, 0, 1])
+    A[0, 0] = np.nan
+    assert np.isfinite(f.X).all() and f.X[2, 1] == 99.0
+
+
+def test_check_data_sparse_canonical_copy():
+    """A sparse input comes back as a canonical CSR copy (rows sorted, duplicates summed: the
+    same matrix), the input itself untouched, whether or not it had duplicates."""
+    import scipy.sparse as sp
+
+    from qpsvm._validation import check_data
+
+    indptr = np.array([0, 3, 5, 6])
+    for indices in ([2, 0, 1, 3, 1, 0], [2, 0, 2, 1, 1, 0]):  # unsorted; unsorted, duplicates
+        data = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+        A = sp.csr_matrix((data, np.array(indices), indptr), shape=(3, 4))
+        dense = A.toarray()
+        B = check_data(A)
+        assert B.format == "csr" and B.has_canonical_format
+        assert np.all(np.diff(B.indices[B.indptr[0] : B.indptr[1]]) > 0)
+        assert np.array_equal(B.toarray(), dense)
+        assert A.indices.tolist() == indices and not np.shares_memory(A.data, B.data)
+        A.data[:] = np.nan
+        assert np.array_equal(B.toarray(), dense)
+    A = sp.csr_matrix(np.array([[0.0, 1.0], [np.inf, 0.0]]))
+    with pytest.raises(qpsvm.InvalidInputError, match=r"first at row 1, column 0"):
+        check_data(A)

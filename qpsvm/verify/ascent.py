@@ -53,6 +53,7 @@ from qpsvm._numerics import _sum2_python, charge, csr_tdot2_abs, fsum, tdot, unc
 from qpsvm._rows import (
     _example_axpy,
     _example_dot,
+    canonical_csr,
     data_arrays,
     linear_data,
     ranked_indices,
@@ -608,8 +609,7 @@ class CoordinateData:
 
     def __post_init__(self) -> None:
         if sp.issparse(self.X):
-            self.X = sp.csr_matrix(self.X, dtype=np.float64)
-            self.X.sum_duplicates()
+            self.X = canonical_csr(self.X)
         self.rows, sqnorm = linear_data(self.X, self.X.shape[1])
         self.qd = sqnorm + self.bias**2
 
