@@ -3,6 +3,7 @@ hinge SVMs, on sparse and dense data, equal to the full QP's and the rational or
 
 from __future__ import annotations
 
+import math
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -544,6 +545,31 @@ def test_numpy_sweep_of_the_shrunk_coordinates_equals_the_compiled_one(seed, sha
     np.testing.assert_array_equal(v0, v1)
 
 
+def test_conjugate_gradient_products_predicted_from_the_rows_per_column():
+    # sqrt(kappa) ln(2 / CG_STEP_RTOL) with sqrt(kappa) = (1 + sqrt(r)) / (1 - sqrt(r)), r the
+    # free rows per column they touch: 3 ln(2e4) at r = 1/4, none finite at r >= 1
+    X = sp.csr_matrix(np.kron(np.eye(2), np.ones((1, 4))))  # 2 rows over 8 columns
+    expected = 3.0 * math.log(2.0 / ascent.CG_STEP_RTOL)
+    assert ascent._cg_products(X) == pytest.approx(expected, rel=1e-15)
+    assert ascent._cg_products(sp.csr_matrix(np.eye(3))) == math.inf
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_rows_nearly_as_many_as_their_columns_are_factored_at_once(fit_intercept, monkeypatch):
+    # the free rows nearly as many as the columns they touch (494 over 499 at 50000 x 500 of
+    # benchmarks/regimes/sparse.py, where the first solve ran its 1000 products and gave way):
+    # the finish factors them without a conjugate-gradient solve, though the dense factor
+    # costs more than ITERATIVE_FROM products; the certified optimum encloses the oracle's
+    X, y = sparse_problem(15, n=400, d=40, k=4)
+    monkeypatch.setattr(ascent, "ITERATIVE_FROM", 0.0)
+    built = _record_systems(monkeypatch)
+    sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=fit_intercept).solve(method="dcd")
+    assert built and set(built) == {"_FreeSystem"}
+    assert sol.method == "dcd" and sol.certificate.passed
+    optimum = _exact_optimum(X, y, fit_intercept=fit_intercept)
+    assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
+
+
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_slow_conjugate_gradients_give_way_to_the_dense_factor(fit_intercept, monkeypatch):
     # conjugate gradients whose products cost more than the dense factor (as where the free
@@ -557,6 +583,8 @@ def test_slow_conjugate_gradients_give_way_to_the_dense_factor(fit_intercept, mo
     monkeypatch.setattr(ascent, "FINISH_GAP", 1.0)
     monkeypatch.setattr(ascent, "ITERATIVE_FROM", 0.0)
     monkeypatch.setattr(ascent, "FACTOR_PRODUCTS", 1e12)
+    # the prediction of the solves' products wrong (predicted none): the safeguard serves
+    monkeypatch.setattr(ascent, "_cg_products", lambda Z: 0.0)
     built = _record_systems(monkeypatch)
     if not fit_intercept:
         n = X.shape[0]
@@ -1406,6 +1434,7 @@ def test_finish_moves_several_coordinates_to_their_bounds_a_step(iterative, monk
     if iterative:
         monkeypatch.setattr(ascent._IterativeSystem, "suits", staticmethod(lambda Z: True))
         monkeypatch.setattr(ascent, "FACTOR_PRODUCTS", 1e-12)
+        monkeypatch.setattr(ascent, "_cg_products", lambda Z: 0.0)
     solves = []
     for system in (ascent._FreeSystem, ascent._IterativeSystem):
         original = system.solve

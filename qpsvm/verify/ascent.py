@@ -186,6 +186,13 @@ ITERATIVE_FROM = 5000.0
 #: 2000 with a free intercept the round's last, a refinement, did, and the factor of 1845
 #: coordinates then served a single step (0.15 s more).
 FACTOR_PRODUCTS = 8.0
+#: The solves a round of the finish is taken to need where it chooses between conjugate
+#: gradients and the dense factor before any has run (:func:`_free_system`): 4-9 at 50000 x
+#: 500, 10 nonzeros a row, 3-7 at 100000 x 2000, 20 a row (the hinge). There, 494 free rows
+#: over 499 columns, the first round's first solve ran its :data:`CG_ITERATIONS` products,
+#: about 10 ms, and gave way to the factor; at 473 free over 498, 1335 products in four
+#: solves against a factor of 847 (predicted 770 a solve, :func:`_cg_products`).
+ROUND_SOLVES = 4
 #: Conjugate-gradient iterations of one solve at most, and the residual (relative to the first,
 #: projected with a free intercept) they stop at: the steps of the finish refine what a solve
 #: leaves.
@@ -1229,7 +1236,7 @@ class _IterativeSystem:
         # a gradient within rounding of zero on every coordinate is solved already
         self.atol = floor * np.sqrt(F.size)
         # the products the dense factor of F costs (:data:`FACTOR_PRODUCTS`), and those run
-        self.budget = F.size**3 / 3.0 / (FACTOR_PRODUCTS * (Z.nnz + F.size))
+        self.budget = _factor_products(Z)
         self.products = 0
         self.exhausted = False  # whether the dense factor would have been cheaper
 
@@ -1267,16 +1274,42 @@ class _IterativeSystem:
         return x, float(beta)
 
 
+def _factor_products(Z: Any) -> float:
+    """The dense factor of the ``k`` free rows ``Z`` in products with their Hessian: ``k^3 /
+    3`` flops at :data:`FACTOR_PRODUCTS` times the flop rate of a product, ``nnz(Z) + k``."""
+    k = Z.shape[0]
+    return k**3 / 3.0 / (FACTOR_PRODUCTS * (Z.nnz + k))
+
+
+def _cg_products(Z: Any) -> float:
+    r"""The products a step's conjugate-gradient solve on the ``k`` free rows ``Z`` (CSR,
+    fewer than the ``m`` columns they touch) is predicted to take: ``sqrt(kappa) ln(2 /``
+    :data:`CG_STEP_RTOL` ``)`` (Hestenes and Stiefel's bound, halved), with the condition
+    number of ``Z Z^T`` that of a random ``k x m`` matrix of independent entries, ``sqrt(kappa)
+    = (1 + sqrt(r)) / (1 - sqrt(r))``, ``r = k / m`` (Marchenko and Pastur's edges of its
+    spectrum, ``(1 +- sqrt(r))^2``). Measured on the sparse grid's rows (the hinge, the first
+    solves of a round): ``r = 0.46`` (5000 x 2000) predicted 51, took 55-73; ``r = 0.83``
+    (50000 x 2000) 213 against 200-365; ``r = 0.91`` (100000 x 2000) 411 against 400-690;
+    ``r = 0.99`` (50000 x 500) 3950 against more than :data:`CG_ITERATIONS`."""
+    root = math.sqrt(Z.shape[0] / max(1, np.count_nonzero(used_columns(Z))))
+    if root >= 1.0:
+        return math.inf
+    return (1.0 + root) / (1.0 - root) * math.log(2.0 / CG_STEP_RTOL)
+
+
 def _free_system(
     data: CoordinateData, F: np.ndarray, coupled: bool, floor: float, iterative: bool = True
 ) -> _FreeSystem | _IterativeSystem | None:
     """The system of the free set ``F``: conjugate gradients where ``iterative`` and
     :meth:`_IterativeSystem.suits` (its solves stop at residuals of the gradient's rounding
-    ``floor`` per coordinate), else the dense factor up to :data:`DENSE_FREE_MAX`
-    coordinates, else ``None``."""
+    ``floor`` per coordinate) unless :data:`ROUND_SOLVES` solves are predicted to cost more
+    than the factor (:func:`_cg_products`), else the dense factor up to
+    :data:`DENSE_FREE_MAX` coordinates, else ``None``."""
     Z = data.X[F] if sp.issparse(data.X) else None
     if iterative and Z is not None and _IterativeSystem.suits(Z):
-        return _IterativeSystem(data, F, Z, coupled, floor)
+        # a round's solves predicted to cost more products than the factor: the factor
+        if F.size > DENSE_FREE_MAX or ROUND_SOLVES * _cg_products(Z) <= _factor_products(Z):
+            return _IterativeSystem(data, F, Z, coupled, floor)
     if F.size > DENSE_FREE_MAX:
         return None
     return _FreeSystem.factored(data, F, coupled)
