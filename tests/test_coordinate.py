@@ -888,6 +888,56 @@ def test_dcd_on_dense_data_at_large_C_is_certified_and_holds_the_oracle(standard
     assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
 
 
+@pytest.mark.parametrize("rows", [2, 3])
+def test_bordered_columns_tell_a_nearly_singular_free_set(rows):
+    # H = Z Z^T on rows of R^2: two independent rows are nonsingular (H^{-1} e_r of order 1),
+    # a third makes H singular, its columns of order 1 / delta along the null space (the
+    # bordered solves lose eps / delta there, and only there the kept set is refactored)
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])[:rows]
+    n = X.shape[0]
+    data = CoordinateData(X, np.ones(n), np.ones(n), np.zeros(n), np.ones(n))
+    system = ascent._FreeSystem.factored(data, np.arange(n), coupled=False)
+    keep = np.ones(n, dtype=bool)
+    keep[0] = False
+    system.solve(np.ones(n), keep, 0.0)
+    assert system.nearly_singular(keep) == (rows == 3)
+    assert not system.nearly_singular(np.ones(n, dtype=bool))  # nothing dropped
+
+
+def _loose_point_n_gt_d() -> tuple:
+    """Sparse rows with n > d (300 x 40, 4 nonzeros a row), their hinge's coordinate data
+    without intercept, and the multipliers of 3 epochs of the ascent from 0."""
+    X, y = sparse_problem(3, n=300, d=40, k=4)
+    n = X.shape[0]
+    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n))
+    u, v = np.zeros(n), np.zeros(X.shape[1] + 1)
+    ascent.coordinate_epochs(
+        data.rows, data.sigma, data.p, data.d, data.hi, 0.0, data.qd, u, v, 3, 1e-1, 0, 10
+    )
+    return X, y, data, u
+
+
+def test_finish_refactors_no_well_conditioned_kept_set(monkeypatch):
+    # n > d: the last round of the finish drops coordinates from a nonsingular free set; its
+    # bordered point is the optimum (no refactored round, which cost a factor and a step at
+    # 50000 x 500 of benchmarks/regimes/sparse.py), certified to 1e-12
+    X, y, data, u = _loose_point_n_gt_d()
+    monkeypatch.setattr(ascent, "ITERATIVE_FROM", np.inf)  # the dense factor
+    built, checked = _record_systems(monkeypatch), []
+    original = ascent._FreeSystem.nearly_singular
+
+    def spy(self, keep):
+        checked.append(original(self, keep))
+        return checked[-1]
+
+    monkeypatch.setattr(ascent._FreeSystem, "nearly_singular", spy)
+    step, _ = ascent.free_set_step(data, u)
+    assert checked and not checked[-1]  # the last round dropped, well conditioned
+    assert len(built) == len(checked)  # no round after it
+    cert = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False).certify(alpha=step)
+    assert cert.passed and cert.relative_gap <= 1e-12
+
+
 def test_coupled_free_set_step_on_rank_deficient_dense_rows_is_exact():
     # 19 free rows of rank 18 with the intercept: the free set's Hessian is singular along a
     # direction the balance does not annihilate; the bordered solves of the proximally shifted
@@ -1424,13 +1474,7 @@ def test_finish_moves_several_coordinates_to_their_bounds_a_step(iterative, monk
     # from a loose point with n > d many free coordinates end at a bound: the ratio test moves
     # one a solve, the projected path as many as it passes while D grows (at 100000 x 2000 of
     # benchmarks/regimes/sparse.py 47 solves to 11); the point is the certified optimum
-    X, y = sparse_problem(3, n=300, d=40, k=4)
-    n = X.shape[0]
-    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n))
-    u, v = np.zeros(n), np.zeros(X.shape[1] + 1)
-    ascent.coordinate_epochs(
-        data.rows, data.sigma, data.p, data.d, data.hi, 0.0, data.qd, u, v, 3, 1e-1, 0, 10
-    )
+    X, y, data, u = _loose_point_n_gt_d()
     if iterative:
         monkeypatch.setattr(ascent._IterativeSystem, "suits", staticmethod(lambda Z: True))
         monkeypatch.setattr(ascent, "FACTOR_PRODUCTS", 1e-12)
