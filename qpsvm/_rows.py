@@ -72,18 +72,23 @@ def data_arrays(X: np.ndarray | sp.csr_matrix, pairs: np.ndarray | None = None) 
     return np.ascontiguousarray(X), np.empty(0), empty, empty, False, pairs
 
 
-def canonical_csr(M: np.ndarray | sp.spmatrix) -> sp.csr_matrix:
+def canonical_csr(M: np.ndarray | sp.spmatrix, owned: bool = False) -> sp.csr_matrix:
     """``M`` as a float64 CSR matrix in canonical format (each row's indices sorted, duplicates
     summed): ``M`` itself where it already is one (its format checked once, then cached on it),
     else a matrix over ``M``'s arrays or, where those need sorting or summing, a copy, so the
-    caller's matrix is never changed. The compiled sparse rows need each feature at most once a
-    row: a duplicate would be a second term (``kernels._sparse_row``) where the data state one
-    value, their sum."""
+    caller's matrix is never changed; with ``owned`` (``M`` a CSR copy of the caller's own)
+    sorted in place. The rows are sorted and duplicates summed only where some remain (scipy's
+    ``sum_duplicates`` sums after every sort, a pass that writes every entry). The compiled
+    sparse rows need each feature at most once a row: a duplicate would be a second term
+    (``kernels._sparse_row``) where the data state one value, their sum."""
     csr = M if isinstance(M, sp.csr_matrix) else sp.csr_matrix(M)
     if csr.dtype != np.float64:
         csr = csr.astype(np.float64)
     if not csr.has_canonical_format:
-        csr = csr.copy()
+        csr = csr if owned else csr.copy()
+        csr.sort_indices()
+        # a new matrix over the sorted arrays asks afresh whether duplicates remain
+        csr = sp.csr_matrix((csr.data, csr.indices, csr.indptr), shape=csr.shape, copy=False)
         csr.sum_duplicates()
     return csr
 

@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from qpsvm._jit import ENTRY
 from qpsvm._numerics import uncompiled
+from qpsvm._rows import canonical_csr
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 
 __all__ = [
@@ -68,20 +69,14 @@ def _fused_copy(X: Any) -> bool:
 
 def _canonical_copy(X: Any, name: str) -> sp.csr_matrix:
     """A float64 CSR copy of the sparse ``X`` in canonical format (sorted indices, no duplicate
-    entries), the rows sorted in place on the copy and duplicates summed only where some
-    remain (scipy's ``sum_duplicates`` sums after every sort, a pass that writes every entry)."""
+    entries; :func:`~qpsvm._rows.canonical_csr` on the copy, in place)."""
     try:
         X = sp.csr_matrix(X, dtype=np.float64, copy=True)
     except (TypeError, ValueError) as exc:
         raise InvalidTypeError(
             f"{name} must be a numeric matrix; could not convert it: {exc}"
         ) from None
-    if not X.has_canonical_format:
-        X.sort_indices()
-        # a new matrix over the sorted arrays asks afresh whether duplicates remain
-        X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=X.shape, copy=False)
-        X.sum_duplicates()
-    return X
+    return canonical_csr(X, owned=True)
 
 
 def check_data(X: Any, name: str = "X", min_samples: int = 1) -> DataMatrix:
