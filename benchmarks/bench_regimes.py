@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/bench_regimes.py                 # the quick grid
     python benchmarks/bench_regimes.py --scale full    # the whole grid (tens of minutes)
     python benchmarks/bench_regimes.py --family sparse --json regimes.json
+    python benchmarks/bench_regimes.py --equal-accuracy  # the anchors at qpsvm's accuracy too
 
 Each point is solved by qpsvm to a passing certificate (the point fails otherwise) and by the
 anchor at its defaults, in the same process; times are medians after one untimed warm call.
@@ -25,6 +26,15 @@ summary, never averaged into it; the grid goes on to the next point and exits wi
 The JSON output (failed points as rows with a ``failed`` reason and no times) feeds the
 performance profile of notebook 08.
 
+With ``--equal-accuracy`` three more columns time each anchor at the accuracy of qpsvm's answer,
+where the anchor solves qpsvm's problem itself (not a nearest one: ``-``): its stopping tolerance
+is divided by ten at a time, from its default down to 1e-8 times it (iteration limits raised),
+until qpsvm certifies its answer at 1e-9 (``tol x``, the factor on the default tolerance); that
+fit's median time (``anchor= s``) and qpsvm's solve over it (``ratio=``). An anchor whose answer
+no rung makes certifiable prints ``>1e-08``, its last rung's time and the ratio as an upper
+bound (libsvm's kernel values are rounded to single precision in its cache, so its answers stop
+near a relative gap of 1e-8 whatever its tolerance).
+
 The last three columns are the certificate's cost: ``cert s`` re-certifies qpsvm's answer as a
 user would, ``f.certify(solution)`` on a formulation built afresh (its construction untimed, no
 cache of the solve reused); ``in-solve s`` is the time ``solve()`` spent inside the certifier;
@@ -35,6 +45,7 @@ cold start has no separate certificate (``-``).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import math
@@ -44,7 +55,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from regimes._grid import SCALES, PointFailure, Timing, geometric_mean, time_point
+from regimes._grid import (
+    LADDER,
+    SCALES,
+    PointFailure,
+    Timing,
+    equal_accuracy,
+    geometric_mean,
+    time_point,
+)
 from regimes.cold import WARM
 
 
@@ -70,6 +89,23 @@ def certificate_columns(t: Timing) -> str:
     return f"{t.certify:>8.3f} {t.in_solve:>10.3f} {t.certify_ratio:>8.2f}"
 
 
+#: The equal-accuracy columns (``--equal-accuracy``).
+EQUAL_COLUMNS = ("tol x", "anchor= s", "ratio=")
+
+
+def equal_columns(t: Timing) -> str:
+    """``tol x`` (the anchor's tolerance over its default where qpsvm certifies its answer),
+    ``anchor= s`` (its fit there) and ``ratio=`` (qpsvm's solve over it); ``-`` where the
+    anchor solves another problem, ``>`` where no rung was certified (the last rung's time, a
+    lower bound: the ratio is an upper bound)."""
+    if t.equal is None:
+        return f"{'-':>8} {'-':>9} {'-':>7}"
+    if not t.equal.reached:
+        ratio = f"<{t.qpsvm / t.equal.seconds:.2f}"
+        return f"{'>' + format(LADDER[-1], 'g'):>8} {t.equal.seconds:>9.3f} {ratio:>7}"
+    return f"{t.equal.scale:>8g} {t.equal.seconds:>9.3f} {t.equal_ratio:>7.2f}"
+
+
 def ratio_column(t: Timing) -> str:
     """The ratio, prefixed ``<`` where the anchor was stopped at its limit (an upper bound)."""
     return f"<{t.ratio:.2f}" if t.anchor_limited else f"{t.ratio:.2f}"
@@ -80,6 +116,11 @@ def main() -> None:
     parser.add_argument("--scale", choices=SCALES, default="quick")
     parser.add_argument("--family", action="append", help="run only these families (repeatable)")
     parser.add_argument("--json", type=Path, help="write the timings to this file")
+    parser.add_argument(
+        "--equal-accuracy",
+        action="store_true",
+        help="also time each anchor at the loosest tolerance whose answer qpsvm certifies",
+    )
     parser.add_argument(
         "--anchor-limit",
         type=float,
@@ -98,7 +139,11 @@ def main() -> None:
     timings: list[Timing] = []
     failures: list[tuple[str, str, str]] = []
     header = ("family", "point", "anchor", "qpsvm s", "anchor s", "ratio", *CERT_COLUMNS)
-    print("{:<11} {:<44} {:<10} {:>9} {:>9} {:>7} {:>8} {:>10} {:>8}".format(*header))
+    line = "{:<11} {:<44} {:<10} {:>9} {:>9} {:>7} {:>8} {:>10} {:>8}"
+    if args.equal_accuracy:
+        header += EQUAL_COLUMNS
+        line += " {:>8} {:>9} {:>7}"
+    print(line.format(*header))
     for family in args.family or families():
         module = importlib.import_module(f"regimes.{family}")
         for point in module.points(args.scale):
@@ -109,10 +154,13 @@ def main() -> None:
                 failures.append((point.family, point.name, str(failure)))
                 print(f"{point.family:<11} {point.name:<44} FAILED: {failure}", flush=True)
                 continue
+            if args.equal_accuracy:
+                t = dataclasses.replace(t, equal=equal_accuracy(point, limit or None))
             timings.append(t)
             print(
                 f"{point.family:<11} {point.name:<44} {point.anchor:<10} "
-                f"{t.qpsvm:>9.3f} {t.anchor:>9.3f} {ratio_column(t):>7} {certificate_columns(t)}",
+                f"{t.qpsvm:>9.3f} {t.anchor:>9.3f} {ratio_column(t):>7} {certificate_columns(t)}"
+                + (f" {equal_columns(t)}" if args.equal_accuracy else ""),
                 flush=True,
             )
     # a cold call against its own warm call is a cost in seconds, not a ratio to an anchor
@@ -144,11 +192,22 @@ def report(timings: list[Timing], failures: list[tuple[str, str, str]], path: Pa
                 "certify_seconds": None if math.isnan(t.certify) else t.certify,
                 "in_solve_certify_seconds": None if math.isnan(t.in_solve) else t.in_solve,
                 "anchor_limited": t.anchor_limited,
+                **equal_fields(t),
             }
             for t in timings
         ]
         rows += [{"family": f, "point": n, "failed": reason} for f, n, reason in failures]
         path.write_text(json.dumps(rows, indent=2))
+
+
+def equal_fields(t: Timing) -> dict[str, object]:
+    """The JSON fields of the equal-accuracy timing (none where it was not measured)."""
+    if t.equal is None:
+        return {}
+    return {
+        "equal_accuracy_tol_factor": t.equal.scale if t.equal.reached else None,
+        "equal_accuracy_anchor_seconds": t.equal.seconds,
+    }
 
 
 def summary(timings: list[Timing]) -> None:
@@ -176,6 +235,22 @@ def summary(timings: list[Timing]) -> None:
             f"{worst.point.family} {worst.point.name} ({worst.certify_ratio:.2f}x "
             f"{worst.point.anchor}'s fit)"
         )
+    equal = [t for t in timings if not math.isnan(t.equal_ratio)]
+    if equal:
+        worst = max(equal, key=lambda t: t.equal_ratio)
+        within = sum(t.equal_ratio <= 2 for t in equal)
+        mean = geometric_mean([t.equal_ratio for t in equal])
+        print(
+            f"at equal accuracy: geometric mean {mean:.2f}"
+            f" over {len(equal)} points, {within} within 2x; worst {worst.point.family} "
+            f"{worst.point.name} ({worst.equal_ratio:.2f}x)"
+        )
+    for t in timings:
+        if t.equal is not None and not t.equal.reached:
+            print(
+                f"not certified at any tolerance down to {LADDER[-1]:g}x the default: "
+                f"{t.point.family} {t.point.name} ({t.point.anchor})"
+            )
 
 
 if __name__ == "__main__":

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import math
 import multiprocessing
 import statistics
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +29,25 @@ CERTIFIERS = (
     "qpsvm.verify.ranking:certify_grouped",
     "qpsvm.verify.structural:certify_structural",
 )
+
+
+#: The anchor's stopping tolerance, as multiples of its default, tried in turn for the answer of
+#: qpsvm's accuracy: its default, then ten times tighter each step.
+LADDER = tuple(10.0**-k for k in range(9))
+
+
+@dataclass(frozen=True)
+class Tightened:
+    """The anchor at a scaled stopping tolerance, and the certificate of its answer.
+
+    ``fit(factor)`` runs the anchor on the point's data with ``factor`` times its default
+    stopping tolerance (and an iteration limit high enough not to stop it first) and returns its
+    model; ``certified(model)`` tells whether qpsvm certifies the model's answer on the point's
+    problem at qpsvm's tolerance (relative gap ``1e-9``), the accuracy of qpsvm's own answer.
+    """
+
+    fit: Callable[[float], Any]
+    certified: Callable[[Any], bool]
 
 
 @dataclass(frozen=True)
@@ -55,6 +76,10 @@ class Point:
         ``f.certify(solution)`` of the answer ``qpsvm`` returned, on a formulation built afresh
         for each call (its construction untimed; no cache of the solve reused). ``None`` when
         the point has no separate certificate (the cold start).
+    tightened : Tightened, optional
+        The anchor with its stopping tolerance scaled, where it solves qpsvm's problem itself
+        (not where it stands in for a nearest problem: a regularised bias for qpsvm's free
+        intercept, Crammer-Singer for Weston-Watkins, a binary cut for graded relevance).
     """
 
     family: str
@@ -64,6 +89,7 @@ class Point:
     reference: Callable[[], Any]
     repeat: int = 3
     formulation: Callable[[], Any] | None = None
+    tightened: Tightened | None = None
 
 
 @dataclass(frozen=True)
@@ -73,7 +99,8 @@ class Timing:
     ``qpsvm`` and ``anchor`` are the solves; ``certify`` the re-certification of qpsvm's answer
     alone and ``in_solve`` the time ``solve()`` spent inside the certifier (``nan`` where the
     point has none). ``anchor_limited`` marks an anchor stopped at its time limit: ``anchor``
-    is then the limit, a lower bound on its fit.
+    is then the limit, a lower bound on its fit. ``equal`` is the anchor's time to an answer as
+    accurate as qpsvm's (:func:`equal_accuracy`), where measured.
     """
 
     point: Point
@@ -82,6 +109,7 @@ class Timing:
     certify: float = math.nan
     in_solve: float = math.nan
     anchor_limited: bool = False
+    equal: EqualAccuracy | None = None
 
     @property
     def ratio(self) -> float:
@@ -93,6 +121,14 @@ class Timing:
     def certify_ratio(self) -> float:
         """The certificate alone over the anchor's fit (issue target: at most 1)."""
         return self.certify / self.anchor
+
+    @property
+    def equal_ratio(self) -> float:
+        """qpsvm's solve over the anchor's fit to an answer qpsvm certifies (``nan`` where the
+        point has none or no rung was certified)."""
+        if self.equal is None or not self.equal.reached:
+            return math.nan
+        return self.qpsvm / self.equal.seconds
 
 
 class CertifierClock:
@@ -281,3 +317,83 @@ def time_point(point: Point, anchor_limit: float | None = None) -> Timing:
 def geometric_mean(values: list[float]) -> float:
     """exp(mean(log v)): the mean of ratios that treats 2x and 0.5x symmetrically."""
     return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+@dataclass(frozen=True)
+class EqualAccuracy:
+    """The anchor's time to an answer as accurate as qpsvm's.
+
+    ``scale`` is the first rung of :data:`LADDER` whose answer qpsvm certifies (``nan`` when
+    none does: ``seconds`` is then the last rung's time, a lower bound), ``seconds`` the median
+    time of the anchor's fit there.
+    """
+
+    scale: float
+    seconds: float
+
+    @property
+    def reached(self) -> bool:
+        """Whether some rung's answer was certified."""
+        return not math.isnan(self.scale)
+
+
+def equal_accuracy(point: Point, limit: float | None = None) -> EqualAccuracy | None:
+    """Time the anchor at the loosest tolerance of :data:`LADDER` whose answer qpsvm certifies.
+
+    Each rung's fit is run once and its answer certified; at the first certified rung the fit
+    is timed ``point.repeat`` times (median). A fit that takes longer than ``limit`` seconds
+    ends the ladder (the rung's time, a lower bound, is reported as not reached). ``None`` for
+    a point without :attr:`Point.tightened`.
+    """
+    if point.tightened is None:
+        return None
+    seconds = math.nan
+    for scale in LADDER:
+        start = time.perf_counter()
+        model = point.tightened.fit(scale)
+        seconds = time.perf_counter() - start
+        if point.tightened.certified(model):
+            rung = functools.partial(point.tightened.fit, scale)
+            return EqualAccuracy(scale, median_time(rung, point.repeat))
+        if limit is not None and seconds > limit:
+            break
+    return EqualAccuracy(math.nan, seconds)
+
+
+def certifies(
+    build: Callable[[], Any], answer: Callable[[Any], dict[str, Any]] | None = None
+) -> Callable[[Any], bool]:
+    """Whether qpsvm certifies a fitted model on the problem ``build()`` states: the model
+    itself (a scikit-learn estimator) or the keywords ``answer(model)`` gives ``certify``
+    (e.g. ``{"w": ...}``). One formulation serves every rung, built at the first call."""
+    built: list[Any] = []
+
+    def certified(model: Any) -> bool:
+        if not built:
+            built.append(build())
+        f = built[0]
+        certificate = f.certify(**answer(model)) if answer else f.certify(model)
+        return bool(certificate.passed)
+
+    return certified
+
+
+def liblinear_at(X: Any, y: Any, **params: Any) -> Callable[[float], Any]:
+    """``LinearSVC(**params)`` fitted at ``factor`` times its default tolerance (``1e-4``), its
+    iteration limit raised so that the tolerance, not the limit, stops it."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.svm import LinearSVC
+
+    def fit(factor: float) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            return LinearSVC(**params, tol=1e-4 * factor, max_iter=10**6).fit(X, y)
+
+    return fit
+
+
+def libsvm_at(X: Any, y: Any, **params: Any) -> Callable[[float], Any]:
+    """``SVC(**params)`` fitted at ``factor`` times its default tolerance (``1e-3``)."""
+    from sklearn.svm import SVC
+
+    return lambda factor: SVC(**params, tol=1e-3 * factor).fit(X, y)

@@ -17,7 +17,7 @@ from sklearn.datasets import make_classification
 from sklearn.svm import SVC
 
 import qpsvm
-from regimes._grid import Point
+from regimes._grid import Point, Tightened, certifies, libsvm_at
 
 
 def data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -49,7 +49,8 @@ def point(n: int, kernel: str, C: float, gamma: float = 0.05, degree: int = 3) -
         return SVC(**params).fit(X, y)
 
     repeat = 3 if n <= 2000 else 1
-    return Point("kernel", name, "libsvm", ours, anchor, repeat, build)
+    tightened = Tightened(libsvm_at(X, y, **params), certifies(build))
+    return Point("kernel", name, "libsvm", ours, anchor, repeat, build, tightened)
 
 
 def points(scale: str) -> list[Point]:

@@ -20,7 +20,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import LinearSVC
 
 import qpsvm
-from regimes._grid import Point
+from regimes._grid import Point, Tightened, certifies, liblinear_at
 
 #: Sizes of the generated data at each scale.
 SIZES = {"quick": [10_000], "full": [1_000, 10_000, 100_000]}
@@ -60,7 +60,16 @@ def point(name: str, X: np.ndarray, y: np.ndarray, variant: str, C: float = 1.0)
     short = "cs" if variant == "crammer_singer" else "ww"
     repeat = 3 if len(y) <= 10_000 else 1
     name = f"{short} {name} C={C:g}"
-    return Point("multiclass", name, "liblinear", ours, anchor, repeat, build)
+    # liblinear's Crammer-Singer solves qpsvm's problem only for that variant
+    tightened = (
+        Tightened(
+            liblinear_at(X, y, multi_class="crammer_singer", fit_intercept=False, C=C),
+            certifies(build),
+        )
+        if variant == "crammer_singer"
+        else None
+    )
+    return Point("multiclass", name, "liblinear", ours, anchor, repeat, build, tightened)
 
 
 def points(scale: str) -> list[Point]:

@@ -10,11 +10,14 @@ c * (mean pairwise hinge)``; qpsvm solves the same problem with ``C = c / n_pair
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 import qpsvm
 from qpsvm.conventions import C_from_dlib_rank
-from regimes._grid import Point
+from regimes._grid import Point, Tightened, certifies
 
 #: dlib's ``c`` over four decades.
 DLIB_C = (1.0, 100.0, 1e4)
@@ -45,6 +48,26 @@ def dlib_pairs(X: np.ndarray, relevant: np.ndarray, groups: np.ndarray):
             (pair.relevant if relevant[i] else pair.nonrelevant).append(dlib.vector(X[i].tolist()))
         data.append(pair)
     return data
+
+
+def dlib_at(c: float, data: Any) -> Callable[[float], Any]:
+    """dlib's ``svm_rank_trainer`` with ``c``, fitted at ``factor`` times its default ``epsilon``
+    (``1e-3``), its iteration limit raised so that ``epsilon``, not the limit, stops it."""
+    import dlib
+
+    def fit(factor: float) -> Any:
+        trainer = dlib.svm_rank_trainer()
+        trainer.c = c
+        trainer.epsilon = 1e-3 * factor
+        trainer.max_iterations = 10**6
+        return trainer.train(data)
+
+    return fit
+
+
+def dlib_tightened(c: float, data: Any, build: Callable[[], Any]) -> Tightened:
+    """The ladder of dlib's ``epsilon`` at ``c``, its weights certified on ``build()``."""
+    return Tightened(dlib_at(c, data), certifies(build, lambda df: {"w": np.array(df.weights)}))
 
 
 def points(scale: str) -> list[Point]:
@@ -78,6 +101,8 @@ def points(scale: str) -> list[Point]:
                         ours,
                         lambda trainer=trainer, data=data: trainer.train(data),
                         formulation=build,
+                        # dlib solves the problem itself on binary relevance only
+                        tightened=None if graded else dlib_tightened(c, data, build),
                     )
                 )
     return out

@@ -18,8 +18,8 @@ from sklearn.svm import SVC, LinearSVC
 
 import qpsvm
 from qpsvm.conventions import C_from_dlib_rank
-from regimes._grid import Point
-from regimes.ranking import dlib_pairs, ranking_data
+from regimes._grid import Point, Tightened, certifies, liblinear_at, libsvm_at
+from regimes.ranking import dlib_pairs, dlib_tightened, ranking_data
 
 
 def _quiet(fit):
@@ -66,6 +66,9 @@ def points(scale: str) -> list[Point]:
             lambda: binary().solve(),
             _quiet(lambda: LinearSVC(C=1.0, loss="hinge", fit_intercept=False).fit(X, y)),
             formulation=binary,
+            tightened=Tightened(
+                liblinear_at(X, y, C=1.0, loss="hinge", fit_intercept=False), certifies(binary)
+            ),
         ),
         Point(
             "small",
@@ -74,6 +77,7 @@ def points(scale: str) -> list[Point]:
             lambda: rbf().solve(),
             lambda: SVC(C=1.0, gamma=0.1).fit(X, y),
             formulation=rbf,
+            tightened=Tightened(libsvm_at(X, y, C=1.0, gamma=0.1), certifies(rbf)),
         ),
         Point(
             "small",
@@ -86,6 +90,10 @@ def points(scale: str) -> list[Point]:
                 )
             ),
             formulation=crammer_singer,
+            tightened=Tightened(
+                liblinear_at(Xm, ym, C=1.0, multi_class="crammer_singer", fit_intercept=False),
+                certifies(crammer_singer),
+            ),
         ),
         Point(
             "small",
@@ -94,5 +102,6 @@ def points(scale: str) -> list[Point]:
             lambda: ranking().solve(method="one_slack"),
             lambda: trainer.train(data),
             formulation=ranking,
+            tightened=dlib_tightened(10.0, data, ranking),
         ),
     ]

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from sklearn.svm import LinearSVC
 
 import qpsvm
-from regimes._grid import Point
+from regimes._grid import Point, Tightened, certifies, liblinear_at
 
 #: (n, d, nonzeros per row) of each scale: n < d (text) and n > d, up to 100 samples per
 #: feature (the hinge's free multipliers then nearly as many as the features).
@@ -94,6 +94,12 @@ def points(scale: str) -> list[Point]:
                     anchor,
                     repeat=1 if scale == "full" else 3,
                     formulation=build,
+                    tightened=None
+                    if intercept == "free"
+                    else Tightened(
+                        liblinear_at(X, y, loss=loss, fit_intercept=intercept != "none"),
+                        certifies(build),
+                    ),
                 )
             )
     return out
