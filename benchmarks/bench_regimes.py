@@ -117,6 +117,9 @@ def main() -> None:
     parser.add_argument("--family", action="append", help="run only these families (repeatable)")
     parser.add_argument("--json", type=Path, help="write the timings to this file")
     parser.add_argument(
+        "--point", action="append", help="run only points whose name contains this (repeatable)"
+    )
+    parser.add_argument(
         "--equal-accuracy",
         action="store_true",
         help="also time each anchor at the loosest tolerance whose answer qpsvm certifies",
@@ -147,6 +150,8 @@ def main() -> None:
     for family in args.family or families():
         module = importlib.import_module(f"regimes.{family}")
         for point in module.points(args.scale):
+            if args.point and not any(part in point.name for part in args.point):
+                continue
             try:
                 # a cold call's anchor is its own process's warm call: never forked
                 t = time_point(point, None if point.anchor == WARM else limit or None)
