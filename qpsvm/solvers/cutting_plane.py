@@ -186,7 +186,9 @@ def _ascend(  # pragma: no cover - compiled
         else:
             curvature = G[best, best] + G[worst, worst] - 2.0 * G[best, worst]
             room = alpha[ids[worst]]
-        t = room if curvature <= 0.0 else min(diff / curvature, room)
+        t = room if curvature <= 0.0 else diff / curvature
+        if room < t:  # min(diff / curvature, room) without compiling numba's ``min``
+            t = room
         if not t > 0.0:
             break
         if best >= 0:
@@ -243,14 +245,10 @@ def _frank_wolfe_step(  # pragma: no cover - compiled
 
 @numba.njit(**ENTRY)
 def _sweep(  # pragma: no cover - compiled
-    order, bptr, bids, gptr, gram, start, end, idx, val, c, alpha, spare, w, C, steps
+    order, bptr, bids, gptr, gram, start, end, idx, val, c, alpha, spare, w, C, steps, g, old
 ):
-    """One pass of :func:`_ascend` over the blocks in ``order``; the sum of their gaps."""
-    widest = 1
-    for b in range(bptr.shape[0] - 1):
-        widest = max(widest, bptr[b + 1] - bptr[b])
-    g = np.empty(widest)
-    old = np.empty(widest)
+    """One pass of :func:`_ascend` over the blocks in ``order``; the sum of their gaps (``g``
+    and ``old``, as long as the widest block, are its scratch space)."""
     total = 0.0
     for r in range(order.shape[0]):
         b = order[r]
@@ -282,7 +280,8 @@ def _block_values(bptr, bids, start, end, idx, val, c, w, out):  # pragma: no co
             v = c[k]
             for p in range(start[k], end[k]):
                 v -= val[p] * w[idx[p]]
-            top = max(top, v)
+            if v > top:  # max(top, v) without compiling numba's ``max``
+                top = v
         out[b] = top
 
 
@@ -640,11 +639,24 @@ def _sweeps(
     """Sweeps of block-coordinate ascent until the working-set gap is at most ``target``; the
     number of sweeps and whether the target was reached within ``max_sweeps``."""
     bptr, bids, gptr, gram = pool.layout()
+    widest = max(int(np.diff(bptr).max(initial=0)), 1)
+    g, old = np.empty(widest), np.empty(widest)
     done = 0
     while done < max_sweeps:
         order = rng.permutation(len(pool.blocks)).astype(np.int64)
         gap = _sweep(
-            order, bptr, bids, gptr, gram, *pool.arrays, pool.spare, pool.w, pool.C, BLOCK_STEPS
+            order,
+            bptr,
+            bids,
+            gptr,
+            gram,
+            *pool.arrays,
+            pool.spare,
+            pool.w,
+            pool.C,
+            BLOCK_STEPS,
+            g,
+            old,
         )
         done += 1
         if gap <= target:

@@ -109,11 +109,13 @@ SIMPLEX_MIN_STEPS = 1000
 
 
 @numba.njit(**ENTRY)
-def _simplex_qp(Q, c, mu, tol, max_steps):  # pragma: no cover - compiled
+def _simplex_qp(Q, c, mu, tol, max_steps, grad):  # pragma: no cover - compiled
     """``max c.mu - 1/2 mu^T Q mu`` over the simplex, by pairwise steps from ``mu`` (in place):
-    the coordinate of largest gradient gains from the support coordinate of smallest."""
+    the coordinate of largest gradient gains from the support coordinate of smallest. ``grad``
+    (as long as ``c``) is its scratch space, allocated by the caller: numba's allocation
+    helpers would compile with it."""
     k = c.shape[0]
-    grad = np.empty(k)  # c - Q mu, by loops: numba's matrix product compiles in 0.4 s
+    # c - Q mu, by loops: numba's matrix product compiles in 0.4 s
     for t in range(k):
         total = 0.0
         for u in range(k):
@@ -132,7 +134,9 @@ def _simplex_qp(Q, c, mu, tol, max_steps):  # pragma: no cover - compiled
         curvature = Q[i, i] + Q[j, j] - 2.0 * Q[i, j]
         step = mu[j]
         if curvature > 0.0:
-            step = min(step, (grad[i] - grad[j]) / curvature)
+            ratio = (grad[i] - grad[j]) / curvature
+            if ratio < step:  # min(step, ratio) without compiling numba's ``min``
+                step = ratio
         mu[i] += step
         mu[j] -= step
         for t in range(k):
@@ -160,7 +164,8 @@ class _Planes:
         Q = (s * s) * (self.G @ self.G.T)
         c = s * self.b
         tol = SIMPLEX_TOL * max(1.0, float(np.max(np.abs(c))), float(np.max(np.abs(Q))))
-        _simplex_qp(Q, c, self.mu, tol, SIMPLEX_STEPS * self.b.size + SIMPLEX_MIN_STEPS)
+        steps = SIMPLEX_STEPS * self.b.size + SIMPLEX_MIN_STEPS
+        _simplex_qp(Q, c, self.mu, tol, steps, np.empty(c.shape[0]))
         w = s * (self.mu @ self.G)
         return w, float(c @ self.mu) - 0.5 * float(w @ w)
 

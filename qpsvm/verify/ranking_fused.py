@@ -93,6 +93,17 @@ ACTIVE_FIRST_STEPS = 10
 
 
 @numba.njit(**CALLEE)
+def _scratch(starts):  # pragma: no cover - compiled
+    """:func:`qpsvm.verify.ranking_sweep._scratch` in compiled code: the buffers of
+    :func:`~qpsvm.verify.ranking_sweep._sums` and :func:`~qpsvm.verify.ranking_sweep._window`
+    (this module's kernels allocate anyway)."""
+    most = 1
+    for q in range(starts.shape[0] - 1):
+        most = max(most, starts[q + 1] - starts[q] + 1)
+    return np.empty((4, most), dtype=np.intp), np.empty((4, most))
+
+
+@numba.njit(**CALLEE)
 def _up(x):  # pragma: no cover - compiled
     return np.nextafter(x, np.inf)
 
@@ -166,7 +177,8 @@ def _hinge_upper(starts, level, max_query, max_levels, t, err, order):  # pragma
     cnt_other = np.zeros(n, dtype=np.int64)
     total = np.zeros(n)
     magnitude = np.zeros(n)
-    _sums(starts, level, a, high, order, order, cnt, cnt_other, total, magnitude)
+    items, keys = _scratch(starts)
+    _sums(starts, level, a, high, order, order, cnt, cnt_other, total, magnitude, items, keys)
     terms = np.empty(n)
     sizes = np.empty(n)
     parts = np.empty(n)
@@ -593,9 +605,9 @@ def _window_point(
     cnt = np.zeros(n, dtype=np.int64)
     cnt_other = np.zeros(n, dtype=np.int64)
     total = np.zeros(n)
-    found = _window(
-        lay_order, starts, level, order, lo, inner, scores, limit, out, cnt, cnt_other, total
-    )
+    scratch = _scratch(starts)
+    counts = (cnt, cnt_other, total)
+    found = _window(lay_order, starts, level, order, lo, inner, scores, limit, out, counts, scratch)
     coef = cnt - cnt_other
     if found > limit:
         return 0, coef, out[:0], np.zeros(0), w, False, False, OWN
@@ -659,10 +671,11 @@ def _dual_lower(X, C, n_bound, coef_bound, window, alpha):  # pragma: no cover -
         i = rows[m]
         weights[m] = _up(_up(0.5 * factor * abs(coef[i])) + _up(g * size[i]))
     used = X[rows]
+    hi, magnitude = np.zeros(d), np.zeros(d)
     if d == 1:  # X is F-contiguous too, and the numpy code takes the rows' product
-        hi, magnitude = _rows_product(np.ascontiguousarray(used.T), coef[rows], weights)
+        _rows_product(np.ascontiguousarray(used.T), coef[rows], weights, hi, magnitude)
     else:
-        hi, magnitude = _columns_product(used, coef[rows], weights)
+        _columns_product(used, coef[rows], weights, hi, magnitude)
     err = np.empty(d)
     for c in range(d):
         err[c] = 2.0 * magnitude[c] + n * TINY
@@ -688,7 +701,8 @@ def _bounds(problem, w, settings, given, point):  # pragma: no cover - compiled
     X, C, starts, lay_order, level, query, max_query, max_levels = problem
     taus, limit, per_feature, slack, ascent, active, target = settings
     n, d = X.shape
-    scores, magnitude = _rows_product(X, w, np.abs(w))
+    scores, magnitude = np.empty(n), np.empty(n)
+    _rows_product(X, w, np.abs(w), scores, magnitude)
     factor = 2.0 * _gamma(d)
     err = np.empty(n)
     for i in range(n):

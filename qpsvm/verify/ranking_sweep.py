@@ -344,22 +344,25 @@ def sorted_by_query(
     return _by_query(perm, lay.query, lay.starts)
 
 
+def _scratch(starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Buffers of the compiled sweeps over each query's items (:func:`_sums`, :func:`_window`):
+    four rows of ``intp`` and four of float64, each one longer than the largest query. Made by
+    numpy here, so that the sweeps' compile does not also compile numba's allocation helpers
+    (with ``min`` and ``max``, about 0.2 s of a cold first ranking call)."""
+    most = int(np.diff(starts).max(initial=0)) + 1
+    return np.empty((4, most), dtype=np.intp), np.empty((4, most))
+
+
 @numba.njit(**ENTRY)
-def _sums(starts, level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude):  # pragma: no cover
+def _sums(  # pragma: no cover - compiled
+    starts, level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude, items, keys
+):
     """The sweep of :func:`pair_sums` (outputs accumulated in place); ``by_a`` and ``by_b``
     hold each query's items sorted by ``a`` and by ``b``. Each query's items, levels and keys
-    are first gathered into contiguous buffers, which the sweeps over its levels then read."""
-    most = 0
-    for q in range(starts.shape[0] - 1):
-        most = max(most, starts[q + 1] - starts[q])
-    A = np.empty(most, dtype=np.intp)
-    key_a = np.empty(most)
-    B = np.empty(most, dtype=np.intp)
-    key_b = np.empty(most)
-    level_a = np.empty(most, dtype=np.intp)
-    level_b = np.empty(most, dtype=np.intp)
-    suffix = np.empty(most + 1)
-    suffix_abs = np.empty(most + 1)
+    are first gathered into contiguous buffers, which the sweeps over its levels then read:
+    the rows of ``items`` and ``keys`` (:func:`_scratch`)."""
+    A, B, level_a, level_b = items[0], items[1], items[2], items[3]
+    key_a, key_b, suffix, suffix_abs = keys[0], keys[1], keys[2], keys[3]
     for q in range(starts.shape[0] - 1):
         s, e = starts[q], starts[q + 1]
         m = e - s
@@ -370,8 +373,10 @@ def _sums(starts, level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude):  #
             lb = level[by_b[s + k]]
             level_b[k] = lb
             level_a[k] = level[by_a[s + k]]
-            lo_level = min(lo_level, lb)
-            hi_level = max(hi_level, lb)
+            if lb < lo_level:  # min and max without compiling numba's ``min`` and ``max``
+                lo_level = lb
+            if lb > hi_level:
+                hi_level = lb
         for lvl in range(lo_level, hi_level):
             nA = 0  # written at every k, kept when selected: no branch to mispredict
             for k in range(m):
@@ -448,7 +453,8 @@ def pair_sums(
     magnitude = np.zeros(n)
     by_b = sorted_by_query(lay, b) if order is None else order
     by_a = by_b if monotone else sorted_by_query(lay, a)
-    _sums(lay.starts, lay.level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude)
+    items, keys = _scratch(lay.starts)
+    _sums(lay.starts, lay.level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude, items, keys)
     return cnt, cnt_other, total, magnitude
 
 
@@ -466,24 +472,20 @@ def _count_at_most(keys, n, x):  # pragma: no cover - compiled
 
 
 @numba.njit(**ENTRY)
-def _window(
-    order, starts, level, by_b, lo, hi, b, limit, out, cnt, cnt_other, total
-):  # pragma: no cover - compiled
+def _window(order, starts, level, by_b, lo, hi, b, limit, out, counts, scratch):  # pragma: no cover
     """Pairs with ``lo_i < b_j <= hi_i``, written to ``out`` up to ``limit``; returns the count
     (``by_b``: each query's items sorted by ``b``). The pairs beyond, ``b_j > hi_i``, are
-    counted on the way (``cnt``, ``cnt_other``, and ``total`` their sums of ``b_j`` per
-    preferred item, accumulated in place): each ``i`` adds 1 to the other items from its
-    cut on, summed over the cuts in one pass."""
+    counted on the way (``counts``: ``cnt``, ``cnt_other``, and ``total`` their sums of
+    ``b_j`` per preferred item, accumulated in place): each ``i`` adds 1 to the other items
+    from its cut on, summed over the cuts in one pass. ``scratch`` (:func:`_scratch`) holds
+    its buffers."""
     found = 0
-    most = 0
-    for q in range(starts.shape[0] - 1):
-        most = max(most, starts[q + 1] - starts[q])
-    keys = np.empty(most)
-    B = np.empty(most, dtype=np.intp)
-    level_b = np.empty(most, dtype=np.intp)
-    A = np.empty(most, dtype=np.intp)
-    suffix = np.empty(most + 1)
-    cuts = np.zeros(most + 1, dtype=np.int64)
+    cnt, cnt_other, total = counts
+    items, floats = scratch
+    B, level_b, A, cuts = items[0], items[1], items[2], items[3]
+    keys, suffix = floats[0], floats[1]
+    for r in range(cuts.shape[0]):
+        cuts[r] = 0
     for q in range(starts.shape[0] - 1):
         s, e = starts[q], starts[q + 1]
         m = e - s
@@ -493,8 +495,10 @@ def _window(
         for k in range(m):
             lb = level[by_b[s + k]]
             level_b[k] = lb
-            lo_level = min(lo_level, lb)
-            hi_level = max(hi_level, lb)
+            if lb < lo_level:  # min and max without compiling numba's ``min`` and ``max``
+                lo_level = lb
+            if lb > hi_level:
+                hi_level = lb
         for lvl in range(lo_level, hi_level):
             nB = 0  # written at every k, kept when selected: no branch to mispredict
             for k in range(m):
@@ -552,7 +556,7 @@ def window_sides(
     cnt_other = np.zeros(n, dtype=np.int64)
     total = np.zeros(n)
     by_b = sorted_by_query(lay, b) if order is None else order
-    found = _window(
-        lay.order, lay.starts, lay.level, by_b, lo, hi, b, limit, out, cnt, cnt_other, total
-    )
+    scratch = _scratch(lay.starts)
+    counts = (cnt, cnt_other, total)
+    found = _window(lay.order, lay.starts, lay.level, by_b, lo, hi, b, limit, out, counts, scratch)
     return (out[:found] if found <= limit else None), cnt, cnt_other, total

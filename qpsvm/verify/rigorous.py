@@ -194,26 +194,24 @@ def lower_sum(a: np.ndarray) -> float:
 
 
 @numba.njit(**ENTRY)
-def _abs_rows(R, v):  # pragma: no cover - compiled
-    """``|R| |v|`` for a C-contiguous ``R``, one output entry at a time (no copy of ``|R|``)."""
-    out = np.zeros(R.shape[0])
+def _abs_rows(R, v, out):  # pragma: no cover - compiled
+    """``out = |R| |v|`` for a C-contiguous ``R``, one output entry at a time (no copy of
+    ``|R|``). The outputs of this module's kernels are allocated by their callers: numba's
+    allocation helpers would compile with each kernel (about 0.1 s of a cold call)."""
     for j in range(R.shape[0]):
         total = 0.0
         for i in range(R.shape[1]):
             total += abs(R[j, i]) * abs(v[i])
         out[j] = total
-    return out
 
 
 @numba.njit(**ENTRY)
-def _abs_columns(M, v):  # pragma: no cover - compiled
-    """``|M|^T |v|`` for a C-contiguous ``M``, row by row (no copy of ``|M|``)."""
-    out = np.zeros(M.shape[1])
+def _abs_columns(M, v, out):  # pragma: no cover - compiled
+    """``out += |M|^T |v|`` for a C-contiguous ``M``, row by row (no copy of ``|M|``)."""
     for i in range(M.shape[0]):
         a = abs(v[i])
         for j in range(M.shape[1]):
             out[j] += abs(M[i, j]) * a
-    return out
 
 
 def _abs_columns_numpy(M: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -236,21 +234,24 @@ def _abs_product(M: Any, v: np.ndarray) -> np.ndarray:
         if M.flags.c_contiguous:
             if uncompiled(_abs_columns, M.shape[0], ABS_ROWS):
                 return _abs_columns_numpy(M, v)
-            return _abs_columns(M, v)
+            out = np.zeros(M.shape[1])
+            _abs_columns(M, v, out)
+            return out
         if M.flags.f_contiguous:
             if uncompiled(_abs_rows, M.shape[0], ABS_ROWS):
                 return _abs_columns_numpy(M, v)
-            return _abs_rows(M.T, v)
+            out = np.empty(M.shape[1])
+            _abs_rows(M.T, v, out)
+            return out
     A = abs(M) if sp.issparse(M) else np.abs(M)
     return np.asarray(A.T @ np.abs(v)).ravel()
 
 
 @numba.njit(**ENTRY, fastmath={"reassoc"})
-def _rows_product(R, v, u):  # pragma: no cover - compiled
-    """``R v`` and ``|R| u`` of a C-contiguous ``R`` in one pass, each row's sums in any order
-    (``reassoc``: vectorised; the plain product's bound holds for every order)."""
-    hi = np.empty(R.shape[0])
-    magnitude = np.empty(R.shape[0])
+def _rows_product(R, v, u, hi, magnitude):  # pragma: no cover - compiled
+    """``hi = R v`` and ``magnitude = |R| u`` of a C-contiguous ``R`` in one pass, each row's
+    sums in any order (``reassoc``: vectorised; the plain product's bound holds for every
+    order)."""
     for j in range(R.shape[0]):
         total = 0.0
         size = 0.0
@@ -260,14 +261,12 @@ def _rows_product(R, v, u):  # pragma: no cover - compiled
             size += abs(x) * u[i]
         hi[j] = total
         magnitude[j] = size
-    return hi, magnitude
 
 
 @numba.njit(**ENTRY, fastmath={"reassoc"})
-def _columns_product(M, v, u):  # pragma: no cover - compiled
-    """``M^T v`` and ``|M|^T u`` of a C-contiguous ``M`` in one pass, row by row."""
-    hi = np.zeros(M.shape[1])
-    magnitude = np.zeros(M.shape[1])
+def _columns_product(M, v, u, hi, magnitude):  # pragma: no cover - compiled
+    """``hi += M^T v`` and ``magnitude += |M|^T u`` of a C-contiguous ``M`` in one pass, row
+    by row."""
     for i in range(M.shape[0]):
         a = v[i]
         b = u[i]
@@ -275,7 +274,6 @@ def _columns_product(M, v, u):  # pragma: no cover - compiled
             x = M[i, j]
             hi[j] += x * a
             magnitude[j] += abs(x) * b
-    return hi, magnitude
 
 
 def _plain_product(M: Any, v: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -285,10 +283,13 @@ def _plain_product(M: Any, v: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np
     v = np.asarray(v, dtype=np.float64)
     if isinstance(M, np.ndarray) and M.dtype == np.float64 and M.ndim == 2 and v.ndim == 1:
         u = np.ascontiguousarray(u, dtype=np.float64)
+        hi, magnitude = np.zeros(M.shape[1]), np.zeros(M.shape[1])
         if M.flags.f_contiguous and not uncompiled(_rows_product, M.shape[1], ABS_ROWS):
-            return _rows_product(M.T, v, u)
+            _rows_product(M.T, v, u, hi, magnitude)
+            return hi, magnitude
         if M.flags.c_contiguous and not uncompiled(_columns_product, M.shape[0], ABS_ROWS):
-            return _columns_product(M, v, u)
+            _columns_product(M, v, u, hi, magnitude)
+            return hi, magnitude
     hi = np.asarray(M.T @ v, dtype=np.float64).ravel()
     return hi, _abs_product(M, u)
 
