@@ -524,8 +524,8 @@ def test_cold_chain_and_ranking_compile_only_qpsvms_kernels_and_return_the_warm_
     # a fresh process with an empty compile cache: the structural chain's and the one-slack
     # ranking's kernels get their scratch arrays from their callers and compare scalars by
     # hand, so that a first call compiles none of numba's own helpers (np.empty, np.zeros,
-    # min, max: about 0.2-0.3 s of each kind's cold call); the answers are this process's
-    # (compiled paths) to the bit
+    # min, max: about 0.2-0.3 s of each kind's cold call), and each of its own for one
+    # signature; the answers are this process's (compiled paths) to the bit
     env = {**os.environ, "QPSVM_CACHE_DIR": str(tmp_path)}
     out = subprocess.run(
         [sys.executable, "-c", COLD_STRUCTURED],
@@ -536,6 +536,7 @@ def test_cold_chain_and_ranking_compile_only_qpsvms_kernels_and_return_the_warm_
     )
     cold = json.loads(out.stdout.decode().splitlines()[-1])
     assert cold["compiled"] and all(name.startswith("qpsvm.") for name in cold["compiled"])
+    assert len(set(cold["compiled"])) == len(cold["compiled"])  # each for one signature
     namespace: dict = {}
     exec(FITS, namespace)
     for warm, (w, lower, upper) in zip(namespace["fits"](), cold["answers"], strict=True):

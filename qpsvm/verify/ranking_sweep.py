@@ -500,7 +500,9 @@ def _window(order, starts, level, by_b, lo, hi, b, limit, out, counts, scratch):
             if lb > hi_level:
                 hi_level = lb
         for lvl in range(lo_level, hi_level):
-            nB = 0  # written at every k, kept when selected: no branch to mispredict
+            # written at every k, kept when selected: no branch to mispredict; an int64, not
+            # Literal[int](0), or _count_at_most compiles for that literal too
+            nB = np.int64(0)
             for k in range(m):
                 j = by_b[s + k]
                 B[nB] = j
