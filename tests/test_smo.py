@@ -14,6 +14,7 @@ from sklearn.datasets import make_classification
 from sklearn.svm import SVC
 
 import qpsvm
+from qpsvm import support_sets
 from qpsvm.solution import Candidate
 from qpsvm.solvers import smo
 from qpsvm.solvers.smo import (
@@ -653,3 +654,82 @@ def test_kernel_product_over_more_rows_than_the_cache_evicts_none():
     full = KernelCache(kernel, X, 1.0)
     np.testing.assert_array_equal(product, full.matvec(v))
     np.testing.assert_allclose(product, kernel(X, X) @ v, rtol=1e-13, atol=1e-13)
+
+
+def _kkt_factors(monkeypatch):
+    """Record which factorisation each solve of the KKT equations forms."""
+    calls = []
+    for name in ("single_solver", "symmetric_solver"):
+        real = getattr(support_sets, name)
+
+        def spy(A, real=real, name=name):
+            calls.append(name)
+            return real(A)
+
+        monkeypatch.setattr(support_sets, name, spy)
+    return calls
+
+
+def test_kkt_equations_of_a_large_kernel_block_refine_a_single_precision_factor(monkeypatch):
+    # rbf, gamma 0.05, C = 100: SMO's 379 free multipliers at 1e-4 (the bordered block's
+    # condition number about 1e2, so a single-precision correction divides the residual by
+    # about 1e5): the single-precision LDL^T refined in double reaches double's residual floor
+    # without a double factor, and its multipliers are the double factor's to round-off
+    X, y = make_classification(
+        n_samples=400, n_features=20, n_informative=10, flip_y=0.1, random_state=0
+    )
+    f = qpsvm.SoftMarginDual(X, y, kernel="rbf", gamma=0.05, C=100.0)
+    alpha = f.solve(method="smo", tol=1e-4, certify=False).alpha
+    M = np.flatnonzero((alpha > 0) & (alpha < f.upper))
+    E = np.flatnonzero(alpha >= f.upper)
+    assert M.size >= support_sets.MIXED_MIN
+    calls = _kkt_factors(monkeypatch)
+    mixed, b_mixed, _ = support_sets.support_solution(f, M, E)
+    assert calls == ["single_solver"]
+    monkeypatch.setattr(support_sets, "MIXED_MIN", M.size + 1)
+    double, b_double, _ = support_sets.support_solution(f, M, E)
+    assert calls == ["single_solver", "symmetric_solver"]
+    np.testing.assert_allclose(mixed, double, rtol=0, atol=1e-12 * np.max(np.abs(double)))
+    assert b_mixed == pytest.approx(b_double, rel=1e-12)
+
+
+def test_kkt_polish_with_the_single_precision_factor_certifies_the_same_optimum(monkeypatch):
+    # SMO's polish (one decade below its first stage, as at rbf n = 2000, C = 100) solves the
+    # equations on its free set by the single-precision factor; the answer is certified and
+    # equals the one with the double factor within the two certified gaps
+    X, y = make_classification(
+        n_samples=400, n_features=20, n_informative=10, flip_y=0.1, random_state=0
+    )
+    monkeypatch.setattr(smo, "_polish_plan", lambda *args: NEXT)
+    calls = _kkt_factors(monkeypatch)
+    f = qpsvm.SoftMarginDual(X, y, kernel="rbf", gamma=0.05, C=100.0)
+    mixed = f.solve(method="smo", gap=5e-12)
+    assert calls == ["single_solver"]
+    monkeypatch.setattr(support_sets, "MIXED_MIN", X.shape[0] + 1)
+    f = qpsvm.SoftMarginDual(X, y, kernel="rbf", gamma=0.05, C=100.0)
+    double = f.solve(method="smo", gap=5e-12)
+    assert mixed.status == double.status == "gap"
+    assert mixed.certificate.passed and mixed.certificate.relative_gap <= 1e-10
+    assert abs(mixed.objective - double.objective) <= (
+        mixed.certificate.gap + double.certificate.gap
+    )
+
+
+def test_kkt_equations_fall_back_to_the_double_factor_on_an_ill_conditioned_block(
+    monkeypatch,
+):
+    # rbf, gamma 3e-4: the block of 300 samples has condition number about 6e8, beyond single
+    # precision (its first correction does not lower the residual); the double factor then
+    # starts from the same point, so the answer is the double path's to the bit
+    X, y = make_classification(
+        n_samples=400, n_features=20, n_informative=10, flip_y=0.1, random_state=0
+    )
+    f = qpsvm.SoftMarginDual(X, y, kernel="rbf", gamma=3e-4, C=100.0)
+    M, E = np.arange(300), np.arange(0)
+    calls = _kkt_factors(monkeypatch)
+    mixed, b_mixed, _ = support_sets.support_solution(f, M, E)
+    assert calls == ["single_solver", "symmetric_solver"]
+    monkeypatch.setattr(support_sets, "MIXED_MIN", M.size + 1)
+    double, b_double, _ = support_sets.support_solution(f, M, E)
+    np.testing.assert_array_equal(mixed, double)
+    assert b_mixed == b_double
