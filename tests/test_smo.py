@@ -733,3 +733,50 @@ def test_kkt_equations_fall_back_to_the_double_factor_on_an_ill_conditioned_bloc
     double, b_double, _ = support_sets.support_solution(f, M, E)
     np.testing.assert_array_equal(mixed, double)
     assert b_mixed == b_double
+
+
+def test_kkt_polish_plan_counts_the_rows_the_cache_cannot_hold():
+    # rbf n = 20000, gamma = 0.05, C = 1: 18643 first-stage steps, 6017 free of 8817 support
+    # vectors, 1310 slots of 20000 entries, the gap 8.5 decades above its target. Priced at
+    # the free set alone a tail step is cheap and the equations never pay; a step also
+    # computes the two rows the cache misses in proportion 1 - 1310 / 6017 (406 us a step
+    # measured, 34 us of it the free set's share), and the equations then pay after a decade
+    # (measured: the tail 15.6 s, one decade and the equations 8.2 s)
+    n, k, slots, support = 20000, 6017, 1310, 8817
+    per_decade = 18643 / np.log10(2 / 1e-3)
+    alpha, upper = np.full(k, 0.5), np.ones(k)
+    miss = 1.0 - slots / k
+    computed = (k - slots) + smo.POLISH_PRODUCTS * support * miss
+    misses = (miss * 2.0 * n * smo.ROW_ENTRY, computed * n * smo.ROW_ENTRY)
+    assert _polish_plan(alpha, upper, per_decade, 8.5) == NEVER
+    assert _polish_plan(alpha, upper, per_decade, 8.5, misses) == NEXT
+
+
+def test_kkt_polish_after_a_decade_where_the_rows_miss_the_cache(monkeypatch):
+    # the same problem with every row cached (no misses: SMO's tail) and with 32 slots for
+    # its 400 rows (the tail's rows mostly recomputed: one more decade, then the equations):
+    # both certified, the same optimum within their gaps, fewer steps with the small cache
+    X, y = make_classification(
+        n_samples=400, n_features=20, n_informative=10, flip_y=0.1, random_state=0
+    )
+    plans = []
+
+    def plan(*args):
+        plans.append((args[4], _polish_plan(*args)))
+        return plans[-1][1]
+
+    monkeypatch.setattr(smo, "_polish_plan", plan)
+    solved = []
+    for megabytes in (200.0, 0.1):
+        f = qpsvm.SoftMarginDual(X, y, kernel="rbf", gamma=0.05, C=1.0)
+        f.kernel_cache_size = megabytes
+        solved.append(f.solve(method="smo", gap=5e-12))
+    assert [p for _, p in plans] == [NEVER, NEXT]
+    assert plans[0][0] == (0.0, 0.0) and min(plans[1][0]) > 0
+    cached, missed = solved
+    assert cached.status == missed.status == "gap"
+    assert missed.certificate.passed and cached.certificate.passed
+    assert missed.n_iter < cached.n_iter
+    assert abs(missed.objective - cached.objective) <= (
+        missed.certificate.gap + cached.certificate.gap
+    )

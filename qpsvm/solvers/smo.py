@@ -128,6 +128,9 @@ POLISH_ROUNDS = 3
 POLISH_FLOP = 1.0 / 190.0
 POLISH_ENTRY = 3.5
 POLISH_FIXED = 2e5
+#: Products over the support vectors a polish takes beyond the tail's own exact gradient (the
+#: scores of the bound multipliers, of its solution for the intercept and for the gradient).
+POLISH_PRODUCTS = 2
 #: The plans of :func:`_polish_plan`, and :data:`CG` of :func:`_cg_pays`.
 NOW, NEXT, NEVER, CG = "now", "next", "never", "cg"
 #: Free rows sampled for the Gershgorin radius of the free block (:func:`_cg_pays`).
@@ -655,10 +658,11 @@ def _tighten(
     as :func:`_polish_plan` decides at the first stage's point (SMO took ``per_decade`` steps
     per decade of violation to reach it): at once, and again each :data:`POLISH_STEP` the gap
     falls, where they are cheap (:data:`NOW`); once, after one more decade of steps, where
-    they cost less than the tail (:data:`NEXT`); else never. Where they are never tried
-    and :func:`_cg_pays` finds conjugate gradients on the free set cheaper than the tail
-    (:data:`CG`), one :func:`_cg_step` replaces it: at once where every multiplier is free
-    (measured, rbf gamma = 0.5, C = 100: n = 2000 0.124-0.144 s against 0.156 s after a
+    they cost less than the tail (:data:`NEXT`); else never. Where they are not tried at once
+    and :func:`_cg_pays` finds conjugate gradients on the free set cheaper than the tail and
+    than the equations after a decade (:data:`CG`), one :func:`_cg_step` replaces it: at
+    once where every multiplier is free (measured, rbf gamma = 0.5, C = 100: n = 2000
+    0.124-0.144 s against 0.156 s after a
     decade, n = 8000 5.59 s against 6.36 s), else after one more decade of steps (C = 1,
     3858 of 8000 at C: 5.66 s against 7.66 s at once, where the step is cut at the box)."""
     alpha, G = state.alpha, state.G
@@ -671,8 +675,11 @@ def _tighten(
         reached = estimate <= target or estimate <= gap_resolution(f, alpha, state.diag, estimate)
         if not plan:
             decades = math.log10(max(estimate, target) / target)
-            plan = _polish_plan(alpha, f.upper, per_decade, decades)
-            budget = _cg_pays(f, state, per_decade, decades) if plan == NEVER else 0.0
+            misses = _row_misses(f, state)
+            plan = _polish_plan(alpha, f.upper, per_decade, decades, misses)
+            cost, step = _polish_cost(alpha, f.upper, misses)
+            rival = math.inf if plan == NEVER else cost + step * per_decade
+            budget = _cg_pays(f, state, per_decade, decades, rival) if plan != NOW else 0.0
             plan = CG if budget > 0 else plan
             settled = bool(np.all((alpha > 0) & (alpha < f.upper)))
         if not reached and plan == CG and (steps > 0 or settled):
@@ -751,33 +758,58 @@ def _polish(
     return False
 
 
-def _polish_plan(alpha: np.ndarray, upper: np.ndarray, per_decade: float, decades: float) -> str:
+def _polish_plan(
+    alpha: np.ndarray,
+    upper: np.ndarray,
+    per_decade: float,
+    decades: float,
+    misses: tuple[float, float] = (0.0, 0.0),
+) -> str:
     r"""When the KKT equations on the free set ``F = {0 < alpha_i < C s_i}`` are worth solving,
     from their cost against SMO's steps, both in units of one step's work on one free
     multiplier: the equations cost :math:`c = |F|^3 / 3 \cdot` :data:`POLISH_FLOP`
-    :math:`+ |F|^2 \cdot` :data:`POLISH_ENTRY`, a decade of SMO's violation
-    :math:`s = |F| \cdot` ``per_decade``, and the tail to the gap ``decades`` decades of it
+    :math:`+ |F|^2 \cdot` :data:`POLISH_ENTRY` plus ``misses[1]``, a step :math:`|F|` plus
+    ``misses[0]`` (the rows the cache cannot hold, :func:`_row_misses`), a decade of SMO's
+    violation ``per_decade`` steps, and the tail to the gap ``decades`` decades of it
     (SMO converges linearly near the optimum: measured at n = 2000, rbf and poly, its tail
     takes 0.7-1.1 times the first stage's steps per decade). :data:`NOW` where one solve
     costs at most one decade (the poly kernel: 40000 steps for 600 free; rbf n = 2000,
     gamma = 0.005, C = 10: one solve on 221 free certified at ``1e-3``, 20 ms, where a decade
     first took 22 ms more), :data:`NEXT` where one solve and the decade of steps before it
     cost less than the tail, else :data:`NEVER`."""
-    k = int(np.count_nonzero((alpha > 0) & (alpha < upper)))
-    if k == 0:
+    cost, step = _polish_cost(alpha, upper, misses)
+    if step == 0:
         return NEVER
-    cost = k**3 / 3.0 * POLISH_FLOP + k**2 * POLISH_ENTRY + POLISH_FIXED
-    decade = k * per_decade
+    decade = step * per_decade
     if cost <= decade:
         return NOW
     return NEXT if cost + decade <= decades * decade else NEVER
 
 
-def _cg_pays(f: BinaryProblem, state: _SMOState, per_decade: float, decades: float) -> float:
+def _polish_cost(
+    alpha: np.ndarray, upper: np.ndarray, misses: tuple[float, float]
+) -> tuple[float, float]:
+    """The cost of the KKT equations on the free set and of one SMO step, in the units and
+    with the ``misses`` of :func:`_polish_plan` (both 0 without a free multiplier)."""
+    k = int(np.count_nonzero((alpha > 0) & (alpha < upper)))
+    if k == 0:
+        return 0.0, 0.0
+    cost = k**3 / 3.0 * POLISH_FLOP + k**2 * POLISH_ENTRY + POLISH_FIXED + misses[1]
+    return cost, k + misses[0]
+
+
+def _cg_pays(
+    f: BinaryProblem,
+    state: _SMOState,
+    per_decade: float,
+    decades: float,
+    rival: float = math.inf,
+) -> float:
     r"""The cost of SMO's tail (``decades`` decades of ``per_decade`` steps) when a
     conjugate-gradient step on the free set (:func:`_cg_step`) costs less, else 0 (the step
     is taken at once where every multiplier is free, else after one decade of steps, whose
-    cost it includes); both in the units of :func:`_polish_plan`. A tail step costs
+    cost it includes) and than ``rival`` (the KKT equations after a decade, where
+    :func:`_polish_plan` plans them); both in the units of :func:`_polish_plan`. A tail step costs
     :math:`|F|` plus the rows it computes: two of :math:`n` entries at :data:`ROW_ENTRY`
     each, missed in proportion ``1 - slots / |F|`` where the cache holds fewer rows than the
     free set (measured, rbf n = 8000, gamma = 0.5, C = 100, 3276 slots for 8000 free: 70-96 us
@@ -816,7 +848,30 @@ def _cg_pays(f: BinaryProblem, state: _SMOState, per_decade: float, decades: flo
     gradient = support * n * (CG_CACHED + miss * ROW_ENTRY)
     decade = 0.0 if k == n else per_decade * step
     cost = decade + ((decades + 1.0) / rate + 1.0) * product + gradient
-    return tail if cost < tail else 0.0
+    return tail if cost < min(tail, rival) else 0.0
+
+
+def _row_misses(f: BinaryProblem, state: _SMOState) -> tuple[float, float]:
+    r"""What the kernel rows the cache cannot hold add, in the units of :func:`_polish_plan`,
+    to one step of SMO's tail and to the KKT equations on its free set ``F``: a step computes
+    two rows of ``n`` entries at :data:`ROW_ENTRY` each, missed in proportion
+    ``1 - slots / |F|`` (as in :func:`_cg_pays`); the equations compute the free rows the
+    cache does not hold, whole, for their block, and in :data:`POLISH_PRODUCTS` products over
+    the support vectors the share ``miss`` of their rows (the products' reads are in
+    :data:`POLISH_FIXED`). Zero where every free row fits (measured,
+    rbf n = 20000, gamma = 0.05, C = 1, 6017 free and 1310 slots: a tail step 406 us where
+    the free set's share is 34 us)."""
+    rows, slot_of = state.arrays[0], state.arrays[1]
+    alpha, n = state.alpha, f.n_samples
+    free = (alpha > 0) & (alpha < f.upper)
+    k = int(np.count_nonzero(free))
+    if k == 0 or slot_of.size != n:
+        return 0.0, 0.0
+    miss = max(0.0, 1.0 - rows.shape[0] / k)
+    held = int(np.count_nonzero(slot_of[free] >= 0))
+    support = int(np.count_nonzero(alpha))
+    computed = (k - held) + POLISH_PRODUCTS * support * miss
+    return miss * 2.0 * n * ROW_ENTRY, computed * n * ROW_ENTRY
 
 
 def _cg_product_cost(slots: int, n: int, k: int, held: int) -> float:
