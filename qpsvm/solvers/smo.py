@@ -659,12 +659,13 @@ def _tighten(
     per decade of violation to reach it): at once, and again each :data:`POLISH_STEP` the gap
     falls, where they are cheap (:data:`NOW`); once, after one more decade of steps, where
     they cost less than the tail (:data:`NEXT`); else never. Where they are not tried at once
-    and :func:`_cg_pays` finds conjugate gradients on the free set cheaper than the tail and
-    than the equations after a decade (:data:`CG`), one :func:`_cg_step` replaces it: at
-    once where every multiplier is free (measured, rbf gamma = 0.5, C = 100: n = 2000
-    0.124-0.144 s against 0.156 s after a
-    decade, n = 8000 5.59 s against 6.36 s), else after one more decade of steps (C = 1,
-    3858 of 8000 at C: 5.66 s against 7.66 s at once, where the step is cut at the box)."""
+    and :func:`_cg_pays` finds conjugate gradients on the free set cheaper than the tail
+    (:data:`CG`, taken before the equations after a decade: measured, rbf n = 2000,
+    gamma 0.5, C = 1, 0.10 s against 0.49 s, whose sets at ``1e-4`` are still off), one
+    :func:`_cg_step` replaces it: at once where every multiplier is free (measured, rbf
+    gamma = 0.5, C = 100: n = 2000 0.124-0.144 s against 0.156 s after a decade, n = 8000
+    5.59 s against 6.36 s), else after one more decade of steps (C = 1, 3858 of 8000 at C:
+    5.66 s against 7.66 s at once, where the step is cut at the box)."""
     alpha, G = state.alpha, state.G
     floor = GRADIENT_ULPS * np.finfo(float).eps * max(1.0, float(np.max(np.abs(G))))
     steps, fresh, polished, plan = 0, False, math.inf, ""
@@ -677,9 +678,7 @@ def _tighten(
             decades = math.log10(max(estimate, target) / target)
             misses = _row_misses(f, state)
             plan = _polish_plan(alpha, f.upper, per_decade, decades, misses)
-            cost, step = _polish_cost(alpha, f.upper, misses)
-            rival = math.inf if plan == NEVER else cost + step * per_decade
-            budget = _cg_pays(f, state, per_decade, decades, rival) if plan != NOW else 0.0
+            budget = _cg_pays(f, state, per_decade, decades) if plan != NOW else 0.0
             plan = CG if budget > 0 else plan
             settled = bool(np.all((alpha > 0) & (alpha < f.upper)))
         if not reached and plan == CG and (steps > 0 or settled):
@@ -777,39 +776,21 @@ def _polish_plan(
     gamma = 0.005, C = 10: one solve on 221 free certified at ``1e-3``, 20 ms, where a decade
     first took 22 ms more), :data:`NEXT` where one solve and the decade of steps before it
     cost less than the tail, else :data:`NEVER`."""
-    cost, step = _polish_cost(alpha, upper, misses)
-    if step == 0:
+    k = int(np.count_nonzero((alpha > 0) & (alpha < upper)))
+    if k == 0:
         return NEVER
-    decade = step * per_decade
+    cost = k**3 / 3.0 * POLISH_FLOP + k**2 * POLISH_ENTRY + POLISH_FIXED + misses[1]
+    decade = (k + misses[0]) * per_decade
     if cost <= decade:
         return NOW
     return NEXT if cost + decade <= decades * decade else NEVER
 
 
-def _polish_cost(
-    alpha: np.ndarray, upper: np.ndarray, misses: tuple[float, float]
-) -> tuple[float, float]:
-    """The cost of the KKT equations on the free set and of one SMO step, in the units and
-    with the ``misses`` of :func:`_polish_plan` (both 0 without a free multiplier)."""
-    k = int(np.count_nonzero((alpha > 0) & (alpha < upper)))
-    if k == 0:
-        return 0.0, 0.0
-    cost = k**3 / 3.0 * POLISH_FLOP + k**2 * POLISH_ENTRY + POLISH_FIXED + misses[1]
-    return cost, k + misses[0]
-
-
-def _cg_pays(
-    f: BinaryProblem,
-    state: _SMOState,
-    per_decade: float,
-    decades: float,
-    rival: float = math.inf,
-) -> float:
+def _cg_pays(f: BinaryProblem, state: _SMOState, per_decade: float, decades: float) -> float:
     r"""The cost of SMO's tail (``decades`` decades of ``per_decade`` steps) when a
     conjugate-gradient step on the free set (:func:`_cg_step`) costs less, else 0 (the step
     is taken at once where every multiplier is free, else after one decade of steps, whose
-    cost it includes) and than ``rival`` (the KKT equations after a decade, where
-    :func:`_polish_plan` plans them); both in the units of :func:`_polish_plan`. A tail step costs
+    cost it includes); both in the units of :func:`_polish_plan`. A tail step costs
     :math:`|F|` plus the rows it computes: two of :math:`n` entries at :data:`ROW_ENTRY`
     each, missed in proportion ``1 - slots / |F|`` where the cache holds fewer rows than the
     free set (measured, rbf n = 8000, gamma = 0.5, C = 100, 3276 slots for 8000 free: 70-96 us
@@ -848,7 +829,7 @@ def _cg_pays(
     gradient = support * n * (CG_CACHED + miss * ROW_ENTRY)
     decade = 0.0 if k == n else per_decade * step
     cost = decade + ((decades + 1.0) / rate + 1.0) * product + gradient
-    return tail if cost < min(tail, rival) else 0.0
+    return tail if cost < tail else 0.0
 
 
 def _row_misses(f: BinaryProblem, state: _SMOState) -> tuple[float, float]:
