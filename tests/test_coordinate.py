@@ -840,6 +840,62 @@ def test_row_norms_of_canonical_csr_equal_the_sparse_products(seed, density):
         assert np.array_equal(row_sq_norms(X), np.asarray(X.multiply(X).sum(axis=1)).ravel())
 
 
+def test_free_intercept_certificate_sums_row_norms_without_the_sparse_product(monkeypatch):
+    # the bound on |b*| takes max ||x_i|| from the squares reduced along the canonical CSR rows
+    # (row_sq_norms, the same floats as X.multiply(X)'s row sums), never forming X * X; the
+    # enclosure still holds the rational oracle's P*
+    from qpsvm.verify.rigorous import row_norms_upper
+
+    X, y = sparse_problem(7, n=30, d=90, k=4)
+    X.sum_duplicates()  # canonical, as check_data's copy is
+    reference = np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    bound = row_norms_upper(X)
+    assert np.all(bound * bound >= reference)
+
+    def refuse(self, other):
+        raise AssertionError("X * X formed")
+
+    monkeypatch.setattr(sp.csr_matrix, "multiply", refuse)
+    assert np.array_equal(row_norms_upper(X), bound)
+    sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept="free").solve(method="dcd")
+    assert sol.certificate.passed
+    monkeypatch.undo()
+    dense = qpsvm.SoftMarginPrimal(X.toarray(), y, C=1.0, intercept="free")
+    optimum = dense.solve(method="exact").info["exact"].objective
+    assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), fit_intercept=st.booleans())
+def test_certificate_scores_of_sparse_rows_are_the_enclosures_high_parts(seed, fit_intercept):
+    # the primal side's scores on CSR rows are the high parts of the rigorous bound's Dot2
+    # enclosure (one pass over the rows, not a product and the enclosure): the same floats
+    # as scipy's X @ w, so the same certified answer; the enclosure holds the oracle's P*
+    from qpsvm.formulations.binary import BinaryFormulation
+    from qpsvm.verify.rigorous import binary_margins
+
+    X, y = sparse_problem(seed, n=30, d=90, k=4)
+    if len(np.unique(y)) < 2:
+        return
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=fit_intercept)
+    w = np.random.default_rng(seed).standard_normal(90) * 10.0 ** np.arange(-3, 6).repeat(10)
+    assert np.array_equal(binary_margins(f, w)[0], f.X @ w)
+    calls = []
+    scores = BinaryFormulation.scores
+
+    def counted(self, w=None, alpha=None):
+        calls.append(w is not None)
+        return scores(self, w=w, alpha=alpha)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(BinaryFormulation, "scores", counted)
+        sol = f.solve(method="dcd")
+    assert sol.certificate.passed and not any(calls)
+    dense = qpsvm.SoftMarginPrimal(X.toarray(), y, C=1.0, fit_intercept=fit_intercept)
+    optimum = dense.solve(method="exact").info["exact"].objective
+    assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
+
+
 def test_certificate_of_the_solvers_point_expands_it_once(monkeypatch):
     # the stationarity residual reuses the expansion the dual value computed at the same
     # multipliers (the bounds' exactly feasible copy of them), one Dot2 pass fewer; on sparse

@@ -53,6 +53,7 @@ from qpsvm.verify.rigorous import (
     binary_dual_lower,
     binary_dual_sums,
     binary_feasible,
+    binary_margins,
     binary_primal_upper,
     binary_trivial_upper,
     dual_estimate,
@@ -341,8 +342,8 @@ class _KernelScores:
 class _PrimalSide:
     r"""A candidate's primal side: ``w`` (linear kernel), its scores ``s_i``, intercept ``b``,
     residuals ``r_i = y_i (s_i + b) - m_i``, hinge ``max(0, -r_i)``, objective ``P`` and
-    primal infeasibility, and the first dual point tried (the candidate's ``alpha`` made
-    feasible)."""
+    primal infeasibility, the first dual point tried (the candidate's ``alpha`` made
+    feasible) and the scores' enclosure ``(hi, lo, err)`` where it was computed with them."""
 
     alpha: np.ndarray | None
     w: np.ndarray | None
@@ -356,15 +357,24 @@ class _PrimalSide:
     infeasibility: float
     norm2: float
     scores: np.ndarray
+    enclosure: tuple | None = None
 
 
 def _candidate_scores(
-    f: BinaryProblem, w_in: Any, alpha: np.ndarray | None
-) -> tuple[np.ndarray | None, np.ndarray, float, _KernelScores | None]:
-    """``w``, the scores, ``||w||^2`` and (kernels) the scores' error bounds of a candidate."""
+    f: BinaryProblem, w_in: Any, alpha: np.ndarray | None, enclose: bool = False
+) -> tuple[np.ndarray | None, np.ndarray, float, _KernelScores | None, tuple | None]:
+    """``w``, the scores, ``||w||^2``, (kernels) the scores' error bounds of a candidate and
+    (``enclose``, CSR rows) the scores' enclosure for the rigorous primal bound
+    (:func:`~qpsvm.verify.rigorous.binary_margins`), whose high parts are the scores: each
+    row's Dot2 adds the rounded products in the row's order from 0, as scipy's product
+    ``X w`` does, the same floats (one pass over the rows instead of two: 8 of the 65 ms
+    of the certificate at 10000 x 1e6, 100 nonzeros a row)."""
     if f.linear:
         w = f.check_w(w_in) if w_in is not None else f.expansion(alpha)
-        return w, f.scores(w=w), fsum_dot(w, w), None
+        if enclose and f.X.format == "csr":
+            enclosure = binary_margins(f, w)
+            return w, enclosure[0], fsum_dot(w, w), None, enclosure
+        return w, f.scores(w=w), fsum_dot(w, w), None, None
     if alpha is None:
         raise InvalidInputError(
             f"the {f.kernel.name!r} kernel has no explicit w: certify alpha instead."
@@ -378,14 +388,16 @@ def _candidate_scores(
         scores,
         fsum_dot(alpha * f.y, scores),
         _KernelScores(ulps, scores, e, first, g_first, e_first, kernel_proven(f.X, ulps)),
+        None,
     )
 
 
-def _primal_side(f: BinaryProblem, cand: Candidate) -> _PrimalSide:
+def _primal_side(f: BinaryProblem, cand: Candidate, enclose: bool = False) -> _PrimalSide:
     """The candidate's primal side (:class:`_PrimalSide`); a given ``xi`` is checked for
-    feasibility, ``b=None`` takes the best intercept for the scores."""
+    feasibility, ``b=None`` takes the best intercept for the scores; ``enclose``: the scores
+    of sparse rows enclosed as the rigorous primal bound takes them (:func:`_candidate_scores`)."""
     alpha_in = f.check_alpha(cand.alpha) if cand.alpha is not None else None
-    w, scores, norm2, kernel = _candidate_scores(f, cand.w, alpha_in)
+    w, scores, norm2, kernel, enclosure = _candidate_scores(f, cand.w, alpha_in, enclose)
     b = f.optimal_intercept(scores) if cand.b is None else f.check_b(cand.b)
     margins = f.y * (scores + b)
     residual = margins - f.margin
@@ -407,7 +419,19 @@ def _primal_side(f: BinaryProblem, cand: Candidate) -> _PrimalSide:
     else:
         first = None if alpha_in is None else feasible_near(f, alpha_in)
     return _PrimalSide(
-        alpha_in, w, kernel, first, b, residual, hinge, hard, primal, primal_inf, norm2, scores
+        alpha_in,
+        w,
+        kernel,
+        first,
+        b,
+        residual,
+        hinge,
+        hard,
+        primal,
+        primal_inf,
+        norm2,
+        scores,
+        enclosure,
     )
 
 
@@ -474,7 +498,9 @@ def _linear_bounds(
     point, and the allowance for rounding in the bounds (:mod:`qpsvm.verify.rigorous`,
     :func:`~qpsvm.verify.certificate.evaluation_allowance`), for an explicit ``w``; ``sums``
     the search's :class:`~qpsvm.verify.rigorous.DualSums` of ``alpha``, if it has them."""
-    primal, worst, primal_estimate = binary_primal_upper(f, side.w, side.b, pairs, side.norm2)
+    primal, worst, primal_estimate = binary_primal_upper(
+        f, side.w, side.b, pairs, side.norm2, None if pairs is not None else side.enclosure
+    )
     primal_inf = max(0.0, worst) if side.hard else side.infeasibility
     reference = primal if math.isfinite(primal) else binary_trivial_upper(f)
     dual, alpha, estimate = binary_dual_lower(f, alpha, reference, pairs, sums)
@@ -630,9 +656,10 @@ def certify_binary(
     tol = check_tol(tol)
     if cand.w is None and cand.alpha is None:
         raise InvalidInputError("nothing to certify: pass a solution, w (and b), or alpha.")
-    side = _primal_side(f, cand)
-    # on sparse rows the search's few points (the candidate's, the ascent's) are enclosed
+    # on sparse rows the search's few points (the candidate's, the ascent's) are enclosed,
+    # and the scores with them
     enclose = f.linear and pairs is None and sp.issparse(f.X)
+    side = _primal_side(f, cand, enclose)
     alpha, dual_float, expansions = _search_dual(f, side, tol, hints, enclose, ceiling)
     if f.linear:
         sums = next((s for point, _, s in expansions.values() if point is alpha), None)

@@ -67,6 +67,7 @@ from qpsvm._numerics import (
     uncompiled,
     up,
 )
+from qpsvm._rows import row_sq_norms
 
 __all__ = [
     "TINY",
@@ -580,9 +581,11 @@ def _sqrt_up(x: float) -> float:
 
 def row_norms_upper(X: Any) -> np.ndarray:
     r"""Upper bounds on every ``||x_i||`` (the computed squares' sum within
-    :math:`\gamma_{d+2}` of itself, its square root rounded up)."""
-    sq = X.multiply(X).sum(axis=1) if sp.issparse(X) else np.einsum("ij,ij->i", X, X)
-    sq = np.asarray(sq, dtype=np.float64).ravel()
+    :math:`\gamma_{d+2}` of itself in any order of summation, its square root rounded up).
+    The squares are summed by :func:`qpsvm._rows.row_sq_norms`: along the rows of a canonical
+    CSR matrix without forming ``X * X``, the same floats (10000 x 1e6, 100 nonzeros a row:
+    1.3 ms against 3.2 ms)."""
+    sq = np.asarray(row_sq_norms(X), dtype=np.float64).ravel()
     return up(np.sqrt(up(sq * (1.0 + 2.0 * gamma(X.shape[1] + 2)))))
 
 
@@ -669,7 +672,12 @@ def binary_margins(f: BinaryRows, w: np.ndarray, pairs: Any = None) -> tuple:
 
 
 def binary_primal_upper(
-    f: BinaryRows, w: np.ndarray, b: float, pairs: Any = None, norm2: float | None = None
+    f: BinaryRows,
+    w: np.ndarray,
+    b: float,
+    pairs: Any = None,
+    norm2: float | None = None,
+    margins: tuple | None = None,
 ) -> tuple[float, float]:
     r"""An upper bound on the exact ``P(w, b) = 1/2 ||w||^2 + C sum_i s_i max(0, m_i - y_i
     (x_i.w + b))``, one on the largest exact shortfall ``max_i (m_i - y_i(x_i.w + b))``, and
@@ -678,9 +686,12 @@ def binary_primal_upper(
 
     For the hard margin (``C = inf``) the upper bound is ``inf`` unless every margin is proven
     to hold (shortfall bound ``<= 0``). ``norm2``: the Sum2 of ``w * w``
-    (:func:`~qpsvm._numerics.fsum_dot`) when the caller has it (a pass over the features).
+    (:func:`~qpsvm._numerics.fsum_dot`) when the caller has it (a pass over the features);
+    ``margins``: :func:`binary_margins` of ``w`` when the caller has them (a pass over the rows).
     """
-    r, e = shortfall(f.margin, f.y, binary_margins(f, w, pairs), b)
+    if margins is None:
+        margins = binary_margins(f, w, pairs)
+    r, e = shortfall(f.margin, f.y, margins, b)
     cost, worst = slack_cost(r, e, f.sample_weight)
     total = fsum_dot(w, w) if norm2 is None else norm2
     estimate = 0.5 * total
