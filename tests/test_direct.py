@@ -14,9 +14,11 @@ from hypothesis import strategies as st
 
 import qpsvm
 from qpsvm.solution import Candidate
-from qpsvm.solvers import direct
-from qpsvm.solvers.backends import SETTINGS, backend_order
+from qpsvm.solvers import direct, working_set
+from qpsvm.solvers.backends import SETTINGS, backend_order, solve_model
 from qpsvm.solvers.qp import solve_certified_model
+from qpsvm.solvers.warm_start import Start
+from qpsvm.solvers.working_set import BinarySets
 from qpsvm.verify import box_qp as box_qp_module
 from qpsvm.verify.box_qp import box_qp
 from qpsvm.verify.ranking_fused import rows_active_set
@@ -111,6 +113,61 @@ def test_failure_is_left_to_the_cvxpy_path(monkeypatch, cancer):
     sol = f.solve()
     assert f._model is not None and sol.certificate.passed
     assert sol.info["backend_status"] == "optimal"
+
+
+def restricted_problems():
+    """A weighted primal (dense and sparse rows, with and without intercept) and a ranking SVM
+    of graded relevance: each with its working set sorted at its optimum (units within 1e-3 of
+    their margin in ``W``, the others fixed at their bound or dropped)."""
+    out = [weighted_problem(4, 40, 3, intercept, sparse)[0] for intercept, sparse in _FLAGS]
+    rng = np.random.default_rng(14)
+    X = rng.normal(size=(60, 4))
+    relevance = np.clip(np.round(X @ [1.0, -0.5, 0.3, 0.0] + rng.normal(size=60)), -1, 1)
+    out.append(qpsvm.RankingSVM(X, y=relevance, groups=np.repeat(np.arange(6), 10), C=0.5))
+    return out
+
+
+_FLAGS = [(True, False), (False, False), (True, True)]
+
+
+@pytest.mark.parametrize("k", range(len(_FLAGS) + 1))
+def test_restricted_matrices_solve_the_restricted_model(k):
+    # the working set's restricted QP from its matrices and as the CVXPY model (solved by
+    # Clarabel too) is one problem: each w within sqrt(2 gap) of the unique restricted w*
+    # (strong convexity with modulus 1, Clarabel's gap at most 1e-10 relative), the
+    # multipliers outside W the same (C s on the fixed units, 0 on the dropped ones)
+    f = restricted_problems()[k]
+    opt = f.solve(method="qp")
+    ws = BinarySets(f, Start(Candidate(w=opt.w, b=opt.b), 1e-3, "optimum", 0))
+    assert ws.work.any() and ws.bound.any() and (~ws.work & ~ws.bound).any()
+    cand, run = ws.direct()
+    assert run.solver == "CLARABEL" and run.status == "optimal"
+    solve_model(ws.model(), ["CLARABEL"], {})
+    other = ws.read(ws.model())
+    objective = float(ws.model().problem.value)
+    radius = 2 * np.sqrt(2e-10 * max(1.0, abs(objective)))
+    assert np.linalg.norm(cand.w - other.w) <= radius
+    assert abs(cand.b - other.b) <= radius
+    outside = ~ws.work
+    np.testing.assert_array_equal(cand.alpha[outside], other.alpha[outside])
+    np.testing.assert_allclose(cand.alpha[ws.work], other.alpha[ws.work], atol=1e-6)
+
+
+def test_restricted_failure_is_left_to_the_model(monkeypatch):
+    # Clarabel stopped before it solved the matrices: the working set solves the CVXPY model
+    f = restricted_problems()[0]
+    solved = []
+
+    def model_solve(model, *args):
+        solved.append(model)
+        return solve_model(model, *args)
+
+    monkeypatch.setattr(direct, "_clarabel", lambda *args: None)
+    monkeypatch.setattr(working_set, "solve_model", model_solve)
+    sol = f.solve(method="working_set")
+    assert sol.certificate.passed and sol.solver == "CLARABEL"
+    assert len(solved) == sol.info["rounds"] > 0
+    assert f.solve(method="qp").objective == pytest.approx(sol.objective, rel=1e-9)
 
 
 #: The points the counting certifier was given.

@@ -29,6 +29,13 @@ y = np.where(X[:, 0] + 0.3 * rng.normal(size=60) > 0, 1, -1)
 print(executed(), optimize())
 print(qpsvm.SoftMarginPrimal(X, y).solve().certificate.passed, executed())
 print(qpsvm.SoftMarginDual(X, y, kernel="rbf").solve().certificate.passed, executed())
+relevance = np.clip(np.round(X @ [1.0, -0.5, 0.3] + rng.normal(size=60)), -1, 1)
+for f in (
+    qpsvm.SoftMarginPrimal(X, y),
+    qpsvm.RankingSVM(X, y=relevance, groups=np.repeat(np.arange(6), 10), C=0.5),
+):
+    sol = f.solve(method="working_set")
+    print(sol.certificate.passed and sol.info["rounds"] > 0, executed())
 print(qpsvm.HardMargin(X + 5.0 * y[:, None], y).solve().certificate.passed, executed())
 """
 
@@ -40,7 +47,9 @@ def test_cvxpy_runs_only_when_a_cvxpy_problem_is_built():
     assert out[0] == "False False"  # import qpsvm
     assert out[1] == "True False"  # the primal's direct Clarabel solve
     assert out[2] == "True False"  # the kernel working set's certified SMO start
-    assert out[3] == "True True"  # the hard margin's CVXPY problem
+    # the restricted QPs of the primal's and the ranking SVM's working sets, as matrices
+    assert out[3] == out[4] == "True False"
+    assert out[5] == "True True"  # the hard margin's CVXPY problem
 
 
 def test_status_values_are_cvxpys():

@@ -58,6 +58,10 @@ class Formulation(ABC):
     #: backend as matrices, without CVXPY's compilation (:mod:`qpsvm.solvers.direct`), tried
     #: first by ``method="qp"`` with the default backend; ``""`` without one.
     direct_qp: ClassVar[str] = ""
+    #: "module:function" ``(f, work, bound) -> (Candidate, BackendResult) | None``: the
+    #: working set's restricted QP given to its backend as matrices (:mod:`qpsvm.solvers.direct`),
+    #: tried first with the default backend; ``""`` without one.
+    direct_restricted: ClassVar[str] = ""
     #: "module:function" ``(f, solver, start) -> Solution``: the exact rational optimum
     #: (:mod:`qpsvm.solvers.exact`, ``method="exact"``); ``""`` without one.
     exact_oracle: ClassVar[str] = ""

@@ -516,6 +516,7 @@ class SoftMarginPrimal(BinaryFormulation):
     routes_composed: ClassVar[str] = "qpsvm.formulations.binary:composed_classifier"
     methods: ClassVar[tuple[str, ...]] = (*BinaryFormulation.methods, "dcd")
     direct_qp: ClassVar[str] = "qpsvm.solvers.direct:solve_primal_direct"
+    direct_restricted: ClassVar[str] = "qpsvm.solvers.direct:solve_restricted_primal"
     routes_dask: ClassVar[str] = "qpsvm.dask.formulation:DaskSoftMarginPrimal"
 
     def __init__(

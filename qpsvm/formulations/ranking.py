@@ -365,6 +365,7 @@ class RankingSVM(BinaryFormulation):
     exact_oracle: ClassVar[str] = "qpsvm.solvers.exact:solve_exact_ranking"
     routes_composed: ClassVar[str] = "qpsvm.formulations.composed_ranking:composed_ranking"
     certifier: ClassVar[str] = "qpsvm.verify.ranking:certify_ranking"
+    direct_restricted: ClassVar[str] = "qpsvm.solvers.direct:solve_restricted_primal"
     routes_dask: ClassVar[str] = "qpsvm.dask.ranking:DaskRankingSVM"
 
     def __init__(

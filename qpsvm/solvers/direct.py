@@ -54,14 +54,19 @@ from qpsvm.contract import BinaryProblem, load
 from qpsvm.formulations.binary_models import signed_rows
 from qpsvm.kernels import gram_factor
 from qpsvm.solution import Candidate, Solution
-from qpsvm.solvers.backends import SETTINGS
+from qpsvm.solvers.backends import SETTINGS, BackendResult
 from qpsvm.solvers.finish import best_certified
 from qpsvm.verify.ascent import shrinking_epochs
 from qpsvm.verify.box_qp import ASCENT_PAIRS, box_qp
 from qpsvm.verify.certificate import Certificate
 from qpsvm.verify.ranking_fused import ACTIVE_FIRST_STEPS, ACTIVE_STEPS, rows_active_set
 
-__all__ = ["BOX_DUAL_ASPECT", "solve_dual_direct", "solve_primal_direct"]
+__all__ = [
+    "BOX_DUAL_ASPECT",
+    "solve_dual_direct",
+    "solve_primal_direct",
+    "solve_restricted_primal",
+]
 
 #: Fewest samples per feature for which :func:`_box_dual` is tried: with fewer (``n <= 2d``,
 #: high ``C``) the smoothed Newton steps of the window's QP cost 2-12 times Clarabel's solve
@@ -106,23 +111,44 @@ INTERCEPT_KKT = 1e-7
 def _primal_matrices(
     f: BinaryProblem,
 ) -> tuple[sp.csc_matrix, np.ndarray, sp.csc_matrix, np.ndarray]:
-    """``P, q, A, b_c`` of the soft-margin primal over ``x = (w, b, xi)`` (``b`` only with an
-    intercept); the first ``n`` rows of ``A`` are the margin rows ``[-y_i x_i, -y_i, -e_i]``,
-    the next ``n`` the slacks' signs ``-e_i``. Both are assembled column by column in
-    compressed form (scipy's diagonal and coordinate constructors cost more than the rest of a
-    small problem's setup)."""
+    """``P, q, A, b_c`` of the soft-margin primal of ``f`` over ``x = (w, b, xi)``
+    (:func:`_rows_matrices` of all its rows)."""
     Z, y = signed_rows(f, None)
+    return _rows_matrices(Z, y, f.margin, f.C * f.sample_weight, f.fit_intercept)
+
+
+def _rows_matrices(
+    Z: Any,
+    y: np.ndarray,
+    m: np.ndarray,
+    weights: np.ndarray,
+    fit_intercept: bool,
+    linear: np.ndarray | None = None,
+) -> tuple[sp.csc_matrix, np.ndarray, sp.csc_matrix, np.ndarray]:
+    r"""``P, q, A, b_c`` of the primal over the rows ``Z = y_i x_i`` (margins ``m``, slack
+    weights ``C s_i`` ``weights``) over ``x = (w, b, xi)`` (``b`` only with an intercept),
+
+    .. math::
+
+        \min_x\ \tfrac12 \|w\|^2 + l^T (w, b) + \sum_i C s_i \xi_i
+        \quad\text{s.t.}\quad -(Z w + y b) - \xi \le -m,\quad -\xi \le 0,
+
+    with ``l`` = ``linear`` (the samples fixed at their bound folded in,
+    :func:`~qpsvm.formulations.binary_models.rows_primal_model`; zero by default). The first
+    ``n`` rows of ``A`` are the margin rows ``[-y_i x_i, -y_i, -e_i]``, the next ``n`` the
+    slacks' signs ``-e_i``. Both are assembled column by column in compressed form (scipy's
+    diagonal and coordinate constructors cost more than the rest of a small problem's setup)."""
     n, d = Z.shape
-    k = d + int(f.fit_intercept)
+    k = d + int(fit_intercept)
     index = np.arange(n)
     P = sp.csc_matrix(
         (np.ones(d), np.arange(d), np.r_[np.arange(d + 1), np.full(k - d + n, d)]),
         shape=(k + n, k + n),
     )
-    q = np.r_[np.zeros(k), f.C * f.sample_weight]
+    q = np.r_[np.zeros(k) if linear is None else linear, weights]
     values, rows, ends = _columns(Z)
     data, indices, ends, nnz = [-values], [rows], [ends], ends[-1]
-    if f.fit_intercept:
+    if fit_intercept:
         data.append(-y.astype(np.float64))
         indices.append(index)
         ends.append(np.array([nnz + n]))
@@ -131,7 +157,7 @@ def _primal_matrices(
     ends.append(nnz + (k - d) * n + 2 * np.arange(1, n + 1))
     indptr = np.concatenate([[0], *ends])
     A = sp.csc_matrix((np.concatenate(data), np.concatenate(indices), indptr), shape=(2 * n, k + n))
-    b = np.r_[-f.margin, np.zeros(n)]
+    b = np.r_[-m, np.zeros(n)]
     return P, q, A, b
 
 
@@ -382,6 +408,43 @@ def solve_primal_direct(f: BinaryProblem, tol: float, refine: bool = True) -> So
     n, d = f.n_samples, f.n_features
     cand = Candidate(w=x[:d].copy(), b=float(x[d]) if f.fit_intercept else 0.0, alpha=z[:n].copy())
     return _certified(f, cand, result, tol, refine)
+
+
+def solve_restricted_primal(
+    f: BinaryProblem, work: np.ndarray, bound: np.ndarray
+) -> tuple[Candidate, BackendResult] | None:
+    """The working set's restricted soft-margin primal (the model of ``f.build_restricted``:
+    the samples ``work``, those of the mask ``bound`` folded in at ``alpha_i = C s_i``) solved
+    by Clarabel from its matrices (:func:`_rows_matrices`), without CVXPY: the candidate on
+    the full data (``alpha`` the margin rows' multipliers on ``work``, ``C s_i`` on ``bound``,
+    0 elsewhere, as :meth:`~qpsvm.SoftMarginPrimal.read_model` reads the model) and Clarabel's
+    run, or ``None`` when Clarabel is missing or does not report the problem solved (the
+    working set then solves the CVXPY model, which falls back and raises as before). The
+    margins are the rows ``y_i x_i`` themselves (for the ranking SVM the pairs' differences,
+    which :meth:`~qpsvm.RankingSVM.build` also takes where they have fewer nonzeros than the
+    items' scores: the more accurate form)."""
+    idx = np.asarray(work, dtype=np.intp)
+    Z, y = signed_rows(f, idx)
+    linear = None
+    if np.any(bound):
+        # -C (v . w + t b), v = sum_E s_i y_i x_i, t = sum_E s_i y_i: rows_primal_model's term
+        fixed = np.where(bound, f.sample_weight, 0.0)
+        folded = f.expansion(fixed)
+        if f.fit_intercept:
+            folded = np.r_[folded, fixed @ f.y]
+        linear = -f.C * folded
+    weights = f.C * f.sample_weight[idx]
+    P, q, A, b = _rows_matrices(Z, y, f.margin[idx], weights, f.fit_intercept, linear)
+    result = _clarabel(P, q, A, b, lambda c: [c.NonnegativeConeT(A.shape[0])])
+    if result is None:
+        return None
+    x, z = np.asarray(result.x), np.asarray(result.z)
+    d = f.n_features
+    alpha = np.where(bound, f.upper, 0.0)
+    alpha[idx] = z[: idx.size]
+    cand = Candidate(w=x[:d].copy(), b=float(x[d]) if f.fit_intercept else 0.0, alpha=alpha)
+    run = BackendResult("CLARABEL", "optimal", int(result.iterations), float(result.solve_time))
+    return cand, run
 
 
 def solve_dual_direct(f: BinaryProblem, tol: float, refine: bool = True) -> Solution | None:

@@ -10,7 +10,10 @@ At the optimum of an SVM most constraints are inactive (the sample is beyond its
    *fixed at their bound* ``E`` and enter the QP as the linear term
    ``C sum_{i in E} s_i (m_i - y_i f(x_i))``; the rest drop out;
 2. solves the formulation's own declarative CVXPY model over ``W`` (``f.build(subset=W, ...)``)
-   exactly (Clarabel through :func:`~qpsvm.solvers.backends.run_backend`);
+   exactly (Clarabel through :func:`~qpsvm.solvers.backends.run_backend`); with the default
+   backend, a formulation that names a ``direct_restricted`` (the soft-margin primal and the
+   ranking SVM) first hands the same QP to Clarabel as matrices (:mod:`qpsvm.solvers.direct`),
+   without CVXPY, and the model is solved only where Clarabel does not report it solved;
 3. checks every constraint on the full data in one vectorised pass: a dropped sample with
    ``r_i < 0`` or a fixed one with ``r_i > 0`` breaks the KKT conditions of the full problem;
    such samples join ``W``, and the loop repeats;
@@ -207,6 +210,12 @@ class WorkingSet(ABC):
     def infeasible(self, exc: InfeasibleProblemError) -> Exception:
         """The error for a restricted model the backend reports infeasible."""
         return exc
+
+    def direct(self) -> tuple[Candidate, BackendResult] | None:
+        """The restricted QP solved from its matrices without CVXPY, read as :meth:`read`
+        reads the solved model, with the backend's run; ``None`` where there is no such
+        solve or it failed (the model is then solved). None here."""
+        return None
 
     def release(self) -> np.ndarray:
         """Move the units fixed at a bound into the working set after the backends failed on
@@ -443,6 +452,10 @@ class BinarySets(ResidualSets):
 
     def read(self, model: CvxModel) -> Candidate:
         return self.f.read_model(model, fixed=self.fixed_alpha())
+
+    def direct(self) -> tuple[Candidate, BackendResult] | None:
+        name = getattr(self.f, "direct_restricted", "")
+        return load(name)(self.f, np.flatnonzero(self.work), self.bound) if name else None
 
     def infeasible(self, exc: InfeasibleProblemError) -> Exception:
         # a subset of the constraints is infeasible only if the full problem is (hard margin)
@@ -921,15 +934,15 @@ def run_working_set(
     """
     f = ws.f
     # a named backend is checked at once; the default order is probed (importing CVXPY) only
-    # when a restricted QP is solved
-    order = backend_order(solver) if solver is not None else None
+    # when a restricted model is solved
+    if solver is not None:
+        backend_order(solver)
     start = time.perf_counter()
     if ws.start.exact:
         solution = _certified_start(ws, tol, start)
         if solution is not None:
             return solution
-    order = backend_order(solver) if order is None else order
-    grown = _grow(ws, order, options or {}, max_rounds, start)
+    grown = _grow(ws, solver, options or {}, max_rounds, start)
     certifying = time.perf_counter()
     cand, cert = finish(
         f,
@@ -1004,21 +1017,27 @@ class _Grown:
 
 
 def _grow(
-    ws: WorkingSet, order: list[str], options: dict[str, Any], max_rounds: int, start: float
+    ws: WorkingSet, solver: str | None, options: dict[str, Any], max_rounds: int, start: float
 ) -> _Grown:
     """Restricted QPs on ``W``, each checked on the full data (``ws.update``), until a round
-    adds nothing; :class:`~qpsvm.exceptions.InaccurateSolutionError` after ``max_rounds``."""
+    adds nothing; :class:`~qpsvm.exceptions.InaccurateSolutionError` after ``max_rounds``.
+    With the default backend and settings each is first solved from its matrices
+    (:meth:`WorkingSet.direct`), then, where that fails, as the CVXPY model."""
     rows: list[tuple[int, float, float]] = []
     backend_time, backend_iter = 0.0, 0
     check = Round(0, math.nan, math.inf)
     for rnd in range(1, max_rounds + 1):
-        solved = _solve_restricted(ws, order, options)
-        if solved is None:
-            continue
-        result = solved
+        direct = ws.direct() if solver is None and not options else None
+        if direct is not None:
+            cand, result = direct
+        else:
+            solved = _solve_restricted(ws, backend_order(solver), options)
+            if solved is None:
+                continue
+            result = solved
+            cand = ws.read(ws.model())
         backend_time += result.solve_time
         backend_iter += result.n_iter
-        cand = ws.read(ws.model())
         check = ws.update(cand)
         rows.append((rnd, check.objective, time.perf_counter() - start))
         logger.info(
