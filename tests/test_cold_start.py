@@ -474,7 +474,8 @@ def test_cold_kernel_calls_with_an_intercept_start_from_numpy_smo_steps(tmp_path
         assert lower <= warm.certificate.upper and warm.certificate.lower <= upper
 
 
-#: The chain's and the one-slack ranking's fits: run by a cold process and by this one.
+#: The chain's, the one-slack ranking's and the multiclass fits (the dual coordinate descents of
+#: both variants): run by a cold process and by this one.
 FITS = """
 import numpy as np
 import qpsvm
@@ -490,7 +491,12 @@ def fits():
     y = np.minimum(3, np.floor(np.abs(X[:, 0] + 0.5 * rng.normal(size=200)) * 2)).astype(int)
     groups = np.repeat(np.arange(20), 10)
     rank = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.1).solve(method="one_slack")
-    return chain, rank
+    labels = np.argmax(X[:, :4] + 0.5 * rng.normal(size=(200, 4)), axis=1)
+    multiclass = [
+        qpsvm.MulticlassSVM(X, labels, C=1.0, variant=variant).solve()
+        for variant in ("crammer_singer", "weston_watkins")
+    ]
+    return chain, rank, *multiclass
 """
 
 COLD_STRUCTURED = (
@@ -518,14 +524,15 @@ print(json.dumps({"compiled": compiled, "answers": answers}))
 )
 
 
-def test_cold_chain_and_ranking_compile_only_qpsvms_kernels_and_return_the_warm_answer(
+def test_cold_chain_ranking_and_multiclass_compile_only_qpsvms_kernels_and_the_warm_answer(
     tmp_path,
 ):
-    # a fresh process with an empty compile cache: the structural chain's and the one-slack
-    # ranking's kernels get their scratch arrays from their callers and compare scalars by
-    # hand, so that a first call compiles none of numba's own helpers (np.empty, np.zeros,
-    # min, max: about 0.2-0.3 s of each kind's cold call), and each of its own for one
-    # signature; the answers are this process's (compiled paths) to the bit
+    # a fresh process with an empty compile cache: the structural chain's, the one-slack
+    # ranking's and the multiclass descents' kernels get their scratch arrays from their
+    # callers and compare scalars by hand, so that a first call compiles none of numba's own
+    # helpers (np.empty, np.zeros, np.arange, np.full, min, max: 0.2-0.4 s of each kind's cold
+    # call), and each of its own for one signature; the answers are this process's (compiled
+    # paths) to the bit
     env = {**os.environ, "QPSVM_CACHE_DIR": str(tmp_path)}
     out = subprocess.run(
         [sys.executable, "-c", COLD_STRUCTURED],

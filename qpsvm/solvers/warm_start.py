@@ -209,7 +209,8 @@ def _cs_subproblem(A, B, y_at, Ci, active, D, out):  # pragma: no cover - compil
     when the true class is shrunk at ``C_i`` (``y_at >= active``), else ``0``, ``a_m <= 0``
     (``m != y_at``), ``a_{y_at} <= C_i`` (Crammer and Singer 2001; liblinear's
     ``solve_sub_problem``); ``D`` is scratch space, sorted in place (insertion sort: ``k`` is
-    small, and nothing is allocated)."""
+    small, and nothing is allocated; no builtin ``min`` either, which numba compiles as a
+    function of its own)."""
     for m in range(active):
         value = B[m] + (A * Ci if m == y_at else 0.0)
         p = m
@@ -225,11 +226,31 @@ def _cs_subproblem(A, B, y_at, Ci, active, D, out):  # pragma: no cover - compil
     beta /= r
     for m in range(active):
         cap = Ci if m == y_at else 0.0
-        out[m] = min(cap, (beta - B[m]) / A)
+        value = (beta - B[m]) / A
+        out[m] = value if value < cap else cap  # min(cap, value)
 
 
 @numba.njit(**ENTRY)
-def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: no cover
+def _cs_dcd(
+    M,
+    y,
+    U,
+    sqnorm,
+    alpha,
+    W,
+    state,
+    tol,
+    max_epochs,
+    rng,
+    index,
+    order,
+    at_y,
+    active_k,
+    G,
+    B,
+    D,
+    new,
+):  # pragma: no cover - compiled
     """Sequential dual method for Crammer-Singer (Keerthi, Sundararajan, Chang, Hsieh and Lin
     2008; liblinear's ``Solver_MCSVM_CS``): one example's ``k`` multipliers at a time, exactly.
     ``alpha`` is liblinear's ``(n, k)`` form ``A``; ``state = [epochs, violation]`` on return.
@@ -241,21 +262,18 @@ def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
     to ``tol`` and every class of every example is checked again (liblinear's schedule: the
     violation returned is a full pass's). Per example, ``order[i, :active_k[i]]`` are its active
     classes and ``at_y[i]`` the position of ``y_i`` in ``order[i]``.
+
+    The caller allocates them (:func:`_cs_scratch`: ``index`` ``0..n-1``, ``order[i]``
+    ``0..k-1``, ``at_y = y``, ``active_k = k``; ``G, B, D, new`` of length ``k``) and scalars
+    are compared by hand (``if b > a: a = b`` is ``max(a, b)``, the first unless the second is
+    larger, as numba's and Python's): numba compiles its allocation helpers and builtin
+    ``min`` and ``max`` as functions of their own with each kernel (0.4 s of a cold call).
     """
     n, k = alpha.shape
-    index = np.arange(n)
-    order = np.empty((n, k), dtype=np.int64)
-    for i in range(n):
-        for m in range(k):
-            order[i, m] = m
-    at_y = y.copy()
-    active_k = np.full(n, k, dtype=np.int64)
-    G = np.empty(k)
-    B = np.empty(k)
-    D = np.empty(k)
-    new = np.empty(k)
     active = n
-    eps_shrink = max(10.0 * tol, 1.0)
+    eps_shrink = 10.0 * tol
+    if 1.0 > eps_shrink:
+        eps_shrink = 1.0
     from_all = True
     epoch = 0
     worst = np.inf
@@ -278,9 +296,10 @@ def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
             for m in range(ka):
                 c = cls[m]
                 G[m] = _row_dot(i, M, W[c]) + (0.0 if m == yat else 1.0)
-                g_max = max(g_max, G[m])
-                if alpha[i, c] < (U[i] if m == yat else 0.0):
-                    g_min = min(g_min, G[m])
+                if G[m] > g_max:
+                    g_max = G[m]
+                if alpha[i, c] < (U[i] if m == yat else 0.0) and G[m] < g_min:
+                    g_min = G[m]
             # shrink the classes at their bound whose gradient is below every movable one
             m = 0
             while m < ka:
@@ -303,7 +322,8 @@ def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
             s += 1
             if g_max - g_min <= _CS_SPREAD:
                 continue
-            worst = max(worst, g_max - g_min)
+            if g_max - g_min > worst:
+                worst = g_max - g_min
             for m in range(ka):
                 B[m] = G[m] - A * alpha[i, cls[m]]
             _cs_subproblem(A, B, yat, U[i], ka, D, new)
@@ -318,7 +338,9 @@ def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
                 break
             active = n
             active_k[:] = k
-            eps_shrink = max(0.5 * eps_shrink, tol)
+            eps_shrink = 0.5 * eps_shrink
+            if tol > eps_shrink:
+                eps_shrink = tol
             from_all = True
         else:
             from_all = False
@@ -327,7 +349,9 @@ def _cs_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
 
 
 @numba.njit(**ENTRY)
-def _ww_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: no cover
+def _ww_dcd(
+    M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng, index, score, moved
+):  # pragma: no cover - compiled
     """Dual coordinate descent for Weston-Watkins, one constraint ``(i, c)`` at a time:
     ``G = (w_{y_i} - w_c) . x_i - 1``, curvature ``2 ||x_i||^2``, ``alpha`` clipped to
     ``[0, C s_i]``; ``state = [epochs, violation]`` on return. ``alpha`` is ``(n, k)`` in
@@ -347,11 +371,11 @@ def _ww_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
     example in one more epoch when ``max_epochs`` ends a shrunk pass: the violation returned is
     the whole data's); measured on the
     digits, 10 classes: most examples are beyond every margin, and the skipped passes cut the
-    epochs' cost several times)."""
+    epochs' cost several times).
+
+    ``index`` (``0..n-1``), ``score`` and ``moved`` (zeros, length ``k``) are allocated by the
+    caller and scalars compared by hand, as in :func:`_cs_dcd`."""
     n, k = alpha.shape
-    index = np.arange(n)
-    score = np.empty(k)
-    moved = np.zeros(k)
     active = n
     pg_max_old, pg_min_old = np.inf, -np.inf
     epoch = 0
@@ -384,23 +408,31 @@ def _ww_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
                     continue
                 g = score[yi] - score[c] - 1.0
                 a = alpha[i, c]
+                pg = g
                 if a <= 0.0:
                     if g > pg_max_old:
                         continue
-                    pg = min(g, 0.0)
+                    if 0.0 < pg:  # min(g, 0.0)
+                        pg = 0.0
                 elif a >= U[i]:
                     if g < pg_min_old:
                         continue
-                    pg = max(g, 0.0)
-                else:
-                    pg = g
+                    if 0.0 > pg:  # max(g, 0.0)
+                        pg = 0.0
                 shrink = False
-                pg_max = max(pg_max, pg)
-                pg_min = min(pg_min, pg)
+                if pg > pg_max:
+                    pg_max = pg
+                if pg < pg_min:
+                    pg_min = pg
                 if pg == 0.0:
                     continue
-                worst = max(worst, abs(pg))
-                new = min(max(a - g / (2.0 * q), 0.0), U[i])
+                if abs(pg) > worst:
+                    worst = abs(pg)
+                new = a - g / (2.0 * q)  # min(max(new, 0.0), U[i])
+                if 0.0 > new:
+                    new = 0.0
+                if U[i] < new:
+                    new = U[i]
                 delta = new - a
                 alpha[i, c] = new
                 score[yi] += delta * q
@@ -426,6 +458,16 @@ def _ww_dcd(M, y, U, sqnorm, alpha, W, state, tol, max_epochs, rng):  # pragma: 
         pg_min_old = pg_min if pg_min < 0.0 else -np.inf
     state[0] = epoch
     state[1] = worst
+
+
+def _cs_scratch(y: np.ndarray, k: int) -> tuple[np.ndarray, ...]:
+    """The scratch arrays of :func:`_cs_dcd`, at their starting values: the examples' order
+    ``0..n-1``, each example's classes ``0..k-1``, the label's place ``y``, the active classes
+    ``k``, and four of length ``k``."""
+    n = y.shape[0]
+    order = np.tile(np.arange(k, dtype=np.int64), (n, 1))
+    index, active_k = np.arange(n, dtype=np.int64), np.full(n, k, dtype=np.int64)
+    return index, order, y.copy(), active_k, *(np.empty(k) for _ in range(4))
 
 
 def multiclass_dual_tol(f: MulticlassProblem) -> float:
@@ -492,10 +534,17 @@ def multiclass_dual(
         spent = alpha.sum(axis=1)
         at_bound = f.upper - spent <= 2.0 * k * np.finfo(np.float64).eps * f.upper
         A[np.arange(f.n_samples), y] = np.where(at_bound, f.upper, spent)
-        _cs_dcd(M, y, f.upper, sqnorm, A, W, state, float(tol), int(max_epochs), _rng(seed))
+        scratch = _cs_scratch(y, k)
+        _cs_dcd(
+            M, y, f.upper, sqnorm, A, W, state, float(tol), int(max_epochs), _rng(seed), *scratch
+        )
         alpha = np.where(f.mask, -A, 0.0)
     else:
-        _ww_dcd(M, y, f.upper, sqnorm, alpha, W, state, float(tol), int(max_epochs), _rng(seed))
+        index, score, moved = np.arange(f.n_samples), np.empty(k), np.zeros(k)
+        _ww_dcd(
+            M, y, f.upper, sqnorm, alpha, W, state, float(tol), int(max_epochs), _rng(seed),
+            index, score, moved,
+        )  # fmt: skip
     logger.debug("multiclass dual: %d epochs, violation %.3g", int(state[0]), state[1])
     cand = Candidate(w=W, b=0.0, alpha=alpha)
     # where the epochs ran out before tol, the band is the violation reached: a band of tol
