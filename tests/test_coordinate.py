@@ -586,6 +586,7 @@ def test_slow_conjugate_gradients_give_way_to_the_dense_factor(fit_intercept, mo
     # the prediction of the solves' products wrong (predicted none): the safeguard serves
     monkeypatch.setattr(ascent, "_cg_products", lambda Z, used=None: 0.0)
     built = _record_systems(monkeypatch)
+    monkeypatch.setattr(ascent, "EXTEND_MAX", 0.0)  # every round's system built anew
     if not fit_intercept:
         n = X.shape[0]
         data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n))
@@ -979,6 +980,8 @@ def test_finish_refactors_no_well_conditioned_kept_set(monkeypatch):
     # 50000 x 500 of benchmarks/regimes/sparse.py), certified to 1e-12
     X, y, data, u = _loose_point_n_gt_d()
     monkeypatch.setattr(ascent, "ITERATIVE_FROM", np.inf)  # the dense factor
+    # every round factored anew (an extended factor keeps earlier rounds' dropped coordinates)
+    monkeypatch.setattr(ascent, "EXTEND_MAX", 0.0)
     built, checked = _record_systems(monkeypatch), []
     original = ascent._FreeSystem.nearly_singular
 
@@ -1720,3 +1723,73 @@ def test_finish_stops_once_the_target_gap_is_met(monkeypatch):
     for point in (targeted, full):
         cert = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept="none").certify(alpha=point)
         assert cert.passed
+
+
+@pytest.mark.parametrize(("coupled", "bias"), [(False, 0.0), (True, 0.0), (True, 1.0)])
+def test_extended_factor_is_the_factor_of_the_extended_set(coupled, bias):
+    # appending J to the factor of F is the last columns of a Cholesky factorization of the
+    # Hessian of [F, J] (the same shift and coupling weight), and the kept columns H^{-1} e_r
+    # and H^{-1} sigma follow through the Schur complement: the bordered solves of the
+    # extended system are those of the system factored on [F, J] at once, to rounding
+    X, y = sparse_problem(4, n=60, d=300, k=4)
+    n = X.shape[0]
+    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n), bias)
+    F, J = np.arange(0, 60, 2), np.array([1, 7, 31, 59])
+    system = ascent._FreeSystem.factored(data, F, coupled=coupled)
+    rng = np.random.default_rng(0)
+    keep = np.ones(F.size, dtype=bool)
+    keep[[3, 11]] = False  # dropped before the extension: their columns cached
+    system.solve(rng.standard_normal(F.size), keep, 0.5)
+    assert system.extend(data, X[F], F, J)
+    whole = ascent._FreeSystem.factored(data, np.concatenate([F, J]), coupled=coupled)
+    # the same shift and coupling weight: the extended matrix's own would be its largest entry
+    whole_H = whole.H - (whole.delta - system.delta) * np.eye(whole.H.shape[0])
+    if coupled:
+        s = data.sigma[np.concatenate([F, J])]
+        whole_H += (system.rho - whole.rho) * np.outer(s, s)
+    L = system.factor[0]
+    np.testing.assert_allclose(np.tril(L) @ np.tril(L).T, whole_H, rtol=0, atol=1e-12)
+    keep = np.concatenate([keep, [True, False, True, True]])
+    g = rng.standard_normal(keep.size)
+    x, beta = system.solve(g, keep, 0.5)
+    # the reference: the bordered equations solved directly on the kept block
+    K = np.flatnonzero(keep)
+    A = whole_H[np.ix_(K, K)]
+    rhs = g[K].copy()
+    if coupled:
+        sK = data.sigma[np.concatenate([F, J])][K]
+        A = np.block([[A, sK[:, None]], [sK[None, :], np.zeros((1, 1))]])
+        rhs = np.append(rhs + system.rho * 0.5 * sK, 0.5)
+    ref = np.linalg.solve(A, rhs)
+    assert np.all(x[~keep] == 0.0)
+    np.testing.assert_allclose(x[K], ref[: K.size], rtol=0, atol=1e-8 * np.max(np.abs(ref)))
+    if coupled:
+        assert beta == pytest.approx(ref[-1], abs=1e-8 * np.max(np.abs(ref)))
+
+
+def test_finish_extends_its_factor_to_the_same_certified_optimum(monkeypatch):
+    # n > d from a loose point: the later rounds of the finish append the joining coordinates
+    # to the last round's factor instead of factoring the new free set; the point certifies
+    # at the same optimum, to 1e-12, as with every round factored anew (EXTEND_MAX = 0)
+    X, y, data, u = _loose_point_n_gt_d()
+    monkeypatch.setattr(ascent, "ITERATIVE_FROM", np.inf)  # the dense factor
+    extended = []
+    original = ascent._FreeSystem.extend
+
+    def spy(self, *args):
+        extended.append(original(self, *args))
+        return extended[-1]
+
+    monkeypatch.setattr(ascent._FreeSystem, "extend", spy)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False)
+    certs = []
+    for fraction in (ascent.EXTEND_MAX, 0.0):
+        monkeypatch.setattr(ascent, "EXTEND_MAX", fraction)
+        extended.clear()
+        step, _ = ascent.free_set_step(data, u)
+        assert bool(extended) == (fraction > 0.0) and all(extended)
+        certs.append(f.certify(alpha=step))
+        assert certs[-1].passed and certs[-1].relative_gap <= 1e-12
+    optimum = _exact_optimum(X, y, fit_intercept=False)
+    for cert in certs:
+        assert Fraction(cert.lower) <= optimum <= Fraction(cert.upper)
