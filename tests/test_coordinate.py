@@ -1793,3 +1793,30 @@ def test_finish_extends_its_factor_to_the_same_certified_optimum(monkeypatch):
     optimum = _exact_optimum(X, y, fit_intercept=False)
     for cert in certs:
         assert Fraction(cert.lower) <= optimum <= Fraction(cert.upper)
+
+
+@pytest.mark.parametrize("zero_row", [False, True])
+def test_ascents_at_b_fixed_open_on_the_regularised_start_active_set(zero_row, monkeypatch):
+    # n > d, the hinge with a free intercept: the ascents with b fixed open on the active set
+    # the regularised start left (its closing sweep still checks every shrunk coordinate),
+    # not on every row; not where a row is 0 (live with the regularised bias only); the
+    # certified optimum encloses the rational oracle's
+    X, y = sparse_problem(6, n=1500, d=40, k=4)  # an ascent at b fixed before the finish
+    if zero_row:
+        X = sp.csr_matrix(X.multiply(np.arange(X.shape[0])[:, None] != 5))
+    opened = []
+    original = ascent.coordinate_epochs
+
+    def spy(M, sigma, p, d, hi, bias, qd, u, v, *args):
+        carry = args[-1] if len(args) == 8 else None
+        if bias == 0.0:
+            opened.append(bool(carry) and carry[2] < carry[3])
+        return original(M, sigma, p, d, hi, bias, qd, u, v, *args)
+
+    monkeypatch.setattr(ascent, "coordinate_epochs", spy)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=True)
+    sol = f.solve(method="dcd")
+    assert opened and opened[0] == (not zero_row)
+    assert sol.method == "dcd" and sol.certificate.passed
+    optimum = _exact_optimum(X, y, fit_intercept=True)
+    assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)

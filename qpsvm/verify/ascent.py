@@ -1636,6 +1636,7 @@ def ascend(
     evaluate: bool = True,
     unshrink_every: int = UNSHRINK_EVERY,
     enclose: bool = False,
+    carry: list | None = None,
 ) -> Ascent:
     """Run the ascent from ``u`` (clipped into the box) at tightening tolerances until the gap
     ``P(v) - D(u)`` of the problem with the intercept fixed at ``shift`` is at most ``target``,
@@ -1668,6 +1669,11 @@ def ascend(
     enclose : bool
         Compute the returned expansion by :meth:`CoordinateData.enclosed_expansion` (the
         same floats) and return what it was made of as ``parts``, for the certificate.
+    carry : list, optional
+        The active set of an earlier ascent on the same coordinates (:func:`coordinate_epochs`'s
+        ``carry``; empty for none), opened on and left updated: the caller's sequence of
+        shifts then opens each ascent on the last one's active coordinates. By default
+        carried between this call's tolerances only.
     """
     u = np.clip(np.asarray(u, dtype=np.float64), 0.0, data.hi)
     v = data.expansion(u, exact=False)  # steers the ascent only
@@ -1683,7 +1689,7 @@ def ascend(
     # ascent alone converges in a few tens of epochs (measured)
     finish = not np.any(data.d)
     tol = next((t for t in TOLERANCES if t <= start), TOLERANCES[-1])
-    carry: list = []
+    carry = [] if carry is None else carry
     while True:
         met = primal - dual <= target * max(1.0, abs(primal))
         if (met and not force) or epochs >= max_epochs:
@@ -1952,12 +1958,18 @@ def _stalled(history: list[float]) -> bool:
 
 
 def _regularised_start(
-    data: CoordinateData, target: float, max_epochs: int, seed: int, unshrink_every: int
+    data: CoordinateData,
+    target: float,
+    max_epochs: int,
+    seed: int,
+    unshrink_every: int,
+    carry: list | None = None,
 ) -> tuple[np.ndarray, float, int]:
     r"""The multipliers, intercept and epochs of the problem with the intercept a regularised
     feature of value ``B`` instead of free (liblinear's bias; ``B^2`` the rows' mean squared
     norm, the feature scaled like them), solved by :func:`ascend` to the relative gap
-    ``target`` from 0 (shrunk coordinates put back every ``unshrink_every`` epochs).
+    ``target`` from 0 (shrunk coordinates put back every ``unshrink_every`` epochs), its
+    active set left in ``carry`` where given (for the ascents with ``b`` fixed that follow).
 
     Its objective is the free one plus ``b^2 / (2 B^2)``: its ``b`` is one proximal-point step
     on the optimal value ``V`` from 0 (Rockafellar 1976), ``b = B^2 g(b)``, between 0 and the
@@ -1978,6 +1990,7 @@ def _regularised_start(
         seed=seed,
         exact=False,
         unshrink_every=unshrink_every,
+        carry=carry,
     )
     b = regularised.intercept(step.v, 0.0)
     logger.debug("dcd: the regularised intercept (B = %.3g): b=%.17g", bias, b)
@@ -2135,6 +2148,11 @@ def balanced_ascent(
     inner, start, epochs = 1e-3, TOLERANCES[0], 0
     tried: set[bytes] = set()
     best = None
+    # the regularised start's active set, on which the ascent at its b opens (its closing
+    # sweep over the shrunk coordinates still ends it) rather than on every row, where the
+    # hinge's ascent is slow: 2 epochs over 50000 rows, 6-7 ms, against 2.7 ms at 50000 x 500
+    # (10 nonzeros a row). Not carried on to the next values of b (measured there: no gain)
+    carry: list | None = []
     if u is None and moves_intercept(data):
         u, b, epochs, best = _newton_ascent(
             data, balance, target, max_epochs, seed, unshrink_every, tried
@@ -2149,7 +2167,14 @@ def balanced_ascent(
     if u is None:
         fast = first_tolerance(data) != FINISH_FROM
         first_target = REGULARISED_FAST if fast else inner
-        u, b, epochs = _regularised_start(data, first_target, max_epochs, seed, unshrink_every)
+        # the regularised rows have the same coordinates, and the same live ones where no
+        # row is 0 (there the bias makes a coordinate live that is not with b fixed); where
+        # the ascent is fast its own first epochs are few (the search at 2000 x 20000, 20 a
+        # row: 54 epochs against 49 from the carried set)
+        same = not fast and bool(np.all(data.qd + data.d > 0.0))
+        u, b, epochs = _regularised_start(
+            data, first_target, max_epochs, seed, unshrink_every, carry if same else None
+        )
         if not np.any(data.d):
             # the slow hinge's free set of the regularised problem is nearly the optimum's:
             # the finish with the intercept from it, before an ascent with b fixed (poly
@@ -2179,7 +2204,9 @@ def balanced_ascent(
             force=True,
             exact=False,
             unshrink_every=unshrink_every,
+            carry=carry,
         )
+        carry = None
         u, epochs, solved_at = step.u, epochs + step.epochs, inner
         ran += step.epochs
         gap, balanced = _gap(data, balance, u, step.primal)
