@@ -1725,13 +1725,17 @@ def test_finish_stops_once_the_target_gap_is_met(monkeypatch):
         assert cert.passed
 
 
-@pytest.mark.parametrize(("coupled", "bias"), [(False, 0.0), (True, 0.0), (True, 1.0)])
-def test_extended_factor_is_the_factor_of_the_extended_set(coupled, bias):
+@pytest.mark.parametrize("dense", [False, True])
+@pytest.mark.parametrize(
+    ("coupled", "bias"), [(False, 0.0), (False, 1.0), (True, 0.0), (True, 1.0)]
+)
+def test_extended_factor_is_the_factor_of_the_extended_set(coupled, bias, dense):
     # appending J to the factor of F is the last columns of a Cholesky factorization of the
     # Hessian of [F, J] (the same shift and coupling weight), and the kept columns H^{-1} e_r
     # and H^{-1} sigma follow through the Schur complement: the bordered solves of the
     # extended system are those of the system factored on [F, J] at once, to rounding
     X, y = sparse_problem(4, n=60, d=300, k=4)
+    X = X.toarray() if dense else X
     n = X.shape[0]
     data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n), bias)
     F, J = np.arange(0, 60, 2), np.array([1, 7, 31, 59])
