@@ -547,6 +547,9 @@ class KernelCache:
         idx = np.asarray(idx, dtype=np.intp)
         cols = np.asarray(cols, dtype=np.intp)
         unique, inverse = np.unique(idx, return_inverse=True)
+        if unique.size <= self.capacity:
+            # one gather (the assignment into an output below copies the block twice)
+            return self.rows[np.ix_(self.slots(unique)[inverse], cols)]
         out = np.empty((idx.size, cols.size))
         for start in range(0, unique.size, self.capacity):
             part = unique[start : start + self.capacity]

@@ -548,24 +548,27 @@ def test_kkt_polish_plan_weighs_the_equations_against_the_tail(monkeypatch):
 
 
 def test_kkt_polish_plan_as_measured():
-    # SMO's first stage at n = 2000 (rbf, gamma = 0.05): 3749 steps at C = 100 with 1495 free
-    # and the gap 9.6 decades above its target, where one solve (70-77 ms) costs less than the
-    # tail (12962 steps, 115 ms); 2599 steps at C = 1 with 1150 free and 7.6 decades, where
-    # the solve (36-47 ms) and a decade cost more than the tail (6298 steps, 42 ms); poly,
-    # 45220 steps with about 600 free, and rbf gamma = 0.005, C = 10, 5996 steps with 221 free
-    # and the gap 6.9 decades above its target: one solve costs less than a decade
+    # SMO's first stage (rbf, gamma = 0.05), the equations priced for their single-precision
+    # factor: n = 2000, 3749 steps at C = 100 with 1495 free and the gap 9.6 decades above
+    # its target, and 2599 steps at C = 1 with 1150 free and 7.6 decades: a decade and one
+    # solve (C = 1: 19 ms) cost less than the tail (C = 1: 6298 steps, 42 ms); n = 8000,
+    # C = 1, 8419 steps with 3259 free and 7.6 decades: the solve (about 0.6 s) and a decade
+    # cost more than the tail (21906 steps, 0.67 s); poly, 45220 steps with about 600 free,
+    # and rbf gamma = 0.005, C = 10, 5996 steps with 221 free and the gap 6.9 decades above
+    # its target: one solve costs less than a decade
     decade = 1.0 / np.log10(2 / 1e-3)
-    free = np.full(2000, 0.5)
+    free = np.full(4000, 0.5)
     plan = [
         _polish_plan(free[:n_free], np.ones(n_free), steps * decade, decades)
         for n_free, steps, decades in (
             (1495, 3749, 9.6),
             (1150, 2599, 7.6),
+            (3259, 8419, 7.6),
             (600, 45220, 8.0),
             (221, 5996, 6.9),
         )
     ]
-    assert plan == [NEXT, NEVER, NOW, NOW]
+    assert plan == [NEXT, NEXT, NEVER, NOW, NOW]
 
 
 def test_restart_steps_follow_the_polish_plan():
@@ -670,16 +673,21 @@ def _kkt_factors(monkeypatch):
     return calls
 
 
+def _smo_at_1e4():
+    """rbf, gamma 0.05, C = 100 on 400 samples and SMO's multipliers at ``tol = 1e-4``."""
+    X, y = make_classification(
+        n_samples=400, n_features=20, n_informative=10, flip_y=0.1, random_state=0
+    )
+    f = qpsvm.SoftMarginDual(X, y, kernel="rbf", gamma=0.05, C=100.0)
+    return f, f.solve(method="smo", tol=1e-4, certify=False).alpha
+
+
 def test_kkt_equations_of_a_large_kernel_block_refine_a_single_precision_factor(monkeypatch):
     # rbf, gamma 0.05, C = 100: SMO's 379 free multipliers at 1e-4 (the bordered block's
     # condition number about 1e2, so a single-precision correction divides the residual by
     # about 1e5): the single-precision LDL^T refined in double reaches double's residual floor
     # without a double factor, and its multipliers are the double factor's to round-off
-    X, y = make_classification(
-        n_samples=400, n_features=20, n_informative=10, flip_y=0.1, random_state=0
-    )
-    f = qpsvm.SoftMarginDual(X, y, kernel="rbf", gamma=0.05, C=100.0)
-    alpha = f.solve(method="smo", tol=1e-4, certify=False).alpha
+    f, alpha = _smo_at_1e4()
     M = np.flatnonzero((alpha > 0) & (alpha < f.upper))
     E = np.flatnonzero(alpha >= f.upper)
     assert M.size >= support_sets.MIXED_MIN
@@ -713,6 +721,33 @@ def test_kkt_polish_with_the_single_precision_factor_certifies_the_same_optimum(
     assert abs(mixed.objective - double.objective) <= (
         mixed.certificate.gap + double.certificate.gap
     )
+
+
+def test_kkt_equations_on_a_nearby_set_border_the_kept_factor(monkeypatch):
+    # rbf, gamma 0.05, C = 100, SMO's free set at 1e-4: solved once with a KKTFactor kept,
+    # then on that set with three samples at zero moved in and two of its own out to zero
+    # (an active-set round): the kept single-precision factor, bordered by the five through
+    # its Schur complement, gives the new set's multipliers as a fresh factor does, to
+    # round-off, without a second factorisation
+    f, alpha = _smo_at_1e4()
+    P = np.flatnonzero((alpha > 0) & (alpha < f.upper))
+    E, Z = np.flatnonzero(alpha >= f.upper), np.flatnonzero(alpha == 0)
+    assert P.size >= support_sets.MIXED_MIN and Z.size >= 3
+    M = np.sort(np.concatenate([np.delete(P, [5, 40]), Z[:3]]))
+    calls = _kkt_factors(monkeypatch)
+    factor = support_sets.KKTFactor()
+    support_sets.support_solution(f, P, E, factor=factor)
+    assert calls == ["single_solver"] and np.array_equal(factor.M, P)
+    bordered, b_bordered, _ = support_sets.support_solution(f, M, E, factor=factor)
+    assert calls == ["single_solver"] and np.array_equal(factor.M, M)
+    fresh, b_fresh, _ = support_sets.support_solution(f, M, E)
+    assert calls == ["single_solver", "single_solver"]
+    np.testing.assert_allclose(bordered, fresh, rtol=0, atol=1e-12 * np.max(np.abs(fresh)))
+    assert b_bordered == pytest.approx(b_fresh, rel=1e-12)
+    # a set that differs by more than REUSE_SHARE of its size is factored afresh
+    monkeypatch.setattr(support_sets, "REUSE_SHARE", 4.0 / M.size)
+    support_sets.support_solution(f, P, E, factor=factor)
+    assert calls == ["single_solver"] * 3
 
 
 def test_kkt_equations_fall_back_to_the_double_factor_on_an_ill_conditioned_block(

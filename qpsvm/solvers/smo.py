@@ -74,7 +74,7 @@ from qpsvm.solvers.free_cg import (
     free_step,
     off_diagonal_sum,
 )
-from qpsvm.support_sets import kkt_on_sets
+from qpsvm.support_sets import KKTFactor, kkt_on_sets
 
 __all__ = [
     "SELECTIONS",
@@ -118,15 +118,19 @@ POLISH_ROUNDS = 3
 #: one free multiplier (a selection pass and a gradient update over the free set, about
 #: 5.7 ns): ``k^3 / 3`` multiply-adds of the factorisation at :data:`POLISH_FLOP` each and
 #: :data:`POLISH_ENTRY` per entry of the ``k x k`` block (its gather, the bordered matrix,
-#: the refinement's products). Measured (one core, rbf n = 2000): SMO's tail steps cost
-#: 5.7-5.8 ns per free multiplier at 1150 and 1500 free; the equations 3 ms at 345 free,
-#: 36-47 ms at 1080-1150 and 70-77 ms at 1500 (the factorisation 31-35 ms of it), and
+#: the refinement's products and solves). Measured (one core, rbf n = 2000): SMO's tail steps
+#: cost 5.7-5.8 ns per free multiplier at 1150 and 1500 free; the double factor ``dsytrf``
+#: 31-35 ms at 1500 free (1/190 of a unit a multiply-add), the single-precision one the
+#: equations use from :data:`~qpsvm.support_sets.MIXED_MIN` on (``ssytrf``) 0.52-0.62 of it
+#: (19 ms at 1500, 0.22 s against 0.35 s at 3265); the rest of the equations 11 ms at 1150
+#: free (1.5 units an entry, the block in cache) and about 0.2 s at 3264 (rbf n = 8000: about
+#: 3.3 units an entry, the 85 MB block read from memory): 2.5 units between the two. And
 #: :data:`POLISH_FIXED` (about 1 ms: the stage before it, the products for its scores and
 #: intercept; measured at n = 500, 345 free, where one decade of steps and one solve were
 #: predicted to cost as much as the tail, they took 13.4 ms against the tail's 10.6 ms in
 #: one process alternating the two at a load average of 11 on 2 cores).
-POLISH_FLOP = 1.0 / 190.0
-POLISH_ENTRY = 3.5
+POLISH_FLOP = 0.55 / 190.0
+POLISH_ENTRY = 2.5
 POLISH_FIXED = 2e5
 #: Products over the support vectors a polish takes beyond the tail's own exact gradient (the
 #: scores of the bound multipliers, of its solution for the intercept and for the gradient).
@@ -739,9 +743,10 @@ def _polish(
     3.3 s of further steps to find them."""
     upper = f.upper
     free, bound = (alpha > 0) & (alpha < upper), alpha >= upper
+    factor = KKTFactor()
     for _ in range(POLISH_ROUNDS):
         with one_blas_thread():  # threaded LAPACK stalls on busy cores
-            trial, b = kkt_on_sets(f, np.flatnonzero(free), bound)
+            trial, b = kkt_on_sets(f, np.flatnonzero(free), bound, factor=factor)
         G_trial = f.y * f.scores(alpha=trial) - f.margin
         estimate = gradient_gap(f, trial, G_trial)[1]
         if estimate <= target or estimate <= gap_resolution(f, trial, diag, estimate):
