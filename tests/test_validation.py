@@ -169,3 +169,63 @@ def test_check_data_sparse_canonical_copy():
     A = sp.csr_matrix(np.array([[0.0, 1.0], [np.inf, 0.0]]))
     with pytest.raises(qpsvm.InvalidInputError, match=r"first at row 1, column 0"):
         check_data(A)
+
+
+def _no_format_check(*args):
+    raise AssertionError("scipy checked the format again")
+
+
+@pytest.mark.parametrize("index_type", [np.int32, np.int64])
+def test_check_data_sparse_paths_give_the_same_matrix(copy_path, index_type, monkeypatch):
+    """The fused compiled copy (values and format checked in one pass) and scipy's copy, sort and
+    checks give the same canonical matrix to the bit: canonical rows, unsorted rows (sorted by
+    scipy after the copy), duplicates (summed); a canonical input's copy is known canonical
+    without scipy's second pass; NaN or inf anywhere, and duplicates summing to inf, raise."""
+    import scipy.sparse as sp
+    import scipy.sparse._compressed as compressed
+
+    from qpsvm._validation import check_data
+
+    rng = np.random.default_rng(3)
+    canonical = sp.random(30, 50, 0.2, format="csr", random_state=3)
+    canonical.data = rng.standard_normal(canonical.nnz)
+    shuffled = canonical.copy()
+    for i in range(30):  # each row's entries in a random order
+        row = slice(shuffled.indptr[i], shuffled.indptr[i + 1])
+        order = rng.permutation(row.stop - row.start)
+        shuffled.indices[row] = shuffled.indices[row][order]
+        shuffled.data[row] = shuffled.data[row][order]
+    shuffled.has_sorted_indices = False
+    end = canonical.indptr[1]
+    assert end >= 5
+    doubled = sp.csr_matrix(
+        (
+            np.r_[canonical.data[:end], canonical.data[:5], canonical.data[end:]],
+            np.r_[canonical.indices[:end], canonical.indices[:5], canonical.indices[end:]],
+            np.r_[canonical.indptr[:1], canonical.indptr[1:] + 5],
+        ),
+        shape=canonical.shape,
+    )  # the first row's first five entries twice (again at its end)
+    for A in (canonical, shuffled, doubled):
+        A.indices, A.indptr = A.indices.astype(index_type), A.indptr.astype(index_type)
+    expected = canonical.copy()
+    expected.data[:5] += canonical.data[:5]
+    for A, want in ((canonical, canonical), (shuffled, canonical), (doubled, expected)):
+        B = check_data(A)
+        assert B.has_canonical_format
+        for part in ("data", "indices", "indptr"):
+            assert np.array_equal(getattr(B, part), getattr(want, part))
+            assert not np.shares_memory(getattr(B, part), getattr(A, part))
+    if copy_path == "compiled":
+        monkeypatch.setattr(compressed, "csr_has_canonical_format", _no_format_check)
+        assert check_data(canonical.copy()).has_canonical_format
+        monkeypatch.undo()
+    for A in (canonical, shuffled):
+        bad = A.copy()
+        bad.data[17] = np.nan
+        with pytest.raises(qpsvm.InvalidInputError, match="NaN or inf"):
+            check_data(bad)
+    overflow = doubled.copy()
+    overflow.data[:5] = overflow.data[end : end + 5] = 1e308  # finite, their sums inf
+    with pytest.raises(qpsvm.InvalidInputError, match="NaN or inf"):
+        check_data(overflow)
