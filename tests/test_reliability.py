@@ -85,11 +85,13 @@ def test_feasible_problem_reported_infeasible_falls_back(monkeypatch, cancer, me
         return run(problem, solver, options)
 
     # every exact method goes through the one backend loop, backends.solve_model; the primal's
-    # direct Clarabel solve (qpsvm.solvers.direct) leaves a failure to it, as simulated here
+    # direct Clarabel solves (qpsvm.solvers.direct: the whole QP, the working set's restricted
+    # QPs) leave a Clarabel that does not report "solved" to it, as simulated here
     from qpsvm.solvers import direct
 
     monkeypatch.setattr(backends, "run_backend", liar)
     monkeypatch.setattr(direct, "solve_primal_direct", lambda f, tol, refine: None)
+    monkeypatch.setattr(direct, "solve_restricted_primal", lambda f, work, bound: None)
     sol = f.solve(method=method)
     assert sol.solver == "OSQP" and sol.certificate.passed
     with pytest.raises(qpsvm.SolverError) as info:
