@@ -241,6 +241,10 @@ class MulticlassProblem(Problem, Protocol):
 
     def dual_infeasibility(self, alpha: np.ndarray) -> float: ...
 
+    def bound_term(self, at_bound: Any, used: np.ndarray) -> np.ndarray:
+        """``G = sum_{(i,c) in at_bound} s_i x_i (e_{y_i} - e_c)^T`` (shape ``(k, d)``) of the
+        constraints fixed at their bound (indices into ``rows``/``cols``)."""
+
     def joint_weights(self, w: Any, b: Any = None) -> np.ndarray:
         """The weights over the problem's features of a candidate ``(w, b)`` (with a
         regularised intercept, ``[w, b / B]``)."""

@@ -130,6 +130,18 @@ def restricted_problems():
 _FLAGS = [(True, False), (False, False), (True, True)]
 
 
+def both_restricted(ws) -> tuple[Candidate, Candidate, float]:
+    """The working set's restricted QP solved from its matrices and as the CVXPY model, both
+    by Clarabel, and twice the distance ``sqrt(2 gap)`` within which each lies of the unique
+    optimal ``w`` (strong convexity with modulus 1, Clarabel's gap at most 1e-10 relative)."""
+    cand, run = ws.direct()
+    assert run.solver == "CLARABEL" and run.status == "optimal"
+    solve_model(ws.model(), ["CLARABEL"], {})
+    other = ws.read(ws.model())
+    objective = float(ws.model().problem.value)
+    return cand, other, 2 * np.sqrt(2e-10 * max(1.0, abs(objective)))
+
+
 @pytest.mark.parametrize("k", range(len(_FLAGS) + 1))
 def test_restricted_matrices_solve_the_restricted_model(k):
     # the working set's restricted QP from its matrices and as the CVXPY model (solved by
@@ -140,12 +152,7 @@ def test_restricted_matrices_solve_the_restricted_model(k):
     opt = f.solve(method="qp")
     ws = BinarySets(f, Start(Candidate(w=opt.w, b=opt.b), 1e-3, "optimum", 0))
     assert ws.work.any() and ws.bound.any() and (~ws.work & ~ws.bound).any()
-    cand, run = ws.direct()
-    assert run.solver == "CLARABEL" and run.status == "optimal"
-    solve_model(ws.model(), ["CLARABEL"], {})
-    other = ws.read(ws.model())
-    objective = float(ws.model().problem.value)
-    radius = 2 * np.sqrt(2e-10 * max(1.0, abs(objective)))
+    cand, other, radius = both_restricted(ws)
     assert np.linalg.norm(cand.w - other.w) <= radius
     assert abs(cand.b - other.b) <= radius
     outside = ~ws.work
@@ -153,9 +160,18 @@ def test_restricted_matrices_solve_the_restricted_model(k):
     np.testing.assert_allclose(cand.alpha[ws.work], other.alpha[ws.work], atol=1e-6)
 
 
-def test_restricted_failure_is_left_to_the_model(monkeypatch):
+def multiclass_problem():
+    """A Crammer-Singer SVM with free intercepts whose working set takes several rounds."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 5))
+    y = np.argmax(X[:, :3] + 0.5 * rng.normal(size=(120, 3)), axis=1)
+    return qpsvm.MulticlassSVM(X, y, C=0.5, intercept="free")
+
+
+@pytest.mark.parametrize("build", [lambda: restricted_problems()[0], multiclass_problem])
+def test_restricted_failure_is_left_to_the_model(monkeypatch, build):
     # Clarabel stopped before it solved the matrices: the working set solves the CVXPY model
-    f = restricted_problems()[0]
+    f = build()
     solved = []
 
     def model_solve(model, *args):

@@ -36,6 +36,11 @@ for f in (
 ):
     sol = f.solve(method="working_set")
     print(sol.certificate.passed and sol.info["rounds"] > 0, executed())
+classes = np.argmax(X + 0.5 * rng.normal(size=(60, 3)), axis=1)
+for variant in ("crammer_singer", "weston_watkins"):
+    f = qpsvm.MulticlassSVM(X, classes, C=0.5, variant=variant, intercept="free")
+    sol = f.solve(method="working_set")
+    print(sol.certificate.passed and sol.info["rounds"] > 0, executed())
 print(qpsvm.HardMargin(X + 5.0 * y[:, None], y).solve().certificate.passed, executed())
 """
 
@@ -49,7 +54,9 @@ def test_cvxpy_runs_only_when_a_cvxpy_problem_is_built():
     assert out[2] == "True False"  # the kernel working set's certified SMO start
     # the restricted QPs of the primal's and the ranking SVM's working sets, as matrices
     assert out[3] == out[4] == "True False"
-    assert out[5] == "True True"  # the hard margin's CVXPY problem
+    # the multiclass working sets' restricted QPs (Crammer-Singer, Weston-Watkins), as matrices
+    assert out[5] == out[6] == "True False"
+    assert out[7] == "True True"  # the hard margin's CVXPY problem
 
 
 def test_status_values_are_cvxpys():

@@ -59,8 +59,9 @@ class Formulation(ABC):
     #: first by ``method="qp"`` with the default backend; ``""`` without one.
     direct_qp: ClassVar[str] = ""
     #: "module:function" ``(f, work, bound) -> (Candidate, BackendResult) | None``: the
-    #: working set's restricted QP given to its backend as matrices (:mod:`qpsvm.solvers.direct`),
-    #: tried first with the default backend; ``""`` without one.
+    #: working set's restricted QP given to its backend as matrices (:mod:`qpsvm.solvers.direct`,
+    #: :mod:`qpsvm.solvers.direct_multiclass`: ``work`` and ``bound`` as the working set states
+    #: them to ``build``), tried first with the default backend; ``""`` without one.
     direct_restricted: ClassVar[str] = ""
     #: "module:function" ``(f, solver, start) -> Solution``: the exact rational optimum
     #: (:mod:`qpsvm.solvers.exact`, ``method="exact"``); ``""`` without one.

@@ -176,6 +176,7 @@ class MulticlassSVM(Formulation):
     #: classes, d = 50: at n = 2000 the full Crammer-Singer QP took 35 s, the working set 3 s).
     working_set_min_samples: ClassVar[int] = 0
     certifier: ClassVar[str] = "qpsvm.verify.multiclass:certify_multiclass"
+    direct_restricted: ClassVar[str] = "qpsvm.solvers.direct_multiclass:solve_restricted_multiclass"
     refinement: ClassVar[str] = "qpsvm.solvers.refine:refine_multiclass"
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
@@ -567,7 +568,7 @@ class MulticlassSVM(Formulation):
         used, local = np.unique(rows, return_inverse=True)
         folded = None
         if at_bound is not None and len(at_bound):
-            folded = self._bound_term(at_bound, used)
+            folded = self.bound_term(at_bound, used)
         return rows_multiclass_model(
             self.X[used],
             self.y[used],
@@ -583,7 +584,7 @@ class MulticlassSVM(Formulation):
             penalty=self.penalty,
         )
 
-    def _bound_term(self, at_bound: Any, used: np.ndarray) -> np.ndarray:
+    def bound_term(self, at_bound: Any, used: np.ndarray) -> np.ndarray:
         """``G = sum_{(i,c) in at_bound} s_i x_i (e_{y_i} - e_c)^T``, transposed to ``(k, d)``."""
         bound = np.asarray(at_bound, dtype=np.intp).ravel()
         rows, cols = self.rows[bound], self.cols[bound]

@@ -11,9 +11,10 @@ At the optimum of an SVM most constraints are inactive (the sample is beyond its
    ``C sum_{i in E} s_i (m_i - y_i f(x_i))``; the rest drop out;
 2. solves the formulation's own declarative CVXPY model over ``W`` (``f.build(subset=W, ...)``)
    exactly (Clarabel through :func:`~qpsvm.solvers.backends.run_backend`); with the default
-   backend, a formulation that names a ``direct_restricted`` (the soft-margin primal and the
-   ranking SVM) first hands the same QP to Clarabel as matrices (:mod:`qpsvm.solvers.direct`),
-   without CVXPY, and the model is solved only where Clarabel does not report it solved;
+   backend, a formulation that names a ``direct_restricted`` (the soft-margin primal, the
+   ranking SVM and the multiclass SVMs) first hands the same QP to Clarabel as matrices
+   (:mod:`qpsvm.solvers.direct`, :mod:`qpsvm.solvers.direct_multiclass`), without CVXPY,
+   and the model is solved only where Clarabel does not report it solved;
 3. checks every constraint on the full data in one vectorised pass: a dropped sample with
    ``r_i < 0`` or a fixed one with ``r_i > 0`` breaks the KKT conditions of the full problem;
    such samples join ``W``, and the loop repeats;
@@ -597,7 +598,11 @@ def unit_residuals(
 
 
 class MulticlassPolish:
-    """The multiclass sets' :meth:`WorkingSet.polish`: the restricted optimum (an
+    """The multiclass sets' restricted QP, as the CVXPY model (:meth:`build`, :meth:`read`) or
+    as matrices (:meth:`direct`,
+    :func:`~qpsvm.solvers.direct_multiclass.solve_restricted_multiclass`) from the same
+    constraints (:meth:`restricted`, :meth:`fill`), and their :meth:`WorkingSet.polish`: the
+    restricted optimum (an
     interior-point answer, relative gap about ``1e-11``) replaced by its refinement
     (:func:`~qpsvm.solvers.refine.refine_multiclass`, the KKT equations on the constraints
     within :data:`POLISH_TAU` of tight), when its primal objective is lower. The refined point
@@ -607,6 +612,26 @@ class MulticlassPolish:
     refinement's first for a full QP's answer) at one."""
 
     f: MulticlassProblem
+
+    def restricted(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """The restricted model's constraints (indices into ``f.rows`` / ``f.cols``) and
+        those fixed at their bound (``None`` for none)."""
+        raise NotImplementedError
+
+    def fill(self, cand: Candidate) -> Candidate:
+        """``cand`` with the multipliers of the constraints fixed at their bound set."""
+        raise NotImplementedError
+
+    def build(self) -> CvxModel:
+        subset, at_bound = self.restricted()
+        return self.f.build(subset=subset, at_bound=at_bound)
+
+    def read(self, model: CvxModel) -> Candidate:
+        return self.fill(self.f.read_model(model))
+
+    def direct(self) -> tuple[Candidate, BackendResult] | None:
+        solved = load(self.f.direct_restricted)(self.f, *self.restricted())
+        return None if solved is None else (self.fill(solved[0]), solved[1])
 
     def polish(self, cand: Candidate) -> Candidate:
         f = self.f
@@ -637,15 +662,12 @@ class WestonWatkinsSets(MulticlassPolish, ResidualSets):
         r = f.margins(S)[f.rows, f.cols] - 1.0
         return r, float(f.primal_value(f.penalty_value(cand.w), S))
 
-    def build(self) -> CvxModel:
+    def restricted(self) -> tuple[np.ndarray, np.ndarray | None]:
         bound = np.flatnonzero(self.bound)
-        return self.f.build(
-            subset=np.flatnonzero(self.work), at_bound=bound if bound.size else None
-        )
+        return np.flatnonzero(self.work), bound if bound.size else None
 
-    def read(self, model: CvxModel) -> Candidate:
+    def fill(self, cand: Candidate) -> Candidate:
         f = self.f
-        cand = f.read_model(model)
         bound = np.flatnonzero(self.bound)
         cand.alpha[f.rows[bound], f.cols[bound]] = f.upper[f.rows[bound]]
         return cand
@@ -723,18 +745,16 @@ class CrammerSingerSets(MulticlassPolish, StatusSets):
         y = self.f.y[i]
         return i * (self.f.n_classes - 1) + c - (c > y)
 
-    def build(self) -> CvxModel:
+    def restricted(self) -> tuple[np.ndarray, np.ndarray | None]:
         f = self.f
         subset = np.flatnonzero(self.active[f.rows, f.cols])
         bound = np.flatnonzero(self.bound)
         at_bound = self._constraint(bound, self.top[bound])
-        return f.build(subset=subset, at_bound=at_bound if at_bound.size else None)
+        return subset, at_bound if at_bound.size else None
 
-    def read(self, model: CvxModel) -> Candidate:
-        f = self.f
-        cand = f.read_model(model)
+    def fill(self, cand: Candidate) -> Candidate:
         bound = np.flatnonzero(self.bound)
-        cand.alpha[bound, self.top[bound]] = f.upper[bound]
+        cand.alpha[bound, self.top[bound]] = self.f.upper[bound]
         return cand
 
 
