@@ -597,7 +597,7 @@ def unit_residuals(
     return sides * (z[rows] - f.target[rows]) + f.epsilon
 
 
-class MulticlassPolish:
+class MulticlassPolish(ABC):
     """The multiclass sets' restricted QP, as the CVXPY model (:meth:`build`, :meth:`read`) or
     as matrices (:meth:`direct`,
     :func:`~qpsvm.solvers.direct_multiclass.solve_restricted_multiclass`) from the same
@@ -613,14 +613,14 @@ class MulticlassPolish:
 
     f: MulticlassProblem
 
+    @abstractmethod
     def restricted(self) -> tuple[np.ndarray, np.ndarray | None]:
         """The restricted model's constraints (indices into ``f.rows`` / ``f.cols``) and
         those fixed at their bound (``None`` for none)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def fill(self, cand: Candidate) -> Candidate:
         """``cand`` with the multipliers of the constraints fixed at their bound set."""
-        raise NotImplementedError
 
     def build(self) -> CvxModel:
         subset, at_bound = self.restricted()
