@@ -20,7 +20,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from qpsvm._jit import CALLEE, ENTRY
-from qpsvm._numerics import uncompiled
+from qpsvm._numerics import DOT2_ROWS, _dot2_step, _split, uncompiled
 from qpsvm._rows import canonical_csr
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 
@@ -374,20 +374,47 @@ def _combine_rows(rows, slots, weights, out):  # pragma: no cover - compiled
             out[t] += c * row[t]
 
 
+@numba.njit(**CALLEE)
+def _product_row(rows, slots, idx, spec, scratch, k):  # pragma: no cover - compiled
+    """Row ``idx[k]`` of a product: ``rows[slots[k]]`` where ``slots[k] >= 0``, else computed
+    into ``scratch`` (:func:`kernel_row`, the same values)."""
+    if slots[k] >= 0:
+        return rows[slots[k]]
+    kernel_row(idx[k], spec, scratch)
+    return scratch
+
+
 @numba.njit(**ENTRY, fastmath={"contract"})
 def _combine_computed(rows, slots, idx, weights, spec, scratch, out):  # pragma: no cover
     """``out += sum_k weights[k] K[idx[k], :]``, row after row in increasing ``k``: the row is
     ``rows[slots[k]]`` where ``slots[k] >= 0``, else computed into ``scratch``
     (:func:`kernel_row`, the same values)."""
     for k in range(idx.shape[0]):
-        if slots[k] >= 0:
-            row = rows[slots[k]]
-        else:
-            kernel_row(idx[k], spec, scratch)
-            row = scratch
+        row = _product_row(rows, slots, idx, spec, scratch, k)
         c = weights[k]
         for t in range(out.shape[0]):
             out[t] += c * row[t]
+
+
+@numba.njit(**ENTRY)
+def _enclosed_pass(rows, slots, idx, V, A, spec, scratch, s, c, m):  # pragma: no cover
+    """For ``k`` in increasing order of the rows ``j = idx[k]`` (``rows[slots[k]]``, or computed
+    into ``scratch`` where ``slots[k] < 0``): Dot2 ``s[p] + c[p] += V[p, k] K[j, :]`` (as
+    :func:`qpsvm._numerics._dense_tdot2`, the same operations in the same order) and
+    ``m[q] += A[q, k] K[j, :]`` in floating point, one read of each row for every sum."""
+    for k in range(idx.shape[0]):
+        row = _product_row(rows, slots, idx, spec, scratch, k)
+        for p in range(V.shape[0]):
+            v = V[p, k]
+            if v != 0.0:
+                vh, vl = _split(v)
+                for t in range(row.shape[0]):
+                    _dot2_step(row[t], v, vh, vl, s[p], c[p], t)
+        for q in range(A.shape[0]):
+            a = A[q, k]
+            if a != 0.0:
+                for t in range(row.shape[0]):
+                    m[q, t] += a * row[t]
 
 
 def _spec(
@@ -558,6 +585,53 @@ class KernelCache:
             out[at] = self.rows[np.ix_(slots, cols)]
         return out
 
+    def _product_slots(self, nz: np.ndarray) -> np.ndarray:
+        """Slots of the rows ``nz`` of a product (compiled rows only): the cached rows in place,
+        the missing ones in the slots of rows outside the product, ``-1`` for the rest (computed
+        into a scratch row): a product over more rows than the slots evicts none of its own."""
+        slots = self.slot_of[nz]
+        hit = slots >= 0
+        missing = np.flatnonzero(~hit)
+        kept = missing[: self.capacity - (nz.size - missing.size)]
+        taken = np.concatenate([np.flatnonzero(hit), kept])
+        slots[taken] = self.slots(nz[taken])
+        slots[missing[kept.size :]] = -1
+        self.stats[1] += missing.size - kept.size
+        return slots
+
+    def enclosed_products(
+        self, V: np.ndarray, A: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        r"""``K V^T`` in twice the working precision and ``K A^T`` in floating point, over the
+        rows ``j`` where a column of ``V`` or ``A`` is nonzero, in one read of each row.
+
+        .. math::
+
+            s_p + c_p = \sum_j V_{pj} K_{j,:} \ (\text{Dot2}), \qquad
+            m_q = \sum_j A_{qj} K_{j,:},
+
+        the rows in increasing ``j``: ``(s_p, c_p)`` are the floats of
+        :func:`qpsvm._numerics.tdot2` over those rows in that order (the same operations), ``m_q``
+        a recursive sum (within :math:`\gamma` of its exact value for nonnegative terms, as any
+        order). The rows are read where they are cached and taken as :meth:`matvec` takes them
+        (:meth:`_product_slots`: no row of the product evicted, the free rows a solver keeps
+        stay), instead of gathered into blocks that evicted the rows outside each block.
+        ``None`` without compiled rows or while the pass is not compiled
+        (:func:`qpsvm._numerics.uncompiled`).
+        """
+        V = np.ascontiguousarray(V, dtype=np.float64)
+        A = np.ascontiguousarray(A, dtype=np.float64)
+        nz = np.flatnonzero(np.any(V != 0.0, axis=0) | np.any(A != 0.0, axis=0))
+        if self.spec is None or uncompiled(_enclosed_pass, nz.size, DOT2_ROWS):
+            return None
+        n = self.rows.shape[1]
+        s, c = np.zeros((V.shape[0], n)), np.zeros((V.shape[0], n))
+        m = np.zeros((A.shape[0], n))
+        slots = self._product_slots(nz)
+        V, A = np.ascontiguousarray(V[:, nz]), np.ascontiguousarray(A[:, nz])
+        _enclosed_pass(self.rows, slots, nz, V, A, self.spec, np.empty(n), s, c, m)
+        return s, c, m
+
     def matvec(self, v: np.ndarray) -> np.ndarray:
         """``K v = sum_j v_j K[j, :]`` over the nonzero ``v_j`` only, in increasing ``j``.
 
@@ -586,17 +660,15 @@ class KernelCache:
             # the cached rows in place; the missing ones into the slots of rows outside the
             # product, the rest computed into a scratch row: a product over more rows than
             # the slots evicts none of its own (nor the rows a solver will ask for next)
-            slots = self.slot_of[nz]
-            hit = slots >= 0
-            missing = np.flatnonzero(~hit)
-            kept = missing[: self.capacity - (nz.size - missing.size)]
-            taken = np.concatenate([np.flatnonzero(hit), kept])
-            slots[taken] = self.slots(nz[taken])
-            slots[missing[kept.size :]] = -1
-            self.stats[1] += missing.size - kept.size
             scratch = np.empty(self.rows.shape[1])
             _combine_computed(
-                self.rows, slots, nz, np.ascontiguousarray(v[nz]), self.spec, scratch, out
+                self.rows,
+                self._product_slots(nz),
+                nz,
+                np.ascontiguousarray(v[nz]),
+                self.spec,
+                scratch,
+                out,
             )
         self._products = [(v.copy(), out.copy()), *self._products[: REMEMBERED - 1]]
         return out

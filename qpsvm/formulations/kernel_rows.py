@@ -56,6 +56,16 @@ class KernelRows:
             return self.kernel_cache().take(idx)
         return self.gram()[idx]
 
+    def enclosed_products(
+        self, V: np.ndarray, A: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``K V^T`` by Dot2 and ``K A^T`` in one read of the rows from :meth:`kernel_cache`
+        (:meth:`~qpsvm.kernels.KernelCache.enclosed_products`); ``None`` where the rows do not
+        come from it (the linear kernel, a formed or precomputed Gram matrix)."""
+        if self.linear or self._gram is not None or self.kernel.name == "precomputed":
+            return None
+        return self.kernel_cache().enclosed_products(V, A)
+
     def gram_block(self, idx: np.ndarray, cols: np.ndarray | None = None) -> np.ndarray:
         """The block ``K[idx][:, cols]`` of the Gram matrix (``cols`` defaults to ``idx``):
         from ``X`` for the linear kernel, from :meth:`kernel_cache` without copying whole rows

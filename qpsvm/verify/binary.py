@@ -136,7 +136,9 @@ def kernel_scores(
     Oishi 2005); ``|K| |alpha|`` is summed in the same pass. For rbf the bound is proven
     (:func:`~qpsvm.verify.rigorous.rbf_score_error`, with the values' underflow; ``ulps`` is
     then the per-pair bound, and ``K (|alpha| q)`` with ``q`` the squared row norms is summed in
-    the same pass too); for poly too: the rows are the certificate's own evaluation as
+    the same pass too; rows from the kernel cache are read there in one pass for every sum,
+    :meth:`~qpsvm.formulations.kernel_rows.KernelRows.enclosed_products`, the same Dot2 floats
+    as the blocks'); for poly too: the rows are the certificate's own evaluation as
     unevaluated sums ``hi + lo`` (:func:`~qpsvm.verify.rigorous_poly.poly_pair_rows`) with a
     proven bound on every value, summed with ``|alpha|`` in the same pass, the low parts'
     products of each block one more term of the Dot2
@@ -162,7 +164,20 @@ def kernel_scores(
     errors = [np.zeros(f.n_samples) for _ in alphas] if poly else []
     lows = [np.zeros(f.n_samples) for _ in alphas] if poly else []
     step = max(1, ROW_BLOCK_BYTES // (8 * f.n_samples))
-    for start in range(0, support.size, step):
+    fused = None
+    if pair and hasattr(f, "enclosed_products"):
+        # one read of each support row for every sum, the rows where they are cached; the
+        # blocks below where Dekker's splitting overflowed (tdot2's plain product)
+        fused = f.enclosed_products(np.array(v), np.array(a + weights))
+        if fused is not None and not (
+            np.all(np.isfinite(fused[0])) and np.all(np.isfinite(fused[1]))
+        ):
+            fused = None
+    if fused is not None:
+        s, c, sums = fused
+        totals = list(zip(s, c, strict=True))
+        magnitudes, weighted = list(sums[: len(a)]), list(sums[len(a) :])
+    for start in range(0, support.size if fused is None else 0, step):
         idx = support[start : start + step]
         if poly:
             rows, low, bounds = poly_pair_rows(ulps, f.X, idx)
