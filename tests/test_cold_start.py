@@ -550,3 +550,36 @@ def test_cold_chain_ranking_and_multiclass_compile_only_qpsvms_kernels_and_the_w
         assert warm.certificate.passed
         np.testing.assert_array_equal(warm.w, w)
         assert (warm.certificate.lower, warm.certificate.upper) == (lower, upper)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1), st.integers(1, 40), st.sampled_from([1e-16, 1e-8, 1e-3, 0.3, 5.0])
+)
+def test_uncompiled_rebalance_is_the_compiled_ones_point_to_the_bit(seed, n, scale):
+    # the balance restored by the same shift of the same free coordinates, the same floats,
+    # or refused by both (every free one or every roomy one pushed out of the box)
+    from qpsvm.verify import binary
+
+    rng = np.random.default_rng(seed)
+    upper = rng.choice([1.0, 0.3, 7.0], size=n)
+    a = upper * rng.random(n)
+    a[rng.random(n) < 0.3] = 0.0
+    hair = rng.random(n) < 0.2
+    a[hair] = upper[hair] * (1.0 - 1e-12)  # free by a hair: only the roomy ones can move
+    bound = rng.random(n) < 0.2
+    a[bound] = upper[bound]
+    y = rng.choice([-1.0, 1.0], size=n)
+    excess = scale * rng.normal()
+    moved, compiled_out = binary._rebalance(a, upper, y, excess)
+    try:
+        binary.uncompiled = lambda kernel, rows, budget: True
+        numpy_out = binary.rebalance(a, upper, y, excess)
+    finally:
+        binary.uncompiled = _numerics.uncompiled
+    assert moved == (numpy_out is not None)
+    if moved:
+        assert np.array_equal(compiled_out, numpy_out)
+        assert np.array_equal(binary.rebalance(a, upper, y, excess), numpy_out)
+    else:
+        assert binary.rebalance(a, upper, y, excess) is None
