@@ -386,14 +386,18 @@ def certifies(
 
 def liblinear_at(X: Any, y: Any, **params: Any) -> Callable[[float], Any]:
     """``LinearSVC(**params)`` fitted at ``factor`` times its default tolerance (``1e-4``), its
-    iteration limit raised so that the tolerance, not the limit, stops it."""
+    iteration limit raised so that the tolerance, not the limit, stops it, and its order of
+    coordinates seeded: liblinear's dual coordinate descent visits them in a random order, so
+    unseeded fits at one tolerance differ, and a rung certified once might not be the next
+    time."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.svm import LinearSVC
 
     def fit(factor: float) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            return LinearSVC(**params, tol=1e-4 * factor, max_iter=10**6).fit(X, y)
+            model = LinearSVC(**params, tol=1e-4 * factor, max_iter=10**6, random_state=0)
+            return model.fit(X, y)
 
     return fit
 
