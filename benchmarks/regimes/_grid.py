@@ -161,7 +161,7 @@ class CertifierClock:
             module, _, name = path.partition(":")
             fn = getattr(importlib.import_module(module), name)
             wrapper = self._timed(fn)
-            ours = [m for m in list(sys.modules.values()) if m.__name__.startswith("qpsvm")]
+            ours = [m for key, m in list(sys.modules.items()) if key.startswith("qpsvm")]
             for mod in ours:
                 if mod.__dict__.get(name) is fn:
                     originals.append((mod, name, fn))
