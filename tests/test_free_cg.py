@@ -146,6 +146,7 @@ def test_cg_tail_gives_the_certified_optimum(monkeypatch, C):
     monkeypatch.setattr(smo, "_cg_step", spy)
     cg = f.solve(method="smo", gap=5e-12)
     monkeypatch.setattr(smo, "_cg_pays", lambda *args: 0.0)
+    monkeypatch.setattr(smo, "_polish_plan", lambda *args: NEVER)
     tail = f.solve(method="smo", gap=5e-12)
     assert len(steps) == 1 and 0 < steps[0] <= 20
     assert cg.status == tail.status == "gap"
@@ -197,3 +198,28 @@ def test_cg_plan_only_where_the_block_is_well_conditioned():
     f = problem(0.5, 100.0)
     assert _cg_pays(f, state_at(f, 1e-3), 900.0, 0.0) == 0.0
     assert NEVER == "never"
+
+
+def test_cg_plan_stops_at_the_first_row_whose_radius_is_one(monkeypatch):
+    # gamma = 0.05: the first sampled free row's off-diagonal sum is already above 1, so the
+    # radius of the 64 sampled rows (at least that row's) gives no rate and the block of 64
+    # rows is never formed; gamma = 0.5 (radius about 0.04) goes on to the 64 rows
+    sizes = []
+    real = smo.off_diagonal_sum
+
+    def counted(X, sq, gamma, F, size):
+        sizes.append(size)
+        return real(X, sq, gamma, F, size)
+
+    monkeypatch.setattr(smo, "off_diagonal_sum", counted)
+    f = problem(0.05, 1.0)
+    state = state_at(f, 1e-3)
+    assert _cg_pays(f, state, 900.0, 8.0) == 0.0
+    assert sizes == [1]
+    free = np.flatnonzero((state.alpha > 0) & (state.alpha < f.upper))
+    X = np.asarray(f.X, dtype=np.float64)
+    assert real(X, np.einsum("ij,ij->i", X, X), 0.05, free, 1) >= 1.0
+    sizes.clear()
+    g = problem(0.5, 100.0)
+    assert _cg_pays(g, state_at(g, 1e-3), 900.0, 8.0) > 0
+    assert sizes == [1, smo.CG_SAMPLE]

@@ -535,6 +535,7 @@ def test_kkt_polish_plan_weighs_the_equations_against_the_tail(monkeypatch):
     monkeypatch.setattr(smo, "POLISH_FLOP", 0.0)
     monkeypatch.setattr(smo, "POLISH_FIXED", 0.0)
     monkeypatch.setattr(smo, "POLISH_ENTRY", 100.0)
+    monkeypatch.setattr(smo, "STEP_FIXED", 0.0)
     upper = np.ones(100)
     alpha = np.where(np.arange(100) < 50, 0.5, 0.0)
     assert _polish_plan(alpha, upper, 5000.0, 8.0) == NOW
@@ -555,7 +556,11 @@ def test_kkt_polish_plan_as_measured():
     # C = 1, 8419 steps with 3259 free and 7.6 decades: the solve (about 0.6 s) and a decade
     # cost more than the tail (21906 steps, 0.67 s); poly, 45220 steps with about 600 free,
     # and rbf gamma = 0.005, C = 10, 5996 steps with 221 free and the gap 6.9 decades above
-    # its target: one solve costs less than a decade
+    # its target: one solve costs less than a decade; rbf n = 500, 710 steps with 345 free
+    # and 7.6 decades: a decade and one solve (measured 3.0 ms) cost less than the tail
+    # (1555 steps, 4.1 ms), which pricing a step at its free multipliers alone (345 units,
+    # 450 measured) put below them; n = 200 (gamma 0.1, d = 10), 220 steps with 55 free and
+    # 7.3 decades: the tail (471 steps, 0.45 ms) costs less than one solve (0.59 ms)
     decade = 1.0 / np.log10(2 / 1e-3)
     free = np.full(4000, 0.5)
     plan = [
@@ -566,9 +571,11 @@ def test_kkt_polish_plan_as_measured():
             (3259, 8419, 7.6),
             (600, 45220, 8.0),
             (221, 5996, 6.9),
+            (345, 710, 7.6),
+            (55, 220, 7.3),
         )
     ]
-    assert plan == [NEXT, NEXT, NEVER, NOW, NOW]
+    assert plan == [NEXT, NEXT, NEVER, NOW, NOW, NEXT, NEVER]
 
 
 def test_restart_steps_follow_the_polish_plan():
@@ -790,10 +797,13 @@ def test_kkt_polish_plan_counts_the_rows_the_cache_cannot_hold():
 def test_kkt_polish_after_a_decade_where_the_rows_miss_the_cache(monkeypatch):
     # the same problem with every row cached (no misses: SMO's tail) and with 32 slots for
     # its 400 rows (the tail's rows mostly recomputed: one more decade, then the equations):
-    # both certified, the same optimum within their gaps, fewer steps with the small cache
+    # both certified, the same optimum within their gaps, fewer steps with the small cache;
+    # a step priced at its free multipliers alone (with its fixed work the cached problem
+    # goes to the equations after a decade too, as rbf n = 500 does)
     X, y = make_classification(
         n_samples=400, n_features=20, n_informative=10, flip_y=0.1, random_state=0
     )
+    monkeypatch.setattr(smo, "STEP_FIXED", 0.0)
     plans = []
 
     def plan(*args):

@@ -132,6 +132,13 @@ POLISH_ROUNDS = 3
 POLISH_FLOP = 0.55 / 190.0
 POLISH_ENTRY = 2.5
 POLISH_FIXED = 2e5
+#: A tail step's work beyond its free multipliers, in the same units (the pair's update, the
+#: passes over the active multipliers at their bounds, the loop's own overhead): measured
+#: 105-108 units (0.6 us) a step at rbf n = 200 and 500 (471 tail steps on 55 free in
+#: 0.45 ms, 1555 on 345 free in 4.1 ms), which a price of the free set alone put at a third
+#: and four fifths of that. Without it the equations were never tried at n = 500, where
+#: they now pay after a decade.
+STEP_FIXED = 100.0
 #: Products over the support vectors a polish takes beyond the tail's own exact gradient (the
 #: scores of the bound multipliers, of its solution for the intercept and for the gradient).
 POLISH_PRODUCTS = 2
@@ -772,9 +779,10 @@ def _polish_plan(
     r"""When the KKT equations on the free set ``F = {0 < alpha_i < C s_i}`` are worth solving,
     from their cost against SMO's steps, both in units of one step's work on one free
     multiplier: the equations cost :math:`c = |F|^3 / 3 \cdot` :data:`POLISH_FLOP`
-    :math:`+ |F|^2 \cdot` :data:`POLISH_ENTRY` plus ``misses[1]``, a step :math:`|F|` plus
-    ``misses[0]`` (the rows the cache cannot hold, :func:`_row_misses`), a decade of SMO's
-    violation ``per_decade`` steps, and the tail to the gap ``decades`` decades of it
+    :math:`+ |F|^2 \cdot` :data:`POLISH_ENTRY` plus ``misses[1]``, a step
+    :math:`|F| +` :data:`STEP_FIXED` plus ``misses[0]`` (the rows the cache cannot hold,
+    :func:`_row_misses`), a decade of SMO's violation ``per_decade`` steps, and the tail to
+    the gap ``decades`` decades of it
     (SMO converges linearly near the optimum: measured at n = 2000, rbf and poly, its tail
     takes 0.7-1.1 times the first stage's steps per decade). :data:`NOW` where one solve
     costs at most one decade (the poly kernel: 40000 steps for 600 free; rbf n = 2000,
@@ -785,7 +793,7 @@ def _polish_plan(
     if k == 0:
         return NEVER
     cost = k**3 / 3.0 * POLISH_FLOP + k**2 * POLISH_ENTRY + POLISH_FIXED + misses[1]
-    decade = (k + misses[0]) * per_decade
+    decade = (k + STEP_FIXED + misses[0]) * per_decade
     if cost <= decade:
         return NOW
     return NEXT if cost + decade <= decades * decade else NEVER
@@ -796,12 +804,13 @@ def _cg_pays(f: BinaryProblem, state: _SMOState, per_decade: float, decades: flo
     conjugate-gradient step on the free set (:func:`_cg_step`) costs less, else 0 (the step
     is taken at once where every multiplier is free, else after one decade of steps, whose
     cost it includes); both in the units of :func:`_polish_plan`. A tail step costs
-    :math:`|F|` plus the rows it computes: two of :math:`n` entries at :data:`ROW_ENTRY`
-    each, missed in proportion ``1 - slots / |F|`` where the cache holds fewer rows than the
-    free set (measured, rbf n = 8000, gamma = 0.5, C = 100, 3276 slots for 8000 free: 70-96 us
-    a step against 45 us with every row cached). The step costs its products by the free
-    block (:func:`_cg_product_cost`) and one exact product for the gradient. Only for
-    the rbf kernel on dense data with an intercept (the products are GEMM blocks)."""
+    :math:`|F| +` :data:`STEP_FIXED` plus the rows it computes: two of :math:`n` entries at
+    :data:`ROW_ENTRY` each, missed in proportion ``1 - slots / |F|`` where the cache holds
+    fewer rows than the free set (measured, rbf n = 8000, gamma = 0.5, C = 100, 3276 slots
+    for 8000 free: 70-96 us a step against 45 us with every row cached). The step costs its
+    products by the free block (:func:`_cg_product_cost`) and one exact product for the
+    gradient. Only for the rbf kernel on dense data with an intercept (the products are
+    GEMM blocks)."""
     rows, slot_of = state.arrays[0], state.arrays[1]
     n = f.n_samples
     if (
@@ -819,15 +828,18 @@ def _cg_pays(f: BinaryProblem, state: _SMOState, per_decade: float, decades: flo
     if k == 0:
         return 0.0
     X = np.asarray(f.X, dtype=np.float64)
-    s = off_diagonal_sum(
-        X, squared_norms(X), float(f.kernel.gamma), np.flatnonzero(free), CG_SAMPLE
-    )
-    rate = decades_per_product(s)
+    F, sq, gamma = np.flatnonzero(free), squared_norms(X), float(f.kernel.gamma)
+    # the largest sum is at least the first sampled row's: at 1 the rate is 0 (measured at
+    # rbf n = 200 and 500, 55 and 345 free: 11.1 and 1.67 from that row, 0.1 and 0.2 ms
+    # saved of the 64 rows' block)
+    if off_diagonal_sum(X, sq, gamma, F, 1) >= 1.0:
+        return 0.0
+    rate = decades_per_product(off_diagonal_sum(X, sq, gamma, F, CG_SAMPLE))
     if rate <= 0:
         return 0.0
     held = int(np.count_nonzero(slot_of[free] >= 0))
     miss = max(0.0, 1.0 - rows.shape[0] / k)
-    step = k + miss * 2.0 * n * ROW_ENTRY
+    step = k + STEP_FIXED + miss * 2.0 * n * ROW_ENTRY
     tail = decades * per_decade * step
     product = _cg_product_cost(rows.shape[0], n, k, held)
     support = int(np.count_nonzero(alpha))
