@@ -1452,16 +1452,17 @@ def test_moving_intercept_tightens_its_last_tolerance_to_the_target(caplog):
     # the regime grid's 2000 x 20000 (20 nonzeros a row) with a free intercept: the gap falls
     # about as the tolerance (1.2e-5, 1.1e-7, 1.1e-9 at 1e-3, 1e-5, 1e-7), and after 1e-9 it
     # is 9.7e-12 against the target 5e-12: the last tolerance is 0.3 target / gap times it
-    # (2e-10, 3 epochs) rather than two decades down (1e-11)
+    # (2e-10, 3 epochs) rather than two decades down (1e-11). The gaps after 1e-1 to 1e-5, a
+    # million times the target or more, are not evaluated (nor logged)
     sol = _logged_solve(caplog, 2000, 20000, 20)
     tolerances = [
         float(record.getMessage().split()[4])
         for record in caplog.records
         if record.getMessage().startswith("dcd: moving b=")
     ]
-    assert tolerances[:5] == [1e-1, 1e-3, 1e-5, 1e-7, 1e-9]
-    assert tolerances[5] == 2e-10  # 1.55e-10, logged to one digit
-    assert len(tolerances) == 6 and sol.n_iter == 41
+    assert tolerances[:2] == [1e-7, 1e-9]
+    assert tolerances[2] == 2e-10  # 1.55e-10, logged to one digit
+    assert len(tolerances) == 3 and sol.n_iter == 41
 
 
 def test_intercept_without_free_multipliers_is_searched_from_the_regularised_start(caplog):
@@ -1851,3 +1852,38 @@ def test_ascents_at_b_fixed_open_on_the_regularised_start_active_set(zero_row, m
     assert sol.method == "dcd" and sol.certificate.passed
     optimum = _exact_optimum(X, y, fit_intercept=True)
     assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
+
+
+@pytest.mark.parametrize("intercept", ["none", "free"])
+def test_loose_tolerances_run_on_without_their_gap_to_the_same_point(intercept, monkeypatch):
+    # a tolerance a million times the target leaves a gap far above it (text-like rows, n < d:
+    # 1e-3 to 1e-7 after 0.1 to 1e-5), so the ascent goes on without evaluating it; the gaps it
+    # skips decided nothing, so every multiplier and the certified objective are the same floats
+    X, y = _grid_point(600, 6000, 20)
+    calls = []
+
+    def spy(name):
+        original = getattr(ascent, name)
+
+        def counted(*args):
+            calls.append(name)
+            return original(*args)
+
+        monkeypatch.setattr(ascent, name, counted)
+
+    spy("coordinate_objectives")  # without intercept, P and D in one pass
+    spy("_gap")  # with a free intercept, D at the balanced point (and P apart)
+
+    def solve():
+        calls.clear()
+        f = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept=intercept)
+        return f.solve(method="dcd"), len(calls)
+
+    skipped, fewer = solve()
+    monkeypatch.setattr(ascent, "UNEVALUATED_FROM", (math.inf, math.inf))
+    evaluated, every = solve()
+    assert skipped.certificate.passed and evaluated.certificate.passed
+    assert skipped.objective == evaluated.objective
+    np.testing.assert_array_equal(skipped.alpha, evaluated.alpha)
+    np.testing.assert_array_equal(skipped.w, evaluated.w)
+    assert fewer <= every - 3

@@ -141,6 +141,16 @@ FINISH_FREE = 64
 #: the optimum (gaps of 3e-14 to 8e-14 from every slice's point). The ascents of the quick
 #: sparse grid run fewer epochs a tolerance, and are not sliced.
 FINISH_SLICE = 1000
+#: A tolerance at least this many times the ascent's target that converged (not a slice run
+#: out) is followed by the next without the gap evaluated (:func:`_unevaluated`), the hinge's
+#: (first) and the squared hinge's: the gap falls with the tolerance, for the hinge 1e-2 times
+#: it on benchmarks/regimes/sparse.py (2000 x 20000, 20 nonzeros a row, free intercept: 9.5e-4,
+#: 1.2e-5, 1.1e-7, 1.1e-9 after 1e-1 to 1e-7), for the squared hinge faster (1.4e-4, 1.2e-8,
+#: 9.6e-11 after 1e-1, 1e-3, 1e-5, where the target 5e-12 was in :data:`LAST_TOLERANCE`'s
+#: reach), so such a gap is never within the target, nor within that reach of it. Each
+#: evaluation is a pass over the rows and the features (with a free intercept the balanced
+#: point's too), 50-160 us of a 4-7 ms solve there.
+UNEVALUATED_FROM = (1e6, 1e8)
 #: Factorizations of one free-set finish at most (the first, then one each time bound
 #: coordinates whose gradient points into the box join the free set: once or twice from the
 #: free set of a loose ascent, measured on benchmarks/regimes/sparse.py; but five or six at
@@ -1703,6 +1713,9 @@ def ascend(
                 budget = min(budget, FINISH_SLICE)
             ran = data.run(u, v, tol, budget, shift, seed + epochs, unshrink_every, carry=carry)
             epochs += ran
+            if epochs < max_epochs and _unevaluated(data, u, ran, budget, tol, target):
+                primal = dual = gap = math.nan
+                break
             # the updated v drifts from the expansion of u by a few ulps per epoch: enough to
             # steer the ascent, and recomputed exactly for the point returned
             primal, dual = data.objectives(u, v, shift)
@@ -1724,7 +1737,9 @@ def ascend(
             last_gap = gap
         if stalled or tol <= TOLERANCES[-1] or gap <= target:
             break
-        if target < FINISH_GAP:
+        if math.isnan(gap):
+            tol *= TOLERANCES[1] / TOLERANCES[0]  # unevaluated, far above the target
+        elif target < FINISH_GAP:
             tol = _next_tolerance(tol, target, gap)
         else:
             # a loose target (the regularised start's, 1e-3 where the hinge's ascent is slow)
@@ -1767,6 +1782,27 @@ def first_tolerance(data: CoordinateData) -> float:
     (benchmarks/regimes/sparse.py)."""
     slow = not np.any(data.d) and data.X.shape[0] > data.X.shape[1]
     return FINISH_FROM if slow else TOLERANCES[0]
+
+
+def _unevaluated(
+    data: CoordinateData, u: np.ndarray, ran: int, budget: int, tol: float, target: float
+) -> bool:
+    """Whether the ascent goes on to the next tolerance without the gap at ``u``, after ``ran``
+    epochs of the ``budget`` to the tolerance ``tol``: it converged there, ``tol`` is at least
+    :data:`UNEVALUATED_FROM` (the loss's) times ``target`` and not the last of
+    :data:`TOLERANCES`, and, for the hinge (whose free-set finish the gap gates),
+    :func:`_worth_finishing` could not hold whatever the gap (more than :data:`FINISH_FREE`
+    coordinates of ``u`` free, and ``tol`` above :data:`FINISH_FROM` or fewer than
+    :data:`FINISH_EPOCHS` epochs). The gap decides nothing else there: the next tolerance is
+    two decades down unless the gap is within ``LAST_TOLERANCE / 0.01`` times the target."""
+    smooth = bool(np.any(data.d))
+    if ran >= budget or tol < UNEVALUATED_FROM[smooth] * target or tol <= TOLERANCES[-1]:
+        return False
+    if smooth:
+        return True
+    if tol <= FINISH_FROM and ran >= FINISH_EPOCHS:
+        return False
+    return int(np.count_nonzero((u > 0.0) & (u < data.hi))) > FINISH_FREE
 
 
 def _worth_finishing(
@@ -1942,9 +1978,10 @@ def _slope(data: CoordinateData, u: np.ndarray) -> tuple[float, bool]:
     F = np.flatnonzero(free)
     if F.size and sp.issparse(data.X):
         Z = data.X[F]
-        if np.all(data.d[F] > 0.0) or (not np.any(data.d) and _IterativeSystem.suits(Z)):
+        used = used_columns(Z)
+        if np.all(data.d[F] > 0.0) or (not np.any(data.d) and _IterativeSystem.suits(Z, used)):
             floor = np.finfo(float).eps * max(1.0, float(np.max(np.abs(data.p))))
-            system = _IterativeSystem(data, F, Z, False, floor)
+            system = _IterativeSystem(data, F, Z, False, floor, used)
             sigma = data.sigma[F]
             x, _ = system.solve(sigma, np.ones(F.size, dtype=bool), 0.0, rtol=SLOPE_RTOL)
             return float(sigma @ x), False
@@ -2059,6 +2096,9 @@ def _newton_ascent(
             break
         ran = data.run(u, v, tol, budget, 0.0, seed + epochs, unshrink_every, intercept, slope)
         epochs += ran
+        if epochs < max_epochs and _unevaluated(data, u, ran, budget, tol, target):
+            tol *= TOLERANCES[1] / TOLERANCES[0]
+            continue
         b = float(intercept[0])
         gap, balanced = _gap(data, balance, u, data.primal(v, b))
         logger.debug("dcd: moving b=%.17g tolerance %.0e gap %.3e epochs %d", b, tol, gap, epochs)
