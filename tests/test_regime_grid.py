@@ -68,6 +68,19 @@ def test_certifiers_restored_after_timing():
     assert binary.certify_binary is fn
 
 
+def test_clock_passes_over_nameless_entries_of_sys_modules(monkeypatch):
+    # Cython puts its shadow ``cython.parallel`` (an object without ``__name__``) into
+    # sys.modules when scikit-learn or dlib import it: the clock's walk over the loaded
+    # modules raised AttributeError on it, and the ranking and small families never ran
+    import qpsvm.verify.binary as binary
+
+    monkeypatch.setitem(sys.modules, "nameless_stand_in", object())
+    calls: list[bool] = []
+    _grid.time_point(_point(calls))
+    assert calls == [False, True, True, True]
+    assert not hasattr(binary.certify_binary, "__wrapped__")
+
+
 def _ladder_point(tightened: Tightened | None) -> Point:
     return Point("small", "stand-in", "anchor", lambda: None, lambda: None, 1, None, tightened)
 

@@ -161,6 +161,7 @@ class CertifierClock:
             module, _, name = path.partition(":")
             fn = getattr(importlib.import_module(module), name)
             wrapper = self._timed(fn)
+            # by key: Cython puts its shadow `cython.parallel`, which has no name, in sys.modules
             ours = [m for key, m in list(sys.modules.items()) if key.startswith("qpsvm")]
             for mod in ours:
                 if mod.__dict__.get(name) is fn:
