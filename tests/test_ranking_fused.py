@@ -156,6 +156,34 @@ def test_the_small_grid_point_takes_the_compiled_pass():
     assert f.certify(w=w).primal_objective == reference.primal_objective
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_window_rows_by_the_compiled_gather_are_numpys_to_the_bit(seed):
+    # each entry of a pair's row is one subtraction x_i - x_j in either form: the same floats,
+    # over magnitudes far apart (the difference rounds), repeated pairs and both orders
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(30, 4)) * 10.0 ** rng.integers(-8, 8, size=(30, 4))
+    window = rng.integers(0, 30, size=(17, 2))
+    expected = X[window[:, 0]] - X[window[:, 1]]
+    Z = np.empty_like(expected)
+    ranking_fused.pair_differences(X, window.astype(np.intp), Z)
+    assert np.array_equal(Z, expected)
+    called = []
+
+    def compiled(*args):
+        called.append(True)
+        return ranking_fused.pair_differences(*args)
+
+    with (
+        patch.object(ranking, "uncompiled", lambda *args: False),
+        patch.object(ranking, "pair_differences", compiled),
+    ):
+        assert np.array_equal(ranking._window_rows(X, window), expected)
+        assert called  # a dense C-contiguous X takes the compiled gather
+        # a Fortran-ordered X takes numpy's
+        assert np.array_equal(ranking._window_rows(np.asfortranarray(X), window), expected)
+        assert len(called) == 1
+
+
 def _exact_primal(f, w):
     """``1/2 ||w||^2 + C sum_p max(0, 1 - w . (x_i - x_j))`` in rational arithmetic."""
     w = [Fraction(v) for v in w]

