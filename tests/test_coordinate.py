@@ -1753,6 +1753,35 @@ def test_finish_stops_once_the_target_gap_is_met(monkeypatch):
         assert cert.passed
 
 
+def test_finish_checks_no_gap_after_a_floor_refinement_of_a_checked_step(monkeypatch):
+    # the regime grid's 20000 x 200 (10 nonzeros a row), the hinge without intercept, from the
+    # ascent's point at the tolerance 1e-3 (the solver's hand-over): two rounds end in a step
+    # without a bound whose gap misses the target (coordinates still to join) and a refinement
+    # within STEP_FLOOR; that refinement's gap is not evaluated (the round's end decides), so
+    # the finish takes three passes of the objectives, not five, to the same certified point
+    X, y = _grid_point(20000, 200, 10)
+    n = X.shape[0]
+    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n))
+    u, v = np.zeros(n), np.zeros(X.shape[1] + 1)
+    data.run(u, v, 1e-3, 1000, 0.0, 0, 1000)
+    P, D = data.objectives(u, data.expansion(u))
+    start, target = (P - D) / abs(P), 5e-12
+    passes = []
+    objectives = CoordinateData.objectives
+
+    def spy(self, *args, **kwargs):
+        passes.append(1)
+        return objectives(self, *args, **kwargs)
+
+    monkeypatch.setattr(CoordinateData, "objectives", spy)
+    point, _ = ascent.free_set_step(data, u, target=target, gap=start)
+    assert len(passes) == 3
+    P, D = objectives(data, point, data.expansion(point))
+    assert (P - D) / abs(P) <= target
+    cert = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept="none").certify(alpha=point)
+    assert cert.passed
+
+
 @pytest.mark.parametrize("dense", [False, True])
 @pytest.mark.parametrize(
     ("coupled", "bias"), [(False, 0.0), (False, 1.0), (True, 0.0), (True, 1.0)]
