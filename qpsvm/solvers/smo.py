@@ -573,26 +573,38 @@ def _smo_numpy(
     ``alpha``. Until the KKT violation ``max_{I_up} -y G - min_{I_low} -y G`` is below ``tol``
     or ``max_iter`` steps; returns the steps and the violation. The start of a cold first call
     (a few thousand steps at n = 2000, where compiling the loop costs seconds); the answer is
-    certified afterwards as the compiled loop's is."""
+    certified afterwards as the compiled loop's is.
+
+    A step changes ``alpha`` at ``i`` and ``j`` only, so the sets ``I_up`` and ``I_low`` are
+    updated there rather than formed again; ``-y`` is formed once; the pair's gain
+    ``-(diff^2) / curvature`` is taken as its negation ``diff^2 / curvature`` (negation is exact
+    and rounding symmetric: the same floats, the same first index of the best), the sums'
+    operands in the same order: the same steps as forming each array anew, about a third fewer
+    passes over ``n``."""
     positive = y > 0
+    neg_y = -y
+    up = np.where(positive, alpha < upper, alpha > 0.0)
+    low = np.where(positive, alpha > 0.0, alpha < upper)
     it = 0
     violation = math.inf
     while it < max_iter:
-        minus_yG = -y * G
-        up = np.where(positive, alpha < upper, alpha > 0.0)
-        low = np.where(positive, alpha > 0.0, alpha < upper)
+        minus_yG = neg_y * G
         masked = np.where(up, minus_yG, -np.inf)
         i = int(np.argmax(masked))
         g_max = masked[i]
-        g_min = float(np.min(np.where(low, minus_yG, np.inf)))
+        g_min = float(np.min(minus_yG, where=low, initial=np.inf))
         violation = g_max - g_min
         if not violation >= tol:
             break
         diff = g_max - minus_yG
         curvature = QD[i] + QD - 2.0 * K[i]
         curvature[curvature <= 0.0] = TAU
-        gain = np.where(low & (diff > 0.0), -(diff * diff) / curvature, np.inf)
-        j = int(np.argmin(gain))
+        candidate = diff > 0.0
+        candidate &= low
+        np.multiply(diff, diff, out=diff)
+        np.divide(diff, curvature, out=diff)
+        gain = np.where(candidate, diff, -np.inf)
+        j = int(np.argmax(gain))
         if not math.isfinite(gain[j]):
             break
         ai, aj, Ci, Cj = alpha[i], alpha[j], upper[i], upper[j]
@@ -626,6 +638,9 @@ def _smo_numpy(
             elif ni < 0.0:
                 ni, nj = 0.0, total
         alpha[i], alpha[j] = ni, nj
+        for k in (i, j):
+            below, above = alpha[k] < upper[k], alpha[k] > 0.0
+            up[k], low[k] = (below, above) if positive[k] else (above, below)
         G += y * (K[i] * (y[i] * (ni - ai)) + K[j] * (y[j] * (nj - aj)))
         it += 1
     return it, max(float(violation), 0.0)
