@@ -1205,15 +1205,12 @@ def test_certificate_expands_over_the_formulations_touched_columns(intercept, mo
     assert cert.dual_objective == every.dual_objective
 
 
-def test_certificate_reuses_the_solvers_expansion_of_the_same_multipliers(monkeypatch):
-    # the solver's returned expansion over the touched columns is made by Dot2 with its
-    # magnitudes; the certificate of the same multipliers encloses it without a second pass,
-    # and its P, D and stationarity are those of the pass made again; other multipliers (or
-    # other rows) get their own pass
+def _dot2_passes(monkeypatch) -> list:
+    """The shapes of the rows of every Dot2 expansion with magnitudes (``csr_tdot2_abs``) made
+    from now on by the ascent or the certificate."""
     from qpsvm import _numerics
     from qpsvm.verify import ascent as ascent_module
 
-    X, y = sparse_problem(7, n=40, d=400, k=3)
     passes = []
     original = _numerics.csr_tdot2_abs
 
@@ -1223,6 +1220,16 @@ def test_certificate_reuses_the_solvers_expansion_of_the_same_multipliers(monkey
 
     monkeypatch.setattr(ascent_module, "csr_tdot2_abs", spy)
     monkeypatch.setattr("qpsvm.verify.rigorous.csr_tdot2_abs", spy)
+    return passes
+
+
+def test_certificate_reuses_the_solvers_expansion_of_the_same_multipliers(monkeypatch):
+    # the solver's returned expansion over the touched columns is made by Dot2 with its
+    # magnitudes; the certificate of the same multipliers encloses it without a second pass,
+    # and its P, D and stationarity are those of the pass made again; other multipliers (or
+    # other rows) get their own pass
+    X, y = sparse_problem(7, n=40, d=400, k=3)
+    passes = _dot2_passes(monkeypatch)
     f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False)
     sol = f.solve(method="dcd")
     touched = np.unique(X.indices).size
@@ -1238,6 +1245,40 @@ def test_certificate_reuses_the_solvers_expansion_of_the_same_multipliers(monkey
     assert cert.primal_objective == again.primal_objective
     assert cert.dual_objective == again.dual_objective
     assert cert.stationarity == again.stationarity == 0.0
+
+
+@pytest.mark.parametrize(
+    ("loss", "intercept"),
+    [
+        ("squared_hinge", "none"),
+        ("squared_hinge", "regularized"),
+        ("squared_hinge", "free"),
+        ("hinge", "regularized"),
+    ],
+)
+def test_composed_certificate_takes_the_solvers_expansion_over_touched_columns(
+    monkeypatch, loss, intercept
+):
+    # the composed losses' solver keeps its Dot2 expansion over the touched columns, and the
+    # certificate's enclosure of the same multipliers takes it, spread over every column: one
+    # pass in all, and P, D and the gaps equal to the bit to those of the whole product over
+    # every column (an untouched column's hi = lo = 0, err = n TINY either way)
+    X, y = sparse_problem(7, n=40, d=400, k=3)
+    passes = _dot2_passes(monkeypatch)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, loss=loss, intercept=intercept)
+    sol = f.solve(method="dcd")
+    touched = np.unique(X.indices).size
+    assert passes == [(X.shape[0], touched)]
+    monkeypatch.setattr(f, "_kept", None)
+    monkeypatch.setattr(f, "_touched", (None,))
+    whole = f.certify(sol)
+    assert passes[1:] and set(passes[1:]) == {X.shape}
+    cert = sol.certificate
+    assert cert.passed and whole.passed
+    assert cert.primal_objective == whole.primal_objective
+    assert cert.dual_objective == whole.dual_objective
+    assert cert.complementarity == whole.complementarity
+    assert cert.stationarity == whole.stationarity
 
 
 def test_solution_takes_the_certificates_scores_of_the_same_w(monkeypatch):

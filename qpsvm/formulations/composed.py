@@ -47,6 +47,7 @@ from qpsvm._validation import (
 )
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.formulations.base import Formulation
+from qpsvm.formulations.kernel_rows import TouchedRows
 from qpsvm.formulations.model import CvxModel
 from qpsvm.formulations.pieces import make_intercept, make_loss, make_penalty
 from qpsvm.kernels import Kernel, check_precomputed, gram_factor, make_kernel
@@ -93,7 +94,7 @@ def checked_data(X: Any, kernel: Any) -> Any:
     return check_data(X)
 
 
-class ComposedProblem(Formulation):
+class ComposedProblem(TouchedRows, Formulation):
     """The generic composed problem (see the module docstring); built by
     :class:`ComposedClassifier` and :class:`~qpsvm.SupportVectorRegression`.
 
@@ -249,6 +250,7 @@ class ComposedProblem(Formulation):
         shadow.kernel = Kernel("linear")
         shadow._model = None
         shadow._gram = None
+        shadow._touched = shadow._kept = None  # of the factor's own rows
         return shadow
 
     # ---------------------------------------------------------------------- the pieces
@@ -579,7 +581,7 @@ class ComposedProblem(Formulation):
             b=b,
             xi=self.loss.excess(z, self.target, self.epsilon),
             alpha=cand.alpha,
-            objective=float(self.objective(w, b)),
+            objective=float(self.objective(w, b, scores=scores)),
             certificate=certificate,
             **fields,
         )

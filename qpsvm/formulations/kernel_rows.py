@@ -13,10 +13,47 @@ from qpsvm._rows import touched_columns
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.kernels import Kernel, KernelCache
 
-__all__ = ["KernelRows"]
+__all__ = ["KernelRows", "TouchedRows"]
 
 
-class KernelRows:
+class TouchedRows:
+    """The columns a linear formulation's sparse rows touch, and a solver's expansion of its
+    multipliers over them, kept for the certificate (a mixin of the binary and composed
+    formulations, which own ``X`` and ``linear``)."""
+
+    X: Any
+    linear: bool
+    _touched: tuple | None = None
+    _kept: tuple | None = None
+
+    def touched_columns(self) -> tuple[sp.csr_matrix, np.ndarray] | None:
+        """The linear kernel's sparse ``X`` restricted to the columns its rows touch and those
+        columns (:func:`qpsvm._rows.touched_columns`; ``None`` for dense rows, another kernel, or
+        most columns touched), computed once: shared by the coordinate ascent, which runs over
+        them, and the certificate, which expands its multipliers over them."""
+        if self._touched is None:
+            linear_sparse = self.linear and sp.issparse(self.X) and self.X.format == "csr"
+            self._touched = (touched_columns(self.X) if linear_sparse else None,)
+        return self._touched[0]
+
+    def keep_expansion(self, M: Any, parts: tuple) -> None:
+        """Keep a solver's expansion of its multipliers over the rows ``M`` and what it was made
+        of, ``(c, hi, lo, m)``: ``M^T c = hi + lo`` by Dot2 and ``m = |M|^T |c|``
+        (:meth:`~qpsvm.verify.ascent.CoordinateData.enclosed_expansion`), for the certificate
+        (:meth:`kept_expansion`). The last one only."""
+        self._kept = (M, parts)
+
+    def kept_expansion(self, M: Any, c: np.ndarray) -> tuple | None:
+        """``(hi, lo, m)`` of the kept expansion (:meth:`keep_expansion`) when it is ``M^T c``:
+        the same rows object and coefficients equal to the bit, so the same floats as
+        :func:`~qpsvm._numerics.csr_tdot2_abs` of ``M`` and ``c``; else ``None``."""
+        if self._kept is None or self._kept[0] is not M:
+            return None
+        kept, hi, lo, m = self._kept[1]
+        return (hi, lo, m) if np.array_equal(kept, c) else None
+
+
+class KernelRows(TouchedRows):
     """The Gram matrix of ``X`` under ``kernel``, row by row (a mixin of the binary
     formulations, which own ``X``, ``kernel`` and ``linear``).
 
@@ -33,8 +70,6 @@ class KernelRows:
     kernel_cache_size: ClassVar[float] = 200.0
     _gram: np.ndarray | None = None
     _cache: KernelCache | None = None
-    _touched: tuple | None = None
-    _kept: tuple | None = None
 
     def gram(self) -> np.ndarray:
         """The training Gram matrix ``K`` (nonlinear kernels only; cached)."""
@@ -89,32 +124,6 @@ class KernelRows:
         if self._cache is None:
             self._cache = KernelCache(self.kernel, self.X, self.kernel_cache_size)
         return self._cache
-
-    def touched_columns(self) -> tuple[sp.csr_matrix, np.ndarray] | None:
-        """The linear kernel's sparse ``X`` restricted to the columns its rows touch and those
-        columns (:func:`qpsvm._rows.touched_columns`; ``None`` for dense rows, another kernel, or
-        most columns touched), computed once: shared by the coordinate ascent, which runs over
-        them, and the certificate, which expands its multipliers over them."""
-        if self._touched is None:
-            linear_sparse = self.linear and sp.issparse(self.X) and self.X.format == "csr"
-            self._touched = (touched_columns(self.X) if linear_sparse else None,)
-        return self._touched[0]
-
-    def keep_expansion(self, M: Any, parts: tuple) -> None:
-        """Keep a solver's expansion of its multipliers over the rows ``M`` and what it was made
-        of, ``(c, hi, lo, m)``: ``M^T c = hi + lo`` by Dot2 and ``m = |M|^T |c|``
-        (:meth:`~qpsvm.verify.ascent.CoordinateData.enclosed_expansion`), for the certificate
-        (:meth:`kept_expansion`). The last one only."""
-        self._kept = (M, parts)
-
-    def kept_expansion(self, M: Any, c: np.ndarray) -> tuple | None:
-        """``(hi, lo, m)`` of the kept expansion (:meth:`keep_expansion`) when it is ``M^T c``:
-        the same rows object and coefficients equal to the bit, so the same floats as
-        :func:`~qpsvm._numerics.csr_tdot2_abs` of ``M`` and ``c``; else ``None``."""
-        if self._kept is None or self._kept[0] is not M:
-            return None
-        kept, hi, lo, m = self._kept[1]
-        return (hi, lo, m) if np.array_equal(kept, c) else None
 
     def _kernel_product(self, v: np.ndarray) -> np.ndarray:
         """``K v`` (nonlinear kernels): with the Gram matrix when it is formed, else over the

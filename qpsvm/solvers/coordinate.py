@@ -89,9 +89,16 @@ def composed_problem(f: CompositeProblem) -> CoordinateProblem:
     c = f.loss_conjugate()
     bias = f.intercept.scaling if f.intercept.regularized else 0.0
     data = CoordinateData(f.X, f.sigma.astype(np.float64), c.p, c.d, c.hi, bias)
+    # as the hinge's: the touched columns shared with the certificate, which takes the
+    # solver's expansion of the multipliers it certifies (:func:`fenchel._Dual.enclosure`)
+    data.columns = getattr(f, "touched_columns", None)
+    keep = getattr(f, "keep_expansion", None)
     coupled = bool(f.intercept.coupled)
     return CoordinateProblem(
-        data, coupled, lambda u: project_coupled(np.clip(u, c.lo, c.hi), c.lo, c.hi, f.sigma)
+        data,
+        coupled,
+        lambda u: project_coupled(np.clip(u, c.lo, c.hi), c.lo, c.hi, f.sigma),
+        keep,
     )
 
 

@@ -77,7 +77,7 @@ from qpsvm.verify.certificate import (
 )
 from qpsvm.verify.projection import bounded_fit
 from qpsvm.verify.psd import ExactGram
-from qpsvm.verify.rigorous import binary_expansion
+from qpsvm.verify.rigorous import binary_expansion, touched_expansion
 from qpsvm.verify.rigorous_composed import (
     RIGOROUS_PENALTIES,
     composed_box,
@@ -278,10 +278,15 @@ class _Dual:
 
     def enclosure(self, su: np.ndarray) -> tuple:
         """``sum_i su_i x_i`` enclosed (:func:`~qpsvm.verify.rigorous.binary_expansion`: Dot2's
-        ``hi, lo`` and the bound ``err``), kept for the last ``su``; read-only."""
+        ``hi, lo`` and the bound ``err``), kept for the last ``su``; read-only. Over the
+        columns the rows touch where the formulation has them, with the solver's expansion of
+        the same ``su`` where it kept one (:func:`~qpsvm.verify.rigorous.touched_expansion`:
+        the same floats)."""
         key = np.asarray(su, dtype=np.float64).tobytes()
         if self._enclosed is None or self._enclosed[0] != key:
-            parts = binary_expansion(self.f, su, self.f.item_pairs)
+            parts = None if self.f.item_pairs is not None else touched_expansion(self.f, su)
+            if parts is None:
+                parts = binary_expansion(self.f, su, self.f.item_pairs)
             for part in parts:
                 part.flags.writeable = False
             self._enclosed = (key, parts)

@@ -743,6 +743,26 @@ def binary_expansion(f: BinaryRows, coef: np.ndarray, pairs: Any = None) -> tupl
     return enclosed_product(items[index[:, 1]], -coef, start=first)
 
 
+def touched_expansion(f: Any, coef: np.ndarray) -> tuple | None:
+    """:func:`binary_expansion` of canonical CSR rows (no pairs) over the columns they touch
+    (the formulation's cached ``touched_columns``, and the solver's expansion of the same
+    coefficients where it kept one, ``kept_expansion``), spread over every column: the same
+    ``hi``, ``lo`` and ``err`` to the bit. An untouched column's Dot2 has no term, so ``hi =
+    lo = 0`` and ``err = factor 0 + n TINY``, which the whole product gives it too. ``None``
+    where the formulation has no restriction (dense rows, most columns touched)."""
+    columns = getattr(f, "touched_columns", None)
+    restricted = None if columns is None else columns()
+    if restricted is None:
+        return None
+    M, touched = restricted
+    hi, lo, err = enclosed_product(M, coef, parts=f.kept_expansion(M, coef))
+    d, n = f.X.shape[1], M.shape[0]
+    out = np.zeros(d), np.zeros(d), np.full(d, n * TINY if np.all(np.isfinite(err)) else np.inf)
+    for whole, part in zip(out, (hi, lo, err), strict=True):
+        whole[touched] = part
+    return out
+
+
 def binary_feasible(f: BinaryRows, alpha: np.ndarray) -> np.ndarray:
     """``alpha`` clipped into the exact box ``[0, C s_i]`` (:func:`_capped`)."""
     a = np.maximum(np.asarray(alpha, dtype=np.float64), 0.0)
