@@ -129,3 +129,20 @@ def test_liblinear_is_certified_at_the_rung_found_and_not_at_the_one_before():
     assert result.reached and result.scale < 1.0
     assert f.certify(fit(result.scale)).passed
     assert not f.certify(fit(result.scale * 10)).passed
+
+
+def test_cold_first_call_is_the_median_cold_import_and_first_call_beyond_the_best_warm_call():
+    # the measure: a cold first call (import included) against the warm one; the
+    # second and third calls of the cold process (compiles deferred to them) are not in it
+    from regimes.cold import first_call_beyond_warm
+
+    def run(first: float, rest: float) -> dict:
+        return {"import": (0.5, 0.6), "first": (first, first + 0.1)} | {
+            call: (rest, rest + 0.1) for call in ("second", "third")
+        }
+
+    cold = [run(2.0, 9.0), run(1.0, 9.0), run(3.0, 9.0)]
+    warm = [run(0.4, 0.3), run(0.2, 0.25)]
+    cpu, wall = first_call_beyond_warm(cold, warm)
+    assert cpu == pytest.approx(0.5 + 2.0 - 0.2)  # median of 2.5, 1.5, 3.5 less the best 0.2
+    assert wall == pytest.approx(0.6 + 2.1 - 0.3)
