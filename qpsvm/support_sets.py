@@ -27,7 +27,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from qpsvm._numerics import fsum_dot, scale2, tdot2
+from qpsvm._numerics import U, fsum_dot, scale2, tdot2
 from qpsvm.contract import BinaryProblem
 
 __all__ = [
@@ -83,8 +83,12 @@ KKT_SOLVES = 4
 MIXED_MIN = 256
 #: Largest ratio of the residuals after and before the first single-precision correction
 #: (about ``kappa u_32``) at which its refinement, stopped where a step no longer halves the
-#: residual, is taken as the double-precision floor; above it, or where the refinement ran out
-#: of :data:`MIXED_SOLVES`, the double factor refines on from the best point.
+#: residual, is taken as the double-precision floor, provided every residual is within the
+#: rounding level of the equations there (``gamma_k`` of the magnitudes its terms add); above
+#: it, short of that level (a refinement that stalled on an ill-conditioned block: poly,
+#: n = 8000, C = 100, stopped at a relative gap of 2.6e-6 where the double factor gives
+#: 6.0e-11), or where the refinement ran out of :data:`MIXED_SOLVES`, the double factor
+#: refines on from the best point.
 MIXED_RATE = 0.1
 #: Refinement solves at most with the single-precision factor (16 decades at
 #: :data:`MIXED_RATE`).
@@ -299,7 +303,9 @@ def support_solution(
     refinement stops at double precision's floor, the same stopping rule, with half the
     factorisation's time (rbf, 1497 margin samples: ``ssytrf`` 17 ms against ``dsytrf``
     32 ms). Where the first correction divides the residual by less than ``1 / MIXED_RATE``
-    (an ill-conditioned block) the double factor refines on from the best point. ``factor``,
+    (an ill-conditioned block), or the refinement stops with a residual above the equations'
+    rounding level (``gamma_k (|m| + |K| |alpha| + ...)``, the double floor's), the double
+    factor refines on from the best point. ``factor``,
     when given, keeps the single-precision solver that reached the floor, and one it already
     keeps serves a nearby ``M`` bordered by the difference (:func:`bordered_update`; a new
     factor where its refinement does not reach the floor): an active-set loop's later solves
@@ -347,15 +353,26 @@ def support_solution(
     best = np.zeros(k + int(f.fit_intercept))
     r, floor = residual(best), False
     if not f.linear and k >= MIXED_MIN:
+
+        def at_floor(x: np.ndarray, r: np.ndarray) -> bool:
+            # every residual within gamma_k of the magnitudes its terms add at x, scaled as
+            # the residual: |m|, |pushed|, |K| |alpha|, |b| (and the balance's |alpha|)
+            a = np.abs(x[:k])
+            b = abs(float(x[k])) / c if f.fit_intercept else 0.0
+            level = c * (np.abs(mM) + np.abs(pushed) + np.abs(KMM) @ a + b)
+            if f.fit_intercept:
+                level = np.append(level, abs(balance) + float(np.sum(a)))
+            return bool(np.all(np.abs(r) <= 2 * k * U * level))
+
         single = None if factor is None else bordered_update(factor, M, KMM, yM, c, f.fit_intercept)
         if single is not None:
             best, r, rate, stalled = _refined(single, residual, best, r, MIXED_SOLVES)
-            floor = stalled and rate <= MIXED_RATE
+            floor = stalled and rate <= MIXED_RATE and at_floor(best, r)
         if not floor:
             single = single_solver(bordered(KMM, yM, c, f.fit_intercept, np.float32))
         if not floor and single is not None:
             best, r, rate, stalled = _refined(single, residual, best, r, MIXED_SOLVES)
-            floor = stalled and rate <= MIXED_RATE
+            floor = stalled and rate <= MIXED_RATE and at_floor(best, r)
         if factor is not None and floor:
             factor.M, factor.c, factor.solve = M.copy(), c, single
     if not floor:

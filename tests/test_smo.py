@@ -778,6 +778,36 @@ def test_kkt_equations_fall_back_to_the_double_factor_on_an_ill_conditioned_bloc
     assert b_mixed == b_double
 
 
+def test_kkt_refinement_that_stalls_above_the_rounding_level_is_not_the_floor(monkeypatch):
+    # a single-precision refinement whose first correction is good (rate about 1e-5) but whose
+    # next corrections lower nothing stops "stalled" with a residual at single precision's
+    # level, not double's; taken as the floor it left poly n = 8000, C = 100's feature-map
+    # point at a relative gap of 2.6e-6 (6.0e-11 with the double factor). The double factor
+    # must refine on, to the double path's answer
+    f, alpha = _smo_at_1e4()
+    M = np.flatnonzero((alpha > 0) & (alpha < f.upper))
+    E = np.flatnonzero(alpha >= f.upper)
+    real = support_sets.single_solver
+
+    def stalling(A):
+        solve, used = real(A), []
+
+        def once(r):
+            used.append(True)
+            return solve(r) if len(used) == 1 else np.zeros_like(r)
+
+        return once
+
+    monkeypatch.setattr(support_sets, "single_solver", stalling)
+    calls = _kkt_factors(monkeypatch)
+    mixed, b_mixed, _ = support_sets.support_solution(f, M, E)
+    assert calls == ["single_solver", "symmetric_solver"]
+    monkeypatch.setattr(support_sets, "MIXED_MIN", M.size + 1)
+    double, b_double, _ = support_sets.support_solution(f, M, E)
+    np.testing.assert_allclose(mixed, double, rtol=0, atol=1e-12 * np.max(np.abs(double)))
+    assert b_mixed == pytest.approx(b_double, rel=1e-12)
+
+
 def test_kkt_polish_plan_counts_the_rows_the_cache_cannot_hold():
     # rbf n = 20000, gamma = 0.05, C = 1: 18643 first-stage steps, 6017 free of 8817 support
     # vectors, 1310 slots of 20000 entries, the gap 8.5 decades above its target. Priced at
