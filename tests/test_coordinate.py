@@ -1263,12 +1263,19 @@ def test_composed_certificate_takes_the_solvers_expansion_over_touched_columns(
     # certificate's enclosure of the same multipliers takes it, spread over every column: one
     # pass in all, and P, D and the gaps equal to the bit to those of the whole product over
     # every column (an untouched column's hi = lo = 0, err = n TINY either way)
+    # (kept restricted: the L2 conjugate's norm never spreads it over every column)
+    from qpsvm.verify.rigorous import TouchedEnclosure
+
     X, y = sparse_problem(7, n=40, d=400, k=3)
     passes = _dot2_passes(monkeypatch)
+    spread = []
+    original = TouchedEnclosure.whole
+    monkeypatch.setattr(TouchedEnclosure, "whole", lambda e: spread.append(e) or original(e))
     f = qpsvm.SoftMarginPrimal(X, y, C=1.0, loss=loss, intercept=intercept)
     sol = f.solve(method="dcd")
     touched = np.unique(X.indices).size
     assert passes == [(X.shape[0], touched)]
+    assert not spread
     monkeypatch.setattr(f, "_kept", None)
     monkeypatch.setattr(f, "_touched", (None,))
     whole = f.certify(sol)
@@ -1279,6 +1286,31 @@ def test_composed_certificate_takes_the_solvers_expansion_over_touched_columns(
     assert cert.dual_objective == whole.dual_objective
     assert cert.complementarity == whole.complementarity
     assert cert.stationarity == whole.stationarity
+
+
+@pytest.mark.parametrize("size", [5000, 200])
+@pytest.mark.parametrize("finite", [True, False])
+def test_conjugate_of_a_touched_enclosure_is_the_whole_enclosures(size, finite):
+    # an enclosure kept over the touched columns bounds each penalty's conjugate by the float
+    # its spread over every column gives (hi = lo = 0, err = n TINY or inf elsewhere): the
+    # L2 norm's untouched squares are exact zeros, which Sum2 adds exactly (the compiled pass
+    # from _SUCC_SIZE entries on and numpy's below it); L1 and the elastic net spread it
+    from qpsvm.formulations.pieces import make_penalty
+    from qpsvm.verify.rigorous import TINY, TouchedEnclosure, conjugate_upper
+
+    rng = np.random.default_rng(3)
+    touched = np.sort(rng.choice(size, size // 3, replace=False))
+    hi = rng.standard_normal(touched.size) * 0.1
+    lo = hi * 2.0**-60
+    err = np.abs(hi) * 2.0**-50
+    if not finite:
+        err[7] = np.inf
+    kept = TouchedEnclosure(hi, lo, err, touched, size, 40 * TINY if finite else np.inf)
+    whole = kept.whole()
+    assert np.array_equal(whole[0][touched], hi) and np.count_nonzero(whole[0]) == hi.size
+    for penalty in (make_penalty("l2"), make_penalty("l1"), make_penalty("l1_l2", 0.3)):
+        for extra in (0.0, 0.25):
+            assert conjugate_upper(penalty, kept, extra) == conjugate_upper(penalty, whole, extra)
 
 
 def test_solution_takes_the_certificates_scores_of_the_same_w(monkeypatch):

@@ -77,7 +77,7 @@ from qpsvm.verify.certificate import (
 )
 from qpsvm.verify.projection import bounded_fit
 from qpsvm.verify.psd import ExactGram
-from qpsvm.verify.rigorous import binary_expansion, touched_expansion
+from qpsvm.verify.rigorous import TouchedEnclosure, binary_expansion, touched_expansion
 from qpsvm.verify.rigorous_composed import (
     RIGOROUS_PENALTIES,
     composed_box,
@@ -266,8 +266,11 @@ class _Dual:
             return self._last[1]
         su = u * self.sigma
         if self.f.item_pairs is None:
-            hi, lo, _ = self.enclosure(su)
-            v = hi + lo
+            enclosed = self.enclosure(su)
+            if isinstance(enclosed, TouchedEnclosure):
+                v = enclosed.estimate()
+            else:
+                v = enclosed[0] + enclosed[1]
         else:
             v = tdot(self.f.X, su)
         if self.scaling is not None:
@@ -280,14 +283,15 @@ class _Dual:
         """``sum_i su_i x_i`` enclosed (:func:`~qpsvm.verify.rigorous.binary_expansion`: Dot2's
         ``hi, lo`` and the bound ``err``), kept for the last ``su``; read-only. Over the
         columns the rows touch where the formulation has them, with the solver's expansion of
-        the same ``su`` where it kept one (:func:`~qpsvm.verify.rigorous.touched_expansion`:
-        the same floats)."""
+        the same ``su`` where it kept one, kept restricted to them
+        (:func:`~qpsvm.verify.rigorous.touched_expansion`: the same floats, spread over every
+        column only where a consumer needs them, not for the L2 conjugate's norm)."""
         key = np.asarray(su, dtype=np.float64).tobytes()
         if self._enclosed is None or self._enclosed[0] != key:
             parts = None if self.f.item_pairs is not None else touched_expansion(self.f, su)
             if parts is None:
                 parts = binary_expansion(self.f, su, self.f.item_pairs)
-            for part in parts:
+            for part in parts[:3]:
                 part.flags.writeable = False
             self._enclosed = (key, parts)
         return self._enclosed[1]

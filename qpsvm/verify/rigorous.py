@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cache, reduce
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numba
 import numpy as np
@@ -73,6 +73,7 @@ __all__ = [
     "TINY",
     "DualSums",
     "RbfError",
+    "TouchedEnclosure",
     "balanced_lower",
     "binary_dual_lower",
     "binary_dual_sums",
@@ -547,7 +548,16 @@ def conjugate_upper(penalty: Any, enclosure: tuple, extra: float = 0.0) -> tuple
     :math:`\sum_j \max(0, |v_j| - r)^2 / (2(1 - r))` with ``|v_j|`` bounded above and the exact
     ``1 - r`` below (:func:`complement_bounds`)."""
     if penalty.name == "l2":
-        return float(up(0.5 * float(up(norm2_upper(*enclosure) + up(extra * extra))))), 1.0
+        if isinstance(enclosure, TouchedEnclosure):
+            # the untouched entries (0 within n TINY < 2^-600) square to exact zeros, which
+            # Sum2 adds exactly: expansion_norms of the touched ones at the whole size is the
+            # whole enclosure's float
+            norm = expansion_norms(*enclosure[:3], size=enclosure.size)[0]
+        else:
+            norm = norm2_upper(*enclosure)
+        return float(up(0.5 * float(up(norm + up(extra * extra))))), 1.0
+    if isinstance(enclosure, TouchedEnclosure):
+        enclosure = enclosure.whole()
     if penalty.name == "l1":
         top = inf_norm_upper(enclosure, extra)
         if top <= 1.0:
@@ -743,24 +753,51 @@ def binary_expansion(f: BinaryRows, coef: np.ndarray, pairs: Any = None) -> tupl
     return enclosed_product(items[index[:, 1]], -coef, start=first)
 
 
-def touched_expansion(f: Any, coef: np.ndarray) -> tuple | None:
+class TouchedEnclosure(NamedTuple):
+    """:func:`binary_expansion`'s enclosure of canonical CSR rows kept over the columns
+    ``touched`` they touch (``hi``, ``lo``, ``err`` there) in a vector of ``size`` entries;
+    an untouched column's Dot2 has no term, so its ``hi = lo = 0`` and its ``err`` is
+    ``rest`` (``n TINY``, or ``inf`` where the enclosure is not finite), what the whole
+    product gives it."""
+
+    hi: np.ndarray
+    lo: np.ndarray
+    err: np.ndarray
+    touched: np.ndarray
+    size: int
+    rest: float
+
+    def estimate(self) -> np.ndarray:
+        """``hi + lo`` over every column (exact zeros at the untouched ones): the floats of
+        the whole enclosure's ``hi + lo``."""
+        v = np.zeros(self.size)
+        v[self.touched] = self.hi + self.lo
+        return v
+
+    def whole(self) -> tuple:
+        """``(hi, lo, err)`` spread over every column: the whole product's enclosure to the
+        bit."""
+        out = np.zeros(self.size), np.zeros(self.size), np.full(self.size, self.rest)
+        for whole, part in zip(out, (self.hi, self.lo, self.err), strict=True):
+            whole[self.touched] = part
+        return out
+
+
+def touched_expansion(f: Any, coef: np.ndarray) -> TouchedEnclosure | None:
     """:func:`binary_expansion` of canonical CSR rows (no pairs) over the columns they touch
     (the formulation's cached ``touched_columns``, and the solver's expansion of the same
-    coefficients where it kept one, ``kept_expansion``), spread over every column: the same
-    ``hi``, ``lo`` and ``err`` to the bit. An untouched column's Dot2 has no term, so ``hi =
-    lo = 0`` and ``err = factor 0 + n TINY``, which the whole product gives it too. ``None``
-    where the formulation has no restriction (dense rows, most columns touched)."""
+    coefficients where it kept one, ``kept_expansion``), kept restricted
+    (:class:`TouchedEnclosure`, whose :meth:`~TouchedEnclosure.whole` is the whole product's
+    ``hi``, ``lo`` and ``err`` to the bit). ``None`` where the formulation has no restriction
+    (dense rows, most columns touched)."""
     columns = getattr(f, "touched_columns", None)
     restricted = None if columns is None else columns()
     if restricted is None:
         return None
     M, touched = restricted
     hi, lo, err = enclosed_product(M, coef, parts=f.kept_expansion(M, coef))
-    d, n = f.X.shape[1], M.shape[0]
-    out = np.zeros(d), np.zeros(d), np.full(d, n * TINY if np.all(np.isfinite(err)) else np.inf)
-    for whole, part in zip(out, (hi, lo, err), strict=True):
-        whole[touched] = part
-    return out
+    rest = M.shape[0] * TINY if np.all(np.isfinite(err)) else math.inf
+    return TouchedEnclosure(hi, lo, err, touched, f.X.shape[1], rest)
 
 
 def binary_feasible(f: BinaryRows, alpha: np.ndarray) -> np.ndarray:

@@ -195,7 +195,8 @@ def _v(
     f: CompositeProblem, u: np.ndarray, enclosure: Callable[[np.ndarray], tuple] | None = None
 ) -> tuple[tuple, float]:
     """``v = sum_i u_i sigma_i x_i`` enclosed (by ``enclosure(u sigma)`` where given, which
-    must return :func:`binary_expansion`'s enclosure), and an upper bound on
+    must return :func:`binary_expansion`'s enclosure or its
+    :class:`~qpsvm.verify.rigorous.TouchedEnclosure`), and an upper bound on
     ``|B sum_i sigma_i u_i|`` (:func:`_intercept_coordinate`)."""
     su = u * f.sigma  # exact: sigma is +-1
     enclosed = binary_expansion(f, su, f.item_pairs) if enclosure is None else enclosure(su)
