@@ -564,6 +564,26 @@ def test_cold_chain_ranking_and_multiclass_compile_only_qpsvms_kernels_and_the_w
         assert (warm.certificate.lower, warm.certificate.upper) == (lower, upper)
 
 
+SERIAL_CHAIN = """
+import sys
+import qpsvm
+from qpsvm.datasets import make_chains
+from qpsvm.models import ChainModel
+data = make_chains(n_sequences=10, n_features=4, n_states=3, random_state=0)
+assert qpsvm.StructuralSVM(ChainModel(4, 3), data.X, data.Y, C=0.1).solve().certificate.passed
+print("joblib" in sys.modules)
+"""
+
+
+def test_a_chain_fit_without_workers_does_not_import_joblib():
+    # joblib (with multiprocessing, asyncio and psutil: 0.04 s of a first call) is imported by
+    # the oracle calls that run in parallel only, not by every oracle call
+    out = subprocess.run(
+        [sys.executable, "-c", SERIAL_CHAIN], check=True, timeout=600, capture_output=True
+    )
+    assert out.stdout.decode().split() == ["False"]
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.integers(0, 2**32 - 1), st.integers(1, 40), st.sampled_from([1e-16, 1e-8, 1e-3, 0.3, 5.0])
