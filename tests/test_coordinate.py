@@ -3,6 +3,7 @@ hinge SVMs, on sparse and dense data, equal to the full QP's and the rational or
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 from fractions import Fraction
@@ -1989,3 +1990,30 @@ def test_loose_tolerances_run_on_without_their_gap_to_the_same_point(intercept, 
     np.testing.assert_array_equal(skipped.alpha, evaluated.alpha)
     np.testing.assert_array_equal(skipped.w, evaluated.w)
     assert fewer <= every - 3
+
+
+def test_slices_of_a_tolerance_open_on_every_coordinate(monkeypatch):
+    # the hinge's slow ascent (dense rows, C = 100) runs a tolerance in slices of FINISH_SLICE
+    # epochs (5 here): each slice after one that ran out opens on every coordinate, as the
+    # tolerance's first did, not on the set the unconverged slice left shrunk (carried, it
+    # steered the poly feature map's ascent, 8000 x 1771, from 17062 to 49736 epochs); the
+    # next tolerance still opens on the set its converged predecessor left
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 8))
+    y = np.where(X @ rng.normal(size=8) + 0.5 * rng.normal(size=300) > 0, 1.0, -1.0)
+    n = X.shape[0]
+    data = CoordinateData(X, y, np.ones(n), np.zeros(n), np.full(n, 100.0))
+    monkeypatch.setattr(ascent, "FINISH_SLICE", 5)
+    calls = []
+    original = ascent.coordinate_epochs
+
+    def spy(M, sigma, p, d, hi, bias, qd, u, v, max_epochs, tol, *args):
+        opened = bool(args[-1]) and args[-1][2] < args[-1][3]
+        ran, violation = original(M, sigma, p, d, hi, bias, qd, u, v, max_epochs, tol, *args)
+        calls.append((tol, opened, ran >= max_epochs))
+        return ran, violation
+
+    monkeypatch.setattr(ascent, "coordinate_epochs", spy)
+    ascend(data, np.zeros(n), 1e-9, max_epochs=20000)
+    after_slice = [opened for (_, _, out), (_, opened, _) in itertools.pairwise(calls) if out]
+    assert after_slice and not any(after_slice)

@@ -1745,6 +1745,13 @@ def ascend(
                 stalled = True
                 break
             last_gap = gap
+            # the next slice opens on every coordinate, as the tolerance's first did: carried
+            # over slices, the shrunk set steered the slow hinge's ascent on (poly feature map,
+            # 8000 x 1771, C = 100, free intercept: the regularised start's gap fell 2-4% a
+            # slice, 0.98 to 0.84 over six, where the slices opening on every coordinate left
+            # it at 0.97 after the third, the stall that hands the search its b; 49736 epochs
+            # against 17062). Only the tolerances' ascents, which end converged, carry theirs
+            carry.clear()
         if stalled or tol <= TOLERANCES[-1] or gap <= target:
             break
         if math.isnan(gap):
