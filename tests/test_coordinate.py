@@ -1049,6 +1049,19 @@ def test_dcd_on_dense_data_equals_the_rational_oracle(seed, log_C, shift, scale,
     assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="draws hypothesis found for the test above (its draws change with its source): on "
+    "rows scaled by 1e-2 with a free intercept the intercept's search stops at a relative gap "
+    "of 1.45e-5 after 18 epochs and dcd falls back to the working set; dcd certified this "
+    "draw at 4713a3c, not since the later changes to the search (open)",
+)
+def test_dcd_on_small_scaled_rows_with_a_free_intercept_needs_no_fallback():
+    X, y = _dense_classification(4, 120, 8)
+    sol = qpsvm.SoftMarginPrimal(1e-2 * X, y, C=1.0).solve(method="dcd")
+    assert sol.solver == "dcd"
+
+
 def test_bracket_drops_an_end_whose_sign_a_looser_solve_gave():
     # g(b) nonincreasing; the hi end (g < 0 at b = 0) came from an inner solve at 1e-3 and is
     # wrong, as three tighter solves left of it all find g > 0: after the third, it is dropped
