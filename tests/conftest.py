@@ -35,11 +35,11 @@ def compiled_paths():
     filled: a kernel problem's default solve does not start as the full QP or by numpy's SMO
     steps before the SMO loop is compiled, a small dense primal is solved by the box QPs, not
     by Clarabel, before their ascent is compiled, and the sparse ascent's passes and conjugate
-    gradients and the cutting plane's plane products are the compiled ones, not their numpy
-    equivalents (``tests/test_cold_start.py``
-    runs those paths in a fresh process). Without this, which solver answers would depend on
+    gradients, the cutting plane's plane products and the 1-slack planes' QP are the compiled
+    ones, not their numpy equivalents (``tests/test_cold_start.py`` runs those paths in a fresh
+    process). Without this, which solver answers would depend on
     the tests run before."""
-    from qpsvm.solvers import cutting_plane, direct, smo
+    from qpsvm.solvers import cutting_plane, direct, one_slack, smo
     from qpsvm.verify import ascent
 
     with pytest.MonkeyPatch.context() as patch:
@@ -48,6 +48,7 @@ def compiled_paths():
         patch.setattr(ascent, "uncompiled", lambda kernel, rows, budget: False)
         patch.setattr(smo, "uncompiled", lambda kernel, rows, budget: False)
         patch.setattr(cutting_plane, "uncompiled", lambda kernel, rows, budget: False)
+        patch.setattr(one_slack, "uncompiled", lambda kernel, rows, budget: False)
         yield
 
 

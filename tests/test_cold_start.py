@@ -21,7 +21,7 @@ import qpsvm
 from qpsvm import _numerics
 from qpsvm.datasets import make_chains
 from qpsvm.models import ChainModel
-from qpsvm.solvers import cutting_plane, direct, smo
+from qpsvm.solvers import cutting_plane, direct, one_slack, smo
 from qpsvm.verify import ascent, ranking_sweep, rigorous
 
 PROBE = """
@@ -171,6 +171,83 @@ def test_uncompiled_resort_is_the_insertion_sorts_order_and_verdict(seed, querie
     assert numpy_complete == complete
     if complete:
         np.testing.assert_array_equal(numpy_order, order)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 12),
+    st.integers(1, 6),
+    st.sampled_from([0.0, 1e-13, 1e-3]),
+    st.integers(0, 60),
+)
+def test_uncompiled_simplex_qp_takes_the_compiled_steps_to_the_bit(seed, k, d, tol, steps):
+    # the 1-slack planes' QP in numpy: the same pairwise steps from the same warm start, so the
+    # same mu and gradient to the bit (ties between planes, zero planes, singular Gram matrices)
+    rng = np.random.default_rng(seed)
+    G = rng.integers(-2, 3, size=(k, d)) * rng.choice([1.0, 0.1, 3.0], size=(k, d))
+    G[rng.random(k) < 0.2] = 0.0
+    Q = G @ G.T
+    c = rng.integers(0, 4, size=k) * rng.choice([1.0, 0.3], size=k)
+    mu = rng.random(k) * (rng.random(k) < 0.6)
+    mu = mu / mu.sum() if mu.sum() > 0 else np.eye(k)[rng.integers(0, k)]
+    mu_numpy, grad, grad_numpy = mu.copy(), np.full(k, np.nan), np.full(k, np.nan)
+    one_slack._simplex_qp(Q, c, mu, tol, steps, grad)
+    taken = one_slack._simplex_qp_numpy(Q, c, mu_numpy, tol, steps, grad_numpy)
+    assert 0 <= taken <= steps
+    for a, b in ((mu, mu_numpy), (grad, grad_numpy)):
+        assert np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
+
+
+def test_uncompiled_simplex_qp_and_pair_sums_give_the_compiled_ranking_optimum(monkeypatch):
+    # a one-slack ranking fit whose planes' QP and pair sweeps run in numpy (a cold first
+    # call's path) takes the compiled steps: the same w and certificate to the bit
+    # (more than DIRECT_PAIRS pairs: solved by the planes)
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(800, 12))
+    y = np.minimum(3, np.floor(np.abs(X[:, 0] + 0.5 * rng.normal(size=800)) * 2)).astype(int)
+    groups = np.repeat(np.arange(40), 20)
+    warm = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.1).solve(method="one_slack")
+    ran = []
+    equivalent = one_slack._simplex_qp_numpy
+    monkeypatch.setattr(one_slack, "_simplex_qp_numpy", lambda *a: ran.append(1) or equivalent(*a))
+    sums = ranking_sweep._sums_numpy
+    monkeypatch.setattr(ranking_sweep, "_sums_numpy", lambda *a: ran.append(2) or sums(*a))
+    monkeypatch.setattr(one_slack, "uncompiled", lambda kernel, rows, budget: True)
+    monkeypatch.setattr(ranking_sweep, "uncompiled", lambda kernel, rows, budget: True)
+    cold = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.1).solve(method="one_slack")
+    assert set(ran) == {1, 2} and cold.certificate.passed
+    np.testing.assert_array_equal(cold.w, warm.w)
+    assert (cold.certificate.lower, cold.certificate.upper) == (
+        warm.certificate.lower,
+        warm.certificate.upper,
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 8), st.integers(1, 12), st.booleans())
+def test_uncompiled_pair_sums_equal_the_compiled_sweeps_to_the_bit(seed, queries, most, monotone):
+    # the ranking sweep's pair counts and sums in numpy, level by level over every query at
+    # once: the same counts and the same floats (ties between keys, zeros of both signs, queries
+    # of one item or one level, levels that some queries lack)
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, most + 1, size=queries)
+    ids = np.repeat(rng.permutation(queries), sizes)
+    relevance = rng.integers(0, 4, size=ids.size) * rng.choice([1.0, 2.5], size=ids.size)
+    lay = ranking_sweep.layout(relevance, ids)
+    b = rng.integers(-3, 4, size=ids.size) * rng.choice([1.0, 0.1, 1e-17], size=ids.size)
+    b[rng.random(ids.size) < 0.2] = -0.0
+    a = b - 1.0 if monotone else rng.integers(-3, 4, size=ids.size) * 0.5
+    by_b = ranking_sweep.sorted_by_query(lay, b)
+    by_a = by_b if monotone else ranking_sweep.sorted_by_query(lay, a)
+    n = ids.size
+    compiled = [np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n)]
+    numpy = [x.copy() for x in compiled]
+    items, keys = ranking_sweep._scratch(lay.starts)
+    ranking_sweep._sums(lay.starts, lay.level, a, b, by_a, by_b, *compiled, items, keys)
+    ranking_sweep._sums_numpy(lay.starts, lay.level, a, b, by_a, by_b, *numpy)
+    for x, y in zip(compiled, numpy, strict=True):
+        assert np.array_equal(x, y) and np.array_equal(np.signbit(x), np.signbit(y))
 
 
 def test_uncompiled_plane_products_give_the_compiled_structural_optimum(monkeypatch):

@@ -414,6 +414,74 @@ def _sums(  # pragma: no cover - compiled
                 cnt_other[B[k]] += t
 
 
+#: How many comparisons (the items times the largest query times the levels above the lowest)
+#: :func:`_sums_numpy` may make in a process before :func:`_sums` is compiled
+#: (:func:`~qpsvm._numerics.uncompiled`): its compile (0.5-0.65 s CPU) at the equivalent's
+#: cost (3-4 ns a comparison; 2 ms a call at 8000 items in queries of 40, whose one-slack
+#: solve makes 28 calls, 9 million comparisons with binary and 18 million with graded
+#: relevance).
+SUMS_PAIRS = 2**27
+#: ... and only on calls whose tables (the items by the largest query, a level's comparisons
+#: and sums) have at most this many cells (32 MB of floats).
+SUMS_CELLS = 2**22
+
+
+def _query_table(
+    query: np.ndarray, counts: np.ndarray, values: np.ndarray, pad: float
+) -> np.ndarray:
+    """``values`` (grouped by ``query``, ``counts[q]`` of query ``q``) as a table of one row a
+    query, in their order from the left, the rest of each row ``pad``."""
+    table = np.full((counts.size, int(counts.max(initial=0))), pad)
+    first = np.cumsum(counts) - counts
+    table[query, np.arange(query.size) - first[query]] = values
+    return table
+
+
+def _suffix_sums(table: np.ndarray) -> np.ndarray:
+    """``out[q, k] = out[q, k + 1] + table[q, k]`` from ``out[q, -1] = 0.0`` (one column more
+    than ``table``), each row added right to left by ``np.add.accumulate``: over a row padded
+    with ``-0.0`` on the right, the sums :func:`_sums` forms from ``0.0`` (``0.0 + -0.0`` is
+    ``0.0``), and ``0.0`` from its last key on."""
+    rows = np.zeros((table.shape[0], table.shape[1] + 1))
+    rows[:, 1:] = table[:, ::-1]
+    return np.add.accumulate(rows, axis=1)[:, ::-1]
+
+
+def _sums_numpy(
+    starts: np.ndarray,
+    level: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    by_a: np.ndarray,
+    by_b: np.ndarray,
+    cnt: np.ndarray,
+    cnt_other: np.ndarray,
+    total: np.ndarray,
+    magnitude: np.ndarray,
+) -> None:
+    """:func:`_sums` in numpy for finite keys, level by level over every query at once, with
+    the same sums: a query's pointers stop at the numbers of its keys ``b_j <= a_i`` and
+    ``a_i < b_j`` (both sorted), counted on tables of the queries padded with ``+inf``; the
+    suffix sums are :func:`_suffix_sums`, and each item's ``total`` and ``magnitude`` take
+    them in the order of the levels as the sweep does. A level where a query has no item on
+    one side adds nothing there (``0`` pairs, ``+0.0`` to sums that are never ``-0.0``)."""
+    sizes = np.diff(starts)
+    query = np.repeat(np.arange(sizes.size), sizes)  # of each place in by_a and by_b
+    level_a, level_b = level[by_a], level[by_b]
+    for lvl in range(int(level.max(initial=0))):
+        above, at = level_a > lvl, level_b == lvl
+        A, B, qa, qb = by_a[above], by_b[at], query[above], query[at]
+        n_a = np.bincount(qa, minlength=sizes.size)
+        n_b = np.bincount(qb, minlength=sizes.size)
+        key_a = _query_table(qa, n_a, a[A], np.inf)
+        key_b = _query_table(qb, n_b, b[B], np.inf)
+        k = np.count_nonzero(key_b[qa] <= a[A][:, None], axis=1)
+        cnt[A] += n_b[qa] - k
+        total[A] += _suffix_sums(_query_table(qb, n_b, b[B], -0.0))[qa, k]
+        magnitude[A] += _suffix_sums(_query_table(qb, n_b, np.abs(b[B]), -0.0))[qa, k]
+        cnt_other[B] += np.count_nonzero(key_a[qb] < b[B][:, None], axis=1)
+
+
 def pair_sums(
     lay: QueryLayout,
     a: np.ndarray,
@@ -453,6 +521,15 @@ def pair_sums(
     magnitude = np.zeros(n)
     by_b = sorted_by_query(lay, b) if order is None else order
     by_a = by_b if monotone else sorted_by_query(lay, a)
+    cells = n * lay.max_query
+    if (
+        cells <= SUMS_CELLS
+        and uncompiled(_sums, cells * int(lay.level.max(initial=0)), SUMS_PAIRS)
+        and np.isfinite(a).all()
+        and np.isfinite(b).all()
+    ):
+        _sums_numpy(lay.starts, lay.level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude)
+        return cnt, cnt_other, total, magnitude
     items, keys = _scratch(lay.starts)
     _sums(lay.starts, lay.level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude, items, keys)
     return cnt, cnt_other, total, magnitude
