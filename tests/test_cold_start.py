@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import qpsvm
 from qpsvm import _numerics
 from qpsvm.datasets import make_chains
-from qpsvm.models import ChainModel
+from qpsvm.models import ChainModel, chain
 from qpsvm.solvers import cutting_plane, direct, one_slack, smo
 from qpsvm.verify import ascent, ranking_sweep, rigorous
 
@@ -250,19 +250,46 @@ def test_uncompiled_pair_sums_equal_the_compiled_sweeps_to_the_bit(seed, queries
         assert np.array_equal(x, y) and np.array_equal(np.signbit(x), np.signbit(y))
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 6), st.integers(1, 5), st.integers(1, 7))
+def test_uncompiled_viterbi_decodes_the_compiled_states(seed, sequences, states, longest):
+    # the chain's Viterbi in numpy, one sequence at a time: the same states as the compiled
+    # pass, ties (equal sums, zeros of both signs) to the first maximum as its comparisons
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, longest + 1, size=sequences)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    unary = rng.integers(-2, 3, size=(offsets[-1], states)) * rng.choice([1.0, 0.5, -0.0])
+    pairwise = rng.integers(-2, 3, size=(states, states)) * rng.choice([1.0, 0.25])
+    numpy = np.concatenate(
+        [chain._viterbi_sequence(unary[a:b], pairwise) for a, b in itertools.pairwise(offsets)]
+    )
+    compiled = np.empty(offsets[-1], dtype=np.int64)
+    back = np.zeros((longest, states), dtype=np.int64)
+    chain._viterbi_batch(
+        unary, pairwise, offsets, compiled, back, np.empty(states), np.empty(states)
+    )
+    np.testing.assert_array_equal(numpy, compiled)
+
+
 def test_uncompiled_plane_products_give_the_compiled_structural_optimum(monkeypatch):
-    # a structural fit whose plane products run in numpy (a cold first call's path) takes the
-    # same steps as the compiled one: the same w and certificate to the bit
+    # a structural fit whose plane products and Viterbi run in numpy (a cold first call's path)
+    # takes the same steps as the compiled one: the same w and certificate to the bit
     data = make_chains(n_sequences=30, n_features=6, n_states=3, random_state=0)
     model = ChainModel(data.n_features, data.n_states)
     warm = qpsvm.StructuralSVM(model, data.X, data.Y, C=0.1).solve()
     ran = []
-    for name in ("_dots_numpy", "_expand_numpy", "_block_values_numpy"):
-        equivalent = getattr(cutting_plane, name)
-        monkeypatch.setattr(cutting_plane, name, lambda *a, f=equivalent: ran.append(f) or f(*a))
+    for module, name in [
+        (cutting_plane, "_dots_numpy"),
+        (cutting_plane, "_expand_numpy"),
+        (cutting_plane, "_block_values_numpy"),
+        (chain, "_viterbi_sequence"),
+    ]:
+        equivalent = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, f=equivalent: ran.append(f) or f(*a))
     monkeypatch.setattr(cutting_plane, "uncompiled", lambda kernel, rows, budget: True)
+    monkeypatch.setattr(chain, "uncompiled", lambda kernel, rows, budget: True)
     cold = qpsvm.StructuralSVM(model, data.X, data.Y, C=0.1).solve()
-    assert len({id(f) for f in ran}) == 3 and cold.certificate.passed
+    assert len({id(f) for f in ran}) == 4 and cold.certificate.passed
     np.testing.assert_array_equal(cold.w, warm.w)
     assert (cold.certificate.lower, cold.certificate.upper) == (
         warm.certificate.lower,
