@@ -1439,6 +1439,35 @@ def _free_system(
     return _FreeSystem.factored(data, F, coupled)
 
 
+def _rebalances(
+    data: CoordinateData,
+    u: np.ndarray,
+    F: np.ndarray,
+    uF: np.ndarray,
+    x: np.ndarray,
+    t: float,
+    room: np.ndarray,
+    keep: np.ndarray,
+) -> bool:
+    r"""Whether the coordinates of ``F`` still free at the path's point ``t`` (``keep``, not
+    passed: ``room > t``) can bring ``sum_i sigma_i u_i`` back to 0 inside their box, the
+    others held: the imbalance ``s`` after the step is at most what they can move the other
+    way, ``sum_j max(sigma_j (u_j - l_j))`` over ``u_j`` in ``[0, hi_j]``. The projected path
+    leaves the plane of the balance (``sigma . delta(t) != 0`` once a coordinate stops at its
+    bound), and the next step's equations restore it on the free set; where they cannot, every
+    step stops at a bound (rows scaled by 1e-2, 120 x 8, C = 1: the path passed 56 of 61 free
+    coordinates, ``s = 14.5``, five left free; the finish ended at ``b = -189``, gap 0.99)."""
+    hiF = data.hi[F]
+    passed = keep & (room <= t)
+    moved = np.where(passed, np.where(x > 0.0, hiF, 0.0), np.clip(uF + t * x, 0.0, hiF))
+    sigma_F = data.sigma[F]
+    s = fsum(data.sigma * u) + fsum(sigma_F * (moved - uF))
+    free = keep & ~passed
+    down = np.where(sigma_F > 0.0, sigma_F * moved, -sigma_F * (hiF - moved))
+    up = np.where(sigma_F > 0.0, sigma_F * (hiF - moved), -sigma_F * moved)
+    return abs(s) <= fsum((down if s > 0.0 else up)[free])
+
+
 def free_set_step(
     data: CoordinateData,
     u: np.ndarray,
@@ -1460,7 +1489,9 @@ def free_set_step(
     ratio test), which leaves ``F``, and on along the projected path while ``D`` grows
     (:func:`_path_step`): every coordinate the path passes leaves ``F`` at its bound, several a
     solve where ``H`` is ill-conditioned (at 100000 x 2000, 20 nonzeros a row, the hinge
-    without intercept: 11 solves against 47, none by the dense factor against 25);
+    without intercept: 11 solves against 47, none by the dense factor against 25); with the
+    coupling only where the coordinates left free can restore the balance the path leaves
+    (:func:`_rebalances`), else at the ratio test's bound;
     ``D`` never decreases (``x`` is an ascent direction and
     ``D`` grows along it up to the full step at least). Steps without a bound repeat until
     they vanish (refining away the shift). Where ``H`` is singular (more free coordinates
@@ -1551,7 +1582,10 @@ def free_set_step(
             t = min(1.0, float(np.min(room, initial=np.inf)))
             if t < 1.0:
                 # on along the projected path: every coordinate it passes leaves at its bound
+                ratio = t
                 t = _path_step(Z, sigma_F, data.bias, data.d[F], g - beta * sigma_F, x, room, keep)
+                if coupled and t > ratio and not _rebalances(data, u, F, uF, x, t, room, keep):
+                    t = ratio
             hit = keep & (room <= t)
             pending = int(np.count_nonzero(keep & ~hit & (room < 1.0))) + 1
             new = np.clip(uF + t * x, 0.0, hiF)
@@ -1905,8 +1939,11 @@ def _gap(
 class _Bracket:
     """The outer search's knowledge of the root of the nonincreasing ``g``: the newest ``(b,
     g(b), u(b))`` with ``g > 0`` (``lo``, the root lies right of it) and with ``g < 0``
-    (``hi``), the inner tolerance each end's ``g`` was found at, and the side replaced last
-    and how many times in a row after the first (``streak``, for the Illinois rule)."""
+    (``hi``), the inner tolerance each end's ``g`` was found at, the side replaced last
+    and how many times in a row after the first (``streak``, for the Illinois rule), the last
+    ``g`` seen on each side and whether the newest repeated it exactly (``flat``: a plateau of
+    ``g``, every multiplier that moves with ``b`` at a bound), and the ``b`` of an end dropped
+    as stale, to be solved again (``recheck``)."""
 
     lo: tuple[float, float, np.ndarray] | None = None
     hi: tuple[float, float, np.ndarray] | None = None
@@ -1915,16 +1952,22 @@ class _Bracket:
     streak: int = 0
     tols: dict[str, float] = field(default_factory=dict)
     expand: bool = True
+    flat: bool = False
+    seen: dict[str, float] = field(default_factory=dict)
+    recheck: float | None = None
 
     def add(self, b: float, g: float, u: np.ndarray, tol: float) -> None:
         side = "lo" if g > 0 else "hi"
         other = "hi" if side == "lo" else "lo"
         self.streak = self.streak + 1 if side == self.last else 0
         self.last = side
+        self.recheck = None
         if self.lo is not None and self.hi is not None:
             self.previous = None
         else:
             self.previous = self.lo if side == "lo" else self.hi
+        self.flat = self.seen.get(side) == g
+        self.seen[side] = g
         setattr(self, side, (b, g, u))
         self.tols[side] = tol
         # inexact inner solves can invert the bracket: keep the newest end only
@@ -1934,34 +1977,46 @@ class _Bracket:
         # g is only as accurate as the inner solve: an end found at a looser tolerance than
         # the side replaced three times in a row may have the wrong sign (its g -0.028 where a
         # tighter solve at the same b gave +0.43, 50000 x 500 with the squared hinge), and the
-        # bracket would close on it; it is dropped, and the search steps out from the new end
+        # bracket would close on it; it is dropped, and the search solves again at its b
         elif self.streak >= STALE_STREAK and self.tols.get(other, tol) > tol:
+            self.recheck = getattr(self, other)[0]
             setattr(self, other, None)
             del self.tols[other]
             self.previous = None
 
     def next(self, first: float) -> float:
-        """Regula falsi with the Illinois rule (the kept end's ``g`` halved when one side was
-        replaced twice in a row) inside a bracket; otherwise a secant step towards the sign
-        change, expanded to at least the last step (unless the first was Newton's, ``expand``
-        false) and at most 16 times it (``first`` the first step)."""
+        """Regula falsi with the Illinois rule (the kept end's ``g`` halved once for each
+        time the other side was replaced again in a row) inside a bracket, its midpoint where
+        the newest end repeated its side's ``g`` (a plateau, whose values say nothing of the
+        root's distance: on rows scaled by 1e-2, ``g = -2`` on one side and 59 on the other,
+        regula falsi with one halving crept to the far end by 6% a value of ``b`` and the
+        search stalled at a gap of 2e-3); the ``b`` of an end just dropped as stale, solved
+        again at the newest tolerance (stepping out by ``first`` instead lost a bracket of
+        width 0.03 to one of 0.5); otherwise a secant step towards the sign change, expanded to
+        at least the last step (unless the first was Newton's, ``expand`` false) and at most 16
+        times it, twice it on a plateau (no secant), ``first`` the first step."""
         if self.lo is not None and self.hi is not None:
             (b_lo, g_lo, _), (b_hi, g_hi, _) = self.lo, self.hi
-            if self.streak:
-                if self.last == "lo":
-                    g_hi *= 0.5
-                else:
-                    g_lo *= 0.5
+            if self.flat:
+                return 0.5 * (b_lo + b_hi)
+            if self.last == "lo":
+                g_hi *= 0.5**self.streak
+            else:
+                g_lo *= 0.5**self.streak
             return b_lo + g_lo / (g_lo - g_hi) * (b_hi - b_lo)
+        if self.recheck is not None:
+            return self.recheck
         b, g, _ = self.lo if self.lo is not None else self.hi
         direction = 1.0 if g > 0 else -1.0
         if self.previous is None:
             return b + direction * first
         b0, g0, _ = self.previous
         step = abs(b - b0)
-        secant = abs(g * (b - b0) / (g0 - g)) if g0 != g else math.inf
         if not step:
             return b + direction * first
+        if g0 == g:
+            return b + direction * 2.0 * step  # a plateau: no secant, the step doubled
+        secant = abs(g * (b - b0) / (g0 - g))
         return b + direction * min(max(secant, step) if self.expand else secant, 16.0 * step)
 
     def mixed(self) -> tuple[np.ndarray, float] | None:
@@ -2007,7 +2062,8 @@ def _slope(data: CoordinateData, u: np.ndarray) -> tuple[float, bool]:
 
 def _stalled(history: list[float]) -> bool:
     """Whether the best gap of the outer search (``history``, one entry a value of ``b`` or a
-    tightening at the same one) has not halved over the last :data:`STALL`."""
+    tightening at the same one, not a bisection of a plateau of ``g``, which halves the
+    bracket whatever the gap) has not halved over the last :data:`STALL`."""
     return len(history) > STALL and history[-1] > 0.5 * history[-1 - STALL]
 
 
@@ -2242,6 +2298,12 @@ def balanced_ascent(
                 best = _finish_coupled(data, balance, balanced, tried)
                 if best is not None and best[0] <= target:
                     return best[1], data.expansion(best[2]), best[3], epochs
+                if best is not None and best[0] < gap:
+                    # the search goes on from the finish's point, its b nearer the root: rows
+                    # shifted by -20 and scaled by 1e-3 (120 x 8, C = 0.1), the finish's b
+                    # -1.0000014 against the regularised start's -0.00064, from which 8 values
+                    # of b did not better the finish's gap (4.5e-5, :func:`_stalled`)
+                    u, b = best[2], best[3]
     else:
         u = np.clip(u, 0.0, data.hi)
     # the epochs that led to the first point (the regularised start's), for whether its
@@ -2317,7 +2379,8 @@ def balanced_ascent(
         if following == b and step.epochs == 0:
             break  # b cannot move in floating point and the inner problem is solved
         ran = 0
-        history.append(best[0])
+        if not bracket.flat:
+            history.append(best[0])
         if _stalled(history):
             break  # slow inner solves where g jumps: the caller finishes otherwise
         b = following
