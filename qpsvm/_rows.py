@@ -173,7 +173,7 @@ def _example_axpy(i, M, c, v):  # pragma: no cover - compiled (typed by the over
 def _example_dot_typed(i, M, v):  # pragma: no cover - compiled
     if M[5].ndim == 2:
         return lambda i, M, v: _row_dot(M[5][i, 0], M, v) - _row_dot(M[5][i, 1], M, v)
-    return lambda i, M, v: _row_dot(i, M, v)
+    return _row_dot_typed(i, M, v)  # the row's own code: no call level compiled apart
 
 
 @overload(_example_axpy)
@@ -185,7 +185,7 @@ def _example_axpy_typed(i, M, c, v):  # pragma: no cover - compiled
             _row_axpy(M[5][i, 1], M, -c, v)
 
         return pair
-    return lambda i, M, c, v: _row_axpy(i, M, c, v)
+    return _row_axpy_typed(i, M, c, v)
 
 
 @numba.njit(**ENTRY)

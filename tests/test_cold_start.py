@@ -479,6 +479,7 @@ print(json.dumps({
     "compiled": [bool(k.signatures) for k in
                  (ascent._free_cg, ascent.coordinate_expansion, ascent.coordinate_objectives,
                   ascent._sweep_shrunk)],
+    "compiles": compiled,
 }))
 """
 
@@ -492,14 +493,26 @@ def test_cold_sparse_call_with_more_rows_than_features_equals_the_compiled_one(
     # the same operations in the same order: the same certified answer to the bit as this
     # process's compiled paths. Both processes take the conjugate gradients wherever they
     # suit (ROUND_SOLVES = 0): with nearly as many free rows as the columns they touch the
-    # finish would otherwise choose the dense factor at once (the choice is not what is tested)
+    # finish would otherwise choose the dense factor at once (the choice is not what is tested).
+    # What the call compiles is the ascent's epochs with the CSR rows' two accessors written
+    # into them: none of numba's helpers (builtin min and max, 0.06 s) and no call level of its
+    # own between the epochs and a row (two overloads that only forwarded, 0.15 s)
     monkeypatch.setattr(ascent, "ROUND_SOLVES", 0)
     env = {**os.environ, "QPSVM_CACHE_DIR": str(tmp_path)}
     out = subprocess.run(
-        [sys.executable, "-c", COLD_SPARSE], env=env, check=True, timeout=600, capture_output=True
+        [sys.executable, "-c", COMPILES + COLD_SPARSE],
+        env=env,
+        check=True,
+        timeout=600,
+        capture_output=True,
     )
     cold = json.loads(out.stdout.decode().splitlines()[-1])
     assert cold["passed"] and cold["numpy"] == [True] * 4 and cold["compiled"] == [False] * 4
+    assert sorted(cold["compiles"]) == [
+        "qpsvm._rows._row_axpy_typed.<locals>.sparse",
+        "qpsvm._rows._row_dot_typed.<locals>.sparse",
+        "qpsvm.verify.ascent.shrinking_epochs",
+    ]
     rng = np.random.default_rng(0)
     X = sp.random(5000, 500, density=0.02, format="csr", random_state=0)
     y = np.where(X @ rng.normal(size=500) + 0.1 * rng.normal(size=5000) > 0, 1, -1)
@@ -666,6 +679,32 @@ def test_cold_chain_ranking_and_multiclass_compile_only_qpsvms_kernels_and_the_w
         assert warm.certificate.passed
         np.testing.assert_array_equal(warm.w, w)
         assert (warm.certificate.lower, warm.certificate.upper) == (lower, upper)
+
+
+LINEAR_IMPORTS = """
+import sys
+import numpy as np
+import qpsvm
+on_import = [m for m in ("scipy.sparse.linalg", "scipy.sparse.csgraph") if m in sys.modules]
+rng = np.random.default_rng(0)
+X = rng.normal(size=(200, 5))
+y = np.argmax(X[:, :3] + 0.5 * rng.normal(size=(200, 3)), axis=1)
+assert qpsvm.MulticlassSVM(X, y, C=1.0).solve().certificate.passed
+labels = np.where(y == 0, 1, -1)
+assert qpsvm.SoftMarginPrimal(X, labels, C=1.0).solve().certificate.passed
+kernel = [m for m in ("qpsvm.solvers.kernel_start", "qpsvm.solvers.smo") if m in sys.modules]
+print(on_import, kernel)
+"""
+
+
+def test_import_and_linear_calls_leave_unused_modules_unimported():
+    # scipy's sparse solvers and graph routines (0.04-0.07 s of the import) are imported by
+    # the generic QP's certificate on first use, and the kernel start with the SMO loop's
+    # module (0.04-0.07 s of a first multiclass or binary working-set call) by kernel problems
+    out = subprocess.run(
+        [sys.executable, "-c", LINEAR_IMPORTS], check=True, timeout=600, capture_output=True
+    )
+    assert out.stdout.decode().split() == ["[]", "[]"]
 
 
 SERIAL_CHAIN = """

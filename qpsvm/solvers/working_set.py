@@ -64,7 +64,6 @@ from qpsvm.formulations.model import CvxModel
 from qpsvm.solution import Candidate, History, Solution
 from qpsvm.solvers.backends import BackendResult, backend_order, solve_model
 from qpsvm.solvers.finish import finish
-from qpsvm.solvers.kernel_start import aimed_point, kernel_smo_start, kkt_polish
 from qpsvm.solvers.refine import refine_multiclass
 from qpsvm.solvers.warm_start import (
     NEWTON_MAX_FEATURES,
@@ -556,6 +555,8 @@ class ComposedSets(ResidualSets):
         f = self.f
         if f.linear:
             return cand
+        from qpsvm.solvers.kernel_start import kkt_polish  # with the SMO loop: kernels only
+
         pool = [cand, *kkt_polish(f, cand.alpha, float(cand.b or 0.0))]
         if self.start.exact:
             pool.append(self.start.candidate)
@@ -564,7 +565,11 @@ class ComposedSets(ResidualSets):
     def aimed(self, cand: Candidate, excess: float) -> Candidate | None:
         """For a nonlinear kernel, ``cand``'s free samples aimed inside their kinks
         (:func:`~qpsvm.solvers.kernel_start.aimed_point`)."""
-        return None if self.f.linear else aimed_point(self.f, cand, excess)
+        if self.f.linear:
+            return None
+        from qpsvm.solvers.kernel_start import aimed_point
+
+        return aimed_point(self.f, cand, excess)
 
     def read(self, model: CvxModel) -> Candidate:
         f = self.f
@@ -803,6 +808,8 @@ def composed_sets(f: CompositeProblem, start: Start | None, width: float) -> Com
     its band from the residuals' distribution; for a nonlinear kernel the exact start of
     :func:`~qpsvm.solvers.kernel_start.kernel_smo_start`)."""
     if start is None and not f.linear:
+        from qpsvm.solvers.kernel_start import kernel_smo_start
+
         start = kernel_smo_start(f)
     if start is None:
         sample = _sample(f.n_samples)

@@ -411,7 +411,9 @@ def compiled_coordinate_epochs(
             return counts[0], violation
 
 
-@numba.njit(**ENTRY)
+# The epochs allocate nothing and take views only (``w = v[:last]``): compiled without numba's
+# reference counting (``_nrt=False``, as the multiclass descents), the same floats.
+@numba.njit(**ENTRY, _nrt=False)
 def shrinking_epochs(
     M,
     sigma,
@@ -483,10 +485,16 @@ def shrinking_epochs(
                     PG = G
             else:
                 PG = G
-            pg_max = max(pg_max, PG)
-            pg_min = min(pg_min, PG)
+            if PG > pg_max:  # max(pg_max, PG), written out (numba's max is compiled apart)
+                pg_max = PG
+            if PG < pg_min:  # min(pg_min, PG)
+                pg_min = PG
             if PG != 0.0:
-                new = min(max(a - G / (qd[i] + d[i]), 0.0), hi[i])
+                new = a - G / (qd[i] + d[i])  # min(max(new, 0.0), hi[i])
+                if 0.0 > new:
+                    new = 0.0
+                if hi[i] < new:
+                    new = hi[i]
                 delta = (new - a) * sigma[i]
                 if delta != 0.0:
                     u[i] = new

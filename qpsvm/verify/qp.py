@@ -65,7 +65,6 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import lsqr, spsolve
 
 from qpsvm._lazy import lazy_module
 from qpsvm._numerics import two_product
@@ -354,6 +353,8 @@ def _complete(qp: _QP, x: np.ndarray, known: np.ndarray) -> np.ndarray:
     cols = np.flatnonzero(np.diff(A_unknown.indptr) > 0)
     rhs = qp.b[rows] - sp.csr_matrix(qp.A)[rows] @ x
     B = A_unknown[rows][:, cols]
+    from scipy.sparse.linalg import lsqr, spsolve  # on first use: 0.04-0.07 s of the import
+
     if B.shape[0] == B.shape[1]:
         try:
             t = spsolve(sp.csc_matrix(B), rhs)
