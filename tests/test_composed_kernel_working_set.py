@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import qpsvm
 from qpsvm.exact.lemke import solve_lcp
 from qpsvm.exceptions import RoundingFloorError, UncertifiedSolutionError
-from qpsvm.solvers import kernel_start, working_set
+from qpsvm.solvers import kernel_start
 from tests.conftest import exact_poly
 
 POLY = {"kernel": "poly", "gamma": 0.5, "coef0": 1.0, "degree": 2}
@@ -141,7 +141,7 @@ def test_restricted_dual_problems_finish_an_inexact_start(monkeypatch):
         start.band = 0.01
         return start
 
-    monkeypatch.setattr(working_set, "kernel_smo_start", inexact)
+    monkeypatch.setattr(kernel_start, "kernel_smo_start", inexact)
     for loss, intercept in (("epsilon_insensitive", "free"), ("hinge", "regularized")):
         f = problem(loss, intercept, 7, 60, C=10.0, kernel={"kernel": "rbf", "gamma": 0.5})
         sol = f.fresh_copy().solve(method="working_set")
