@@ -31,6 +31,7 @@ T. Ogita, S. M. Rump, S. Oishi, "Accurate sum and dot product", SIAM J. Sci. Com
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numba
@@ -213,10 +214,9 @@ def _sum2(p):  # pragma: no cover - compiled
     return s, c
 
 
-def _sum2_python(p: np.ndarray) -> tuple[float, float]:
-    """:func:`_sum2` in Python floats (IEEE double, the same operations in the same order)."""
-    s = 0.0
-    c = 0.0
+def _sum2_python(p: np.ndarray, s: float = 0.0, c: float = 0.0) -> tuple[float, float]:
+    """:func:`_sum2` in Python floats (IEEE double, the same operations in the same order),
+    continued from the state ``s, c`` of the terms before ``p``."""
     for x in p.tolist():
         t = s + x
         z = t - s
@@ -225,13 +225,16 @@ def _sum2_python(p: np.ndarray) -> tuple[float, float]:
     return s, c
 
 
-def fsum(a: Any) -> float:
+def fsum(a: Any, tail: Sequence[float] = ()) -> float:
     r"""``sum_i a_i`` as if computed in twice the working precision, then rounded (Sum2):
     :math:`|\hat s - s| \le \varepsilon |s| + \gamma_{n-1}^2 \sum_i |a_i|`, i.e. correctly
     rounded unless the terms cancel by more than ~16 digits. Infinite sums are returned as
-    such (``nan`` if ``+inf`` and ``-inf`` meet)."""
+    such (``nan`` if ``+inf`` and ``-inf`` meet). ``tail``: more terms after ``a``'s, the
+    float of the sum with them appended to ``a`` (without the copy appending them)."""
     p = np.ascontiguousarray(np.ravel(a), dtype=np.float64)
     s, c = _sum2_python(p) if uncompiled(_sum2, p.size, SUM2_ELEMENTS) else _sum2(p)
+    if len(tail):
+        s, c = _sum2_python(np.asarray(tail, dtype=np.float64), s, c)
     return s + c if math.isfinite(s) else s
 
 
@@ -250,8 +253,9 @@ def _sum2_dot(a, b):  # pragma: no cover - compiled
     return s, c
 
 
-def fsum_dot(a: np.ndarray, b: np.ndarray) -> float:
-    """``a . b``: the rounded products summed by :func:`fsum`.
+def fsum_dot(a: np.ndarray, b: np.ndarray, tail: Sequence[float] = ()) -> float:
+    """``a . b``: the rounded products summed by :func:`fsum`, then the terms ``tail`` (the
+    float of the sum with them appended to the products).
 
     Exact up to one rounding when the products are exact (``b = +-1`` labels) or of one sign
     (squares, nonnegative weights); use :func:`tdot` where products of both signs cancel.
@@ -262,8 +266,10 @@ def fsum_dot(a: np.ndarray, b: np.ndarray) -> float:
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     if a.shape != b.shape or uncompiled(_sum2_dot, a.size, SUM2_ELEMENTS):
-        return fsum(np.multiply(a, b))
+        return fsum(np.multiply(a, b), tail)
     s, c = _sum2_dot(np.ascontiguousarray(a.ravel()), np.ascontiguousarray(b.ravel()))
+    if len(tail):
+        s, c = _sum2_python(np.asarray(tail, dtype=np.float64), s, c)
     return s + c if math.isfinite(s) else s
 
 

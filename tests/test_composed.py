@@ -429,3 +429,33 @@ def test_l1_with_a_kernel_is_refused(small):
     X, _ = small
     with pytest.raises(InvalidInputError, match="kernel"):
         qpsvm.SupportVectorRegression(X, X[:, 0], penalty="l1", kernel="rbf")
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("penalty", ["l2", "l1", "l1_l2"])
+def test_penalty_with_the_intercept_apart_is_that_of_the_appended_vector(
+    penalty, compiled, monkeypatch
+):
+    # R((w, b / B)) with the regularised intercept's coordinate passed apart (Intercept.tail)
+    # goes on with the compensated sums over it: the float of R of the appended vector, with
+    # the compiled sums and the Python ones, without a copy of w; terms of both signs and
+    # magnitudes 1e-8 to 1e8, so the compensation matters
+    from qpsvm import _numerics
+    from qpsvm.formulations.pieces.intercepts import make_intercept
+    from qpsvm.formulations.pieces.penalties import make_penalty
+
+    monkeypatch.setattr(_numerics, "uncompiled", lambda *args: not compiled)
+    rng = np.random.default_rng(5)
+    w = rng.normal(size=1000) * 10.0 ** rng.integers(-8, 9, size=1000)
+    R = make_penalty(penalty, 0.3)
+    for b in (0.0, -3.7e7, 2.5e-9, 1.0 / 3.0):
+        intercept = make_intercept("regularized", 3.0)
+        augmented = intercept.augment(w, b)
+        assert augmented.size == w.size + 1
+        assert R.value(w, intercept.tail(b)) == R.value(augmented)
+        v = rng.normal(size=w.size + 1)
+        tail = [t * float(v[-1]) for t in intercept.tail(b)]
+        assert _numerics.fsum_dot(w, v[:-1], tail) == _numerics.fsum_dot(augmented, v)
+    # without a regularised intercept, nothing after w
+    assert make_intercept("free").tail(2.0) == ()
+    assert R.value(w, make_intercept("none").tail(0.0)) == R.value(w)

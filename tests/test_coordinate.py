@@ -1788,8 +1788,9 @@ def test_regularised_intercept_moves_inside_the_ascent(caplog, monkeypatch):
     # the regime grid's 2000 x 20000 (20 nonzeros a row), the hinge with a regularised
     # intercept: the constant feature's rank-one coupling B^2 sigma sigma^T slows every
     # coordinate's step (103 epochs, 40 without intercept); the ascent on the problem with b a
-    # shift, b moving by Newton's steps on g(b) - b / B^2, takes 46, to the same optimum (both
-    # certified at 1e-9)
+    # shift, b moving by Newton's steps on g(b) - b / B^2, takes 49 (each tolerance opening on
+    # the last one's active set; 46 opening on every row), to the same optimum (both certified
+    # at 1e-9)
     X, y = _grid_point(2000, 20000, 20)
 
     def solve(loss="hinge"):
@@ -1802,7 +1803,7 @@ def test_regularised_intercept_moves_inside_the_ascent(caplog, monkeypatch):
 
     sol = solve()
     assert "dcd: regularised b=" in caplog.text
-    assert sol.n_iter == 46
+    assert sol.n_iter == 49
     # not the squared hinge: its 35 epochs cost less than the slope over its free rows
     caplog.clear()
     solve("squared_hinge")
@@ -1811,6 +1812,42 @@ def test_regularised_intercept_moves_inside_the_ascent(caplog, monkeypatch):
     other = solve()
     assert "dcd: regularised b=" not in caplog.text
     assert other.n_iter == 103
+    assert sol.objective == pytest.approx(other.objective, rel=2e-9)
+
+
+def test_regularised_ascent_opens_on_its_active_set_and_hands_over_its_estimate(monkeypatch):
+    # the regularised intercept moving inside the ascent (text-like rows, n < d, the hinge):
+    # each tolerance after the first opens on the active set the last one left, not on every
+    # row; its gaps are those of the ascent's own expansion, updated in place, with the
+    # feature's coordinate: no expansion of the multipliers but the first (of u = 0), and the
+    # ascent after it starts from its last estimate; the same optimum as the ascent on the
+    # feature itself (both certified at 1e-9)
+    X, y = _grid_point(300, 3000, 10)
+    opened, expanded = [], []
+    epochs, expansion = ascent.coordinate_epochs, CoordinateData.expansion
+
+    def spy_epochs(M, sigma, p, d, hi, bias, qd, u, v, *args):
+        if bias == 0.0:  # the problem with b a shift
+            carry = args[-1]
+            opened.append(bool(carry) and carry[2] < carry[3])
+        return epochs(M, sigma, p, d, hi, bias, qd, u, v, *args)
+
+    def spy_expansion(self, u, exact=True):
+        if not exact:
+            expanded.append(bool(np.any(u)))
+        return expansion(self, u, exact)
+
+    monkeypatch.setattr(ascent, "coordinate_epochs", spy_epochs)
+    monkeypatch.setattr(CoordinateData, "expansion", spy_expansion)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept="regularized")
+    sol = f.solve(method="dcd")
+    assert sol.certificate.passed
+    assert len(opened) > 2 and not opened[0] and all(opened[2:])
+    assert expanded == [False]
+    monkeypatch.undo()
+    monkeypatch.setattr(coordinate, "moves_intercept", lambda data: False)
+    other = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept="regularized").solve(method="dcd")
+    assert other.certificate.passed
     assert sol.objective == pytest.approx(other.objective, rel=2e-9)
 
 
@@ -2047,7 +2084,7 @@ def test_ascents_at_b_fixed_open_on_the_regularised_start_active_set(zero_row, m
     assert Fraction(sol.certificate.lower) <= optimum <= Fraction(sol.certificate.upper)
 
 
-@pytest.mark.parametrize("intercept", ["none", "free"])
+@pytest.mark.parametrize("intercept", ["none", "free", "regularized"])
 def test_loose_tolerances_run_on_without_their_gap_to_the_same_point(intercept, monkeypatch):
     # a tolerance a million times the target leaves a gap far above it (text-like rows, n < d:
     # 1e-3 to 1e-7 after 0.1 to 1e-5), so the ascent goes on without evaluating it; the gaps it
@@ -2064,7 +2101,7 @@ def test_loose_tolerances_run_on_without_their_gap_to_the_same_point(intercept, 
 
         monkeypatch.setattr(ascent, name, counted)
 
-    spy("coordinate_objectives")  # without intercept, P and D in one pass
+    spy("coordinate_objectives")  # without a free intercept, P and D in one pass
     spy("_gap")  # with a free intercept, D at the balanced point (and P apart)
 
     def solve():
@@ -2079,7 +2116,9 @@ def test_loose_tolerances_run_on_without_their_gap_to_the_same_point(intercept, 
     assert skipped.objective == evaluated.objective
     np.testing.assert_array_equal(skipped.alpha, evaluated.alpha)
     np.testing.assert_array_equal(skipped.w, evaluated.w)
-    assert fewer <= every - 3
+    # the regularised intercept's start evaluates its first tolerance (at most FINISH_FREE
+    # multipliers free there, the hinge's finish gate) and skips the next
+    assert fewer <= every - (1 if intercept == "regularized" else 3)
 
 
 def test_slices_of_a_tolerance_open_on_every_coordinate(monkeypatch):

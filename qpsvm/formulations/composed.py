@@ -446,7 +446,7 @@ class ComposedProblem(TouchedRows, Formulation):
         b = self.check_b(b)
         z = self.sigma * ((self.scores(w) if scores is None else scores) + b)
         loss = fsum_dot(self.sample_weight, self.loss.value(z, self.target, self.epsilon))
-        return self.penalty.value(self.intercept.augment(w, b)) + self.C * loss
+        return self.penalty.value(w, self.intercept.tail(b)) + self.C * loss
 
     def objective_alpha(self, alpha: Any, b: Any = None) -> float:
         """``P`` at ``w = sum_i u_i sigma_i phi(x_i)`` (any kernel); ``b=None`` takes

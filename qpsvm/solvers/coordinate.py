@@ -201,14 +201,16 @@ def ascent_point(
             unshrink_every=SOLVER_UNSHRINK_EVERY,
         )
         return Candidate(w=_weights(v, touched, d), b=None, alpha=u), epochs
-    u, start, epochs = np.zeros(data.sigma.shape[0]), first, 0
+    u, start, epochs, estimate = np.zeros(data.sigma.shape[0]), first, 0, None
     if data.bias > 0.0 and not np.any(data.d) and moves_intercept(data):
         # the hinge's regularised intercept moving by Newton's steps, where the ascent is
         # fast: its feature's rank-one coupling slows every coordinate's step (2000 x 20000,
         # 20 nonzeros a row: 105 epochs against 46); not the squared hinge, whose few cheap
         # epochs (35 against 24 there) cost less than the slope over its many free rows
         # (5.8-6.4 ms against 7.2-8.0 ms)
-        u, epochs, start = regularised_ascent(data, target, max_epochs, seed, SOLVER_UNSHRINK_EVERY)
+        u, epochs, start, estimate = regularised_ascent(
+            data, target, max_epochs, seed, SOLVER_UNSHRINK_EVERY
+        )
     step = ascend(
         data,
         u,
@@ -220,6 +222,7 @@ def ascent_point(
         unshrink_every=SOLVER_UNSHRINK_EVERY,
         # over the formulation's touched columns, the expansion's parts are the certificate's
         enclose=problem.keep is not None and touched is not None,
+        estimate=estimate,
     )
     if step.parts is not None:
         problem.keep(data.X, step.parts)

@@ -265,16 +265,23 @@ class _Dual:
         if self._last is not None and self._last[0] == key:
             return self._last[1]
         su = u * self.sigma
+        # the intercept's coordinate in its own entry at the end, filled in place: no copy
+        # appending it (2-4 ms at 1e6 features)
+        extra = 0 if self.scaling is None else 1
         if self.f.item_pairs is None:
             enclosed = self.enclosure(su)
             if isinstance(enclosed, TouchedEnclosure):
-                v = enclosed.estimate()
+                v = enclosed.estimate(extra)
             else:
-                v = enclosed[0] + enclosed[1]
+                d = enclosed[0].size
+                v = np.empty(d + extra)
+                np.add(np.ravel(enclosed[0]), np.ravel(enclosed[1]), out=v[:d])
         else:
             v = tdot(self.f.X, su)
+            if extra:
+                v = np.append(v, 0.0)
         if self.scaling is not None:
-            v = np.append(v, self.scaling * fsum(su))
+            v[-1] = self.scaling * fsum(su)
         v.flags.writeable = False
         self._last = (key, v)
         return v
@@ -521,8 +528,12 @@ def _young(f: CompositeProblem, found: _Found, u: np.ndarray) -> tuple[float, fl
     """The largest per-sample Fenchel-Young gap of the losses (``complementarity``) and the
     penalty's (``stationarity``) at the candidate of ``found`` and the dual point ``u``."""
     v = found.dual.v(u)
-    w_aug = f.intercept.augment(found.w, found.b)
-    young_penalty = f.penalty.value(w_aug) + found.dual.conjugate(u) - fsum_dot(w_aug, v)
+    # w and a regularised intercept's coordinate apart (no copy appending it): the floats of
+    # R((w, b / B)) and (w, b / B) . v
+    tail = f.intercept.tail(found.b)
+    d = v.size - len(tail)
+    product = fsum_dot(found.w, v[:d], [t * float(x) for t, x in zip(tail, v[d:], strict=True)])
+    young_penalty = f.penalty.value(found.w, tail) + found.dual.conjugate(u) - product
     young_loss = f.loss_young_gaps(found.z, u)
     return float(np.max(young_loss, initial=0.0)), float(max(0.0, young_penalty))
 

@@ -767,10 +767,11 @@ class TouchedEnclosure(NamedTuple):
     size: int
     rest: float
 
-    def estimate(self) -> np.ndarray:
+    def estimate(self, extra: int = 0) -> np.ndarray:
         """``hi + lo`` over every column (exact zeros at the untouched ones): the floats of
-        the whole enclosure's ``hi + lo``."""
-        v = np.zeros(self.size)
+        the whole enclosure's ``hi + lo``; then ``extra`` more entries (zeros) for the caller
+        to fill, rather than a copy appending them."""
+        v = np.zeros(self.size + extra)
         v[self.touched] = self.hi + self.lo
         return v
 

@@ -57,9 +57,15 @@ class Intercept:
         """Whether ``b / B`` is a coordinate of the penalty."""
         return self.mode == "regularized"
 
+    def tail(self, b: float) -> tuple[float, ...]:
+        """The penalty's coordinates after ``w``: ``(b / B,)`` when regularised, else none
+        (a penalty's :meth:`value <qpsvm.formulations.pieces.penalties.Penalty.value>` takes
+        them apart, without a copy of ``w`` appending them)."""
+        return (b / self.scaling,) if self.regularized else ()
+
     def augment(self, w: np.ndarray, b: float) -> np.ndarray:
         """The penalty's argument: ``w``, or ``(w, b / B)`` when regularised."""
-        return np.append(w, b / self.scaling) if self.regularized else w
+        return np.append(w, self.tail(b)) if self.regularized else w
 
 
 def make_intercept(intercept: Any, intercept_scaling: Any = 1.0) -> Intercept:

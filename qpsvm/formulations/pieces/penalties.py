@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from numbers import Real
 from typing import Any, ClassVar
 
@@ -52,8 +53,11 @@ class Penalty(ABC):
         """``R(w)`` in CVXPY."""
 
     @abstractmethod
-    def value(self, w: np.ndarray) -> float:
-        """``R(w)`` in numpy, with compensated sums."""
+    def value(self, w: np.ndarray, tail: Sequence[float] = ()) -> float:
+        """``R(w)`` in numpy, with compensated sums; ``R((w, tail))`` with the coordinates
+        ``tail`` after ``w``'s (a regularised intercept's, :meth:`Intercept.tail
+        <qpsvm.formulations.pieces.intercepts.Intercept.tail>`), the float of ``R`` of the
+        vector with them appended (its sums go on over them) without the copy."""
 
     @abstractmethod
     def conjugate(self, v: np.ndarray) -> float:
@@ -87,8 +91,8 @@ class L2Penalty(Penalty):
     def expression(self, w: cp.Expression) -> cp.Expression:
         return 0.5 * cp.sum_squares(w)
 
-    def value(self, w: np.ndarray) -> float:
-        return 0.5 * fsum_dot(w, w)
+    def value(self, w: np.ndarray, tail: Sequence[float] = ()) -> float:
+        return 0.5 * fsum_dot(w, w, [t * t for t in tail])
 
     def conjugate(self, v: np.ndarray) -> float:
         return 0.5 * fsum_dot(v, v)
@@ -112,8 +116,8 @@ class L1Penalty(Penalty):
     def expression(self, w: cp.Expression) -> cp.Expression:
         return cp.norm1(w)
 
-    def value(self, w: np.ndarray) -> float:
-        return fsum(np.abs(w))
+    def value(self, w: np.ndarray, tail: Sequence[float] = ()) -> float:
+        return fsum(np.abs(w), [abs(t) for t in tail])
 
     def conjugate(self, v: np.ndarray) -> float:
         return 0.0 if float(np.max(np.abs(v), initial=0.0)) <= 1.0 else math.inf
@@ -150,9 +154,10 @@ class ElasticNetPenalty(Penalty):
         r = self.l1_ratio
         return r * cp.norm1(w) + 0.5 * (1.0 - r) * cp.sum_squares(w)
 
-    def value(self, w: np.ndarray) -> float:
+    def value(self, w: np.ndarray, tail: Sequence[float] = ()) -> float:
         r = self.l1_ratio
-        return r * fsum(np.abs(w)) + 0.5 * (1.0 - r) * fsum_dot(w, w)
+        linear = fsum(np.abs(w), [abs(t) for t in tail])
+        return r * linear + 0.5 * (1.0 - r) * fsum_dot(w, w, [t * t for t in tail])
 
     def _soft(self, v: np.ndarray) -> np.ndarray:
         return np.sign(v) * np.maximum(0.0, np.abs(v) - self.l1_ratio)
