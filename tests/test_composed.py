@@ -459,3 +459,21 @@ def test_penalty_with_the_intercept_apart_is_that_of_the_appended_vector(
     # without a regularised intercept, nothing after w
     assert make_intercept("free").tail(2.0) == ()
     assert R.value(w, make_intercept("none").tail(0.0)) == R.value(w)
+
+
+def test_l2_penalty_bound_sums_the_squares_in_its_loop():
+    # penalty_upper's L2 term is Sum2 of the squares formed in the compiled loop (fsum_dot),
+    # the float of Sum2 over the array of squares; it bounds the exact R((w, e)) from above
+    from fractions import Fraction
+
+    from qpsvm._numerics import fsum_dot
+    from qpsvm.formulations.pieces.penalties import make_penalty
+    from qpsvm.verify.rigorous import penalty_upper, sum2_upper, upper_sum
+
+    rng = np.random.default_rng(11)
+    w = rng.normal(size=5000) * 10.0 ** rng.integers(-6, 7, size=5000)
+    extra = 0.37
+    bound = penalty_upper(make_penalty("l2"), w, extra)
+    assert sum2_upper(fsum_dot(w, w), w.size) == upper_sum(w * w)
+    exact = sum(Fraction(x) ** 2 for x in w.tolist()) + Fraction(extra) ** 2
+    assert Fraction(bound) >= exact / 2

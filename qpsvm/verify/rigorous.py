@@ -522,7 +522,9 @@ def penalty_upper(penalty: Any, w: np.ndarray, extra: float = 0.0) -> float:
     :math:`r\|\cdot\|_1 + \tfrac{1-r}2\|\cdot\|^2` (``penalty``: a piece of
     :mod:`qpsvm.formulations.pieces.penalties`, by its ``name`` and ``l1_ratio``)."""
     w = np.ravel(w)
-    square = float(up(0.5 * float(up(upper_sum(w * w) + up(extra * extra)))))
+    # Sum2 of the squares formed in its loop (the float of upper_sum(w * w), without the array)
+    squares = sum2_upper(fsum_dot(w, w), w.size)
+    square = float(up(0.5 * float(up(squares + up(extra * extra)))))
     if penalty.name == "l2":
         return square
     linear = float(up(upper_sum(np.abs(w)) + extra))
