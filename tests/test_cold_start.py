@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -111,6 +112,48 @@ def test_uncompiled_sums_equal_the_compiled_ones_to_the_bit(seed, n, d):
         assert np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(1, 60),
+    st.integers(1, 12),
+    st.sampled_from([1, 7, 40, 2**14]),
+    st.booleans(),
+)
+def test_uncompiled_dense_dot2_and_magnitudes_chunk_by_chunk_equal_the_compiled_ones(
+    seed, n, d, chunk, huge
+):
+    # dense Dot2 and |M|^T |v| in numpy over chunks of rows (vectorised over a chunk's rows
+    # and columns, each column's running sums by np.add.accumulate): the compiled loops'
+    # floats to the bit, from starting sums with zeros of both signs, across chunk boundaries,
+    # and where Dekker's splitting overflows (entries near 1e300: nan and inf in the same
+    # places, which tdot2 then replaces by the plain product; a nan's sign means nothing)
+    rng = np.random.default_rng(seed)
+    X, v = _wide(rng, (n, d)), _wide(rng, (n,))
+    X[rng.random((n, d)) < 0.1] = -0.0
+    v[rng.random(n) < 0.1] = -0.0
+    if huge:
+        X[rng.random((n, d)) < 0.05] = 1e300
+        X[rng.random((n, d)) < 0.02] = -np.inf
+    s, c = _wide(rng, (d,)), _wide(rng, (d,))
+    s[rng.random(d) < 0.3], c[rng.random(d) < 0.3] = -0.0, -0.0
+    out = {}
+    with mock.patch.object(_numerics, "CHUNK_ENTRIES", chunk):
+        with mock.patch.object(rigorous, "CHUNK_ENTRIES", chunk):
+            for name, layout in (("C", X), ("F", np.asfortranarray(X))):
+                out[name] = (s.copy(), c.copy())
+                _numerics._dense_tdot2_numpy(layout, v, *out[name])
+                out[name] += (rigorous._abs_columns_numpy(layout, v),)
+    expected = (s.copy(), c.copy(), np.zeros(d))
+    with np.errstate(over="ignore", invalid="ignore"):  # the compiled loops raise no flags
+        _numerics._dense_tdot2(X, v, expected[0], expected[1])
+        rigorous._abs_columns(X, v, expected[2])
+    for got in out.values():
+        for a, b in zip(got, expected, strict=True):
+            assert np.array_equal(a, b, equal_nan=True)
+            assert np.array_equal(np.signbit(a[~np.isnan(a)]), np.signbit(b[~np.isnan(b)]))
+
+
 def _planes(rng: np.random.Generator, planes: int, d: int) -> tuple[np.ndarray, ...]:
     """A cutting-plane pool's rows: ``start, end, idx, val`` with sorted indices, some empty."""
     lengths = rng.integers(0, d + 1, size=planes)
@@ -200,23 +243,32 @@ def test_uncompiled_simplex_qp_takes_the_compiled_steps_to_the_bit(seed, k, d, t
 
 
 def test_uncompiled_simplex_qp_and_pair_sums_give_the_compiled_ranking_optimum(monkeypatch):
-    # a one-slack ranking fit whose planes' QP and pair sweeps run in numpy (a cold first
-    # call's path) takes the compiled steps: the same w and certificate to the bit
+    # a one-slack ranking fit whose planes' QP, pair sweeps and certificate sums run in numpy
+    # (a cold first call's path) takes the compiled steps: the same w and certificate to the bit
     # (more than DIRECT_PAIRS pairs: solved by the planes)
     rng = np.random.default_rng(1)
     X = rng.normal(size=(800, 12))
     y = np.minimum(3, np.floor(np.abs(X[:, 0] + 0.5 * rng.normal(size=800)) * 2)).astype(int)
     groups = np.repeat(np.arange(40), 20)
+    for module in (ranking_sweep, _numerics, rigorous):
+        monkeypatch.setattr(module, "uncompiled", lambda kernel, rows, budget: False)
     warm = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.1).solve(method="one_slack")
     ran = []
     equivalent = one_slack._simplex_qp_numpy
     monkeypatch.setattr(one_slack, "_simplex_qp_numpy", lambda *a: ran.append(1) or equivalent(*a))
     sums = ranking_sweep._sums_numpy
     monkeypatch.setattr(ranking_sweep, "_sums_numpy", lambda *a: ran.append(2) or sums(*a))
-    monkeypatch.setattr(one_slack, "uncompiled", lambda kernel, rows, budget: True)
-    monkeypatch.setattr(ranking_sweep, "uncompiled", lambda kernel, rows, budget: True)
+    # and the certificate's Dot2 over the pair rows and |M|^T |v|
+    dot2, magnitudes = _numerics._dense_tdot2_numpy, rigorous._abs_columns_numpy
+    monkeypatch.setattr(_numerics, "_dense_tdot2_numpy", lambda *a: ran.append(3) or dot2(*a))
+    monkeypatch.setattr(rigorous, "_abs_columns_numpy", lambda *a: ran.append(4) or magnitudes(*a))
+    for module in (one_slack, ranking_sweep, _numerics):
+        monkeypatch.setattr(module, "uncompiled", lambda kernel, rows, budget: True)
+    # (the plain products' BLAS fallback is not the compiled products' floats: not here)
+    magnitude_kernels = (rigorous._abs_columns, rigorous._abs_rows)
+    monkeypatch.setattr(rigorous, "uncompiled", lambda kernel, *_: kernel in magnitude_kernels)
     cold = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.1).solve(method="one_slack")
-    assert set(ran) == {1, 2} and cold.certificate.passed
+    assert set(ran) == {1, 2, 3, 4} and cold.certificate.passed
     np.testing.assert_array_equal(cold.w, warm.w)
     assert (cold.certificate.lower, cold.certificate.upper) == (
         warm.certificate.lower,
@@ -679,6 +731,56 @@ def test_cold_chain_ranking_and_multiclass_compile_only_qpsvms_kernels_and_the_w
         assert warm.certificate.passed
         np.testing.assert_array_equal(warm.w, w)
         assert (warm.certificate.lower, warm.certificate.upper) == (lower, upper)
+
+
+#: One-slack ranking on the cold kinds' scale (100 queries of 40 items, d = 40, graded:
+#: 50,897 pairs, Dot2 and ``|M|^T |v|`` over them in its certificate), run cold and in this process.
+RANKING = """
+import numpy as np
+import qpsvm
+
+
+def ranking_fit():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 40))
+    utility = X @ rng.normal(size=40) / np.sqrt(40) + 0.5 * rng.normal(size=4000)
+    y, groups = np.digitize(utility, [-0.5, 0.8]), np.repeat(np.arange(100), 40)
+    return qpsvm.RankingSVM(X, y=y, groups=groups, C=0.01).solve(method="one_slack")
+"""
+
+COLD_RANKING = (
+    RANKING
+    + COMPILES
+    + """
+fit = ranking_fit()
+print(json.dumps({"compiled": compiled, "answer": [fit.w.tolist(), fit.certificate.lower,
+                  fit.certificate.upper]}))
+"""
+)
+
+
+def test_cold_first_ranking_call_compiles_nothing_and_returns_the_compiled_answer(
+    tmp_path, monkeypatch
+):
+    # a fresh process with an empty compile cache: the first one-slack ranking call runs its
+    # planes' QP, pair sweeps, Dot2 over the pair rows and |M|^T |v| in numpy (numba's
+    # target context is not even built: 0.6-0.7 s of the call), and its answer is the
+    # compiled paths' to the bit
+    env = {**os.environ, "QPSVM_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", COLD_RANKING], env=env, check=True, timeout=600, capture_output=True
+    )
+    cold = json.loads(out.stdout.decode().splitlines()[-1])
+    assert cold["compiled"] == []
+    for module in (ranking_sweep, _numerics, rigorous):
+        monkeypatch.setattr(module, "uncompiled", lambda kernel, rows, budget: False)
+    namespace: dict = {}
+    exec(RANKING, namespace)
+    warm = namespace["ranking_fit"]()
+    w, lower, upper = cold["answer"]
+    assert warm.certificate.passed
+    np.testing.assert_array_equal(warm.w, w)
+    assert (warm.certificate.lower, warm.certificate.upper) == (lower, upper)
 
 
 LINEAR_IMPORTS = """

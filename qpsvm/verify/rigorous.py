@@ -51,7 +51,9 @@ import scipy.sparse as sp
 from qpsvm._jit import ENTRY
 from qpsvm._numerics import (
     _SUCC_SIZE,
+    ABS_ENTRIES,
     ABS_ROWS,
+    CHUNK_ENTRIES,
     TINY,
     U,
     csr_tdot2_abs,
@@ -60,6 +62,7 @@ from qpsvm._numerics import (
     fsum_dot,
     gamma,
     rows_dot2,
+    running_sums,
     sum_error,
     sum_upper,
     tdot2,
@@ -217,11 +220,16 @@ def _abs_columns(M, v, out):  # pragma: no cover - compiled
 
 
 def _abs_columns_numpy(M: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """:func:`_abs_columns` (or :func:`_abs_rows` of ``M.T``) in numpy, one row of ``M`` at a
-    time: the same products added in the same order, so the same result to the bit."""
+    """:func:`_abs_columns` (or :func:`_abs_rows` of ``M.T``) in numpy over chunks of the rows
+    of ``M``, each chunk's products at once and their running sums down each column
+    (:func:`~qpsvm._numerics.running_sums`): the same products added in the same order, so
+    the same result to the bit (``nan`` where an infinite entry meets ``v_i = 0``, as there)."""
     out = np.zeros(M.shape[1])
-    for i in range(M.shape[0]):
-        out += np.abs(M[i]) * abs(v[i])
+    size = np.abs(v)
+    step = max(1, CHUNK_ENTRIES // max(1, M.shape[1]))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(0, M.shape[0], step):
+            out = running_sums(out, np.abs(M[k : k + step]) * size[k : k + step, None])[-1]
     return out
 
 
@@ -234,13 +242,13 @@ def _abs_product(M: Any, v: np.ndarray) -> np.ndarray:
         M = np.asarray(M)  # its rows are 1 x d matrices, which the numpy equivalent cannot add
     if isinstance(M, np.ndarray) and M.dtype == np.float64 and M.ndim == 2:
         if M.flags.c_contiguous:
-            if uncompiled(_abs_columns, M.shape[0], ABS_ROWS):
+            if uncompiled(_abs_columns, M.size, ABS_ENTRIES):
                 return _abs_columns_numpy(M, v)
             out = np.zeros(M.shape[1])
             _abs_columns(M, v, out)
             return out
         if M.flags.f_contiguous:
-            if uncompiled(_abs_rows, M.shape[0], ABS_ROWS):
+            if uncompiled(_abs_rows, M.size, ABS_ENTRIES):
                 return _abs_columns_numpy(M, v)
             out = np.empty(M.shape[1])
             _abs_rows(M.T, v, out)
