@@ -75,10 +75,11 @@ _SPLIT = 134217729.0
 
 #: How many rows (elements of a sum) each kernel's numpy equivalent may loop over in a process
 #: before the kernel is compiled: about the kernel's compile time (0.08 s for Sum2, 0.2 s for
-#: Dot2 and ``|M|^T |v|``) at the equivalents' cost (0.09 us an element of Sum2's Python loop,
-#: 10-15 us a row of Dot2 and 1.3-1.7 us a row of ``|M|^T |v|``, at 20-500 columns; CPU time
-#: measured at a load of 10 on 2 cores). Renting until the rent paid equals the price costs at
-#: most twice the cheaper of always renting and buying at once.
+#: Dot2 on CSR rows and the plain products with ``|M|^T |v|``) at the equivalents' cost (0.09 us
+#: an element of Sum2's Python loop, 10-15 us a row of Dot2 and 1.3-1.7 us a row of
+#: ``|M|^T |v|`` row by row, at 20-500 columns; CPU time measured at a load of 10 on 2 cores).
+#: Renting until the rent paid equals the price costs at most twice the cheaper of always
+#: renting and buying at once.
 SUM2_ELEMENTS = 2**20
 DOT2_ROWS = 2**14
 ABS_ROWS = 2**17
