@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -29,6 +30,7 @@ from qpsvm.solvers.smo import (
     _polish,
     _polish_plan,
     _restart_tol,
+    _sets_firm,
     _SMOState,
     gap_resolution,
     gradient_gap,
@@ -561,7 +563,10 @@ def test_kkt_polish_plan_as_measured():
     # and 7.6 decades: a decade and one solve (measured 3.0 ms) cost less than the tail
     # (1555 steps, 4.1 ms), which pricing a step at its free multipliers alone (345 units,
     # 450 measured) put below them; n = 200 (gamma 0.1, d = 10), 220 steps with 55 free and
-    # 7.3 decades: the tail (471 steps, 0.45 ms) costs less than one solve (0.59 ms)
+    # 7.3 decades: the tail (471 steps, 0.45 ms) costs less than one solve (0.39 ms) and a
+    # decade; n = 500, gamma = 0.5, 693 steps with 252 free and 6.05 decades: a decade and one
+    # solve (0.6 ms and 1.4 ms as priced) cost less than the tail (1258 steps as priced), where
+    # the solve priced at 2e5 units beyond its block (1.2 ms, measured 0.35) did not
     decade = 1.0 / np.log10(2 / 1e-3)
     free = np.full(4000, 0.5)
     plan = [
@@ -574,9 +579,10 @@ def test_kkt_polish_plan_as_measured():
             (221, 5996, 6.9),
             (345, 710, 7.6),
             (55, 220, 7.3),
+            (252, 693, 6.05),
         )
     ]
-    assert plan == [NEXT, NEXT, NEVER, NOW, NOW, NEXT, NEVER]
+    assert plan == [NEXT, NEXT, NEVER, NOW, NOW, NEXT, NEVER, NEXT]
 
 
 def test_restart_steps_follow_the_polish_plan():
@@ -592,6 +598,43 @@ def test_restart_steps_follow_the_polish_plan():
     for plan in (NOW, NEVER):
         assert _restart_tol(plan, 2.0, 10.0, 1.0) == 2.0 * (0.3 / 10.0)
     assert _restart_tol(NEXT, 2.0, 10.0, 1.0) == 2.0 * NEXT_SHRINK
+
+
+@pytest.mark.parametrize("side", [1.0, -1.0])
+def test_sets_are_firm_beyond_the_violation(side):
+    # two free multipliers with y G = -1 and +1 give b = 0, so r = G; the third, at 0 (side 1)
+    # or at C (side -1), needs r >= 0 or r <= 0 at the optimum: within the violation 1e-3 of
+    # the wrong sign it may still move, beyond it it will not
+    y, upper = np.array([1.0, -1.0, 1.0]), np.ones(3)
+    alpha = np.array([0.5, 0.5, 0.0 if side > 0 else 1.0])
+    f = SimpleNamespace(y=y, upper=upper)
+    for r3, firm in ((5e-4, False), (2e-3, True), (-1.0, False)):
+        state = SimpleNamespace(alpha=alpha, G=np.array([-1.0, -1.0, side * r3]))
+        assert _sets_firm(f, state, 1e-3) == firm
+
+
+def test_kkt_equations_at_once_where_the_sets_are_firm(monkeypatch):
+    # rbf n = 500, gamma 0.05, C = 1: SMO's sets at its first stage have no multiplier at a
+    # bound within the violation of moving, and the equations, priced for one solve and a
+    # decade below the tail, are solved there at once (one solve certifies), without the
+    # decade of steps; the same optimum as SMO's steps alone, within the gaps
+    X, y = make_classification(
+        n_samples=500, n_features=20, n_informative=10, flip_y=0.1, random_state=0
+    )
+    f = qpsvm.SoftMarginDual(X, y, kernel="rbf", gamma=0.05, C=1.0)
+    events = []
+    run, polish = _SMOState.run, smo._polish
+    monkeypatch.setattr(_SMOState, "run", lambda *a, **k: events.append("run") or run(*a, **k))
+    monkeypatch.setattr(smo, "_polish", lambda *a: events.append("polish") or polish(*a))
+    polished = f.solve(method="smo", gap=1e-11)
+    assert events == ["run", "polish"]
+    monkeypatch.setattr(smo, "_polish_plan", lambda *args: NEVER)
+    tail = f.solve(method="smo", gap=1e-11)
+    assert polished.status == tail.status == "gap"
+    assert polished.certificate.passed and tail.certificate.passed
+    assert abs(polished.objective - tail.objective) <= (
+        polished.certificate.gap + tail.certificate.gap
+    )
 
 
 def test_kkt_equations_after_one_more_decade_give_the_gap(monkeypatch):
@@ -830,11 +873,13 @@ def test_kkt_polish_after_a_decade_where_the_rows_miss_the_cache(monkeypatch):
     # its 400 rows (the tail's rows mostly recomputed: one more decade, then the equations):
     # both certified, the same optimum within their gaps, fewer steps with the small cache;
     # a step priced at its free multipliers alone (with its fixed work the cached problem
-    # goes to the equations after a decade too, as rbf n = 500 does)
+    # goes to the equations after a decade too, as rbf n = 500 does, and so it does with the
+    # equations' fixed cost at its measured 6e4 units: here it is 2e5, five times that)
     X, y = make_classification(
         n_samples=400, n_features=20, n_informative=10, flip_y=0.1, random_state=0
     )
     monkeypatch.setattr(smo, "STEP_FIXED", 0.0)
+    monkeypatch.setattr(smo, "POLISH_FIXED", 2e5)
     plans = []
 
     def plan(*args):

@@ -125,13 +125,13 @@ POLISH_ROUNDS = 3
 #: (19 ms at 1500, 0.22 s against 0.35 s at 3265); the rest of the equations 11 ms at 1150
 #: free (1.5 units an entry, the block in cache) and about 0.2 s at 3264 (rbf n = 8000: about
 #: 3.3 units an entry, the 85 MB block read from memory): 2.5 units between the two. And
-#: :data:`POLISH_FIXED` (about 1 ms: the stage before it, the products for its scores and
-#: intercept; measured at n = 500, 345 free, where one decade of steps and one solve were
-#: predicted to cost as much as the tail, they took 13.4 ms against the tail's 10.6 ms in
-#: one process alternating the two at a load average of 11 on 2 cores).
+#: :data:`POLISH_FIXED` (about 0.35 ms: the call, its factor's setup and check, the products
+#: for its scores and intercept; measured, CPU, best of 20 polishes at SMO's first-stage
+#: point, rbf: n = 200, 55 and 96 free, 0.39 and 0.49 ms; n = 500, 345 free, 2.27 ms;
+#: n = 2000, gamma 0.005, 87 free, 0.55 ms: 5.5-7.6e4 units beyond the block's terms).
 POLISH_FLOP = 0.55 / 190.0
 POLISH_ENTRY = 2.5
-POLISH_FIXED = 2e5
+POLISH_FIXED = 6e4
 #: A tail step's work beyond its free multipliers, in the same units (the pair's update, the
 #: passes over the active multipliers at their bounds, the loop's own overhead): measured
 #: 105-108 units (0.6 us) a step at rbf n = 200 and 500 (471 tail steps on 55 free in
@@ -684,7 +684,12 @@ def _tighten(
     as :func:`_polish_plan` decides at the first stage's point (SMO took ``per_decade`` steps
     per decade of violation to reach it): at once, and again each :data:`POLISH_STEP` the gap
     falls, where they are cheap (:data:`NOW`); once, after one more decade of steps, where
-    they cost less than the tail (:data:`NEXT`); else never. Where they are not tried at once
+    they cost less than the tail (:data:`NEXT`), but at once where SMO's sets are firm
+    (:func:`_sets_firm`: the decade would not change them; measured, CPU, best of 7, rbf
+    n = 200, gamma 0.1, C = 100: 3.04 against 3.44 ms; n = 500, gamma 0.05, C = 1 and 100:
+    10.40 against 11.52 ms and 13.93 against 15.52 ms; where the sets were not firm, at once
+    lost: n = 500, gamma 0.5, C = 1, 12.82 against 8.80 ms; n = 2000, gamma 0.05, C = 100,
+    165 against 147 ms); else never. Where they are not tried at once
     and :func:`_cg_pays` finds conjugate gradients on the free set cheaper than the tail
     (:data:`CG`, taken before the equations after a decade: measured, rbf n = 2000,
     gamma 0.5, C = 1, 0.10 s against 0.49 s, whose sets at ``1e-4`` are still off), one
@@ -705,7 +710,8 @@ def _tighten(
             misses = _row_misses(f, state)
             plan = _polish_plan(alpha, f.upper, per_decade, decades, misses)
             budget = _cg_pays(f, state, per_decade, decades) if plan != NOW else 0.0
-            plan = CG if budget > 0 else plan
+            firm = plan == NEXT and budget == 0 and _sets_firm(f, state, violation)
+            plan = CG if budget > 0 else NOW if firm else plan
             settled = bool(np.all((alpha > 0) & (alpha < f.upper)))
         if not reached and plan == CG and (steps > 0 or settled):
             # every multiplier free, or the free set settled a decade below the first stage
@@ -782,6 +788,21 @@ def _polish(
         free = ((trial > 0) & (trial < upper)) | wrong
         bound = (trial >= upper) & ~wrong
     return False
+
+
+def _sets_firm(f: BinaryProblem, state: _SMOState, violation: float) -> bool:
+    r"""Whether SMO's sets at its ``violation`` are firm: no multiplier at a bound whose
+    residual ``r_i = G_i + b y_i`` (``b`` :func:`smo_intercept`'s) is within ``violation`` of
+    the wrong sign (``r_i < violation`` at 0, ``r_i > -violation`` at ``C s_i``), the
+    multipliers the KKT equations' active-set rounds would move (:func:`_polish`). Measured
+    at SMO's first stage (``1e-3``, rbf): none at n = 200 (gamma 0.1, C = 1 and 100) and
+    n = 500 (gamma 0.05, C = 1 and 100), whose equations then take one solve; one to 54 at
+    n = 500, gamma 0.5, C = 1 and n = 2000 (gamma 0.05 and 0.5, C = 1; gamma 0.05, C = 100;
+    gamma 0.005, C = 1 and 10), which took two or three solves (one at gamma 0.005, C = 1)."""
+    alpha, G, upper = state.alpha, state.G, f.upper
+    r = G + smo_intercept(f.y, G, alpha, upper) * f.y
+    loose = ((alpha <= 0) & (r < violation)) | ((alpha >= upper) & (r > -violation))
+    return not bool(np.any(loose))
 
 
 def _polish_plan(
