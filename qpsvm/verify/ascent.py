@@ -2165,7 +2165,9 @@ def _newton_ascent(
     :func:`ascend` (by less where :data:`LAST_TOLERANCE` reaches the target), the gap to the
     balanced point evaluated after each and, for the hinge, the free-set finish with the
     intercept tried where :func:`_worth_finishing` (free sets in ``tried``, as the search
-    tries it);
+    tries it); each tolerance opens on the active set the last one left (``carry`` of
+    :func:`coordinate_epochs`), not on every row (10000 x 1e6, 100 nonzeros a row: 195-210
+    ms to 171-177 ms, the same 27 epochs);
     a tolerance not met in :data:`FINISH_SLICE` epochs ends it. A step ``g / s`` with
     ``s`` the slope of the free set a few epochs in is Newton's on ``V'(b) = -g(b)`` up to
     the change of the free set, so ``b`` converges with the multipliers instead of an outer
@@ -2176,7 +2178,8 @@ def _newton_ascent(
     u = np.zeros(data.sigma.shape[0])
     v = data.expansion(u, exact=False)
     intercept = np.zeros(1)
-    epochs = data.run(u, v, TOLERANCES[0], BALANCE_SLICE, 0.0, seed, unshrink_every)
+    carry: list = []
+    epochs = data.run(u, v, TOLERANCES[0], BALANCE_SLICE, 0.0, seed, unshrink_every, carry=carry)
     slope, _ = _slope(data, u)
     best = None
     if slope <= 0.0:
@@ -2186,7 +2189,9 @@ def _newton_ascent(
         budget = min(max_epochs - epochs, FINISH_SLICE)
         if budget <= 0:
             break
-        ran = data.run(u, v, tol, budget, 0.0, seed + epochs, unshrink_every, intercept, slope)
+        ran = data.run(
+            u, v, tol, budget, 0.0, seed + epochs, unshrink_every, intercept, slope, 0.0, carry
+        )
         epochs += ran
         if epochs < max_epochs and _unevaluated(data, u, ran, budget, tol, target):
             tol *= TOLERANCES[1] / TOLERANCES[0]
