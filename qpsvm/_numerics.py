@@ -45,6 +45,7 @@ __all__ = [
     "TINY",
     "U",
     "charge",
+    "chunk_rows",
     "csr_tdot2_abs",
     "down",
     "fsum",
@@ -363,6 +364,12 @@ def _dot2_numpy(a: Any, b: Any, s: Any, c: Any) -> tuple[Any, Any, Any]:
     return u, c + (((s - (u - z)) + (p - z)) + e), p
 
 
+def chunk_rows(d: int) -> int:
+    """Rows of a ``d``-column chunk of about :data:`CHUNK_ENTRIES` entries (at least one row)
+    that the dense equivalents of Dot2 and ``|M|^T |v|`` take at once."""
+    return max(1, CHUNK_ENTRIES // max(1, d))
+
+
 def running_sums(start: np.ndarray, terms: np.ndarray) -> np.ndarray:
     """``out[0] = start``, ``out[t + 1] = out[t] + terms[t]`` (rows of ``terms`` of shape
     ``(m, d)``), each column added in order by ``np.add.accumulate``: the floats of a loop
@@ -381,7 +388,7 @@ def _dense_tdot2_numpy(X: np.ndarray, v: np.ndarray, s: np.ndarray, c: np.ndarra
     multiply-adds on either side), so the same ``s`` and ``c`` to the bit, non-finite ones
     included (which the compiled loop produces silently: the caller falls back)."""
     rows = np.flatnonzero(v)
-    step = max(1, CHUNK_ENTRIES // max(1, X.shape[1]))
+    step = chunk_rows(X.shape[1])
     with np.errstate(over="ignore", invalid="ignore"):
         for k in range(0, rows.size, step):
             i = rows[k : k + step]

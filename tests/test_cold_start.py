@@ -138,12 +138,11 @@ def test_uncompiled_dense_dot2_and_magnitudes_chunk_by_chunk_equal_the_compiled_
     s, c = _wide(rng, (d,)), _wide(rng, (d,))
     s[rng.random(d) < 0.3], c[rng.random(d) < 0.3] = -0.0, -0.0
     out = {}
-    with mock.patch.object(_numerics, "CHUNK_ENTRIES", chunk):
-        with mock.patch.object(rigorous, "CHUNK_ENTRIES", chunk):
-            for name, layout in (("C", X), ("F", np.asfortranarray(X))):
-                out[name] = (s.copy(), c.copy())
-                _numerics._dense_tdot2_numpy(layout, v, *out[name])
-                out[name] += (rigorous._abs_columns_numpy(layout, v),)
+    with mock.patch.object(_numerics, "CHUNK_ENTRIES", chunk):  # both chunk by chunk_rows
+        for name, layout in (("C", X), ("F", np.asfortranarray(X))):
+            out[name] = (s.copy(), c.copy())
+            _numerics._dense_tdot2_numpy(layout, v, *out[name])
+            out[name] += (rigorous._abs_columns_numpy(layout, v),)
     expected = (s.copy(), c.copy(), np.zeros(d))
     with np.errstate(over="ignore", invalid="ignore"):  # the compiled loops raise no flags
         _numerics._dense_tdot2(X, v, expected[0], expected[1])

@@ -53,9 +53,9 @@ from qpsvm._numerics import (
     _SUCC_SIZE,
     ABS_ENTRIES,
     ABS_ROWS,
-    CHUNK_ENTRIES,
     TINY,
     U,
+    chunk_rows,
     csr_tdot2_abs,
     down,
     fsum,
@@ -226,7 +226,7 @@ def _abs_columns_numpy(M: np.ndarray, v: np.ndarray) -> np.ndarray:
     the same result to the bit (``nan`` where an infinite entry meets ``v_i = 0``, as there)."""
     out = np.zeros(M.shape[1])
     size = np.abs(v)
-    step = max(1, CHUNK_ENTRIES // max(1, M.shape[1]))
+    step = chunk_rows(M.shape[1])
     with np.errstate(over="ignore", invalid="ignore"):
         for k in range(0, M.shape[0], step):
             out = running_sums(out, np.abs(M[k : k + step]) * size[k : k + step, None])[-1]
