@@ -37,6 +37,18 @@ cp = lazy_module("cvxpy")
 __all__ = ["PENALTIES", "L1Penalty", "L2Penalty", "Penalty", "make_penalty"]
 
 
+def _norm1(w: np.ndarray, tail: Sequence[float]) -> float:
+    """``||(w, tail)||_1`` by :func:`~qpsvm._numerics.fsum`, the ``tail`` coordinates after
+    ``w``'s (the float of the norm of the vector with them appended)."""
+    return fsum(np.abs(w), [abs(t) for t in tail])
+
+
+def _squared_norm(w: np.ndarray, tail: Sequence[float]) -> float:
+    """``||(w, tail)||^2`` by :func:`~qpsvm._numerics.fsum_dot`, the ``tail`` coordinates after
+    ``w``'s (the float of the squared norm of the vector with them appended)."""
+    return fsum_dot(w, w, [t * t for t in tail])
+
+
 class Penalty(ABC):
     """A penalty ``R(w)``: CVXPY expression, numpy value, conjugate and its domain."""
 
@@ -92,7 +104,7 @@ class L2Penalty(Penalty):
         return 0.5 * cp.sum_squares(w)
 
     def value(self, w: np.ndarray, tail: Sequence[float] = ()) -> float:
-        return 0.5 * fsum_dot(w, w, [t * t for t in tail])
+        return 0.5 * _squared_norm(w, tail)
 
     def conjugate(self, v: np.ndarray) -> float:
         return 0.5 * fsum_dot(v, v)
@@ -117,7 +129,7 @@ class L1Penalty(Penalty):
         return cp.norm1(w)
 
     def value(self, w: np.ndarray, tail: Sequence[float] = ()) -> float:
-        return fsum(np.abs(w), [abs(t) for t in tail])
+        return _norm1(w, tail)
 
     def conjugate(self, v: np.ndarray) -> float:
         return 0.0 if float(np.max(np.abs(v), initial=0.0)) <= 1.0 else math.inf
@@ -156,8 +168,7 @@ class ElasticNetPenalty(Penalty):
 
     def value(self, w: np.ndarray, tail: Sequence[float] = ()) -> float:
         r = self.l1_ratio
-        linear = fsum(np.abs(w), [abs(t) for t in tail])
-        return r * linear + 0.5 * (1.0 - r) * fsum_dot(w, w, [t * t for t in tail])
+        return r * _norm1(w, tail) + 0.5 * (1.0 - r) * _squared_norm(w, tail)
 
     def _soft(self, v: np.ndarray) -> np.ndarray:
         return np.sign(v) * np.maximum(0.0, np.abs(v) - self.l1_ratio)
