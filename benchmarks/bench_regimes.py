@@ -8,7 +8,14 @@ Run from the repository root::
     python benchmarks/bench_regimes.py --equal-accuracy  # the anchors at qpsvm's accuracy too
 
 Each point is solved by qpsvm to a passing certificate (the point fails otherwise) and by the
-anchor at its defaults, in the same process; times are medians after one untimed warm call.
+anchor at its defaults, in the same process; times are medians after one untimed warm call,
+of the calls each side makes back to back: the point's repeat (three, one at the largest
+sizes), and more while they fill less than 0.4 s (at most 1000), the same rule for qpsvm's
+solve, the anchor's fit and the certificate. Every call is read in the process's CPU time
+(each side single-threaded at ``OMP_NUM_THREADS=1``): three wall-time calls a side read a
+ms-scale point 1.2x in one run and 2.5x in the next, the load's time slices falling on the
+longer call more often. The ``cold`` family's calls run in other processes and are read in wall
+time.
 The grid measures the steady state: every compiled kernel is compiled (or loaded) in the warm
 call, and a kernel problem takes the SMO loop from its first call. A process's first calls
 otherwise take uncompiled paths (small kernel problems as the full QP, the certificate's sums

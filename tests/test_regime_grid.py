@@ -1,14 +1,18 @@
 """The regime grid's rules (``benchmarks/regimes/_grid.py``): qpsvm's timed calls run as the
-anchor's do, back to back, with the time spent inside the certifiers read per call; and the
-equal-accuracy ladder, the anchor timed at the loosest of its tolerances whose answer qpsvm
-certifies."""
+anchor's do, back to back, with the time spent inside the certifiers read per call, as many
+calls on each side as fill the grid's budget; and the equal-accuracy ladder, the anchor timed
+at the loosest of its tolerances whose answer qpsvm certifies."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -37,6 +41,99 @@ def _point(calls: list[bool]) -> _grid.Point:
     return _grid.Point("small", "test", "none", ours, lambda: None, 3, lambda: f)
 
 
+class FakeClock:
+    """A clock that only the calls under test move, each by its own duration."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.calls = 0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def call(self, seconds: Callable[[int], float]) -> Callable[[], None]:
+        """A callable whose ``k``-th call (from 0) lasts ``seconds(k)`` on this clock."""
+
+        def run() -> None:
+            self.now += seconds(self.calls)
+            self.calls += 1
+
+        return run
+
+
+@pytest.mark.parametrize(
+    ("seconds", "repeat", "calls"),
+    [
+        (1 / 64, 3, 32),  # short calls: until they fill the budget of 0.5 s
+        (1.0, 3, 3),  # long calls: the point's repeat, as before the budget
+        (1.0, 1, 1),
+        (1 / 4, 1, 2),
+        (2.0**-30, 3, 50),  # the shortest: the most calls a side makes
+    ],
+)
+def test_a_side_is_timed_until_its_calls_fill_the_budget(monkeypatch, seconds, repeat, calls):
+    monkeypatch.setattr(_grid, "BUDGET", 0.5)
+    monkeypatch.setattr(_grid, "MOST_CALLS", 50)
+    clock = FakeClock()
+    assert _grid.median_time(clock.call(lambda k: seconds), repeat, clock) == seconds
+    assert clock.calls == calls
+
+
+def test_the_anchors_forked_child_stops_where_its_parent_does(monkeypatch):
+    # the k-th call lasts k / 1024 s: 32 timed calls fill 0.5 s (528 / 1024), median
+    # 16.5 / 1024, only if the parent stops receiving where the child stops calling; the
+    # child's first call is its untimed warm one, of 0 s
+    monkeypatch.setattr(_grid, "BUDGET", 0.5)
+    clock = FakeClock()
+    limited = _grid.limited_median_time(clock.call(lambda k: k / 1024), 3, 60.0, clock)
+    assert clock.calls == 0  # the calls ran in the child
+    warm = clock.call(lambda k: k / 1024)
+    warm()
+    assert _grid.median_time(warm, 3, clock) == limited == 16.5 / 1024
+    assert clock.calls == 33
+
+
+@pytest.mark.parametrize("anchor_limit", [None, 60.0])
+def test_every_side_of_a_point_is_timed_by_the_same_rule(monkeypatch, anchor_limit):
+    monkeypatch.setattr(_grid, "BUDGET", 0.5)
+    solve, anchor, certify = FakeClock(), FakeClock(), FakeClock()
+    clock = FakeClock()
+    point = _point([])
+    ours = clock.call(lambda k: 1 / 64)
+    reference = clock.call(lambda k: 1 / 8)
+    check = clock.call(lambda k: 1 / 4)
+
+    def solved() -> Any:
+        solve.calls += 1
+        answer = point.qpsvm()
+        ours()
+        return answer
+
+    def fitted() -> None:
+        anchor.calls += 1
+        reference()
+
+    class Formulation:
+        def __init__(self) -> None:
+            self.f = point.formulation()
+
+        def certify(self, answer: Any) -> Any:
+            certify.calls += 1
+            check()
+            return self.f.certify(answer)
+
+    timed = dataclasses.replace(
+        point, qpsvm=solved, reference=fitted, formulation=Formulation, clock=clock
+    )
+    timing = _grid.time_point(timed, anchor_limit)
+    assert (timing.qpsvm, timing.anchor, timing.certify) == (1 / 64, 1 / 8, 1 / 4)
+    # after the untimed first call of each: 32 x 1/64 s, 4 x 1/8 s, the point's 3 x 1/4 s
+    assert solve.calls == 1 + 32
+    assert certify.calls == 1 + 3
+    # the anchor's calls run in the forked child when limited
+    assert anchor.calls == (0 if anchor_limit else 1 + 4)
+
+
 def test_timed_calls_share_one_clock(monkeypatch):
     # the clock's setup walks sys.modules and rebinds the certifiers: run between the timed
     # calls it left each with cold caches (20 x 10 ranking: 100 -> 230 us), which the
@@ -51,6 +148,7 @@ def test_timed_calls_share_one_clock(monkeypatch):
             yield clock
 
     monkeypatch.setattr(_grid.CertifierClock, "running", counted)
+    monkeypatch.setattr(_grid, "BUDGET", 0.0)  # the point's three calls a side
     calls: list[bool] = []
     timing = _grid.time_point(_point(calls))
     assert len(entered) == 1
@@ -75,28 +173,39 @@ def test_clock_passes_over_nameless_entries_of_sys_modules(monkeypatch):
     import qpsvm.verify.binary as binary
 
     monkeypatch.setitem(sys.modules, "nameless_stand_in", object())
+    monkeypatch.setattr(_grid, "BUDGET", 0.0)
     calls: list[bool] = []
     _grid.time_point(_point(calls))
     assert calls == [False, True, True, True]
     assert not hasattr(binary.certify_binary, "__wrapped__")
 
 
-def _ladder_point(tightened: Tightened | None) -> Point:
-    return Point("small", "stand-in", "anchor", lambda: None, lambda: None, 1, None, tightened)
+def _ladder_point(
+    tightened: Tightened | None, clock: Callable[[], float] = time.process_time
+) -> Point:
+    return Point(
+        "small", "stand-in", "anchor", lambda: None, lambda: None, 1, None, tightened, clock
+    )
 
 
-def test_the_ladder_stops_at_the_first_certified_tolerance():
+def test_the_ladder_stops_at_the_first_certified_tolerance(monkeypatch):
+    monkeypatch.setattr(_grid, "BUDGET", 0.5)
+    clock = FakeClock()
     fits = []
+    last = clock.call(lambda k: 1 / 4)
 
     def fit(factor: float) -> float:
         fits.append(factor)
+        last()
         return factor
 
-    result = equal_accuracy(_ladder_point(Tightened(fit, lambda factor: factor <= 1e-3)))
+    point = _ladder_point(Tightened(fit, lambda factor: factor <= 1e-3), clock)
+    result = equal_accuracy(point)
     assert result is not None and result.reached
-    assert result.scale == 1e-3
-    # one untimed call per rung up to the certified one, then the timed one
-    assert fits == [*LADDER[:4], 1e-3]
+    assert (result.scale, result.seconds) == (1e-3, 1 / 4)
+    # one untimed call per rung up to the certified one, then the timed ones, as the
+    # anchor's: two of 1/4 s fill the budget of 0.5 s
+    assert fits == [*LADDER[:4], 1e-3, 1e-3]
 
 
 def test_an_anchor_never_certified_is_reported_as_not_reached():

@@ -35,6 +35,27 @@ CERTIFIERS = (
 #: qpsvm's accuracy: its default, then ten times tighter each step.
 LADDER = tuple(10.0**-k for k in range(9))
 
+#: Seconds of timed calls each side fills at least (beyond :attr:`Point.repeat` calls), and the
+#: most calls it makes however short they are (:func:`enough`).
+BUDGET = 0.4
+MOST_CALLS = 1000
+
+
+def enough(times: list[float], repeat: int) -> bool:
+    """Whether a side's timed calls, of ``times`` seconds each so far, are done: ``repeat``
+    calls that fill :data:`BUDGET` seconds in all, or :data:`MOST_CALLS` calls.
+
+    The rule of qpsvm's calls, the anchor's and the certificate's alike, and of the anchor's
+    forked child and its parent (both stop on the same times). A call of ``BUDGET / repeat``
+    seconds or more is timed ``repeat`` times, as before the rule; shorter calls are timed
+    until their median stops moving with the machine. Three calls a side read one
+    ms-scale point 1.2x in one run and 2.5x in the next, and the 200 x 40 graded ranking
+    at ``c`` = 1 between 1.25x and 7.4x in five runs at load 5; 0.4 s of calls a side held
+    every ms-scale point to within 10% over five runs (docs/performance.md, "The grid's
+    timing of short calls").
+    """
+    return len(times) >= MOST_CALLS or (len(times) >= repeat and sum(times) >= BUDGET)
+
 
 @dataclass(frozen=True)
 class Tightened:
@@ -70,7 +91,8 @@ class Point:
     reference : callable
         Runs the anchor at its defaults on the same data.
     repeat : int
-        Calls per side; the median time is reported.
+        Calls per side at least (:func:`enough`: more while they fill less than
+        :data:`BUDGET` seconds); the median time is reported.
     formulation : callable, optional
         Builds the formulation ``qpsvm`` solves. The certificate is timed as a user runs it,
         ``f.certify(solution)`` of the answer ``qpsvm`` returned, on a formulation built afresh
@@ -80,6 +102,13 @@ class Point:
         The anchor with its stopping tolerance scaled, where it solves qpsvm's problem itself
         (not where it stands in for a nearest problem: a regularised bias for qpsvm's free
         intercept, Crammer-Singer for Weston-Watkins, a binary cut for graded relevance).
+    clock : callable
+        The seconds every timed call is read on: the process's CPU time by default, each
+        side's calls being single-threaded (``OMP_NUM_THREADS=1``), so that a shared machine
+        does not charge a call with other processes' time slices, the longer call more often
+        (the rbf n = 200 point at load 5: qpsvm 6.4 ms wall for 2.4 ms CPU, libsvm 1.4 ms
+        both); wall time (``time.perf_counter``) where a call's work runs in another process
+        (the cold start).
     """
 
     family: str
@@ -90,6 +119,7 @@ class Point:
     repeat: int = 3
     formulation: Callable[[], Any] | None = None
     tightened: Tightened | None = None
+    clock: Callable[[], float] = time.process_time
 
 
 @dataclass(frozen=True)
@@ -132,23 +162,24 @@ class Timing:
 
 
 class CertifierClock:
-    """Wall time spent inside qpsvm's certifiers while :meth:`running` (outermost calls only:
-    a certifier that calls another is counted once)."""
+    """Seconds on ``clock`` spent inside qpsvm's certifiers while :meth:`running` (outermost
+    calls only: a certifier that calls another is counted once)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.process_time) -> None:
         self.seconds = 0.0
+        self._clock = clock
         self._depth = 0
 
     def _timed(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
             self._depth += 1
-            start = time.perf_counter()
+            start = self._clock()
             try:
                 return fn(*args, **kwargs)
             finally:
                 self._depth -= 1
                 if self._depth == 0:
-                    self.seconds += time.perf_counter() - start
+                    self.seconds += self._clock() - start
 
         timed.__wrapped__ = fn  # type: ignore[attr-defined]
         return timed
@@ -174,39 +205,54 @@ class CertifierClock:
                 setattr(mod, name, fn)
 
 
-def median_time(fn: Callable[[], Any], repeat: int) -> float:
-    """Median wall time of ``repeat`` calls of ``fn``."""
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
+def call_times(
+    fn: Callable[[], Any], repeat: int, clock: Callable[[], float] = time.process_time
+) -> Iterator[float]:
+    """The time on ``clock`` of each call of ``fn``, called back to back as many times as
+    :func:`enough` asks of ``repeat``, yielded as each call ends."""
+    times: list[float] = []
+    while not enough(times, repeat):
+        start = clock()
         fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        times.append(clock() - start)
+        yield times[-1]
+
+
+def median_time(
+    fn: Callable[[], Any], repeat: int, clock: Callable[[], float] = time.process_time
+) -> float:
+    """Median of :func:`call_times`."""
+    return statistics.median(call_times(fn, repeat, clock))
 
 
 class AnchorOverLimit(RuntimeError):
     """One call of the anchor ran longer than the grid's limit and was stopped."""
 
 
-def _anchor_calls(fn: Callable[[], Any], repeat: int, out: Any) -> None:
-    """The child's side of :func:`limited_median_time`: an untimed warm call, then the wall
-    time of each of ``repeat`` calls, each sent as it ends."""
+def _anchor_calls(fn: Callable[[], Any], repeat: int, clock: Callable[[], float], out: Any) -> None:
+    """The child's side of :func:`limited_median_time`: an untimed warm call, then the time
+    on ``clock`` of each call :func:`enough` asks of ``repeat``, each sent as it ends."""
     fn()
     out.send(None)
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        out.send(time.perf_counter() - start)
+    for seconds in call_times(fn, repeat, clock):
+        out.send(seconds)
 
 
-def limited_median_time(fn: Callable[[], Any], repeat: int, limit: float) -> float:
+def limited_median_time(
+    fn: Callable[[], Any],
+    repeat: int,
+    limit: float,
+    clock: Callable[[], float] = time.process_time,
+) -> float:
     """:func:`median_time` after one untimed warm call, with every call stopped after
-    ``limit`` seconds.
+    ``limit`` seconds of wall time.
 
     The calls run in a forked child (the anchor's closure and data are inherited, not
     pickled), which is killed when one call outlasts the limit: an anchor that does not end
     (libsvm's poly kernel at n = 8000, C = 100 ran for over an hour) is reported as taking
-    more than the limit instead of holding the grid.
+    more than the limit instead of holding the grid. The child's times (its own CPU time by
+    default) come one a call, and the parent stops receiving where :func:`enough` stops the
+    child.
 
     Raises
     ------
@@ -217,21 +263,25 @@ def limited_median_time(fn: Callable[[], Any], repeat: int, limit: float) -> flo
     """
     receive, send = multiprocessing.Pipe(duplex=False)
     child = multiprocessing.get_context("fork").Process(
-        target=_anchor_calls, args=(fn, repeat, send)
+        target=_anchor_calls, args=(fn, repeat, clock, send)
     )
     child.start()
     send.close()
-    times = []
+    times: list[float] = []
+    warm = True
     try:
-        for call in range(repeat + 1):
+        while warm or not enough(times, repeat):
             if not receive.poll(limit):
                 if child.is_alive():
-                    raise AnchorOverLimit(f"call {call + 1} of the anchor ran over {limit:g} s")
+                    call = len(times) + 1 + (not warm)  # the warm call is the first
+                    raise AnchorOverLimit(f"call {call} of the anchor ran over {limit:g} s")
                 raise RuntimeError(
                     f"the anchor's process exited with code {child.exitcode} (its traceback above)"
                 )
             sent = receive.recv()
-            if sent is not None:
+            if warm:
+                warm = False
+            else:
                 times.append(sent)
     except EOFError as error:
         raise RuntimeError(f"the anchor's process exited with code {child.exitcode}") from error
@@ -261,7 +311,9 @@ def checked(certificate: Any, point: Point, what: str) -> None:
 def time_point(point: Point, anchor_limit: float | None = None) -> Timing:
     """Time one point; a first untimed call of each side pays compilation and caches, and
     each side's timed calls then run back to back (qpsvm's inside one
-    :class:`CertifierClock`, each call's share of it read as the clock's increase).
+    :class:`CertifierClock`, each call's share of it read as the clock's increase), as many
+    as :func:`enough` asks of :attr:`Point.repeat` on each side and for the certificate, every
+    call read on :attr:`Point.clock`.
 
     With ``anchor_limit`` (seconds) the anchor's calls run in a child process stopped at the
     limit (:func:`limited_median_time`); a stopped anchor gives a timing with
@@ -286,31 +338,30 @@ def time_point(point: Point, anchor_limit: float | None = None) -> Timing:
     # one clock around every timed call, so that they run back to back as the anchor's do:
     # the clock's setup (walks of sys.modules, rebinding the certifiers) between the calls
     # left each one with cold caches (the small ranking point: 100 -> 230 us, dlib 44 us)
-    clock = CertifierClock()
+    clock = CertifierClock(point.clock)
     with clock.running():
-        for _ in range(point.repeat):
-            before = clock.seconds
-            start = time.perf_counter()
-            point.qpsvm()
-            times.append(time.perf_counter() - start)
+        before = 0.0
+        for seconds in call_times(point.qpsvm, point.repeat, point.clock):
+            times.append(seconds)
             shares.append(clock.seconds - before)
+            before = clock.seconds
     limited = False
     if anchor_limit is None:
-        anchor = median_time(point.reference, point.repeat)
+        anchor = median_time(point.reference, point.repeat, point.clock)
     else:
         try:
-            anchor = limited_median_time(point.reference, point.repeat, anchor_limit)
+            anchor = limited_median_time(point.reference, point.repeat, anchor_limit, point.clock)
         except AnchorOverLimit:
             anchor, limited = anchor_limit, True
     if point.formulation is None:
         return Timing(point, statistics.median(times), anchor, anchor_limited=limited)
     checked(point.formulation().certify(answer), point, "the re-certified answer")
-    certify = []
-    for _ in range(point.repeat):
+    certify: list[float] = []
+    while not enough(certify, point.repeat):
         f = point.formulation()
-        start = time.perf_counter()
+        start = point.clock()
         f.certify(answer)
-        certify.append(time.perf_counter() - start)
+        certify.append(point.clock() - start)
     return Timing(
         point,
         statistics.median(times),
@@ -348,20 +399,20 @@ def equal_accuracy(point: Point, limit: float | None = None) -> EqualAccuracy | 
     """Time the anchor at the loosest tolerance of :data:`LADDER` whose answer qpsvm certifies.
 
     Each rung's fit is run once and its answer certified; at the first certified rung the fit
-    is timed ``point.repeat`` times (median). A fit that takes longer than ``limit`` seconds
-    ends the ladder (the rung's time, a lower bound, is reported as not reached). ``None`` for
-    a point without :attr:`Point.tightened`.
+    is timed as the point's anchor is (:func:`median_time`, on :attr:`Point.clock`). A fit
+    that takes longer than ``limit`` seconds ends the ladder (the rung's time, a lower bound,
+    is reported as not reached). ``None`` for a point without :attr:`Point.tightened`.
     """
     if point.tightened is None:
         return None
     seconds = math.nan
     for scale in LADDER:
-        start = time.perf_counter()
+        start = point.clock()
         model = point.tightened.fit(scale)
-        seconds = time.perf_counter() - start
+        seconds = point.clock() - start
         if point.tightened.certified(model):
             rung = functools.partial(point.tightened.fit, scale)
-            return EqualAccuracy(scale, median_time(rung, point.repeat))
+            return EqualAccuracy(scale, median_time(rung, point.repeat, point.clock))
         if limit is not None and seconds > limit:
             break
     return EqualAccuracy(math.nan, seconds)
