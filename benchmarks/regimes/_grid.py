@@ -42,17 +42,17 @@ MOST_CALLS = 1000
 
 
 def enough(times: list[float], repeat: int) -> bool:
-    """Whether a side's timed calls, of ``times`` seconds each so far, are done: ``repeat``
-    calls that fill :data:`BUDGET` seconds in all, or :data:`MOST_CALLS` calls.
+    """Whether a side's timed calls, of ``times`` = t_1 .. t_n seconds so far, are done:
+    n >= ``repeat`` and t_1 + ... + t_n >= :data:`BUDGET`, or n >= :data:`MOST_CALLS`.
 
     The rule of qpsvm's calls, the anchor's and the certificate's alike, and of the anchor's
     forked child and its parent (both stop on the same times). A call of ``BUDGET / repeat``
     seconds or more is timed ``repeat`` times, as before the rule; shorter calls are timed
     until their median stops moving with the machine. Three calls a side read one
     ms-scale point 1.2x in one run and 2.5x in the next, and the 200 x 40 graded ranking
-    at ``c`` = 1 between 1.25x and 7.4x in five runs at load 5; 0.4 s of calls a side held
-    every ms-scale point to within 10% over five runs (docs/performance.md, "The grid's
-    timing of short calls").
+    at ``c`` = 1 between 1.25x and 7.4x in five runs at load 5; 0.4 s of calls a side (CPU
+    time, :attr:`Point.clock`) held every ms-scale point within 1.11x over five runs
+    (docs/performance.md, "The grid's timing of short calls").
     """
     return len(times) >= MOST_CALLS or (len(times) >= repeat and sum(times) >= BUDGET)
 
