@@ -95,6 +95,28 @@ def test_sweeps_match_the_pairs_one_by_one(seed, levels, queries, rounded):
     assert all(np.array_equal(x, y) for x, y in zip(level_counts(lay), every[:2], strict=True))
 
 
+@settings(deadline=None)
+@given(seed=st.integers(0, 2**16), levels=st.integers(2, 5), monotone=st.booleans())
+def test_sweep_counts_match_the_pairs_with_infinite_keys(seed, levels, monotone):
+    # the compiled sweep (the numpy form takes finite keys only) counts cnt' off each a-key's
+    # cut among the b-keys: with keys at +-inf, ties among them and with finite keys, the
+    # counts of the pairs one by one
+    rng = np.random.default_rng(seed)
+    n = 40
+    y = rng.integers(0, levels, n).astype(float)
+    groups = np.repeat(np.arange(4), 10)
+    b = rng.choice([-np.inf, -1.0, 0.0, 0.5, np.inf], size=n)
+    a = b - 1.0 if monotone else rng.choice([-np.inf, -1.0, 0.0, np.inf], size=n)
+    lay = layout(y, _group_codes(groups, n))
+    if lay.n_pairs == 0:
+        return
+    P = make_pairs(y, groups)
+    cnt, cnt_other, _, _ = pair_sums(lay, a, b, monotone=monotone)
+    on = b[P[:, 1]] > a[P[:, 0]]
+    assert np.array_equal(cnt, np.bincount(P[on, 0], minlength=n))
+    assert np.array_equal(cnt_other, np.bincount(P[on, 1], minlength=n))
+
+
 @settings(deadline=None)  # the first example may load the layout's compiled pass
 @given(
     seed=st.integers(0, 2**16),

@@ -100,7 +100,7 @@ def _scratch(starts):  # pragma: no cover - compiled
     most = 1
     for q in range(starts.shape[0] - 1):
         most = max(most, starts[q + 1] - starts[q] + 1)
-    return np.empty((4, most), dtype=np.intp), np.empty((4, most))
+    return np.empty((5, most), dtype=np.intp), np.empty((4, most))
 
 
 @numba.njit(**CALLEE)

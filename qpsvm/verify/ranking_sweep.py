@@ -346,11 +346,11 @@ def sorted_by_query(
 
 def _scratch(starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Buffers of the compiled sweeps over each query's items (:func:`_sums`, :func:`_window`):
-    four rows of ``intp`` and four of float64, each one longer than the largest query. Made by
+    five rows of ``intp`` and four of float64, each one longer than the largest query. Made by
     numpy here, so that the sweeps' compile does not also compile numba's allocation helpers
     (with ``min`` and ``max``, about 0.2 s of a cold first ranking call)."""
     most = int(np.diff(starts).max(initial=0)) + 1
-    return np.empty((4, most), dtype=np.intp), np.empty((4, most))
+    return np.empty((5, most), dtype=np.intp), np.empty((4, most))
 
 
 @numba.njit(**ENTRY)
@@ -360,9 +360,14 @@ def _sums(  # pragma: no cover - compiled
     """The sweep of :func:`pair_sums` (outputs accumulated in place); ``by_a`` and ``by_b``
     hold each query's items sorted by ``a`` and by ``b``. Each query's items, levels and keys
     are first gathered into contiguous buffers, which the sweeps over its levels then read:
-    the rows of ``items`` and ``keys`` (:func:`_scratch`)."""
-    A, B, level_a, level_b = items[0], items[1], items[2], items[3]
+    the rows of ``items`` and ``keys`` (:func:`_scratch`). One merge per level finds each
+    ``a_i``'s cut ``k_i``, the keys ``b_j <= a_i``; the ``a_i < b_j`` before each ``b_j``
+    (its ``cnt'`` share) are the cuts at most ``j``'s place, counted on the cuts: for sorted
+    keys without NaN the counts of a second merge, without its unpredictable branches."""
+    A, B, level_a, level_b, cuts = items[0], items[1], items[2], items[3], items[4]
     key_a, key_b, suffix, suffix_abs = keys[0], keys[1], keys[2], keys[3]
+    for r in range(cuts.shape[0]):
+        cuts[r] = 0
     for q in range(starts.shape[0] - 1):
         s, e = starts[q], starts[q + 1]
         m = e - s
@@ -406,12 +411,13 @@ def _sums(  # pragma: no cover - compiled
                 cnt[i] += nB - k
                 total[i] += suffix[k]
                 magnitude[i] += suffix_abs[k]
-            t = 0
+                cuts[k] += 1
+            running = 0
             for k in range(nB):
-                bj = key_b[k]
-                while t < nA and key_a[t] < bj:
-                    t += 1
-                cnt_other[B[k]] += t
+                running += cuts[k]
+                cuts[k] = 0
+                cnt_other[B[k]] += running
+            cuts[nB] = 0
 
 
 #: How many comparisons (the items times the largest query times the levels above the lowest)
