@@ -294,7 +294,7 @@ def test_uncompiled_pair_sums_equal_the_compiled_sweeps_to_the_bit(seed, queries
     n = ids.size
     compiled = [np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n)]
     numpy = [x.copy() for x in compiled]
-    items, keys = ranking_sweep._scratch(lay.starts)
+    items, keys = ranking_sweep._scratch(lay)
     ranking_sweep._sums(lay.starts, lay.level, a, b, by_a, by_b, *compiled, items, keys)
     ranking_sweep._sums_numpy(lay.starts, lay.level, a, b, by_a, by_b, *numpy)
     for x, y in zip(compiled, numpy, strict=True):

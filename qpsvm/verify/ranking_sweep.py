@@ -344,12 +344,12 @@ def sorted_by_query(
     return _by_query(perm, lay.query, lay.starts)
 
 
-def _scratch(starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _scratch(lay: QueryLayout) -> tuple[np.ndarray, np.ndarray]:
     """Buffers of the compiled sweeps over each query's items (:func:`_sums`, :func:`_window`):
     five rows of ``intp`` and four of float64, each one longer than the largest query. Made by
     numpy here, so that the sweeps' compile does not also compile numba's allocation helpers
     (with ``min`` and ``max``, about 0.2 s of a cold first ranking call)."""
-    most = int(np.diff(starts).max(initial=0)) + 1
+    most = lay.max_query + 1
     return np.empty((5, most), dtype=np.intp), np.empty((4, most))
 
 
@@ -536,7 +536,7 @@ def pair_sums(
     ):
         _sums_numpy(lay.starts, lay.level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude)
         return cnt, cnt_other, total, magnitude
-    items, keys = _scratch(lay.starts)
+    items, keys = _scratch(lay)
     _sums(lay.starts, lay.level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude, items, keys)
     return cnt, cnt_other, total, magnitude
 
@@ -641,7 +641,7 @@ def window_sides(
     cnt_other = np.zeros(n, dtype=np.int64)
     total = np.zeros(n)
     by_b = sorted_by_query(lay, b) if order is None else order
-    scratch = _scratch(lay.starts)
+    scratch = _scratch(lay)
     counts = (cnt, cnt_other, total)
     found = _window(lay.order, lay.starts, lay.level, by_b, lo, hi, b, limit, out, counts, scratch)
     return (out[:found] if found <= limit else None), cnt, cnt_other, total
