@@ -84,6 +84,15 @@ def test_sweeps_match_the_pairs_one_by_one(seed, levels, queries, rounded):
     beyond = pair_sums(lay, hi, b)
     assert np.array_equal(cnt_beyond, beyond[0]) and np.array_equal(other_beyond, beyond[1])
     np.testing.assert_allclose(total_beyond, beyond[2], atol=1e-12)
+    # thresholds that are non-decreasing functions of b: the cuts by merges list the same
+    # window in the same order, with the same sums, as the binary searches
+    lo, hi = b - 1.25, b - 0.75
+    searched = window_sides(lay, lo, hi, b, 10_000)
+    merged = window_sides(lay, lo, hi, b, 10_000, monotone=True)
+    for got, want in zip(merged, searched, strict=True):
+        assert np.array_equal(got, want)
+    inside = (b[P[:, 1]] > lo[P[:, 0]]) & (b[P[:, 1]] <= hi[P[:, 0]])
+    assert sorted(map(tuple, merged[0])) == sorted(map(tuple, P[inside]))
     # keys in the same order (a = fl(b - 1)): one sort per query gives the same sums
     shifted = b - 1.0
     once = pair_sums(lay, shifted, b, monotone=True)

@@ -276,7 +276,7 @@ def window_sets(
         order = sorted_by_query(lay, scores)
     inner = scores - (1.0 - tau)
     window, cnt, cnt_other, _ = window_sides(
-        lay, scores - (1.0 + tau), inner, scores, MAX_WINDOW, order
+        lay, scores - (1.0 + tau), inner, scores, MAX_WINDOW, order, monotone=True
     )
     if window is None:
         return None

@@ -625,7 +625,10 @@ def _window_point(
     total = np.zeros(n)
     scratch = _scratch(starts)
     counts = (cnt, cnt_other, total)
-    found = _window(lay_order, starts, level, order, lo, inner, scores, limit, out, counts, scratch)
+    cuts = np.empty((2, n), dtype=np.intp)
+    found = _window(
+        lay_order, starts, level, order, lo, inner, scores, True, limit, out, counts, scratch, cuts
+    )
     coef = cnt - cnt_other
     if found > limit:
         return 0, coef, out[:0], np.zeros(0), w, False, False, OWN

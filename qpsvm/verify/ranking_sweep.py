@@ -555,18 +555,25 @@ def _count_at_most(keys, n, x):  # pragma: no cover - compiled
 
 
 @numba.njit(**ENTRY)
-def _window(order, starts, level, by_b, lo, hi, b, limit, out, counts, scratch):  # pragma: no cover
+def _window(  # pragma: no cover - compiled
+    order, starts, level, by_b, lo, hi, b, monotone, limit, out, counts, scratch, item_cuts
+):
     """Pairs with ``lo_i < b_j <= hi_i``, written to ``out`` up to ``limit``; returns the count
     (``by_b``: each query's items sorted by ``b``). The pairs beyond, ``b_j > hi_i``, are
     counted on the way (``counts``: ``cnt``, ``cnt_other``, and ``total`` their sums of
     ``b_j`` per preferred item, accumulated in place): each ``i`` adds 1 to the other items
-    from its cut on, summed over the cuts in one pass. ``scratch`` (:func:`_scratch`) holds
-    its buffers."""
+    from its cut on, summed over the cuts in one pass. Each preferred item's two cuts (the
+    keys ``b_j`` at most ``lo_i`` and at most ``hi_i``, rows of ``item_cuts``, one entry an
+    item) come from two forward merges over the preferred items in the order of ``by_b``
+    where ``monotone`` (``lo`` and ``hi`` non-decreasing along it), else from a binary search
+    each; the pairs are listed in the order of ``order`` either way. ``scratch``
+    (:func:`_scratch`) holds its buffers."""
     found = 0
     cnt, cnt_other, total = counts
     items, floats = scratch
-    B, level_b, A, cuts = items[0], items[1], items[2], items[3]
+    B, level_b, A, cuts, S = items[0], items[1], items[2], items[3], items[4]
     keys, suffix = floats[0], floats[1]
+    cut_lo, cut_hi = item_cuts[0], item_cuts[1]
     for r in range(cuts.shape[0]):
         cuts[r] = 0
     for q in range(starts.shape[0] - 1):
@@ -601,10 +608,32 @@ def _window(order, starts, level, by_b, lo, hi, b, limit, out, counts, scratch):
             suffix[nB] = 0.0
             for k in range(nB - 1, -1, -1):
                 suffix[k] = suffix[k + 1] + keys[k]
+            if monotone:
+                nS = 0
+                for k in range(m):
+                    i = by_b[s + k]
+                    S[nS] = i
+                    nS += level_b[k] > lvl
+                first = last = 0
+                for t in range(nS):
+                    i = S[t]
+                    x = lo[i]
+                    while first < nB and keys[first] <= x:
+                        first += 1
+                    x = hi[i]
+                    while last < nB and keys[last] <= x:
+                        last += 1
+                    cut_lo[i] = first
+                    cut_hi[i] = last
+            else:
+                for t in range(nA):
+                    i = A[t]
+                    cut_lo[i] = _count_at_most(keys, nB, lo[i])
+                    cut_hi[i] = _count_at_most(keys, nB, hi[i])
             for t in range(nA):
                 i = A[t]
-                first = _count_at_most(keys, nB, lo[i])
-                last = _count_at_most(keys, nB, hi[i])
+                first = cut_lo[i]
+                last = cut_hi[i]
                 cnt[i] += nB - last
                 total[i] += suffix[last]
                 cuts[last] += 1
@@ -629,12 +658,15 @@ def window_sides(
     b: np.ndarray,
     limit: int,
     order: np.ndarray | None = None,
+    monotone: bool = False,
 ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray]:
     """The pairs ``(i, j)``, ``y_i > y_j``, with ``lo_i < b_j <= hi_i`` (the window), as rows
     ``(i, j)`` (``None`` when there are more than ``limit``), and by the same pass the sums of
     :func:`pair_sums` over the pairs beyond it, ``b_j > hi_i``: ``cnt``, ``cnt'`` and the sums
     of ``b_j`` per preferred item (in floating point, at most ``max_levels`` additions each).
-    ``order`` is ``sorted_by_query(lay, b)``, when the caller has it."""
+    ``order`` is ``sorted_by_query(lay, b)``, when the caller has it; ``monotone``: ``lo`` and
+    ``hi`` are non-decreasing functions of ``b`` (e.g. ``b`` less constants, rounded), whose
+    cuts then come from merges rather than binary searches (the same window and sums)."""
     n = b.shape[0]
     out = np.empty((limit, 2), dtype=np.intp)
     cnt = np.zeros(n, dtype=np.int64)
@@ -643,5 +675,7 @@ def window_sides(
     by_b = sorted_by_query(lay, b) if order is None else order
     scratch = _scratch(lay)
     counts = (cnt, cnt_other, total)
-    found = _window(lay.order, lay.starts, lay.level, by_b, lo, hi, b, limit, out, counts, scratch)
+    cuts = np.empty((2, n), dtype=np.intp)
+    layout_arrays = (lay.order, lay.starts, lay.level)
+    found = _window(*layout_arrays, by_b, lo, hi, b, monotone, limit, out, counts, scratch, cuts)
     return (out[:found] if found <= limit else None), cnt, cnt_other, total
