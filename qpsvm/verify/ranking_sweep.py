@@ -19,12 +19,14 @@ for per-item keys ``a`` (the preferred item's) and ``b`` (the other's). With sco
 (\mathrm{cnt} - \mathrm{cnt}')` (Joachims, "Training linear SVMs in linear time", KDD 2006,
 Algorithm 3). The items are sorted once by ``a`` and once by ``b`` (all queries together,
 then regrouped by query in linear time); each relevance level ``l`` of a query is then swept
-with two pointers (the pairs ``y_i > l = y_j``): ``O(n log n + L n)`` for ``L`` levels. When
+by one merge (the pairs ``y_i > l = y_j``; each ``a_i``'s cut among the ``b_j`` gives
+``cnt_i``, and the cuts, counted, give ``cnt'``): ``O(n log n + L n)`` for ``L`` levels. When
 ``a`` is a non-decreasing function of ``b`` (``a = fl(s - 1)``, ``b = s``: rounding is
 monotone), the order by ``b`` is also an order by ``a`` and the items are sorted once.
 
 A window of pairs (``lo_i < b_j <= hi_i``: those near the margin) is listed explicitly by the
-same sweep with a binary search; only these few pairs are ever formed.
+same sweep, each item's cuts found by merges where ``lo`` and ``hi`` are non-decreasing in
+``b`` (else by binary searches); only these few pairs are ever formed.
 """
 
 from __future__ import annotations
