@@ -179,8 +179,10 @@ def _no_format_check(*args):
 def test_check_data_sparse_paths_give_the_same_matrix(copy_path, index_type, monkeypatch):
     """The fused compiled copy (values and format checked in one pass) and scipy's copy, sort and
     checks give the same canonical matrix to the bit: canonical rows, unsorted rows (sorted by
-    scipy after the copy), duplicates (summed); a canonical input's copy is known canonical
-    without scipy's second pass; NaN or inf anywhere, and duplicates summing to inf, raise."""
+    scipy after the copy), rows by decreasing column (reversed by the copy; scipy's order of
+    ``diags(s) @ X``), both kinds in one matrix, duplicates (summed); a canonical input's copy
+    and a reversed one's are known canonical without scipy's second pass; NaN or inf anywhere,
+    and duplicates summing to inf, raise."""
     import scipy.sparse as sp
     import scipy.sparse._compressed as compressed
 
@@ -196,6 +198,15 @@ def test_check_data_sparse_paths_give_the_same_matrix(copy_path, index_type, mon
         shuffled.indices[row] = shuffled.indices[row][order]
         shuffled.data[row] = shuffled.data[row][order]
     shuffled.has_sorted_indices = False
+    reversed_ = canonical.copy()  # each row by decreasing column, as diags(s) @ X leaves them
+    mixed = canonical.copy()  # reversed rows, then rows in a random order
+    for i in range(30):
+        row = slice(canonical.indptr[i], canonical.indptr[i + 1])
+        reversed_.indices[row] = canonical.indices[row][::-1]
+        reversed_.data[row] = canonical.data[row][::-1]
+        source = reversed_ if i < 15 else shuffled
+        mixed.indices[row], mixed.data[row] = source.indices[row], source.data[row]
+    reversed_.has_sorted_indices = mixed.has_sorted_indices = False
     end = canonical.indptr[1]
     assert end >= 5
     doubled = sp.csr_matrix(
@@ -206,11 +217,21 @@ def test_check_data_sparse_paths_give_the_same_matrix(copy_path, index_type, mon
         ),
         shape=canonical.shape,
     )  # the first row's first five entries twice (again at its end)
-    for A in (canonical, shuffled, doubled):
+    scaled = sp.csr_matrix(sp.diags(rng.random(30) + 0.5) @ canonical)  # scipy's order
+    for A in (canonical, shuffled, reversed_, mixed, doubled, scaled):
         A.indices, A.indptr = A.indices.astype(index_type), A.indptr.astype(index_type)
     expected = canonical.copy()
     expected.data[:5] += canonical.data[:5]
-    for A, want in ((canonical, canonical), (shuffled, canonical), (doubled, expected)):
+    sorted_scaled = scaled.copy()
+    sorted_scaled.sort_indices()
+    for A, want in (
+        (canonical, canonical),
+        (shuffled, canonical),
+        (reversed_, canonical),
+        (mixed, canonical),
+        (doubled, expected),
+        (scaled, sorted_scaled),
+    ):
         B = check_data(A)
         assert B.has_canonical_format
         for part in ("data", "indices", "indptr"):
@@ -219,8 +240,9 @@ def test_check_data_sparse_paths_give_the_same_matrix(copy_path, index_type, mon
     if copy_path == "compiled":
         monkeypatch.setattr(compressed, "csr_has_canonical_format", _no_format_check)
         assert check_data(canonical.copy()).has_canonical_format
+        assert check_data(reversed_.copy()).has_canonical_format  # reversed, not sorted
         monkeypatch.undo()
-    for A in (canonical, shuffled):
+    for A in (canonical, shuffled, reversed_, mixed):
         bad = A.copy()
         bad.data[17] = np.nan
         with pytest.raises(qpsvm.InvalidInputError, match="NaN or inf"):
