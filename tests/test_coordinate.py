@@ -1767,29 +1767,37 @@ def _recorded_tolerances(monkeypatch):
 
 def test_ascent_tightens_its_last_tolerance_to_the_target(monkeypatch):
     # the regime grid's 5000 x 20000 (50 nonzeros a row), the hinge without intercept: the gap
-    # falls about as the tolerance and after 1e-9 it is 6.1e-12 against the target 5e-12: the
-    # last tolerance is 0.3 target / gap times it (2.5e-10, 3 epochs) rather than two decades
-    # down (1e-11)
+    # falls about as the tolerance, 7.1e-10 after 1e-7 against the target 5e-12: the last
+    # tolerance is 0.3 target / gap times it (2.1e-10, LAST_REACH) rather than two decades
+    # down (1e-9, which left 6.1e-12, then 2.5e-10: a sweep of the shrunk rows and a gap more)
     X, y = _grid_point(5000, 20000, 50)
     tolerances = _recorded_tolerances(monkeypatch)
     sol = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept="none").solve(method="dcd")
     assert sol.certificate.passed
+    assert tolerances[:4] == [1e-1, 1e-3, 1e-5, 1e-7]
+    assert tolerances[4] == pytest.approx(2.12e-10, rel=1e-2)
+    assert len(tolerances) == 5 and sol.n_iter == 46
+    # reached from two decades down only: 1e-9, then 0.3 target / gap times it
+    monkeypatch.setattr(ascent, "LAST_REACH", 1.0)
+    tolerances.clear()
+    near = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept="none").solve(method="dcd")
     assert tolerances[:5] == [1e-1, 1e-3, 1e-5, 1e-7, 1e-9]
     assert tolerances[5] == pytest.approx(2.47e-10, rel=1e-2)
-    assert len(tolerances) == 6 and sol.n_iter == 46
-    # the ladder alone: the tolerance 1e-11, the same optimum (both certified at 1e-9)
+    assert len(tolerances) == 6 and near.n_iter == 46
+    # the ladder alone: the tolerance 1e-11, the same optimum (all certified at 1e-9)
     monkeypatch.setattr(ascent, "LAST_TOLERANCE", 0.0)
     tolerances.clear()
     ladder = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept="none").solve(method="dcd")
     assert tolerances == [1e-1, 1e-3, 1e-5, 1e-7, 1e-9, 1e-11]
     assert ladder.n_iter == 52
     assert sol.objective == pytest.approx(ladder.objective, rel=2e-9)
+    assert near.objective == pytest.approx(ladder.objective, rel=2e-9)
 
 
 def test_regularised_intercept_moves_inside_the_ascent(caplog, monkeypatch):
     # the regime grid's 2000 x 20000 (20 nonzeros a row), the hinge with a regularised
     # intercept: the constant feature's rank-one coupling B^2 sigma sigma^T slows every
-    # coordinate's step (103 epochs, 40 without intercept); the ascent on the problem with b a
+    # coordinate's step (102 epochs, 40 without intercept); the ascent on the problem with b a
     # shift, b moving by Newton's steps on g(b) - b / B^2, takes 49 (each tolerance opening on
     # the last one's active set; 46 opening on every row), to the same optimum (both certified
     # at 1e-9)
@@ -1813,7 +1821,7 @@ def test_regularised_intercept_moves_inside_the_ascent(caplog, monkeypatch):
     monkeypatch.setattr(coordinate, "moves_intercept", lambda data: False)
     other = solve()
     assert "dcd: regularised b=" not in caplog.text
-    assert other.n_iter == 103
+    assert other.n_iter == 102  # 103 before its last tolerance was reached from 1e-7
     assert sol.objective == pytest.approx(other.objective, rel=2e-9)
 
 

@@ -116,6 +116,13 @@ LAST_TOLERANCE = 0.3
 #: The projected-gradient tolerances of the ascent run one after the other, each warm started.
 #: Two decades apart: each restart costs a pass without shrinking.
 TOLERANCES = tuple(10.0**-k for k in range(1, 15, 2))
+#: :func:`ascend`'s last tolerance may lie this many times farther down than two decades
+#: (:func:`_next_tolerance`'s ``reach``): at the sparse points of benchmarks/regimes/sparse.py
+#: without intercept the gap after the tolerance 1e-7 was 5e-10 to 1.1e-9 and after 1e-9
+#: 6e-12 to 9e-12, just above the target 5e-12, so the ladder's 1e-9 was followed by a last
+#: tolerance of about 2.3e-10 (1 to 4 epochs, a sweep of the shrunk rows and a gap); taken
+#: from 1e-7 at once, about 2.5e-10, it left gaps of 1e-12 to 2e-12.
+LAST_REACH = 1e-2
 #: The ascent tries the free-set solve (:func:`free_set_step`) after each tolerance from this
 #: one on (by then the free set is the optimum's or close to it) that took at least
 #: ``FINISH_EPOCHS`` epochs: where the ascent is fast (text-like data with n < d: 8-13 epochs a
@@ -1810,7 +1817,7 @@ def ascend(
         if math.isnan(gap):
             tol *= TOLERANCES[1] / TOLERANCES[0]  # unevaluated, far above the target
         elif target < FINISH_GAP:
-            tol = _next_tolerance(tol, target, gap)
+            tol = _next_tolerance(tol, target, gap, LAST_REACH)
         else:
             # a loose target (the regularised start's, 1e-3 where the hinge's ascent is slow)
             # keeps the ladder: where that ascent ends, the free-set finish's gates take over
@@ -1833,13 +1840,15 @@ def ascend(
     return Ascent(u, v, primal, dual, epochs, parts)
 
 
-def _next_tolerance(tol: float, target: float, gap: float) -> float:
+def _next_tolerance(tol: float, target: float, gap: float, reach: float = 1.0) -> float:
     """The tolerance after ``tol``, whose ascent left the relative gap ``gap`` above ``target``:
     the gap falls about as the tolerance, so the next of :data:`TOLERANCES` (two decades down),
-    or less where :data:`LAST_TOLERANCE` times ``target / gap`` reaches the target; never
-    below the last of :data:`TOLERANCES`."""
-    step = max(TOLERANCES[1] / TOLERANCES[0], LAST_TOLERANCE * target / gap)
-    return max(TOLERANCES[-1], tol * step)
+    or where :data:`LAST_TOLERANCE` times ``target / gap`` reaches the target from at most
+    ``reach`` times two decades down (:data:`LAST_REACH`), that tolerance; never below the
+    last of :data:`TOLERANCES`."""
+    ladder = TOLERANCES[1] / TOLERANCES[0]
+    last = LAST_TOLERANCE * target / gap
+    return max(TOLERANCES[-1], tol * (last if last >= ladder * reach else ladder))
 
 
 def first_tolerance(data: CoordinateData) -> float:
