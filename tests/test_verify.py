@@ -335,20 +335,29 @@ def test_expansion_norms_of_the_touched_entries_equal_the_whole_vectors(compiled
     assert expansion_norms(hi, lo, err, size=20000) == full
 
 
-def test_dual_sums_over_touched_columns_round_to_their_whole_vector():
-    # an expansion over columns 1 and 3 of 5: its vector has exact zeros elsewhere, and a w
-    # equals it only if it does at the columns and is 0 at the others
+@pytest.mark.parametrize("compiled", [True, False])
+def test_dual_sums_over_touched_columns_round_to_their_whole_vector(monkeypatch, compiled):
+    # an expansion over columns 1, 3 and 4 of 6 (its entry at 4 an exact 0): its vector has
+    # exact zeros elsewhere, and a w equals it only if it does at the columns and is 0 at the
+    # others; the compiled pass and its numpy equivalent give the same verdicts
+    from qpsvm.verify import rigorous
     from qpsvm.verify.rigorous import DualSums
 
-    hi, lo = np.array([1.0, -2.0]), np.array([2.0**-60, 0.0])
-    sums = DualSums(0.0, (hi, lo, np.zeros(2)), None, columns=np.array([1, 3]), size=5)
+    monkeypatch.setattr(rigorous, "uncompiled", lambda kernel, rows, budget: not compiled)
+    hi, lo = np.array([1.0, -2.0, 0.0]), np.array([2.0**-60, 0.0, 0.0])
+    sums = DualSums(0.0, (hi, lo, np.zeros(3)), None, columns=np.array([1, 3, 4]), size=6)
     v = sums.vector()
-    assert np.array_equal(v, [0.0, 1.0, 0.0, -2.0, 0.0]) and sums.rounds_to(v)
-    for j, value in ((0, 1e-300), (3, -2.0 + 2.0**-52), (4, -1.0)):
+    assert np.array_equal(v, [0.0, 1.0, 0.0, -2.0, 0.0, 0.0]) and sums.rounds_to(v)
+    for j, value in ((0, 1e-300), (3, -2.0 + 2.0**-52), (4, -1.0), (5, 1.0), (1, np.nan)):
         w = v.copy()
         w[j] = value
         assert not sums.rounds_to(w)
     assert not sums.rounds_to(v[:4])
+    strided = np.zeros(12)
+    strided[::2] = v
+    assert sums.rounds_to(strided[::2])  # a view: the numpy equivalent
+    strided[0] = 1.0  # the view's entry 0, an untouched column
+    assert not sums.rounds_to(strided[::2])
 
 
 def test_expansion_norms_compiled_pass_equals_numpy(monkeypatch):

@@ -863,16 +863,40 @@ class DualSums:
     def rounds_to(self, w: np.ndarray) -> bool:
         """Whether ``w`` equals :meth:`vector` (a solver's ``w``, the rounded expansion of its
         multipliers), without forming it: over ``columns``, ``w`` there equal to ``hi + lo``
-        and as many nonzeros in all of ``w`` as there (zeros elsewhere)."""
+        and as many nonzeros in all of ``w`` as there (zeros elsewhere); in one compiled pass
+        (:func:`_rounds_to`) once that pays for its compile."""
         hi, lo, _ = self.expansion
         if self.columns is None:
             return np.array_equal(w, hi + lo)
-        v = hi + lo
-        return (
-            w.shape == (self.size,)
-            and np.array_equal(w[self.columns], v)
-            and np.count_nonzero(w) == np.count_nonzero(v)
-        )
+        if w.shape != (self.size,):
+            return False
+        # a strided w (a caller's view) would compile another specialisation
+        if not w.flags.c_contiguous or uncompiled(_rounds_to, w.size, ROUNDS_ELEMENTS):
+            v = hi + lo
+            return np.array_equal(w[self.columns], v) and np.count_nonzero(w) == np.count_nonzero(v)
+        return _rounds_to(w, self.columns, np.ascontiguousarray(hi), np.ascontiguousarray(lo))
+
+
+#: Entries of ``w`` :meth:`DualSums.rounds_to` passes to its numpy equivalent in a process
+#: before :func:`_rounds_to` is compiled: at d = 1e6, 400825 columns touched (10000 rows of 100
+#: nonzeros), the equivalent's gather, sum, comparison and two counts take 2.1-2.4 ms.
+ROUNDS_ELEMENTS = 2**25
+
+
+@numba.njit(**ENTRY)
+def _rounds_to(w, columns, hi, lo):  # pragma: no cover - compiled
+    """Whether ``w[columns] == hi + lo`` entry by entry (NaN equal to nothing) and ``w`` has
+    as many nonzeros as ``hi + lo``: :meth:`DualSums.rounds_to`'s test, without the gathered
+    copy and the sum's array."""
+    nonzero = 0
+    for k in range(columns.shape[0]):
+        v = hi[k] + lo[k]
+        if w[columns[k]] != v:
+            return False
+        nonzero += v != 0.0
+    for j in range(w.shape[0]):
+        nonzero -= w[j] != 0.0
+    return nonzero == 0
 
 
 def binary_dual_sums(
