@@ -151,14 +151,17 @@ def test_plain_product_enclosure_holds_in_exact_arithmetic(seed, n, sparse):
     dot2=st.booleans(),
     sparse=st.booleans(),
     slack_scale=st.sampled_from([0.0, 1e-16, 1e-8, 1.0]),
+    relative=st.booleans(),
 )
-@example(seed=0, n=60, dot2=False, sparse=False, slack_scale=1e-16)
+@example(seed=0, n=60, dot2=False, sparse=False, slack_scale=1e-16, relative=False)
+@example(seed=0, n=60, dot2=False, sparse=False, slack_scale=1e-16, relative=True)
 def test_enclosed_product_with_a_slack_on_v_holds_in_exact_arithmetic(
-    seed, n, dot2, sparse, slack_scale
+    seed, n, dot2, sparse, slack_scale, relative
 ):
-    """With a slack on v (|v' - v| <= slack), the one-pass bound holds in rational arithmetic
-    for M^T v' at v' = v and at the corners v +- slack (the error is linear in v', so the
-    corners of the box are its worst points, column by column: the sign of each entry of M)."""
+    """With a slack on v (|v' - v| <= slack; a float slack s is relative, s |v|), the bound
+    holds in rational arithmetic for M^T v' at v' = v and at the corners v +- slack (the error
+    is linear in v', so the corners of the box are its worst points, column by column: the
+    sign of each entry of M)."""
     rng = np.random.default_rng(seed)
     M = rng.normal(size=(n, 3)) * 10.0 ** rng.integers(-6, 6, size=(n, 3))
     v = rng.normal(size=n)
@@ -166,14 +169,18 @@ def test_enclosed_product_with_a_slack_on_v_holds_in_exact_arithmetic(
     slack = slack_scale * np.abs(v) * rng.random(n)
     if sparse:
         M = sp.csc_matrix(np.where(rng.random(M.shape) < 0.3, 0.0, M))
-    hi, lo, err = enclosed_product(M, v, dot2=dot2, slack=slack)
+    hi, lo, err = enclosed_product(M, v, dot2=dot2, slack=slack_scale if relative else slack)
+    if relative:
+        box = [Fraction(slack_scale) * abs(Fraction(v[i])) for i in range(n)]
+    else:
+        box = [Fraction(slack[i]) for i in range(n)]
     dense = M.toarray() if sparse else M
     for j in range(3):
         for corner in (None, 1, -1):
             moved = [Fraction(v[i]) for i in range(n)]
             if corner is not None:  # each v_i moved by its slack towards the sign of corner M_ij
                 moved = [
-                    m + corner * (1 if dense[i, j] >= 0 else -1) * Fraction(slack[i])
+                    m + corner * (1 if dense[i, j] >= 0 else -1) * box[i]
                     for i, m in enumerate(moved)
                 ]
             exact = sum(Fraction(dense[i, j]) * moved[i] for i in range(n))

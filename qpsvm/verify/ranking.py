@@ -453,7 +453,12 @@ def _expansion_enclosure(
     within ``gamma_{k+3}`` of the sum of magnitudes for items in at most ``k`` pairs. An item
     that is ``zero`` with no ``alpha_p > 0`` has an exact 0 and no rounding to bound: its
     slack is 0, and its term is left out of the product's bound
-    (:func:`~qpsvm.verify.rigorous.enclosed_product`)."""
+    (:func:`~qpsvm.verify.rigorous.enclosed_product`). Without pairs, and with every 0 of
+    ``coef`` one of ``zero``, the slack is ``gamma_3 |coef|``: the product's relative slack,
+    no vector of its own."""
+    if not alpha.size and np.count_nonzero(coef) + np.count_nonzero(zero) == coef.size:
+        hi, lo, err = enclosed_product(X, coef, dot2=dot2, slack=gamma(3))
+        return hi, lo, err + X.shape[0] * TINY
     size = np.abs(coef)
     k = 0
     if alpha.size:

@@ -332,7 +332,7 @@ def enclosed_product(
     v: np.ndarray,
     start: tuple | None = None,
     dot2: bool = True,
-    slack: np.ndarray | None = None,
+    slack: np.ndarray | float | None = None,
     parts: tuple | None = None,
 ) -> tuple:
     r"""``M^T v`` (plus ``start = (hi, lo, err)``) as ``hi + lo`` with a bound ``err``:
@@ -353,6 +353,9 @@ def enclosed_product(
     :math:`c\,|M|^T|v|` (``c`` half the doubled factor), both terms are one product
     :math:`|M|^T u` with :math:`u = c|v| + slack` rounded up (0 where ``v_i`` and its slack are
     0: that term is exactly 0), doubled for its own rounding: one pass over ``M`` for both.
+    A float ``slack`` is relative, :math:`|v' - v| \le slack\,|v|`: its term
+    :math:`slack\,|M|^T|v|` joins the product's own, the factor ``c`` grown by ``slack``
+    (no weights: the bound's product is :math:`|M|^T|v|`, as without a slack).
 
     ``parts``: ``(hi, lo, m)`` of :func:`~qpsvm._numerics.csr_tdot2_abs` of these ``M`` (a
     canonical CSR matrix) and ``v``, computed already (a solver's expansion of the same
@@ -365,6 +368,8 @@ def enclosed_product(
         raise ValueError("a slack on v takes no start")
     dot2 = dot2 and _dot2_applies(M, v, start)
     factor = 8.0 * gamma(2 * n) ** 2 if dot2 else 2.0 * gamma(n)
+    if isinstance(slack, float):
+        factor, slack = up(factor + 2.0 * slack), None
     weights = None  # with a slack, the bound is one product |M|^T weights
     if slack is not None:
         v = np.asarray(v, dtype=np.float64)
