@@ -333,11 +333,9 @@ def _rows_enclosure(Z: np.ndarray, alpha: np.ndarray) -> tuple:
     the pairs' differences rounded once each: ``z_p = x_i - x_j + e_p`` with ``|e_p| <= u /
     (1 - u) |z_p|`` entry by entry, so that the rows' own rounding adds at most
     :math:`|Z|^T (2u\alpha)`, carried by the plain product
-    (:func:`~qpsvm.verify.rigorous.enclosed_product`) as the slack ``2u alpha`` on the
+    (:func:`~qpsvm.verify.rigorous.enclosed_product`) as the relative slack ``2u`` on the
     multipliers, whose bound is that product (0 where ``alpha_p = 0``: no term)."""
-    slack = up(2.0 * U * alpha)
-    slack[alpha == 0.0] = 0.0
-    return enclosed_product(Z, alpha, dot2=False, slack=slack)
+    return enclosed_product(Z, alpha, dot2=False, slack=2.0 * U)
 
 
 def grouped_primal_upper(
