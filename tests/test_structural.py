@@ -261,6 +261,39 @@ def test_second_certificate_reuses_the_pairs_and_is_identical(monkeypatch):
     same(f.with_C(0.1).certify(sol, reference=False), fresh.certify(sol, reference=False))
 
 
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    chunk=st.integers(1, 9),
+    rescaling=st.sampled_from(["margin", "slack"]),
+)
+def test_pair_rows_are_the_differences_of_the_joint_rows_to_the_bit(seed, chunk, rescaling):
+    """``pair_rows`` from the model's dense joint features gives the same CSR arrays as from
+    the sparse ``joint_rows`` (chunk by chunk, a chunk as small as one pair): both equal the
+    difference of the model's own ``joint_feature`` (scaled by the loss under slack
+    rescaling) entry by entry, and a pair of the ground truth has an empty row."""
+    X, Y = tiny_chains(seed, n=8)
+    f = StructuralSVM(ChainModel(4, 3), X, Y, C=1.0, rescaling=rescaling)
+    rng = np.random.default_rng(seed)
+    examples = rng.integers(0, 8, size=11)
+    outputs = f.oracle(rng.normal(size=f.n_features), examples=examples)
+    outputs[0] = Y[examples[0]]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(qpsvm.formulations.structural, "CHUNK", chunk)
+        A, c = f.pair_rows(examples, outputs)
+        B, d = f.pair_rows(examples, outputs, f.joint_rows(examples, outputs))
+    for name in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(A, name), getattr(B, name)), name
+    assert np.array_equal(c, d) and A.indptr[1] == 0, "the ground truth's row is empty"
+    model = f.model
+    delta = [
+        model.joint_feature(X[i], Y[i]) - model.joint_feature(X[i], y)
+        for i, y in zip(examples, outputs, strict=True)
+    ]
+    scale = c[:, None] if rescaling == "slack" else 1.0
+    assert np.array_equal(A.toarray(), scale * np.array(delta))
+
+
 def same(a, b) -> None:
     """Two certificates with the same floats: ``[D, P]``, the infeasibilities and ``alpha``."""
     fields = ("primal_objective", "dual_objective", "dual_infeasibility", "complementarity")

