@@ -56,7 +56,7 @@ import numpy as np
 from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._numerics import _SUCC_SIZE, TINY, U, _sum2, uncompiled
 from qpsvm.verify.ascent import compiled_coordinate_epochs
-from qpsvm.verify.ranking_sweep import QueryLayout, _by_query, _sums, _window
+from qpsvm.verify.ranking_sweep import QueryLayout, _by_query, _resort, _sums, _window
 from qpsvm.verify.rigorous import _columns_product, _rows_product
 
 __all__ = [
@@ -90,6 +90,11 @@ SETS_FOUND_BY = ("start", "active_set", "ascent")
 ACTIVE_FEATURES = 5
 ACTIVE_STEPS = 10
 ACTIVE_FIRST_STEPS = 10
+#: Where no query has more items than this, the pass sorts each query's items by insertion
+#: from the layout's order (:func:`_sorted`): at most ``(q - 1) / 2`` moves an item in a query
+#: of ``q``, ``(q - 1) / 4`` expected from a random order, against a full sort's cost of about
+#: 8 moves an item (:data:`~qpsvm.verify.ranking_sweep.RESORT_MOVES`).
+INSERTION_QUERY = 16
 
 
 @numba.njit(**CALLEE)
@@ -101,6 +106,17 @@ def _scratch(starts):  # pragma: no cover - compiled
     for q in range(starts.shape[0] - 1):
         most = max(most, starts[q + 1] - starts[q] + 1)
     return np.empty((5, most), dtype=np.intp), np.empty((4, most))
+
+
+@numba.njit(**CALLEE)
+def _sorted(scores, lay_order, query, starts, max_query):  # pragma: no cover - compiled
+    """The items grouped by query as ``lay_order`` is, each query's by non-decreasing score:
+    by insertion from ``lay_order`` (:func:`~qpsvm.verify.ranking_sweep._resort`, stable) in
+    queries of at most :data:`INSERTION_QUERY` items, else one sort and the counting regroup.
+    The two orders differ only among equal scores, which no sweep tells apart."""
+    if max_query <= INSERTION_QUERY:
+        return _resort(lay_order, starts, scores, max_query * scores.shape[0])[0]
+    return _by_query(np.argsort(scores), query, starts)
 
 
 @numba.njit(**CALLEE)
@@ -728,7 +744,7 @@ def _bounds(problem, w, settings, given, point):  # pragma: no cover - compiled
         err[i] = factor * magnitude[i] + d * TINY
     if not (_all_finite(scores) and _all_finite(err)):
         err[:] = np.inf
-    order = _by_query(np.argsort(scores), query, starts)
+    order = _sorted(scores, lay_order, query, starts, max_query)
     ww = w * w
     hinge, hinge_float = _hinge_upper(starts, level, max_query, max_levels, scores, err, order)
     half = _up(0.5 * _upper_sum(ww))
@@ -786,14 +802,14 @@ def _solve_all_pairs(problem, w, settings):  # pragma: no cover - compiled
     """:func:`fused_all_pairs`: the window of every pair from ``w`` and the certificate of its
     point, given first (:func:`_bounds`); also that point's ``w``, whether the window's
     multipliers were found and which step found them (:func:`_window_qp`)."""
-    X, C, starts, lay_order, level, query, _, _ = problem
+    X, C, starts, lay_order, level, query, max_query, _ = problem
     _, limit, per_feature, slack, ascent, active, _ = settings
     n, d = X.shape
     scores = np.zeros(n)
     for i in range(n):
         for c in range(d):
             scores[i] += X[i, c] * w[c]
-    order = _by_query(np.argsort(scores), query, starts)
+    order = _sorted(scores, lay_order, query, starts, max_query)
     n_bound, coef, window, alpha, wq, _, settled, how = _window_point(
         *(X, C, starts, lay_order, level, scores, np.inf, order, limit, w),
         *(per_feature, slack, ascent, active),
