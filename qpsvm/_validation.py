@@ -205,7 +205,7 @@ def check_vector(v: Any, n: int, name: str, *, nonnegative: bool = False) -> np.
         raise InvalidInputError(
             f"{name} must have one entry per sample: expected shape ({n},), got {arr.shape}."
         )
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         raise InvalidInputError(f"{name} contains NaN or inf; every entry must be finite.")
     if nonnegative and np.any(arr < 0):
         i = int(np.argmax(arr < 0))
@@ -228,12 +228,14 @@ def check_sample_weight(sample_weight: Any, n: int, name: str = "sample_weight")
 
 def check_positive(value: Any, name: str) -> float:
     """A finite, strictly positive scalar such as ``C``."""
-    if isinstance(value, bool) or not isinstance(value, Real | np.floating | np.integer):
+    if type(value) is not float and (
+        isinstance(value, bool) or not isinstance(value, Real | np.floating | np.integer)
+    ):
         raise InvalidTypeError(
             f"{name} must be a positive real number, got {type(value).__name__}."
         )
     v = float(value)
-    if not np.isfinite(v) or v <= 0:
+    if not math.isfinite(v) or v <= 0:
         raise InvalidInputError(
             f"{name} must be finite and > 0, got {v!r}. (A larger {name} penalises slack more; "
             "for a hard margin use HardMargin.)"
@@ -381,8 +383,9 @@ def check_intercept(b: Any, fitted: bool, setting: str, remedy: str) -> float:
     return value
 
 
-def is_dask(value: Any) -> bool:
-    """Whether ``value`` is a Dask collection (array, dataframe, series), without importing
-    Dask: if it was never imported, nothing can be one."""
+def is_dask(*values: Any) -> bool:
+    """Whether any of ``values`` is a Dask collection (array, dataframe, series), without
+    importing Dask: if it was never imported, nothing can be one (and the values are not
+    looked at: a constructor asks this of its arguments on every call)."""
     dask = sys.modules.get("dask")
-    return dask is not None and bool(dask.is_dask_collection(value))
+    return dask is not None and any(bool(dask.is_dask_collection(v)) for v in values)

@@ -130,8 +130,7 @@ class BinaryFormulation(KernelRows, Formulation):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         target = cls.__dict__.get("routes_dask")
-        given = (*args[:2], kwargs.get("X"), kwargs.get("y"), kwargs.get("groups"))
-        if target and any(is_dask(v) for v in given):
+        if target and is_dask(*args[:2], kwargs.get("X"), kwargs.get("y"), kwargs.get("groups")):
             return load(target)(*args, **kwargs)
         route = cls.__dict__.get("routes_composed")
         if route and (args or kwargs):

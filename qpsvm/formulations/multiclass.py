@@ -180,7 +180,7 @@ class MulticlassSVM(Formulation):
     refinement: ClassVar[str] = "qpsvm.solvers.refine:refine_multiclass"
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        if any(is_dask(v) for v in (*args[:2], kwargs.get("X"), kwargs.get("y"))):
+        if is_dask(*args[:2], kwargs.get("X"), kwargs.get("y")):
             from qpsvm.dask.multiclass import DaskMulticlassSVM
 
             return DaskMulticlassSVM(*args, **kwargs)
