@@ -288,6 +288,17 @@ def _gram_multipliers(ZQ, r):  # pragma: no cover - compiled
 
 
 @numba.njit(**CALLEE)
+def _expansion(Z, v0, alpha):  # pragma: no cover - compiled
+    """``v_0 + sum_p alpha_p z_p`` over the rows ``z_p`` of ``Z`` with ``alpha_p != 0``."""
+    w = v0.copy()
+    for p in range(Z.shape[0]):
+        if alpha[p] != 0.0:
+            for c in range(Z.shape[1]):
+                w[c] += Z[p, c] * alpha[p]
+    return w
+
+
+@numba.njit(**CALLEE)
 def _sets_multipliers(Z, v0, cap, quad, linear, per_feature, slack):  # pragma: no cover
     """:func:`qpsvm.verify.box_qp._sets_limit`: the window's multipliers if ``quad`` are the
     pairs on the margin and ``linear`` those at ``cap``, their ``w``, and whether they are in
@@ -323,11 +334,7 @@ def _sets_multipliers(Z, v0, cap, quad, linear, per_feature, slack):  # pragma: 
         elif a < 0.0 or a > cap:
             return alpha, v0, False
         alpha[rows[m]] = a
-    wq = v0.copy()
-    for p in range(k):
-        if alpha[p] != 0.0:
-            for c in range(d):
-                wq[c] += Z[p, c] * alpha[p]
+    wq = _expansion(Z, v0, alpha)
     return alpha, wq, _on_sides(Z, wq, quad, linear, slack)
 
 
@@ -412,8 +419,10 @@ def _active_set(X, window, v0, cap, w, max_steps):  # pragma: no cover - compile
     changes ``W``; a degenerate vertex (``Z_W`` losing rank) or ``max_steps`` steps end it
     unsettled. A step costs ``O(n d + k)`` for ``k`` pairs over ``n`` items: the step's
     scores ``X d`` once, each pair's ``z_p . d`` their difference (``u`` is updated by the
-    pairs that change sides). Returns the last ``w`` and whether it is the optimum (its sets
-    are then read off it and checked by :func:`_sets_multipliers`)."""
+    pairs that change sides). Returns the last ``w``, whether it is the optimum and there its
+    multipliers: ``cap`` on ``L``, ``beta`` on ``W``, 0 on ``N`` (no re-reading of the sets off
+    ``w``: ``w = u + Z_W^T beta`` is their expansion) and the sides (``1`` for ``L``, ``0``
+    for ``W``, ``-1`` for ``N``); elsewhere no multipliers."""
     k = window.shape[0]
     n, d = X.shape
     # the items the window uses, in their own rows
@@ -464,7 +473,7 @@ def _active_set(X, window, v0, cap, w, max_steps):  # pragma: no cover - compile
                     ZW[m, c] = items[first[work[m]], c] - items[second[work[m]], c]
             beta, rank = _gram_multipliers(ZW[:n_work], _margin_gaps(ZW[:n_work], u))
             if rank < n_work:
-                return w, False
+                return w, False, side, np.empty(0)
             for m in range(n_work):
                 for c in range(d):
                     step[c] += beta[m] * ZW[m, c]
@@ -492,7 +501,13 @@ def _active_set(X, window, v0, cap, w, max_steps):  # pragma: no cover - compile
                 if excess > worst:
                     worst, leave = excess, m
             if leave < 0:
-                return w, True
+                alpha = np.zeros(k)
+                for p in range(k):
+                    if side[p] == 1:
+                        alpha[p] = cap
+                for m in range(n_work):
+                    alpha[work[m]] = beta[m]
+                return w, True, side, alpha
             p = work[leave]
             side[p] = -1 if beta[leave] < 0.0 else 1
             if side[p] == 1:
@@ -515,13 +530,13 @@ def _active_set(X, window, v0, cap, w, max_steps):  # pragma: no cover - compile
             t[p] -= land * dz[p]
         if kink >= 0:
             if n_work == d:
-                return w, False
+                return w, False, side, np.empty(0)
             if side[kink] == 1:
                 _add_pair(u, -cap, items, first[kink], second[kink])
             side[kink] = 0
             work[n_work] = kink
             n_work += 1
-    return w, False
+    return w, False, side, np.empty(0)
 
 
 @numba.njit(**ENTRY)
@@ -536,7 +551,8 @@ def rows_active_set(Z, v0, cap, w, max_steps):  # pragma: no cover - compiled
     for p in range(k):
         window[p, 0] = p
         window[p, 1] = k
-    return _active_set(items, window, v0, cap, w, max_steps)
+    w, settled, _, _ = _active_set(items, window, v0, cap, w, max_steps)
+    return w, settled
 
 
 @numba.njit(**CALLEE)
@@ -556,8 +572,9 @@ def _own_sets(Z, v0, cap, w, per_feature, slack):  # pragma: no cover - compiled
 @numba.njit(**CALLEE)
 def _window_qp(X, window, Z, v0, cap, w, per_feature, slack, ascent, active):  # pragma: no cover
     """The window's box QP as :func:`qpsvm.verify.box_qp.box_qp` begins it: the start's own
-    sets (:func:`_own_sets`), then, for ``active > 0``, those of the primal active-set method
-    from the start (:func:`_active_set`, at most ``active`` steps), then those of a dual
+    sets (:func:`_own_sets`), then, for ``active > 0``, the multipliers the primal active-set
+    method ends at from the start (:func:`_active_set`, at most ``active`` steps; kept where
+    their expansion puts every margin on its side within ``slack``), then those of a dual
     coordinate ascent from ``alpha = 0`` (:func:`qpsvm.verify.ranking._ascent_sets`;
     ``ascent`` holds its rounds' epochs, tolerance, try threshold, epoch limits, the spread it
     must reach by the first and the shrinking's ``unshrink_every``). ``Z`` holds the rows
@@ -569,11 +586,11 @@ def _window_qp(X, window, Z, v0, cap, w, per_feature, slack, ascent, active):  #
         if ok:
             return alpha, wq, ok, OWN
     if active > 0:
-        w_active, settled = _active_set(X, window, v0, cap, w, active)
-        if settled:
-            alpha, wq, ok = _own_sets(Z, v0, cap, w_active, per_feature, slack)
-            if ok:
-                return alpha, wq, ok, ACTIVE
+        _, settled, side, alpha = _active_set(X, window, v0, cap, w, active)
+        if settled:  # its own multipliers, their expansion on every margin's side
+            wq = _expansion(Z, v0, alpha)
+            if _on_sides(Z, wq, side == 0, side == 1, slack):
+                return alpha, wq, True, ACTIVE
     quad = np.empty(k, dtype=np.bool_)
     linear = np.empty(k, dtype=np.bool_)
     rounds, tol, try_below, first, most, on, unshrink = ascent
