@@ -12,8 +12,8 @@ a specialised solver. :func:`fused_certificate` runs the same steps in one compi
    :func:`~qpsvm.verify.rigorous.primal_upper`);
 3. for each window ``tau`` in turn, the sides of the pairs
    (:func:`~qpsvm.verify.ranking.window_sets`) and the window's multipliers from the start's
-   own sets, else (in at most :data:`ACTIVE_FEATURES` features) from those of a primal
-   active-set method in the ``d`` features (:func:`_active_set`), else from a dual coordinate
+   own sets, else (in at most :data:`ACTIVE_FEATURES` features) those a primal active-set
+   method in the ``d`` features ends at (:func:`_active_set`), else from a dual coordinate
    ascent's (the first steps of :func:`~qpsvm.verify.box_qp.box_qp`), then the rigorous lower
    bound on the dual value
    of that point (:func:`~qpsvm.verify.ranking.grouped_dual_lower`, ``dot2=False``), until
