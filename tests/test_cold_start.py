@@ -193,6 +193,45 @@ def test_uncompiled_plane_products_equal_the_compiled_ones_to_the_bit(seed, plan
         assert np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 30), st.integers(1, 12), st.integers(1, 20))
+def test_one_block_layout_takes_the_sweeps_steps_on_its_block(seed, planes, d, steps):
+    # the sequential pass's pairwise steps on one block: the sweep over that block's layout
+    # alone (its spare mass a view of one) takes the same steps as the sweep over every block
+    # ordered to visit that one: the same gap, multipliers, spare masses and w to the bit
+    rng = np.random.default_rng(seed)
+    start, end, idx, val = _planes(rng, planes, d)
+    rows = np.zeros((planes, d))
+    for k in range(planes):
+        rows[k, idx[start[k] : end[k]]] = val[start[k] : end[k]]
+    ids = rng.permutation(planes).astype(np.int64)
+    cuts = np.sort(rng.integers(0, planes + 1, size=rng.integers(0, 4)))
+    bptr = np.concatenate([[0], cuts, [planes]]).astype(np.int64)
+    grams = [rows[ids[a:b]] @ rows[ids[a:b]].T for a, b in itertools.pairwise(bptr)]
+    gptr = np.concatenate([[0], np.cumsum(np.diff(bptr) ** 2)]).astype(np.int64)
+    gram = np.concatenate([np.zeros(0)] + [g.ravel() for g in grams])
+    C = 1.0
+    alpha = rng.random(planes) * (rng.random(planes) < 0.7)
+    spare = np.empty(bptr.size - 1)
+    for b in range(spare.size):
+        block = ids[bptr[b] : bptr[b + 1]]
+        alpha[block] *= C / max(1.0, 2.0 * alpha[block].sum())
+        spare[b] = C - alpha[block].sum()
+    c, w = rng.normal(size=planes), alpha @ rows
+    b = int(rng.integers(0, spare.size))
+    got = []
+    for layout, cut in [
+        ((np.array([b]), bptr, ids, gptr, gram), slice(None)),
+        (cutting_plane._block_layout(ids[bptr[b] : bptr[b + 1]], grams[b]), slice(b, b + 1)),
+    ]:
+        a, s, v, g, old = alpha.copy(), spare.copy(), w.copy(), np.empty(planes), np.empty(planes)
+        gap = cutting_plane._sweep(*layout, start, end, idx, val, c, a, s[cut], v, C, steps, g, old)
+        got.append((np.array([gap]), a, s, v))
+    for x, y in zip(*got, strict=True):
+        assert np.array_equal(x.view(np.uint64), y.view(np.uint64))
+    assert cutting_plane._sweep.signatures[:1] == cutting_plane._sweep.signatures
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 8), st.integers(0, 12))
 def test_uncompiled_resort_is_the_insertion_sorts_order_and_verdict(seed, queries, most):

@@ -94,7 +94,7 @@ DOT_ENTRIES = 2**21
 
 
 # ----------------------------------------------------------------------------- kernels
-@numba.njit(**CALLEE)
+@numba.njit(**CALLEE, inline="always")
 def _sparse_dot(idx, val, s1, e1, s2, e2):  # pragma: no cover - compiled
     """Dot product of two sparse rows stored with sorted indices in ``idx``/``val``."""
     total = 0.0
@@ -122,7 +122,10 @@ def _dots(k, ids, start, end, idx, val, out):  # pragma: no cover - compiled
 # The block ascent and its sweep allocate nothing and take views of their callers' arrays: they
 # are compiled without numba's reference counting (``_nrt=False``: no incref/decref of each
 # view, no refcount pruning pass), 0.1 s of the 0.45 s the sweep's compile took on a cold call.
-@numba.njit(**CALLEE, _nrt=False)
+# Their callees, each called once, are inlined into them by numba (``inline="always"``: typed
+# and lowered inside the caller, no library of their own that the caller links and optimises
+# again), as :func:`_sparse_dot` is into :func:`_dots` (see docs/performance.md).
+@numba.njit(**CALLEE, _nrt=False, inline="always")
 def _block_gradient(ids, start, end, idx, val, c, alpha, w, g, old):  # pragma: no cover
     """``g[q] = c_k - a_k . w`` and ``old[q] = alpha_k`` for the block's planes ``k = ids[q]``;
     returns ``sum_k alpha_k g_k``."""
@@ -138,7 +141,7 @@ def _block_gradient(ids, start, end, idx, val, c, alpha, w, g, old):  # pragma: 
     return used
 
 
-@numba.njit(**CALLEE, _nrt=False)
+@numba.njit(**CALLEE, _nrt=False, inline="always")
 def _apply_changes(ids, start, end, idx, val, alpha, old, w):  # pragma: no cover - compiled
     """``w += sum_k (alpha_k - old_k) a_k`` over the block's planes."""
     for q in range(ids.shape[0]):
@@ -149,7 +152,7 @@ def _apply_changes(ids, start, end, idx, val, alpha, old, w):  # pragma: no cove
                 w[idx[p]] += delta * val[p]
 
 
-@numba.njit(**ENTRY, _nrt=False)
+@numba.njit(**CALLEE, _nrt=False)
 def _ascend(  # pragma: no cover - compiled
     ids, G, start, end, idx, val, c, alpha, spare, b, w, C, max_steps, g, old
 ):
@@ -601,6 +604,16 @@ def _add_planes(f: StructuralProblem, pool: _Pool, rnd: _Round, variant: str) ->
     return added
 
 
+def _block_layout(ids: np.ndarray, gram: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`_sweep`'s ``order, bptr, bids, gptr, gram`` of one block alone, planes ``ids``
+    and Gram matrix ``gram`` (C-contiguous: flat, a view): passed with that block's entry of
+    ``spare`` as a view of one (``spare[b : b + 1]``), the sweep takes :func:`_ascend`'s steps
+    on the block, so that the ascent is compiled only inside the sweep (0.12 s of a cold
+    chain's first call, see docs/performance.md)."""
+    first = np.zeros(1, dtype=np.int64)  # the block's index, and its Gram matrix's start
+    return first, np.array([0, ids.size], dtype=np.int64), ids, first, gram.reshape(-1)
+
+
 def _sequential_pass(
     f: StructuralProblem, pool: _Pool, order: np.ndarray, steps: int = BLOCK_STEPS
 ) -> int:
@@ -628,8 +641,8 @@ def _sequential_pass(
         if g.size < ids.size:
             g, old = np.empty(2 * ids.size), np.empty(2 * ids.size)
         if steps:
-            G = block.gram.reshape(-1)  # a view: the block's Gram matrix is C-contiguous
-            _ascend(ids, G, *pool.arrays, pool.spare, i, pool.w, pool.C, steps, g, old)
+            layout = _block_layout(ids, block.gram)
+            _sweep(*layout, *pool.arrays, pool.spare[i : i + 1], pool.w, pool.C, steps, g, old)
         else:
             plane = block.keys.get(output_key(y), -1)  # -1: the ground truth, plane 0
             vertex = block.ids.index(plane) if plane >= 0 else -1
