@@ -200,11 +200,13 @@ def exp_nonpositive(out, bits, scale):  # pragma: no cover - compiled
         out[t] = out[t] * scale[t] * scale[t]
 
 
-@numba.njit(**CALLEE, fastmath={"contract"})
+@numba.njit(**CALLEE, fastmath={"contract"}, inline="always")
 def _dense_row(kind, x, XT, out):  # pragma: no cover - compiled
     """``out[t] = x . x_t`` (``ROW_RBF``: ``sum_k (x_k - x_tk)^2``, each term a square, so the
     sum of nonnegative terms is within ``gamma_{p+2}`` of itself in any order) for the columns
-    ``x_t`` of ``XT`` (features by samples, contiguous: vectorised over ``t``)."""
+    ``x_t`` of ``XT`` (features by samples, contiguous: vectorised over ``t``). Inlined by
+    numba into its two callers, each calling it once (no library of its own that each links
+    and optimises again: see docs/performance.md)."""
     n = out.shape[0]
     for t0 in range(0, n, _BLOCK):
         # slices of a block: contiguous, in-range loops that the compiler vectorises
