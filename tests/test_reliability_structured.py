@@ -675,6 +675,23 @@ def test_stalled_coordinate_ascent_switches_to_the_exact_working_set_qp(caplog):
     assert plain.info["switched_at"] is None and plain.solver == "coordinate"
 
 
+def test_sweeps_running_out_twice_hand_over_though_the_gap_still_halves():
+    # 20 chains at C = 1 with 20 sweeps a round: the rounds run out while the gap still halves
+    # (the chains of 120 sequences at C = 1 do so at the default 2000 sweeps); two such rounds
+    # in a row hand the working-set QP to Clarabel, whose answer meets Clarabel's throughout
+    data = make_chains(n_sequences=20, n_features=6, n_states=4, random_state=0)
+    f = qpsvm.StructuralSVM(ChainModel(6, 4), data.X, data.Y, C=1.0)
+    short = f.solve(max_sweeps=20)
+    assert short.status == "optimal" and short.solver == "CLARABEL"
+    assert short.info["switched_at"] is not None and short.info["switched_at"] >= 1
+    assert short.info["sweeps"] <= 20 * (short.info["switched_at"] + 1)
+    agree(short, f.solve(solver="CLARABEL"), "coordinate ascent handed over and Clarabel")
+    # sweeps that reach their targets never hand over
+    plain = f.solve()
+    assert plain.info["switched_at"] is None and plain.solver == "coordinate"
+    agree(plain, short, "coordinate ascent throughout and handed over")
+
+
 def test_structural_known_optima_on_hard_data():
     # one-position chains x = e_s with every state (twice): the chain is the multiclass model
     # with unused transitions, so w* = (I - J/3, 0) and P* = 1 (see the multiclass test), every
