@@ -728,7 +728,7 @@ def solve_cutting_plane(
     f : StructuralSVM
     solver : str, optional
         ``None``: the working-set QP by block-coordinate ascent (fastest, by measurement), or by
-        the default CVXPY backend once that stalls (``info["switched_at"]``, a logged warning).
+        the default CVXPY backend once that stalls (``info["switched_at"]``, logged at INFO).
         A CVXPY solver name (``"CLARABEL"``, ``"OSQP"``...): the formulation's CVXPY model over
         the working set, solved exactly every round (see :mod:`qpsvm.solvers.cutting_plane`).
     variant : {"n_slack", "one_slack"}, default="n_slack"
@@ -930,10 +930,10 @@ class _Loop:
                 self.ran_out.append(not reached)
                 if _stalled(self.ran_out):
                     self.order, self.switched_at = backend_order(None), it
-                    logger.warning(
-                        "block-coordinate ascent stalled at a relative gap of %.2e (nearly "
-                        "parallel planes: a large C or badly scaled features); solving the "
-                        "working-set QP with %s from round %d on",
+                    logger.info(
+                        "block-coordinate ascent ran out of sweeps at a relative gap of %.2e "
+                        "(nearly parallel planes: a large C or badly scaled features); solving "
+                        "the working-set QP with %s from round %d on",
                         min(self.rel_gaps),
                         self.order[0],
                         it,
