@@ -665,11 +665,12 @@ def test_stalled_coordinate_ascent_switches_to_the_exact_working_set_qp(caplog):
     # working-set QP is solved by Clarabel, evaluated at its primal w
     X, Y, _ = CHAIN_CASES["features shifted by 1e3"]
     f = qpsvm.StructuralSVM(ChainModel(4, 3), X, Y)
-    with caplog.at_level("WARNING", logger="qpsvm"):
+    with caplog.at_level("INFO", logger="qpsvm"):
         sol = f.solve()
     assert sol.status == "optimal" and sol.certificate.passed
     assert sol.info["switched_at"] is not None and sol.solver == "CLARABEL"
-    assert any("stalled" in r.message for r in caplog.records)
+    # the hand-over is logged at INFO: with two rounds it is also the ordinary path at C = 1
+    assert any(r.levelname == "INFO" and "ran out of sweeps" in r.message for r in caplog.records)
     # well-conditioned data never switch
     plain = qpsvm.StructuralSVM(ChainModel(4, 3), *tiny_chains(0, n=6)).solve()
     assert plain.info["switched_at"] is None and plain.solver == "coordinate"
