@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from qpsvm._jit import ENTRY
 from qpsvm._numerics import uncompiled
+from qpsvm._pages import fresh_empty
 from qpsvm._rows import canonical_csr
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 
@@ -122,7 +123,7 @@ def _canonical_copy(X: Any, name: str) -> tuple[sp.csr_matrix, bool | None]:
         and X.data.shape[0] == X.indices.shape[0] == X.nnz
         and not uncompiled(_copy_csr_finite, X.nnz, COPY_ELEMENTS)
     ):
-        data, indices = np.empty_like(X.data), np.empty_like(X.indices)
+        data, indices = fresh_empty(X.data), fresh_empty(X.indices)
         finite, canonical = _copy_csr_finite(X.data, X.indices, X.indptr, data, indices)
         copied = sp.csr_matrix((data, indices, X.indptr.copy()), shape=X.shape, copy=False)
         if canonical:

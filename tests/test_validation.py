@@ -251,3 +251,29 @@ def test_check_data_sparse_paths_give_the_same_matrix(copy_path, index_type, mon
     overflow.data[:5] = overflow.data[end : end + 5] = 1e308  # finite, their sums inf
     with pytest.raises(qpsvm.InvalidInputError, match="NaN or inf"):
         check_data(overflow)
+
+
+@pytest.mark.parametrize("copy_path", ["compiled"], indirect=True)
+def test_check_data_large_sparse_copy_on_fresh_pages(copy_path):
+    """A CSR copy's arrays of at least ``HUGE_FROM`` bytes lie on mappings of their own, each
+    aligned to 2 MiB (where the kernel can back them by huge pages), and give the same
+    canonical matrix to the bit as scipy's copy: scipy's constructor keeps them (no copy of a
+    view of a larger base); a smaller array is an ordinary allocation."""
+    import scipy.sparse as sp
+
+    from qpsvm._pages import HUGE_FROM, fresh_empty
+    from qpsvm._validation import check_data
+
+    rng = np.random.default_rng(5)
+    nnz = HUGE_FROM // 8 + 1000  # the values just over the threshold
+    A = sp.random(2000, 3000, nnz / 6e6, format="csr", random_state=5)
+    A.data = rng.standard_normal(A.nnz)
+    assert A.data.nbytes >= HUGE_FROM
+    B = check_data(A)
+    assert B.has_canonical_format and not np.shares_memory(A.data, B.data)
+    assert not B.data.flags.owndata and B.data.ctypes.data % 2**21 == 0
+    for a, b in ((A.data, B.data), (A.indices, B.indices), (A.indptr, B.indptr)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    assert np.array_equal(B.data.view(np.uint64), A.data.view(np.uint64))
+    small = np.ones(HUGE_FROM // 8 - 1)
+    assert fresh_empty(small).base is None and fresh_empty(small).shape == small.shape
