@@ -283,7 +283,9 @@ def test_uncompiled_simplex_qp_takes_the_compiled_steps_to_the_bit(seed, k, d, t
 def test_uncompiled_simplex_qp_and_pair_sums_give_the_compiled_ranking_optimum(monkeypatch):
     # a one-slack ranking fit whose planes' QP, pair sweeps and certificate sums run in numpy
     # (a cold first call's path) takes the compiled steps: the same w and certificate to the bit
-    # (more than DIRECT_PAIRS pairs: solved by the planes)
+    # (more than DIRECT_PAIRS pairs: solved by the planes; its first finish window's sides are
+    # wrong, a gap the certificate no longer retries with Dot2: the numpy Dot2 and |M|^T |v|
+    # are compared with the compiled ones above, not here)
     rng = np.random.default_rng(1)
     X = rng.normal(size=(800, 12))
     y = np.minimum(3, np.floor(np.abs(X[:, 0] + 0.5 * rng.normal(size=800)) * 2)).astype(int)
@@ -296,17 +298,13 @@ def test_uncompiled_simplex_qp_and_pair_sums_give_the_compiled_ranking_optimum(m
     monkeypatch.setattr(one_slack, "_simplex_qp_numpy", lambda *a: ran.append(1) or equivalent(*a))
     sums = ranking_sweep._sums_numpy
     monkeypatch.setattr(ranking_sweep, "_sums_numpy", lambda *a: ran.append(2) or sums(*a))
-    # and the certificate's Dot2 over the pair rows and |M|^T |v|
-    dot2, magnitudes = _numerics._dense_tdot2_numpy, rigorous._abs_columns_numpy
-    monkeypatch.setattr(_numerics, "_dense_tdot2_numpy", lambda *a: ran.append(3) or dot2(*a))
-    monkeypatch.setattr(rigorous, "_abs_columns_numpy", lambda *a: ran.append(4) or magnitudes(*a))
     for module in (one_slack, ranking_sweep, _numerics):
         monkeypatch.setattr(module, "uncompiled", lambda kernel, rows, budget: True)
     # (the plain products' BLAS fallback is not the compiled products' floats: not here)
     magnitude_kernels = (rigorous._abs_columns, rigorous._abs_rows)
     monkeypatch.setattr(rigorous, "uncompiled", lambda kernel, *_: kernel in magnitude_kernels)
     cold = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.1).solve(method="one_slack")
-    assert set(ran) == {1, 2, 3, 4} and cold.certificate.passed
+    assert set(ran) == {1, 2} and cold.certificate.passed
     np.testing.assert_array_equal(cold.w, warm.w)
     assert (cold.certificate.lower, cold.certificate.upper) == (
         warm.certificate.lower,

@@ -20,6 +20,7 @@ from qpsvm.solution import Candidate
 from qpsvm.solvers import one_slack
 from qpsvm.solvers.one_slack import _CuttingPlane, _Planes
 from qpsvm.verify import box_qp as box_qp_module
+from qpsvm.verify import ranking as ranking_module
 from qpsvm.verify import ranking_sweep
 from qpsvm.verify.ranking import (
     certify_grouped,
@@ -453,6 +454,39 @@ def test_a_given_dual_point_encloses_the_exact_optimum(seed, levels, log_C, eps,
         max(Fraction(0), 1 - m) for m in margins
     )
     assert objective <= Fraction(cert.primal_objective)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    levels=st.integers(2, 4),
+    log_eps=st.sampled_from([-14, -10, -6, -2]),
+    tau=st.sampled_from([1e-12, 1e-2, 0.3]),
+    shift=st.sampled_from([0.0, 1e5]),
+)
+@example(seed=4, levels=3, log_eps=-10, tau=1e-2, shift=1e5)  # retried: Dot2 proves it
+@example(seed=0, levels=3, log_eps=-14, tau=1e-12, shift=1e5)  # not retried: fails both ways
+def test_dot2_retry_skipped_only_where_it_cannot_pass(seed, levels, log_eps, tau, shift):
+    # the grouped certificate retries with Dot2 only when the plain products' gap is within
+    # a few of its rounding allowances: its verdict is the verdict of always retrying, near
+    # the optimum and far from it, with features shifted far from 0 (the plain products'
+    # rounding then hides gaps that Dot2 proves); the ends enclose the rational optimum P*
+    X, y, groups = ranking_problem(seed, n_queries=3, per_query=5, d=3, levels=levels)
+    X = X + shift
+    try:
+        f = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.3)
+    except qpsvm.InvalidInputError:
+        return  # no query has two relevance levels: no pair
+    optimum = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.3).solve(method="exact")
+    w_star = np.array([float(v) for v in optimum.info["exact"].w])
+    w = w_star + 10.0**log_eps * np.random.default_rng(seed).normal(size=3) * np.abs(w_star)
+    point = window_dual(X, f.C, f.query_layout, X @ w, tau, start=w)
+    cert = certify_grouped(f, point.w, point=point, windows=())
+    with patch.object(ranking_module, "_rounding_hides", lambda *args: True):
+        always = certify_grouped(f, point.w, point=point, windows=())
+    assert cert.passed == always.passed
+    exact = optimum.info["exact"].objective
+    assert Fraction(cert.dual_objective) <= exact <= Fraction(cert.primal_objective)
 
 
 @pytest.mark.parametrize("levels", [2, 3])

@@ -114,6 +114,12 @@ __all__ = [
 WINDOW_TAUS = (1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
 #: Most pairs listed in a window (a larger window is skipped).
 MAX_WINDOW = 20_000
+#: A plain products' gap beyond this many of its rounding allowances (twice what the exact
+#: gap may lose to the float objectives' own error, :func:`_rounding_hides`) is not retried
+#: with Dot2's enclosures (measured, the one-slack finish's first window at dlib's ``c = 1``
+#: on the binary cut of graded labels, 200 x 40: its sides wrong, a gap near ``1e-5``, the
+#: retry 3.5 ms of a 16 ms solve).
+ROUNDING_ALLOWANCES = 4.0
 #: The constants above as the compiled pass of small problems takes them.
 FUSED = FusedSettings(
     MAX_WINDOW,
@@ -550,7 +556,11 @@ def certify_grouped(
             dual, dual_float, best, expansion = value, estimate, point, v
         if min(primal - dual, primal_float - estimate) <= GOOD_ENOUGH * tol * max(1.0, primal):
             break
-    if relative(primal - dual, primal) > tol and best is not None:
+    if (
+        relative(primal - dual, primal) > tol
+        and best is not None
+        and _rounding_hides(primal, dual, primal_float, dual_float, tol)
+    ):
         # the plain products' rounding may hide a gap that Dot2's enclosures prove
         primal = grouped_primal_upper(X, C, lay, w)
         dual, dual_float, expansion = grouped_dual_lower(X, C, best)
@@ -572,6 +582,21 @@ def certify_grouped(
         rigorous=True,
         rounding_floor=evaluation_allowance(primal, dual, primal_float, dual_float),
     )
+
+
+def _rounding_hides(
+    primal: float, dual: float, primal_float: float, dual_float: float, tol: float
+) -> bool:
+    r"""Whether tighter enclosures of the same points (Dot2's) could prove a gap at ``tol``
+    that the plain products' bounds ``primal``, ``dual`` do not: they narrow at most the
+    rounding part of the gap, the allowance ``a`` (:func:`evaluation_allowance` of the float
+    objectives ``primal_float``, ``dual_float``), and these are within it of the exact ones (each
+    end's bound lies as far from its float value as that value may lie from the exact one,
+    the hinge and the square being convex), so the exact gap is at least ``U - L - 2a``. A
+    gap beyond :data:`ROUNDING_ALLOWANCES` allowances and ``tol`` is the points' own (a
+    window whose sides are wrong): no retry."""
+    allowance = evaluation_allowance(primal, dual, primal_float, dual_float)
+    return relative(primal - dual - ROUNDING_ALLOWANCES * allowance, primal) <= tol
 
 
 def _fused_certificate(f: RankingProblem, fused: FusedResult, tol: float) -> Certificate:
