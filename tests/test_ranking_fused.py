@@ -87,9 +87,9 @@ def test_compiled_bounds_are_the_numpy_ones_and_enclose_the_exact_optimum(
         assert cert.dual_objective == reference.dual_objective
         return
     assert cert.passed == reference.passed
-    assert fused.primal == cert.primal_objective == reference.primal_objective
-    assert fused.dual == cert.dual_objective
-    assert Fraction(fused.dual) <= exact <= Fraction(fused.primal)
+    assert fused.bounds.primal == cert.primal_objective == reference.primal_objective
+    assert fused.bounds.dual == cert.dual_objective
+    assert Fraction(fused.bounds.dual) <= exact <= Fraction(fused.bounds.primal)
     assert np.all(fused.alpha >= 0.0) and np.all(fused.alpha <= f.C)
     pairs = {tuple(p) for p in make_pairs(y, groups).tolist()}
     assert all(tuple(p) in pairs for p in fused.window.tolist())
@@ -97,7 +97,7 @@ def test_compiled_bounds_are_the_numpy_ones_and_enclose_the_exact_optimum(
     # the items whose terms are exactly zero (the numpy one adds subnormal weights for them)
     point = WindowDual(fused.n_bound, fused.bound_coef, fused.window, fused.alpha, w)
     value, estimate, _ = grouped_dual_lower(f.items, f.C, point, dot2=False)
-    assert estimate == fused.dual_float and fused.dual >= value
+    assert estimate == fused.bounds.dual_float and fused.bounds.dual >= value
 
 
 @settings(max_examples=25, deadline=None)
@@ -151,8 +151,8 @@ def test_the_small_grid_point_takes_the_compiled_pass():
     fused = _fused(f, w)
     reference = _numpy_certificate(f, w)
     assert fused is not None and reference.passed
-    assert fused.primal == reference.primal_objective
-    assert abs(fused.dual - reference.dual_objective) <= reference.rounding_floor
+    assert fused.bounds.primal == reference.primal_objective
+    assert abs(fused.bounds.dual - reference.dual_objective) <= reference.rounding_floor
     assert f.certify(w=w).primal_objective == reference.primal_objective
 
 

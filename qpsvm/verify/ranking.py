@@ -70,7 +70,7 @@ from qpsvm.verify.certificate import (
     relative,
 )
 from qpsvm.verify.ranking_fused import (
-    FusedResult,
+    FusedBounds,
     FusedSettings,
     fused_all_pairs,
     fused_certificate,
@@ -538,7 +538,7 @@ def certify_grouped(
     if point is None and near is None:
         fused = fused_certificate(X, C, lay, w, tol, windows, FUSED, GOOD_ENOUGH * tol)
         if fused is not None:
-            return _fused_certificate(f, fused, tol)
+            return _fused_certificate(f, fused.bounds, tol)
     scores, _, err = enclosed_product(X.T, w, dot2=False)
     order = sorted_by_query(lay, scores, near)  # one sort for every sweep
     hinge, hinge_float = sorted_hinge_bounds(lay, scores, err, order)
@@ -599,7 +599,7 @@ def _rounding_hides(
     return relative(primal - dual - ROUNDING_ALLOWANCES * allowance, primal) <= tol
 
 
-def _fused_certificate(f: RankingProblem, fused: FusedResult, tol: float) -> Certificate:
+def _fused_certificate(f: RankingProblem, fused: FusedBounds, tol: float) -> Certificate:
     """The :class:`Certificate` of :func:`certify_grouped` from the compiled pass's bounds."""
     dual = fused.dual
     return Certificate(

@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
@@ -61,6 +61,7 @@ from qpsvm.verify.rigorous import _columns_product, _rows_product
 
 __all__ = [
     "FUSED_ITEMS",
+    "FusedBounds",
     "FusedResult",
     "FusedSettings",
     "fused_all_pairs",
@@ -464,9 +465,11 @@ def _active_set(X, window, v0, cap, w, max_steps):  # pragma: no cover - compile
     at = np.empty(k)
     which = np.empty(k, dtype=np.intp)
     ZW = np.empty((d, d))
+    step = np.empty(d)
+    beta = np.empty(0)  # no pair on the margin yet
     for _ in range(max_steps):
-        step = u - w
-        beta = np.zeros(n_work)
+        for c in range(d):
+            step[c] = u[c] - w[c]
         if n_work:
             for m in range(n_work):
                 for c in range(d):
@@ -817,8 +820,9 @@ def _certificate(problem, w, settings):  # pragma: no cover - compiled
 @numba.njit(**ENTRY)
 def _solve_all_pairs(problem, w, settings):  # pragma: no cover - compiled
     """:func:`fused_all_pairs`: the window of every pair from ``w`` and the certificate of its
-    point, given first (:func:`_bounds`); also that point's ``w``, whether the window's
-    multipliers were found and which step found them (:func:`_window_qp`)."""
+    point, given first (:func:`_bounds`, without the point: each array returned to Python
+    costs its boxing); also that point's ``w``, whether the window's multipliers were found
+    and which step found them (:func:`_window_qp`)."""
     X, C, starts, lay_order, level, query, max_query, _ = problem
     _, limit, per_feature, slack, ascent, active, _ = settings
     n, d = X.shape
@@ -831,17 +835,19 @@ def _solve_all_pairs(problem, w, settings):  # pragma: no cover - compiled
         *(X, C, starts, lay_order, level, scores, np.inf, order, limit, w),
         *(per_feature, slack, ascent, active),
     )
-    point = (n_bound, coef, window.copy(), alpha)
     if not settled:
-        return wq, False, how, (FALLBACK, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, point)
-    return wq, True, how, _bounds(problem, wq, settings, True, point)
+        return wq, False, how, (FALLBACK, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    point = (n_bound, coef, window.copy(), alpha)  # the type _certificate gives _bounds
+    status, primal, primal_float, dual, dual_float, comp, stationarity, _ = _bounds(
+        problem, wq, settings, True, point
+    )
+    return wq, True, how, (status, primal, primal_float, dual, dual_float, comp, stationarity)
 
 
-@dataclass(frozen=True)
-class FusedResult:
-    """What :func:`fused_certificate` found: the rigorous ends and their float estimates, the
-    complementarity and stationarity of the best dual point, and that point (``n_B``, ``a_B``,
-    the window and its multipliers, as :class:`~qpsvm.verify.ranking.WindowDual` holds them)."""
+class FusedBounds(NamedTuple):
+    """The compiled pass's certificate (:func:`fused_all_pairs`, :attr:`FusedResult.bounds`):
+    the rigorous ends and their float estimates, the complementarity and stationarity of the
+    best dual point."""
 
     primal: float
     primal_float: float
@@ -849,6 +855,15 @@ class FusedResult:
     dual_float: float
     complementarity: float
     stationarity: float
+
+
+@dataclass(frozen=True)
+class FusedResult:
+    """What :func:`fused_certificate` found: its bounds and their best dual point (``n_B``,
+    ``a_B``, the window and its multipliers, as :class:`~qpsvm.verify.ranking.WindowDual`
+    holds them)."""
+
+    bounds: FusedBounds
     n_bound: int
     bound_coef: np.ndarray
     window: np.ndarray
@@ -911,13 +926,18 @@ def _arguments(
     return problem, np.ascontiguousarray(w, dtype=np.float64), fixed
 
 
+def _settled(out: tuple, tol: float) -> bool:
+    """Whether the compiled pass's bounds ``out`` (:func:`_bounds`) are its own and prove the
+    gap at ``tol``."""
+    status, primal, _, dual = out[:4]
+    return status == OK and (primal - dual) / max(1.0, abs(primal)) <= tol
+
+
 def _result(out: tuple, tol: float) -> FusedResult | None:
-    status, primal, primal_float, dual, dual_float, comp, stationarity, best = out
-    if status != OK or (primal - dual) / max(1.0, abs(primal)) > tol:
+    if not _settled(out, tol):
         return None
-    return FusedResult(
-        primal, primal_float, dual, dual_float, comp, stationarity, int(best[0]), *best[1:]
-    )
+    best = out[7]
+    return FusedResult(FusedBounds(*out[1:7]), int(best[0]), *best[1:])
 
 
 def fused_certificate(
@@ -953,7 +973,7 @@ def fused_all_pairs(
     taus: Sequence[float],
     settings: FusedSettings,
     target: float,
-) -> tuple[np.ndarray, FusedResult, str] | None:
+) -> tuple[np.ndarray, FusedBounds, str] | None:
     """Every pair as one window from ``w`` (:func:`~qpsvm.verify.ranking.window_dual` at
     ``tau = inf``) and the certificate of that window's point, tried first
     (:func:`~qpsvm.verify.ranking.certify_grouped` with ``point``), by the compiled pass: the
@@ -965,5 +985,6 @@ def fused_all_pairs(
         return None
     args = _arguments(X, C, lay, w, taus, settings, target)
     w_point, settled, how, out = _solve_all_pairs(*args)
-    result = _result(out, tol) if settled else None
-    return None if result is None else (w_point, result, SETS_FOUND_BY[how])
+    if not (settled and _settled(out, tol)):
+        return None
+    return w_point, FusedBounds(*out[1:]), SETS_FOUND_BY[how]
