@@ -61,6 +61,7 @@ def _numpy_certificate(f, w):
 @example(seed=0, queries=2, per_query=3, d=1, levels=2, log_C=-3.0, data=(1e3, 1.0), eps=0.0)
 @example(seed=0, queries=20, per_query=10, d=5, levels=2, log_C=-1.5, data=(0.0, 1.0), eps=0.0)
 @example(seed=3, queries=4, per_query=6, d=2, levels=4, log_C=3.0, data=(1e3, 1.0), eps=0.0)
+@example(seed=0, queries=2, per_query=4, d=1, levels=4, log_C=-3.0, data=(1e3, 1.0), eps=0.0)
 def test_compiled_bounds_are_the_numpy_ones_and_enclose_the_exact_optimum(
     seed, queries, per_query, d, levels, log_C, data, eps
 ):

@@ -725,12 +725,16 @@ def _dual_lower(X, C, n_bound, coef_bound, window, alpha):  # pragma: no cover -
     for m in range(rows.size):
         i = rows[m]
         weights[m] = _up(_up(0.5 * factor * abs(coef[i])) + _up(g * size[i]))
-    used = X[rows]
     hi, magnitude = np.zeros(d), np.zeros(d)
-    if d == 1:  # X is F-contiguous too, and the numpy code takes the rows' product
-        _rows_product(np.ascontiguousarray(used.T), coef[rows], weights, hi, magnitude)
+    if d == 1:
+        # X is F-contiguous too, and the numpy code takes the rows' product, a vectorised sum
+        # whose lanes hold the items by position: every item, the left-out ones' weights 0
+        # (their terms exact zeros), so that the float estimate is the numpy one's
+        every = np.zeros(n)
+        every[rows] = weights
+        _rows_product(np.ascontiguousarray(X.T), coef, every, hi, magnitude)
     else:
-        _columns_product(used, coef[rows], weights, hi, magnitude)
+        _columns_product(X[rows], coef[rows], weights, hi, magnitude)
     err = np.empty(d)
     for c in range(d):
         err[c] = 2.0 * magnitude[c] + n * TINY
