@@ -356,10 +356,13 @@ def support_solution(
 
         def at_floor(x: np.ndarray, r: np.ndarray) -> bool:
             # every residual within gamma_k of the magnitudes its terms add at x, scaled as
-            # the residual: |m|, |pushed|, |K| |alpha|, |b| (and the balance's |alpha|)
+            # the residual: |m|, |pushed|, |K| |alpha|, |b| (and the balance's |alpha|); rbf
+            # values are exp of a nonpositive number, so |K| is K itself, without the copy
+            # (1495 margin samples: 0.74 ms against 4.0 ms a product)
             a = np.abs(x[:k])
             b = abs(float(x[k])) / c if f.fit_intercept else 0.0
-            level = c * (np.abs(mM) + np.abs(pushed) + np.abs(KMM) @ a + b)
+            magnitudes = KMM if f.kernel.name == "rbf" else np.abs(KMM)
+            level = c * (np.abs(mM) + np.abs(pushed) + magnitudes @ a + b)
             if f.fit_intercept:
                 level = np.append(level, abs(balance) + float(np.sum(a)))
             return bool(np.all(np.abs(r) <= 2 * k * U * level))

@@ -821,6 +821,25 @@ def test_kkt_equations_fall_back_to_the_double_factor_on_an_ill_conditioned_bloc
     assert b_mixed == b_double
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    scale=st.floats(1e-3, 1e3),
+    gamma=st.floats(1e-4, 1e2),
+    seed=st.integers(0, 2**16),
+)
+def test_rbf_gram_blocks_are_their_own_magnitudes(scale, gamma, seed):
+    # the KKT equations' floor test takes |K| as K itself for the rbf kernel (no copy of the
+    # block): every rbf value is exp of a nonpositive number, so the block is bit-equal to its
+    # absolute value, at any scale of the data (values underflowing to 0 included)
+    rng = np.random.default_rng(seed)
+    X = scale * rng.normal(size=(40, 5))
+    y = np.where(rng.random(40) < 0.5, -1, 1)
+    y[:2] = -1, 1
+    f = qpsvm.SoftMarginDual(X, y, kernel="rbf", gamma=gamma, C=1.0)
+    K = f.gram_block(np.arange(0, 40, 2))
+    np.testing.assert_array_equal(np.abs(K), K)
+
+
 def test_kkt_refinement_that_stalls_above_the_rounding_level_is_not_the_floor(monkeypatch):
     # a single-precision refinement whose first correction is good (rate about 1e-5) but whose
     # next corrections lower nothing stops "stalled" with a residual at single precision's
