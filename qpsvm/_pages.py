@@ -16,7 +16,7 @@ _HUGE_PAGE = 1 << 21
 
 
 def fresh_empty(like: np.ndarray) -> np.ndarray:
-    """An uninitialised array of ``like``'s shape and dtype, from :data:`HUGE_FROM` bytes on
+    """An uninitialised array of ``like``'s shape and dtype, from :data:`HUGE_FROM` bytes up
     on an anonymous mapping of its own, aligned to 2 MiB and advised ``MADV_HUGEPAGE``.
 
     numpy asks huge pages for every large array, but glibc's dynamic mmap threshold rises with
