@@ -1233,6 +1233,60 @@ def test_touched_columns_of_canonical_rows_are_known_canonical(monkeypatch):
     assert not _rows.touched_columns(Y)[0].has_canonical_format
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_clustered_columns_are_renumbered_by_first_appearance(seed, monkeypatch):
+    # Y[:, k] = X[:, order[k]], each row's entries in their stored order (the same data), and
+    # a column's new number is the count of distinct columns before its first appearance
+    from qpsvm import _rows
+
+    monkeypatch.setattr(_rows, "CLUSTERED_FROM", 0)
+    monkeypatch.setattr(_rows, "uncompiled", lambda kernel, rows, budget: False)
+    X = sp.random(30, 300, 0.01 * (seed + 1), format="csr", random_state=seed)
+    X.indices = X.indices.astype(np.int64 if seed % 2 else np.int32)
+    Y, order = _rows.clustered_columns(X)
+    assert np.array_equal(Y.toarray(), X.toarray()[:, order])
+    assert np.array_equal(Y.data, X.data) and np.array_equal(Y.indptr, X.indptr)
+    assert not Y.has_sorted_indices
+    first = [int(j) for k, j in enumerate(X.indices) if j not in X.indices[:k]]
+    assert order.tolist() == first
+    # past the columns' threshold only, and never before the kernel is compiled
+    monkeypatch.setattr(_rows, "CLUSTERED_FROM", X.shape[1])
+    assert _rows.clustered_columns(X) is None
+    monkeypatch.setattr(_rows, "CLUSTERED_FROM", 0)
+    monkeypatch.setattr(_rows, "uncompiled", lambda kernel, rows, budget: True)
+    assert _rows.clustered_columns(X) is None
+
+
+@pytest.mark.parametrize(("loss", "intercept"), PROBLEMS)
+def test_dcd_ascends_over_the_clustered_columns_to_the_same_floats(loss, intercept, monkeypatch):
+    # each row's products are summed in their stored order whatever the columns' numbers, so
+    # the epochs over the columns renumbered by first appearance move the same multipliers:
+    # the same weights, intercept and certificate as over the columns in their order, to the
+    # bit (the free intercept's balanced ascent keeps the columns' order)
+    from qpsvm import _rows
+
+    X, y = sparse_problem(11, n=50, d=600, k=6)
+    build = qpsvm.SoftMarginPrimal
+    plain = build(X, y, C=1.0, loss=loss, intercept=intercept).solve(method="dcd")
+    made = []
+    original = _rows.clustered_columns
+
+    def spy(Z):
+        made.append(original(Z))
+        return made[-1]
+
+    monkeypatch.setattr(_rows, "CLUSTERED_FROM", 0)
+    monkeypatch.setattr(_rows, "uncompiled", lambda kernel, rows, budget: False)
+    monkeypatch.setattr(ascent, "clustered_columns", spy)
+    sol = build(X, y, C=1.0, loss=loss, intercept=intercept).solve(method="dcd")
+    assert (len(made) == 1 and made[0] is not None) == (intercept != "free")
+    assert sol.certificate.passed
+    assert np.array_equal(sol.w, plain.w) and sol.b == plain.b
+    assert np.array_equal(sol.alpha, plain.alpha)
+    assert sol.certificate.primal_objective == plain.certificate.primal_objective
+    assert sol.certificate.dual_objective == plain.certificate.dual_objective
+
+
 @pytest.mark.parametrize(("loss", "intercept"), PROBLEMS)
 def test_dcd_ascends_over_the_touched_columns_to_the_same_floats(loss, intercept, monkeypatch):
     # columns no row touches hold exact zeros in every expansion and add exact zeros to every
