@@ -45,6 +45,7 @@ import qpsvm
 from qpsvm.datasets import make_chains
 from qpsvm.models import ChainModel, MulticlassModel
 from qpsvm.solution import Candidate, CuttingPlane, StructuralCandidate
+from qpsvm.solvers import cutting_plane
 from qpsvm.verify.structural import dual_pairs
 from tests.test_structural_rigorous import exact_primal
 
@@ -669,28 +670,64 @@ def test_stalled_coordinate_ascent_switches_to_the_exact_working_set_qp(caplog):
         sol = f.solve()
     assert sol.status == "optimal" and sol.certificate.passed
     assert sol.info["switched_at"] is not None and sol.solver == "CLARABEL"
-    # the hand-over is logged at INFO: with two rounds it is also the ordinary path at C = 1
-    assert any(r.levelname == "INFO" and "ran out of sweeps" in r.message for r in caplog.records)
+    # the hand-over is logged at INFO: it is also the ordinary path of the chains at C = 1
+    assert any(r.levelname == "INFO" and "cost more than" in r.message for r in caplog.records)
     # well-conditioned data never switch
     plain = qpsvm.StructuralSVM(ChainModel(4, 3), *tiny_chains(0, n=6)).solve()
     assert plain.info["switched_at"] is None and plain.solver == "coordinate"
 
 
-def test_sweeps_running_out_twice_hand_over_though_the_gap_still_halves():
-    # 20 chains at C = 1 with 20 sweeps a round: the rounds run out while the gap still halves
-    # (the chains of 120 sequences at C = 1 do so at the default 2000 sweeps); two such rounds
-    # in a row hand the working-set QP to Clarabel, whose answer meets Clarabel's throughout
+def test_the_hand_over_to_clarabel_is_decided_by_the_sweeps_cost(monkeypatch):
+    # 20 chains at C = 1 with 20 sweeps a round: the rounds run out while the gap still halves,
+    # but 20 sweeps over a few thousand plane entries cost less than Clarabel's working-set QP
+    # (its fixed 10 ms alone): coordinate ascent keeps the QP, and meets Clarabel's answer
     data = make_chains(n_sequences=20, n_features=6, n_states=4, random_state=0)
     f = qpsvm.StructuralSVM(ChainModel(6, 4), data.X, data.Y, C=1.0)
+    reference = f.solve(solver="CLARABEL")
     short = f.solve(max_sweeps=20)
-    assert short.status == "optimal" and short.solver == "CLARABEL"
-    assert short.info["switched_at"] is not None and short.info["switched_at"] >= 1
-    assert short.info["sweeps"] <= 20 * (short.info["switched_at"] + 1)
-    agree(short, f.solve(solver="CLARABEL"), "coordinate ascent handed over and Clarabel")
-    # sweeps that reach their targets never hand over
-    plain = f.solve()
-    assert plain.info["switched_at"] is None and plain.solver == "coordinate"
-    agree(plain, short, "coordinate ascent throughout and handed over")
+    assert short.info["switched_at"] is None and short.solver == "coordinate"
+    agree(short, reference, "coordinate ascent in short rounds and Clarabel")
+    # priced at a second a plane entry, the first round's sweeps cost more than any exact QP of
+    # its working set: handed over at round 0, the same answer
+    monkeypatch.setattr(cutting_plane, "SWEEP_ENTRY", 1.0)
+    costly = f.solve()
+    assert costly.info["switched_at"] == 0 and costly.solver == "CLARABEL"
+    agree(costly, reference, "coordinate ascent handed over at once and Clarabel")
+
+
+@example(planes=1, features=1, entries=1)
+@given(
+    planes=st.integers(1, 20_000),
+    features=st.integers(1, 20_000),
+    entries=st.integers(0, 10**12),
+)
+def test_the_hand_over_rule_is_monotone(planes, features, entries):
+    # more sweeps' work only makes the exact QP cheaper by comparison, more planes or features
+    # only dearer
+    cheaper = cutting_plane._exact_cheaper(planes, features, entries)
+    if cheaper:
+        assert cutting_plane._exact_cheaper(planes, features, 2 * entries)
+        assert cutting_plane._exact_cheaper(max(1, planes // 2), features, entries)
+        assert cutting_plane._exact_cheaper(planes, max(1, features // 2), entries)
+    else:
+        assert not cutting_plane._exact_cheaper(planes, features, entries // 2)
+        assert not cutting_plane._exact_cheaper(2 * planes, features, entries)
+
+
+def test_the_hand_over_rule_at_the_measured_working_sets():
+    # the chains of 120 x 32 x 8 at C = 1, round 21: 703 planes over 320 features, 65,798
+    # entries, 2000 sweeps run out (0.69 s CPU) where Clarabel took 0.29 s at 642 planes: hand over
+    assert cutting_plane._exact_cheaper(703, 320, 2000 * 65_798)
+    # ... round 15 reached its target in 324 sweeps over 150,287 entries at 1618 planes: keep
+    assert not cutting_plane._exact_cheaper(1618, 320, 324 * 150_287)
+    # the chains of 2000 x 128 x 26 at C = 1: 909 sweeps over 4800 planes of about 440 entries
+    # (4004 features) must never reach Clarabel (a minute or more); nor the full 2000 sweeps
+    assert not cutting_plane._exact_cheaper(4800, 4004, 909 * 4800 * 440)
+    assert not cutting_plane._exact_cheaper(4800, 4004, 2000 * 4800 * 440)
+    # a few planes that stall (shifted features): 2000 sweeps over 100 planes of 10 entries do
+    # not outweigh Clarabel's fixed cost, two such rounds in a row do
+    assert not cutting_plane._exact_cheaper(100, 24, 2000 * 100 * 10)
+    assert cutting_plane._exact_cheaper(100, 24, 2 * 2000 * 100 * 10)
 
 
 def test_structural_known_optima_on_hard_data():

@@ -32,8 +32,9 @@ The working-set QP
       block: Algorithm 1 with the QP re-optimised over the example's working set (the block
       coordinate Frank-Wolfe step of Lacoste-Julien, Jaggi, Schmidt & Pletscher, ICML 2013, plus
       the cached planes). Coordinate ascent crawls on ill-conditioned planes (features shifted by
-      ``1e3`` or scaled by ``1e4``: a gap near 1 after hundreds of rounds); when it stalls
-      (:data:`STALL_ROUNDS`) the remaining rounds solve the working-set QP by CVXPY, below.
+      ``1e3`` or scaled by ``1e4``: a gap near 1 after hundreds of rounds); once the sweeps
+      spent since a round last reached its target cost more than the exact QP of the working set
+      would (:func:`_exact_cheaper`), the remaining rounds solve it by CVXPY, below.
     * ``solver="CLARABEL"`` (or any CVXPY QP solver): the formulation's own declarative model
       (:meth:`~qpsvm.StructuralSVM.build` over the working set), solved exactly each round; its
       ``planes`` duals are :math:`\alpha`, and the round is evaluated at its primal ``w`` (on
@@ -76,15 +77,19 @@ logger = logging.getLogger("qpsvm")
 VARIANTS = ("n_slack", "one_slack")
 #: Pairwise steps per block visit at most.
 BLOCK_STEPS = 50
-#: Block-coordinate ascent has stalled when the sweeps of this many consecutive rounds ran out
-#: before their target (features shifted by 1e3 or scaled by 1e4 leave the gap near 1 for
-#: hundreds of rounds). Measured on the chains of 120 sequences x 32 features x 8 states at
-#: ``C = 1`` (CPU, load 3-3.5): rounds that run out still halve the gap, but their 2000 sweeps
-#: cost 0.6 s each where Clarabel's working-set QP (500-700 planes) takes 0.1-0.2 s; handing
-#: over after two such rounds rather than ten without the gap halving 8.4 -> 5.4 s a solve. The
-#: chains of 200 and 700 sequences x 128 features x 26 states, whose working sets (6000 planes)
-#: are where Clarabel is slow, never run out (at most 337 sweeps a round).
-STALL_ROUNDS = 2
+#: The working-set QP's two ways priced in CPU seconds (docs/performance.md, "The structural
+#: working-set QP's hand-over by cost"). A sweep of block-coordinate ascent passes over every
+#: plane entry: about ``SWEEP_ENTRY`` seconds each (4-5 ns on the chains of 120 sequences x 32
+#: features x 8 states and of 200 x 128 x 26, 60,000 to 2.7 million entries).
+SWEEP_ENTRY = 4.5e-9
+#: CVXPY/Clarabel's exact solve of ``m`` planes over ``d`` features takes about ``EXACT_FIXED +
+#: EXACT_PLANE m + EXACT_FACTOR m min(m, d)^2`` seconds (10-19 interior-point iterations, each
+#: factorising the planes' system; fitted within 0.6-1.2x of 11 solves of 20-2378 planes over
+#: 40-320 features, 10 ms to 0.88 s; 291 s at 5400 planes over 4004 features, where one
+#: measured 70-120 s: on the safe side where sweeps are cheap).
+EXACT_FIXED = 0.01
+EXACT_PLANE = 4e-5
+EXACT_FACTOR = 3.4e-9
 #: How many plane entries the numpy equivalents of :func:`_expand` and :func:`_block_values` may
 #: pass over in a process before the kernel is compiled: about its compile (0.13 and 0.26 s CPU,
 #: numba's allocation helpers included) at the equivalents' 5 and 40 ns an entry (the chain of
@@ -728,7 +733,8 @@ def solve_cutting_plane(
     f : StructuralSVM
     solver : str, optional
         ``None``: the working-set QP by block-coordinate ascent (fastest, by measurement), or by
-        the default CVXPY backend once that stalls (``info["switched_at"]``, logged at INFO).
+        the default CVXPY backend once the sweeps cost more than that would
+        (``info["switched_at"]``, logged at INFO).
         A CVXPY solver name (``"CLARABEL"``, ``"OSQP"``...): the formulation's CVXPY model over
         the working set, solved exactly every round (see :mod:`qpsvm.solvers.cutting_plane`).
     variant : {"n_slack", "one_slack"}, default="n_slack"
@@ -769,7 +775,7 @@ def solve_cutting_plane(
         per round (iteration, objective, time, gap); ``n_iter`` rounds; ``certificate`` from
         :func:`~qpsvm.verify.structural.certify_structural`. ``info`` also holds the variant,
         the working-set and support sizes, the numbers of sweeps and of dropped planes, the
-        round from which a stalled coordinate ascent gave way to CVXPY (``switched_at``,
+        round from which coordinate ascent gave way to CVXPY (``switched_at``,
         ``None`` if it did not), and the time spent in the oracle, the working-set QP (with a
         CVXPY solver: inside the backend, ``backend_time``) and the certificates.
     """
@@ -845,8 +851,8 @@ class _Loop:
     #: The CVXPY working-set QP's ``w``, once one is solved.
     primal_w: np.ndarray | None = None
     rel_gaps: list[float] = field(default_factory=list)
-    #: Per coordinate-ascent round: the sweeps ended before their target.
-    ran_out: list[bool] = field(default_factory=list)
+    #: Plane entries the sweeps passed over since a round last reached its target.
+    spent: int = 0
     switched_at: int | None = None
     history: list[tuple[int, float, float, float]] = field(default_factory=list)
     timing: dict[str, float] = field(
@@ -922,22 +928,27 @@ class _Loop:
 
     def solve_working_set(self, rnd: _Round, it: int) -> None:
         """The working-set QP: sweeps of block-coordinate ascent (handing over to CVXPY from
-        round ``it`` on once they stall, :func:`_stalled`), or the CVXPY model."""
+        round ``it`` on once they cost more than it would, :func:`_exact_cheaper`), or the
+        CVXPY model."""
         with self.timed("qp_time"):
             if not self.order:
                 done, reached = _sweeps(self.pool, self.kappa * rnd.gap, self.max_sweeps, self.rng)
                 self.sweeps += done
-                self.ran_out.append(not reached)
-                if _stalled(self.ran_out):
+                ids = self.pool.alive_ids()
+                self.spent += done * int(np.sum(self.pool.end[ids] - self.pool.start[ids]))
+                if _exact_cheaper(ids.size, self.pool.w.size, self.spent):
                     self.order, self.switched_at = backend_order(None), it
                     logger.info(
-                        "block-coordinate ascent ran out of sweeps at a relative gap of %.2e "
-                        "(nearly parallel planes: a large C or badly scaled features); solving "
-                        "the working-set QP with %s from round %d on",
+                        "block-coordinate ascent's sweeps cost more than the exact working-set "
+                        "QP of %d planes at a relative gap of %.2e (nearly parallel planes: a "
+                        "large C or badly scaled features); solving it with %s from round %d on",
+                        ids.size,
                         min(self.rel_gaps),
                         self.order[0],
                         it,
                     )
+                if reached:
+                    self.spent = 0
             if self.order:
                 result, self.primal_w = _solve_cvxpy(self.f, self.pool, self.order, self.options)
                 self.backend = result.solver
@@ -1047,7 +1058,11 @@ def _max_violation(pool: _Pool, rnd: _Round, variant: str) -> float:
     return max(0.0, float(np.max(xi - ws)))
 
 
-def _stalled(ran_out: list[bool]) -> bool:
-    """Whether block-coordinate ascent has stalled (see :data:`STALL_ROUNDS`): the sweeps of
-    each of the last rounds ran out."""
-    return len(ran_out) >= STALL_ROUNDS and all(ran_out[-STALL_ROUNDS:])
+def _exact_cheaper(planes: int, features: int, entries: int) -> bool:
+    """Whether the exact working-set QP of ``planes`` planes over ``features`` features costs
+    less (:data:`EXACT_FIXED`, :data:`EXACT_PLANE`, :data:`EXACT_FACTOR`) than sweeps over
+    ``entries`` plane entries did (:data:`SWEEP_ENTRY` each): those since a round last reached
+    its target, as many as the next round is expected to need."""
+    m = float(planes)
+    exact = EXACT_FIXED + EXACT_PLANE * m + EXACT_FACTOR * m * min(m, float(features)) ** 2
+    return exact < SWEEP_ENTRY * entries
