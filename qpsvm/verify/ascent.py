@@ -1700,15 +1700,13 @@ def free_set_step(
 class Ascent:
     """A point of the ascent and what it cost: multipliers ``u``, their expansion ``v``
     (recomputed in twice the working precision), floating-point ``P`` and ``D`` and the epochs
-    run; ``parts`` what an enclosed ``v`` was made of
-    (:meth:`CoordinateData.enclosed_expansion`)."""
+    run."""
 
     u: np.ndarray
     v: np.ndarray
     primal: float
     dual: float
     epochs: int
-    parts: tuple | None = None
 
 
 def ascend(
@@ -1724,7 +1722,6 @@ def ascend(
     exact: bool = True,
     evaluate: bool = True,
     unshrink_every: int = UNSHRINK_EVERY,
-    enclose: bool = False,
     carry: list | None = None,
     estimate: tuple[np.ndarray, float, float] | None = None,
 ) -> Ascent:
@@ -1756,9 +1753,6 @@ def ascend(
         expansion as the ascent updated it), for callers that use ``u`` and ``v`` alone.
     unshrink_every : int
         Epochs between the ascent's putting back every shrunk coordinate.
-    enclose : bool
-        Compute the returned expansion by :meth:`CoordinateData.enclosed_expansion` (the
-        same floats) and return what it was made of as ``parts``, for the certificate.
     carry : list, optional
         The active set of an earlier ascent on the same coordinates (:func:`coordinate_epochs`'s
         ``carry``; empty for none), opened on and left updated: the caller's sequence of
@@ -1847,14 +1841,10 @@ def ascend(
         # the estimates steer the caller only: those of the last tolerance, at the v updated
         # in place (a few ulps from the expansion of u), rather than two more passes
         return Ascent(u, v, primal, dual, epochs)
-    parts = None
-    if enclose and exact:
-        v, parts = data.enclosed_expansion(u)
-    else:
-        v = data.expansion(u, exact)
+    v = data.expansion(u, exact)
     if evaluate:
         primal, dual = data.objectives(u, v, shift)
-    return Ascent(u, v, primal, dual, epochs, parts)
+    return Ascent(u, v, primal, dual, epochs)
 
 
 def _next_tolerance(tol: float, target: float, gap: float, reach: float = 1.0) -> float:
