@@ -31,6 +31,7 @@ from qpsvm.verify.ranking import (
 from qpsvm.verify.ranking_sweep import (
     layout,
     level_counts,
+    level_difference,
     pair_sums,
     sorted_by_query,
     window_sides,
@@ -190,6 +191,11 @@ def test_the_compiled_layout_is_the_numpy_one(seed, distinct, queries, sorted_id
         assert a.dtype == b.dtype and np.array_equal(a, b)
     for name in ("n_pairs", "max_query", "max_levels"):
         assert type(getattr(fast, name)) is int and getattr(fast, name) == getattr(slow, name)
+    # the pass's cnt - cnt' of every pair: the levels' counts of the numpy layout, to the bit
+    assert slow.difference is None and (fast.difference is None) == (not ok)
+    want = level_difference(slow)
+    got = level_difference(fast)
+    assert got.dtype == want.dtype == np.float64 and np.array_equal(got, want)
 
 
 @settings(deadline=None)  # the first example compiles the re-sort

@@ -68,7 +68,7 @@ from qpsvm.verify.ranking import (
     certify_grouped,
     window_dual,
 )
-from qpsvm.verify.ranking_sweep import level_counts, pair_sums, sorted_by_query
+from qpsvm.verify.ranking_sweep import level_difference, pair_sums, sorted_by_query
 
 __all__ = ["solve_one_slack"]
 
@@ -214,13 +214,17 @@ class _Planes:
 
 def hinge_sum(
     f: RankingProblem, scores: np.ndarray, order: np.ndarray
-) -> tuple[float, np.ndarray, np.ndarray]:
-    """``sum_p max(0, 1 - s_i + s_j)`` in floating point, with the per-item counts
-    ``cnt, cnt'`` of the pairs short of the margin (one sweep; ``order`` the items sorted by
-    score within queries, :func:`~qpsvm.verify.ranking_sweep.sorted_by_query`)."""
+) -> tuple[float, np.ndarray, int]:
+    """``sum_p max(0, 1 - s_i + s_j)`` in floating point, as ``n_A - (cnt - cnt') . s`` over
+    the pairs ``A`` short of the margin (``sum_A (s_i - s_j)`` is ``sum_i (cnt_i - cnt'_i)
+    s_i``), with the per-item ``coef = cnt - cnt'`` and ``n_A`` (one sweep; ``order`` the
+    items sorted by score within queries,
+    :func:`~qpsvm.verify.ranking_sweep.sorted_by_query`)."""
     lay = f.query_layout
-    cnt, cnt_other, total, _ = pair_sums(lay, scores - 1.0, scores, monotone=True, order=order)
-    return float(cnt.sum()) - float(cnt @ scores) + float(total.sum()), cnt, cnt_other
+    cnt, cnt_other, _, _ = pair_sums(lay, scores - 1.0, scores, monotone=True, order=order)
+    coef = np.subtract(cnt, cnt_other, dtype=np.float64)
+    count = int(cnt.sum())
+    return count - float(coef @ scores), coef, count
 
 
 def _finish(
@@ -394,8 +398,7 @@ class _CuttingPlane:
         # w = 0: every pair is short of the margin, its plane read off the levels (no sweep),
         # and any order within the queries sorts the equal scores
         lay, C = self.f.query_layout, self.f.C
-        cnt, cnt_other = level_counts(lay)
-        coef = (cnt - cnt_other).astype(np.float64)
+        coef = level_difference(lay)
         w = np.zeros(self.f.n_features)
         self.planes.add(np.asarray(self.f.items.T @ coef).ravel() / self.m, 1.0)
         scores = np.zeros(self.f.items.shape[0])
@@ -407,9 +410,7 @@ class _CuttingPlane:
         # the scores of w = 0 are all equal: their order is no start
         start = None if near is None or not near.w.any() else near.order
         order = sorted_by_query(self.f.query_layout, scores, start)
-        hinge, cnt, cnt_other = hinge_sum(self.f, scores, order)
-        coef = (cnt - cnt_other).astype(np.float64)
-        count = int(cnt.sum())
+        hinge, coef, count = hinge_sum(self.f, scores, order)
         return _Point(w, scores, order, 0.5 * float(w @ w) + self.f.C * hinge, coef, count)
 
     def add_planes(self, points: Sequence[_Point]) -> None:

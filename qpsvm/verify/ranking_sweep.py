@@ -43,6 +43,7 @@ __all__ = [
     "QueryLayout",
     "layout",
     "level_counts",
+    "level_difference",
     "pair_sums",
     "sorted_by_query",
     "window_sides",
@@ -69,6 +70,10 @@ class QueryLayout:
         Items in the largest query.
     max_levels : int
         Most relevance levels of one query.
+    difference : ndarray of float64, optional
+        ``cnt_i - cnt'_i`` of every pair (the items of ``i``'s query at a lower level less
+        those at a higher one), when the layout's compiled pass counted it
+        (:func:`level_difference`).
     """
 
     order: np.ndarray
@@ -78,6 +83,7 @@ class QueryLayout:
     n_pairs: int
     max_query: int
     max_levels: int
+    difference: np.ndarray | None = None
 
 
 #: Distinct values that :func:`_dense_rank` ranks by one comparison each (above, by a binary
@@ -147,15 +153,18 @@ def _dense_rank(values: np.ndarray) -> np.ndarray:
 
 @numba.njit(**ENTRY)
 def _grouped_layout(relevance, ids):  # pragma: no cover - compiled
-    """:func:`layout`'s levels, query codes, query starts, pair count, largest query and most
-    levels of a query in one pass, for query ids in non-decreasing order (the items already
-    grouped: the layout's order is the identity) and at most :data:`FEW_VALUES` distinct
-    relevance values (kept sorted by insertion; each item's level counted as the distinct
-    values below its own, no sort). ``ok`` is ``False`` (the rest unset) where either fails."""
+    """:func:`layout`'s levels, query codes, query starts, pair count, largest query, most
+    levels of a query and each item's ``cnt - cnt'`` of every pair
+    (:attr:`QueryLayout.difference`) in one pass, for query ids in non-decreasing order (the
+    items already grouped: the layout's order is the identity) and at most
+    :data:`FEW_VALUES` distinct relevance values (kept sorted by insertion; each item's level
+    counted as the distinct values below its own, no sort). ``ok`` is ``False`` (the rest
+    unset) where either fails."""
     n = relevance.shape[0]
     level = np.empty(n, dtype=np.intp)
     query = np.empty(n, dtype=np.intp)
     starts = np.empty(n + 1, dtype=np.intp)
+    difference = np.empty(n)
     distinct = np.empty(FEW_VALUES)
     n_levels = 0
     for i in range(n):
@@ -166,7 +175,7 @@ def _grouped_layout(relevance, ids):  # pragma: no cover - compiled
         if k < n_levels and distinct[k] == v:
             continue
         if n_levels == FEW_VALUES:
-            return False, level, query, starts, 0, 0, 0
+            return False, level, query, starts, 0, 0, 0, difference
         for m in range(n_levels, k, -1):
             distinct[m] = distinct[m - 1]
         distinct[k] = v
@@ -175,7 +184,7 @@ def _grouped_layout(relevance, ids):  # pragma: no cover - compiled
     for i in range(n):
         if i == 0 or ids[i] != ids[i - 1]:
             if i > 0 and ids[i] < ids[i - 1]:
-                return False, level, query, starts, 0, 0, 0
+                return False, level, query, starts, 0, 0, 0, difference
             starts[n_queries] = i
             n_queries += 1
         query[i] = n_queries - 1
@@ -185,6 +194,7 @@ def _grouped_layout(relevance, ids):  # pragma: no cover - compiled
         level[i] = k
     starts[n_queries] = n
     counts = np.empty(n_levels, dtype=np.int64)
+    higher = np.empty(n_levels, dtype=np.int64)
     n_pairs, max_query, most = 0, 0, 0
     for q in range(n_queries):
         counts[:] = 0
@@ -192,12 +202,16 @@ def _grouped_layout(relevance, ids):  # pragma: no cover - compiled
             counts[level[i]] += 1
         above, present = 0, 0
         for k in range(n_levels - 1, -1, -1):
+            higher[k] = above
             n_pairs += above * counts[k]
             above += counts[k]
             present += counts[k] > 0
+        for i in range(starts[q], starts[q + 1]):
+            k = level[i]
+            difference[i] = (above - higher[k] - counts[k]) - higher[k]
         max_query = max(max_query, above)
         most = max(most, present)
-    return True, level, query, starts[: n_queries + 1], n_pairs, max_query, most
+    return True, level, query, starts[: n_queries + 1], n_pairs, max_query, most, difference
 
 
 #: How many items :func:`layout` may lay out by numpy in a process before
@@ -216,10 +230,12 @@ def layout(relevance: np.ndarray, ids: np.ndarray) -> QueryLayout:
     ids = np.asarray(ids)
     n = relevance.shape[0]
     if n and ids.dtype == np.intp and not uncompiled(_grouped_layout, n, GROUPED_LAYOUT_ITEMS):
-        ok, level, query, starts, n_pairs, max_query, most = _grouped_layout(relevance, ids)
+        ok, level, query, starts, n_pairs, max_query, most, difference = _grouped_layout(
+            relevance, ids
+        )
         if ok:
             order = np.arange(n, dtype=np.intp)
-            return QueryLayout(order, starts, level, query, n_pairs, max_query, most)
+            return QueryLayout(order, starts, level, query, n_pairs, max_query, most, difference)
     level = _dense_rank(relevance)
     query = _dense_rank(ids)
     order = np.argsort(query, kind="stable")
@@ -242,6 +258,16 @@ def level_counts(lay: QueryLayout) -> tuple[np.ndarray, np.ndarray]:
     below = (upto - counts).ravel()
     above = (upto[:, -1:] - upto).ravel()
     return below[key].astype(np.int64), above[key].astype(np.int64)
+
+
+def level_difference(lay: QueryLayout) -> np.ndarray:
+    """``cnt - cnt'`` of :func:`level_counts` in float64 (the coefficients of the 1-slack
+    plane of ``w = 0``): the layout's own, when its compiled pass counted them
+    (:attr:`QueryLayout.difference`), else from :func:`level_counts`."""
+    if lay.difference is not None:
+        return lay.difference
+    cnt, cnt_other = level_counts(lay)
+    return (cnt - cnt_other).astype(np.float64)
 
 
 @numba.njit(**ENTRY)
