@@ -27,6 +27,7 @@ from qpsvm.verify.ranking import (
     hinge_upper,
     sorted_hinge_bounds,
     window_dual,
+    window_hinge_bounds,
 )
 from qpsvm.verify.ranking_sweep import (
     layout,
@@ -357,6 +358,54 @@ def test_hinge_upper_bounds_the_exact_hinge_sum(seed, levels, rounded, sorted_on
         exact = [Fraction(t[i]) + Fraction(float(signs[i])) * Fraction(err[i]) for i in range(n)]
         hinge = sum(max(Fraction(0), 1 - exact[i] + exact[j]) for i, j in P)
         assert hinge <= bound
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    seed=st.integers(0, 2**16),
+    levels=st.integers(2, 4),
+    tau=st.sampled_from([1e-2, 0.3, math.inf]),
+    move=st.sampled_from([0.0, 1e-9, 1e-3, 1e-2, 0.2]),
+    rounded=st.booleans(),
+    each_pair=st.booleans(),
+)
+@example(seed=0, levels=2, tau=0.3, move=0.0, rounded=True, each_pair=False)
+@example(seed=1, levels=3, tau=1e-2, move=1e-2, rounded=False, each_pair=True)
+def test_window_hinge_bounds_bound_the_exact_hinge_sum(seed, levels, tau, move, rounded, each_pair):
+    # the hinge sum read off a window's sides (no sweep) at scores t moved from the scores b
+    # the window was cut at: whenever the sides are proven to hold, the bound is above the
+    # exact hinge sum over the formed pairs (rational arithmetic) for scores anywhere in
+    # their enclosures; with every moved item's pairs checked one by one (each_pair) or
+    # none; sides that do not move always hold
+    X, y, groups = ranking_problem(seed, n_queries=4, per_query=8, d=3, levels=levels)
+    try:
+        f = qpsvm.RankingSVM(X, y=y, groups=groups, C=1.0)
+    except qpsvm.InvalidInputError:
+        return
+    rng = np.random.default_rng(seed)
+    lay, n = f.query_layout, X.shape[0]
+    b = X @ rng.normal(size=3)
+    if rounded:  # ties, and margins on the windows' thresholds
+        b = np.round(b, 1)
+    point = window_dual(X, f.C, lay, b, tau)
+    if point is None:
+        return
+    t = b + move * rng.normal(size=n)
+    err = np.abs(rng.normal(size=n)) * 10.0 ** rng.integers(-16, -12, size=n)
+    with patch.object(ranking_module, "SIDE_ITEMS", 1.0 if each_pair else 1 / 64):
+        bounds = window_hinge_bounds(lay, point, t, err)
+    if move == 0.0:
+        assert bounds is not None
+    if bounds is None:
+        return
+    upper, value = bounds
+    P = make_pairs(y, groups)
+    for signs in (rng.uniform(-1, 1, size=n), np.sign(rng.uniform(-1, 1, size=n))):
+        exact = [Fraction(t[i]) + Fraction(float(signs[i])) * Fraction(err[i]) for i in range(n)]
+        hinge = sum(max(Fraction(0), 1 - exact[i] + exact[j]) for i, j in P)
+        assert hinge <= Fraction(upper)
+    floats = sum(max(0.0, 1.0 - t[i] + t[j]) for i, j in P)
+    assert value == pytest.approx(floats, rel=1e-12, abs=1e-12)
 
 
 @pytest.mark.parametrize("planes", [False, True])

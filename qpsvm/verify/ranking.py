@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from qpsvm._numerics import fsum, fsum_dot, uncompiled
+from qpsvm._numerics import fsum, fsum_dot, sum_error, uncompiled
 from qpsvm._validation import check_tol
 from qpsvm.contract import RankingProblem
 from qpsvm.solution import Candidate
@@ -107,6 +107,7 @@ __all__ = [
     "hinge_upper",
     "sorted_hinge_bounds",
     "window_dual",
+    "window_hinge_bounds",
     "window_sets",
 ]
 
@@ -114,6 +115,10 @@ __all__ = [
 WINDOW_TAUS = (1e-12, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
 #: Most pairs listed in a window (a larger window is skipped).
 MAX_WINDOW = 20_000
+#: The share of the items whose pairs :func:`window_hinge_bounds` checks one by one, at most
+#: (the items that moved more than half the room of their pairs' sides since the window was
+#: cut); beyond it the hinge sum is swept.
+SIDE_ITEMS = 1 / 64
 #: A plain products' gap beyond this many of its rounding allowances (twice what the exact
 #: gap may lose to the float objectives' own error, :func:`_rounding_hides`) is not retried
 #: with Dot2's enclosures (measured, the one-slack finish's first window at dlib's ``c = 1``
@@ -186,6 +191,9 @@ class WindowDual:
         The expansion ``X^T (C a_B + D_M^T alpha_M)`` enclosed (``hi, lo, err``) by the plain
         products, when :func:`window_dual` computed it with ``w``
         (:func:`grouped_expansion` then returns it).
+    sides : tuple, optional
+        The scores ``b`` and the window ``tau`` the sets were read off, when known
+        (:func:`window_hinge_bounds`).
     """
 
     n_bound: int
@@ -194,6 +202,7 @@ class WindowDual:
     alpha: np.ndarray
     w: np.ndarray
     expansion: tuple | None = None
+    sides: tuple[np.ndarray, float] | None = None
 
 
 _EMPTY = np.zeros(0)
@@ -331,7 +340,8 @@ def window_dual(
         alpha, w = box_qp(Z, v0, C, start)
         if dense:
             expansion = dd_add(expansion, _rows_enclosure(Z, alpha))
-    return WindowDual(n_bound, coef_bound, window, alpha, w, expansion if dense else None)
+    expansion = expansion if dense else None
+    return WindowDual(n_bound, coef_bound, window, alpha, w, expansion, (scores, tau))
 
 
 def _rows_enclosure(Z: np.ndarray, alpha: np.ndarray) -> tuple:
@@ -402,6 +412,124 @@ def sorted_hinge_bounds(
     k = math.nextafter(math.nextafter(1.0 + g, math.inf) / (1.0 - U), math.inf)
     upper, cnt, total = _hinge_bound(lay, k - t, t + h, order)
     return upper, fsum(cnt * ((1.0 - h) - t)) + fsum(total)
+
+
+def window_hinge_bounds(
+    lay: QueryLayout, point: WindowDual, t: np.ndarray, err: np.ndarray
+) -> tuple[float, float] | None:
+    r"""An upper bound on the exact hinge sum over the pairs of ``lay`` when each exact score
+    ``s_i`` lies within ``err_i`` of ``t_i``, and the hinge sum at ``t`` in floating point,
+    read off the sides of ``point`` without a sweep; ``None`` when a pair may have crossed
+    the margin since the scores ``b`` its sets were read off (:attr:`WindowDual.sides`).
+
+    :func:`window_dual` cut the pairs at ``b`` and ``tau``: each pair of ``B`` has ``b_j >
+    fl(b_i - c_1)``, ``c_1 = fl(1 - tau)``, so ``b_i - b_j < c_1 + u (|b_i| + |c_1|)``; each of
+    the others outside the window ``M`` has ``b_j <= fl(b_i - c_2)``, ``c_2 = fl(1 + tau)``, so
+    ``b_i - b_j >= c_2 - u (|b_i| + |c_2|)``. Each exact margin ``r_p = s_i - s_j`` is within
+    ``D_i + D_j`` of ``b_i - b_j``, ``D_i >= |t_i - b_i| + err_i``: where every pair of ``B``
+    keeps ``r_p <= 1`` and every other pair outside ``M`` ``r_p >= 1`` (:func:`_sides_hold`),
+    the hinge sum is exactly
+
+    .. math::
+
+        \sum_B (1 - r_p) + \sum_M \max(0, 1 - r_p)
+        = n_B - a_B \cdot s + \sum_M \max(0, 1 - s_i + s_j),
+
+    with ``a_B = cnt - cnt'`` over ``B`` (:attr:`WindowDual.bound_coef`), ``a_B \cdot s \ge
+    a_B \cdot t - \sum_i |a_i| err_i`` and each window pair's term at most ``max(0, 1 - t_i +
+    t_j + err_i + err_j)``, every sum's rounding bounded by
+    :func:`~qpsvm._numerics.sum_error` and the last operations rounded outward. The float
+    value is ``n_B - a_B . t + sum_M max(0, 1 - t_i + t_j)``."""
+    if point.sides is None:
+        return None
+    n_bound, window = point.n_bound, point.window
+    beyond = lay.n_pairs - n_bound - window.shape[0]
+    if not _sides_hold(lay, *point.sides, t, err, n_bound > 0, beyond > 0):
+        return None
+    a = point.bound_coef.astype(np.float64)
+    size = np.abs(a)
+    n = a.shape[0]
+    dot = float(a @ t)
+    dot_low = float(down(dot - float(sum_error(n, float(size @ np.abs(t))))))
+    shift = float(size @ err)
+    shift = float(up(shift + float(sum_error(n, shift))))
+    bound_part = float(up(float(n_bound) - float(down(dot_low - shift))))
+    i, j = window[:, 0], window[:, 1]
+    gap = (1.0 - t[i]) + t[j]
+    slack = err[i] + err[j]
+    spread = float(
+        sum_error(5, float(np.max((1.0 + np.abs(t[i]) + np.abs(t[j])) + slack, initial=0.0)))
+    )
+    # each term rounded once more, at most u below its exact nonnegative value
+    top = np.maximum(0.0, (gap + slack) + spread)
+    upper = float(up(bound_part + float(up(upper_sum(top) * (1.0 + 4.0 * U)))))
+    return upper, (float(n_bound) - dot) + float(np.sum(np.maximum(0.0, gap)))
+
+
+def _sides_hold(
+    lay: QueryLayout,
+    b: np.ndarray,
+    tau: float,
+    t: np.ndarray,
+    err: np.ndarray,
+    bound: bool,
+    beyond: bool,
+) -> bool:
+    r"""Whether every pair cut into ``B`` at scores ``b`` and window ``tau`` has ``r_p <= 1``
+    and every pair cut beyond the window ``r_p >= 1``, for all exact scores within ``err`` of
+    ``t`` (:func:`window_hinge_bounds`; ``bound``, ``beyond``: whether those sets have pairs).
+    Each item moved by at most ``D_i >= |t_i - b_i| + err_i``; a pair of two items with
+    ``D_i <= h``, ``2 h`` at most the room of its side (``1 - c_1``, resp. ``c_2 - 1``, less
+    ``2u (max |b| + |c|)``), keeps it. The pairs of the other items (at most
+    :data:`SIDE_ITEMS` of them) are cut again at ``b`` as :func:`window_sets` cuts them and
+    their margins checked on the enclosures: ``t_i - t_j + err_i + err_j <= 1`` in ``B``,
+    ``t_i - t_j - err_i - err_j >= 1`` beyond, each sum's rounding bounded by
+    :func:`~qpsvm._numerics.sum_error`."""
+    c_low, c_high = 1.0 - tau, 1.0 + tau
+    reach = _max_abs(b)
+    if not math.isfinite(reach):
+        return False
+    rooms = []
+    if bound:
+        rooms.append(
+            float(down(float(down(1.0 - c_low)) - float(up(2.0 * U * (reach + abs(c_low))))))
+        )
+    if beyond:
+        rooms.append(float(down(float(down(c_high - 1.0)) - float(up(2.0 * U * (reach + c_high))))))
+    if not rooms:
+        return True
+    room = min(rooms)
+    if not room > 0.0:
+        return False
+    # fl(|fl(t_i - b_i)| + err_i) is at least (|t_i - b_i| + err_i) / (1 + 3u)
+    move = np.abs(t - b) + err
+    risky = np.flatnonzero(~(move <= float(down(float(down(0.5 * room)) / (1.0 + 4.0 * U)))))
+    if risky.size == 0:
+        return True
+    if risky.size > SIDE_ITEMS * t.shape[0]:
+        return False
+    # each risky item against every item of its query
+    query = lay.query[risky]
+    first = lay.starts[query]
+    sizes = lay.starts[query + 1] - first
+    own = np.repeat(risky, sizes)
+    at = np.repeat(first - (np.cumsum(sizes) - sizes), sizes) + np.arange(own.shape[0])
+    other = lay.order[at]
+    above = lay.level[own] > lay.level[other]
+    paired = above | (lay.level[own] < lay.level[other])
+    i = np.where(above, own, other)[paired]
+    j = np.where(above, other, own)[paired]
+    short = b[j] > b[i] - (1.0 - tau)  # the cuts of window_sets, to the bit
+    past = b[j] <= b[i] - (1.0 + tau)
+    diff = t[i] - t[j]
+    slack = err[i] + err[j]
+    # one bound for every pair's four terms; a last sum within half an ulp of 1 is refused
+    spread = float(sum_error(4, float(np.max((np.abs(t[i]) + np.abs(t[j])) + slack))))
+    highest = (diff + slack) + spread
+    lowest = (diff - slack) - spread
+    return bool(
+        np.all(highest[short] <= float(down(1.0))) and np.all(lowest[past] >= float(up(1.0)))
+    )
 
 
 def _hinge_bound(
@@ -540,8 +668,13 @@ def certify_grouped(
         if fused is not None:
             return _fused_certificate(f, fused.bounds, tol)
     scores, _, err = enclosed_product(X.T, w, dot2=False)
-    order = sorted_by_query(lay, scores, near)  # one sort for every sweep
-    hinge, hinge_float = sorted_hinge_bounds(lay, scores, err, order)
+    # the hinge sum off the given point's sides where no pair can have crossed them, else by
+    # the sweep; one sort for every sweep
+    bounds = None if point is None else window_hinge_bounds(lay, point, scores, err)
+    order = None
+    if bounds is None or windows:
+        order = sorted_by_query(lay, scores, near)
+    hinge, hinge_float = sorted_hinge_bounds(lay, scores, err, order) if bounds is None else bounds
     primal = primal_upper(upper_sum(w * w), C, hinge)
     # the float objective, for the early stop and the rounding floor
     primal_float = 0.5 * fsum(w * w) + C * hinge_float
