@@ -962,6 +962,103 @@ def test_bordered_columns_tell_a_nearly_singular_free_set(rows):
     assert not system.nearly_singular(np.ones(n, dtype=bool))  # nothing dropped
 
 
+@given(
+    seed=st.integers(0, 10_000),
+    rows=st.integers(2, 40),
+    coupled=st.booleans(),
+    bias=st.sampled_from([0.0, 1.0]),
+)
+@example(seed=0, rows=30, coupled=False, bias=0.0)  # more rows than columns: singular
+@example(seed=1, rows=12, coupled=True, bias=1.0)
+@settings(max_examples=40, deadline=None)
+def test_restricted_factor_is_the_factor_of_the_kept_set(seed, rows, coupled, bias):
+    # deleting the dropped coordinates from the factor of F (Givens rotations) gives the
+    # Cholesky factor of the kept principal submatrix of the same shifted and augmented
+    # Hessian (a triangular factor with positive diagonal is unique), and its bordered solves
+    # are those of the kept equations
+    rng = np.random.default_rng(seed)
+    X = sp.random(rows, 20, density=0.3, random_state=seed, format="csr")
+    y = np.where(rng.random(rows) < 0.5, -1.0, 1.0)
+    data = CoordinateData(X, y, np.ones(rows), np.zeros(rows), np.ones(rows), bias)
+    F = np.arange(rows)
+    system = ascent._FreeSystem.factored(data, F, coupled=coupled)
+    if system is None:
+        return  # a zero Hessian does not factor
+    keep = rng.random(rows) < 0.6
+    keep[rng.integers(rows)] = True
+    kept = system.restricted(keep)
+    K = np.flatnonzero(keep)
+    L = np.tril(kept.factor[0])
+    assert np.all(np.diag(L) > 0.0)
+    np.testing.assert_allclose(
+        L @ L.T, system.H[np.ix_(K, K)], rtol=0, atol=1e-12 * np.max(np.abs(system.H))
+    )
+    assert kept.delta == system.delta and kept.rho == system.rho
+    g = rng.standard_normal(K.size)
+    x, beta = kept.solve(g, np.ones(K.size, dtype=bool), 0.25)
+    A, rhs = system.H[np.ix_(K, K)], g.copy()
+    if coupled:
+        sK = data.sigma[K]
+        A = np.block([[A, sK[:, None]], [sK[None, :], np.zeros((1, 1))]])
+        rhs = np.append(rhs + system.rho * 0.25 * sK, 0.25)
+    ref = np.linalg.lstsq(A, rhs, rcond=None)[0] if rows > 20 else np.linalg.solve(A, rhs)
+    residual = A @ np.append(x, beta)[: A.shape[0]] - rhs
+    assert np.max(np.abs(residual)) <= 1e-8 * max(1.0, np.max(np.abs(ref)))
+
+
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 30))
+@example(seed=0, n=25)
+@settings(max_examples=30, deadline=None)
+def test_rotations_out_of_a_factor_in_numpy_are_the_compiled_ones(seed, n):
+    # the rotations deleting indices from a Cholesky factor, before their kernel is
+    # compiled, in numpy: the same operations in the same order, the same factor to the bit
+    rng = np.random.default_rng(seed)
+    M = rng.standard_normal((n, n + 2))
+    L = np.linalg.cholesky(M @ M.T)
+    keep = rng.random(n) < 0.5
+    rows = np.flatnonzero(keep)
+    At = np.ascontiguousarray(L[rows].T)
+    compiled, numpy = At.copy(), At.copy()
+    ascent._rotate_out(compiled, keep, rows)
+    cost = ascent._rotate_out_numpy(numpy, keep, rows)
+    np.testing.assert_array_equal(numpy, compiled)
+    assert cost >= 0 and (cost > 0) == bool(np.any(numpy[~keep] != At[~keep]))
+
+
+def test_finish_deletes_the_nearly_singular_dropped_set_from_its_factor(monkeypatch):
+    # n > d from a loose point: a round that dropped coordinates from a nearly singular free
+    # set goes on with its factor, the dropped coordinates deleted (no Gram, no new factor),
+    # and certifies at the rational oracle's optimum as with every round factored anew
+    X, y, data, u = _loose_point_n_gt_d()
+    monkeypatch.setattr(ascent, "ITERATIVE_FROM", np.inf)  # the dense factor
+    restricted = []
+    original = ascent._FreeSystem.restricted
+
+    def spy(self, keep):
+        restricted.append(int(np.count_nonzero(~keep)))
+        return original(self, keep)
+
+    monkeypatch.setattr(ascent._FreeSystem, "restricted", spy)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False)
+    certs, counts = [], []
+    for fraction in (ascent.EXTEND_MAX, 0.0):
+        monkeypatch.setattr(ascent, "EXTEND_MAX", fraction)
+        restricted.clear()
+        built = _record_systems(monkeypatch)
+        step, _ = ascent.free_set_step(data, u)
+        counts.append(len(built))
+        assert bool(restricted) == (fraction > 0.0) and all(restricted)
+        certs.append(f.certify(alpha=step))
+        assert certs[-1].passed and certs[-1].relative_gap <= 1e-12
+        monkeypatch.undo()
+        monkeypatch.setattr(ascent, "ITERATIVE_FROM", np.inf)
+        monkeypatch.setattr(ascent._FreeSystem, "restricted", spy)
+    assert counts[0] < counts[1]  # fewer systems formed
+    optimum = _exact_optimum(X, y, fit_intercept=False)
+    for cert in certs:
+        assert Fraction(cert.lower) <= optimum <= Fraction(cert.upper)
+
+
 def _loose_point_n_gt_d() -> tuple:
     """Sparse rows with n > d (300 x 40, 4 nonzeros a row), their hinge's coordinate data
     without intercept, and the multipliers of 3 epochs of the ascent from 0."""

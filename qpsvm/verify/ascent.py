@@ -242,6 +242,11 @@ SWEEP_ENTRIES = 40_000_000
 #: ... and :func:`coordinate_objectives`'s (about 0.35 s) until its Sum2 in Python floats (about
 #: 0.09 us an element) would have.
 OBJECTIVES_ELEMENTS = 2**22
+#: ... and :func:`_rotate_out`'s (about 0.2 s of compile) until its rotations would have paid
+#: for it: a rotation costs its numpy equivalent about 6 us plus 3 ns an entry, charged as
+#: ``ROTATION_FIXED`` entries plus the entries.
+ROTATION_FIXED = 2_000
+ROTATION_ENTRIES = 70_000_000
 #: ... and the residual the solves of steps likely to end at a bound stop at (each round's
 #: first, and each after a step that ended at one), started from the last step's ``(1 - t) x``:
 #: a ratio step needs an ascent direction, not the equations' solution, which the steps
@@ -943,6 +948,19 @@ class _FreeSystem:
         self.factor, self.H = (grown, True), None
         return True
 
+    def restricted(self, keep: np.ndarray) -> _FreeSystem:
+        r"""The system of the coordinates ``keep`` of ``F`` alone, its factor the dropped
+        coordinates' rows and columns deleted from this one (:func:`_factor_without`: ``L_K
+        L_K^T`` the principal submatrix of ``L L^T`` on ``K``, with the same shift and
+        coupling weight), no Gram and no factor formed: the refactor of the kept set where the
+        bordered solves would lose accuracy (:meth:`nearly_singular`), at the backward error of
+        the factor it comes from."""
+        factor = _factor_without(self.factor[0], keep)
+        coupling = None if self.coupling is None else self.coupling[keep]
+        system = _FreeSystem(None, (factor, True), coupling, self.rho)
+        system.delta = self.delta
+        return system
+
     def nearly_singular(self, keep: np.ndarray) -> bool:
         """Whether a column ``H^{-1} e_r`` of a coordinate dropped from ``keep`` reaches
         ``sqrt(eps) / delta``: ``H`` (shifted by ``delta``) nearly singular along it, where
@@ -996,6 +1014,79 @@ class _FreeSystem:
         x = x - Y @ lam
         x[R] = 0.0
         return x, float(lam[-1]) if self.coupling is not None else 0.0
+
+
+def _factor_without(L: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    r"""The lower Cholesky factor of ``(L L^T)_{KK}``, ``K`` the indices ``keep`` marks, from
+    the lower factor ``L`` (its upper part not read): the rows ``K`` of ``L``, ``A = L_{K,:}``
+    (``A A^T = (L L^T)_{KK}``), made lower triangular by rotating each column of an index
+    left out into the kept columns after it, one Givens rotation a row (Golub and Van Loan,
+    *Matrix Computations*, 2013, section 6.5.4: deleting a row and column of a Cholesky
+    factor), ``(|F| - r)^2`` flops for an index left out at position ``r``, against a new
+    Gram and ``|K|^3 / 3`` flops. Returned in Fortran order (LAPACK's triangular solves read
+    it in place). Compiled (:func:`_rotate_out`), or before it is, its numpy equivalent (the
+    same floats) until its rotations would have paid for the compile
+    (:data:`ROTATION_ENTRIES`)."""
+    rows = np.flatnonzero(keep)
+    At = np.ascontiguousarray(np.tril(L)[rows].T)  # A's columns as rows, each contiguous
+    if uncompiled(_rotate_out, 0, ROTATION_ENTRIES):
+        charge(_rotate_out, _rotate_out_numpy(At, keep, rows))
+    else:
+        _rotate_out(At, keep, rows)
+    return np.triu(At[rows]).T
+
+
+@numba.njit(**ENTRY, _nrt=False)
+def _rotate_out(At, keep, rows):  # pragma: no cover - compiled
+    """The rotations of :func:`_factor_without` on ``A^T`` (``At``, in place): each row ``j``
+    of an index left out rotated into the rows ``rows[r]`` of the kept indices after it,
+    zeroing its entries ``r`` in turn (``sqrt(a^2 + b^2)`` written out, as its equivalent)."""
+    m = rows.shape[0]
+    first = 0  # the first entry of the row left out that can be nonzero: the kept before it
+    for j in range(At.shape[0]):
+        if keep[j]:
+            first += 1
+            continue
+        x = At[j]
+        for r in range(first, m):
+            b = x[r]
+            if b == 0.0:
+                continue
+            column = At[rows[r]]
+            a = column[r]
+            radius = math.sqrt(a * a + b * b)
+            c, s = a / radius, b / radius
+            column[r] = radius
+            x[r] = 0.0
+            for q in range(r + 1, m):
+                t = column[q]
+                column[q] = c * t + s * x[q]
+                x[q] = c * x[q] - s * t
+
+
+def _rotate_out_numpy(At: np.ndarray, keep: np.ndarray, rows: np.ndarray) -> int:
+    """:func:`_rotate_out` in numpy, the same operations on each entry in the same order;
+    returns what it cost, :data:`ROTATION_FIXED` entries a rotation plus the entries
+    rotated."""
+    m, cost = rows.shape[0], 0
+    first = np.cumsum(keep) - keep  # the kept indices before each
+    for j in np.flatnonzero(~keep):
+        x = At[j]
+        for r in range(int(first[j]), m):
+            b = float(x[r])
+            if b == 0.0:
+                continue
+            column = At[rows[r]]
+            a = float(column[r])
+            radius = math.sqrt(a * a + b * b)
+            c, s = a / radius, b / radius
+            column[r] = radius
+            x[r] = 0.0
+            t, xq = column[r + 1 :].copy(), x[r + 1 :].copy()
+            column[r + 1 :] = c * t + s * xq
+            x[r + 1 :] = c * xq - s * t
+            cost += ROTATION_FIXED + m - r
+    return cost
 
 
 def _path_step(
@@ -1676,18 +1767,34 @@ def free_set_step(
         rejoin = inward[F]
         inward[F] = False
         joining = np.flatnonzero(inward)
-        dropped = int(np.count_nonzero(~(keep | rejoin)))
+        kept = keep | rejoin
+        dropped = F.size - int(np.count_nonzero(kept))
+        few = dropped + joining.size <= EXTEND_MAX * F.size
         if (
             isinstance(system, _FreeSystem)
             and not bordered
-            and dropped + joining.size <= EXTEND_MAX * F.size
+            and few
             and (joining.size == 0 or system.extend(data, Z, F, joining))
         ):
-            keep = np.concatenate([keep | rejoin, np.ones(joining.size, dtype=bool)])
+            keep = np.concatenate([kept, np.ones(joining.size, dtype=bool)])
             F = np.concatenate([F, joining])
             Z = data.X[F]
             continue
-        F = np.union1d(F[keep | rejoin], joining)
+        if bordered and few:
+            # the dropped coordinates, whose columns would cost the bordered solves accuracy,
+            # deleted from the factor instead of a factor of the kept set, the joining ones
+            # appended: at 50000 x 500 (10 nonzeros a row, the hinge) the second and third
+            # rounds' Gram and factor of 494 and 484 free, about 5 ms each
+            system = system.restricted(kept)
+            F = F[kept]
+            kept = np.ones(F.size, dtype=bool)
+            Z = data.X[F]
+            if joining.size == 0 or system.extend(data, Z, F, joining):
+                F = np.concatenate([F, joining])
+                keep = np.ones(F.size, dtype=bool)
+                Z = data.X[F]
+                continue
+        F = np.union1d(F[kept], joining)
         keep = np.ones(F.size, dtype=bool)
         Z = data.X[F]
         system = _free_system(data, F, coupled, floor, iterative=not factor_only, Z=Z)
