@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba.extending import overload
 
-from qpsvm._jit import ENTRY
+from qpsvm._jit import ENTRY, OVERLOAD
 from qpsvm._numerics import uncompiled
 
 __all__ = [
@@ -127,7 +127,7 @@ def _row_axpy(i, M, c, v):  # pragma: no cover - compiled (typed by the overload
 
 
 # chosen by the type of ``M[0]`` (two-dimensional: dense rows), see the module docstring
-@overload(_row_dot)
+@overload(_row_dot, jit_options=OVERLOAD)
 def _row_dot_typed(i, M, v):  # pragma: no cover - compiled
     if M[0].ndim == 2:
 
@@ -150,7 +150,7 @@ def _row_dot_typed(i, M, v):  # pragma: no cover - compiled
     return sparse
 
 
-@overload(_row_axpy)
+@overload(_row_axpy, jit_options=OVERLOAD)
 def _row_axpy_typed(i, M, c, v):  # pragma: no cover - compiled
     if M[0].ndim == 2:
 
@@ -178,14 +178,14 @@ def _example_axpy(i, M, c, v):  # pragma: no cover - compiled (typed by the over
 
 
 # chosen by the type of ``M[5]`` (two-dimensional: pairs), like the row accessors
-@overload(_example_dot)
+@overload(_example_dot, jit_options=OVERLOAD)
 def _example_dot_typed(i, M, v):  # pragma: no cover - compiled
     if M[5].ndim == 2:
         return lambda i, M, v: _row_dot(M[5][i, 0], M, v) - _row_dot(M[5][i, 1], M, v)
     return _row_dot_typed(i, M, v)  # the row's own code: no call level compiled apart
 
 
-@overload(_example_axpy)
+@overload(_example_axpy, jit_options=OVERLOAD)
 def _example_axpy_typed(i, M, c, v):  # pragma: no cover - compiled
     if M[5].ndim == 2:
 
