@@ -204,33 +204,6 @@ def dual_coordinate_descent(
     return Start(cand, tol, "dual_coordinate_descent", int(epochs))
 
 
-@numba.njit(**CALLEE, _nrt=False)
-def _cs_subproblem(A, B, y_at, Ci, active, D, out):  # pragma: no cover - compiled
-    """Minimise ``A/2 ||a||^2 + B.a`` over the first ``active`` entries with ``sum_m a_m = -C_i``
-    when the true class is shrunk at ``C_i`` (``y_at >= active``), else ``0``, ``a_m <= 0``
-    (``m != y_at``), ``a_{y_at} <= C_i`` (Crammer and Singer 2001; liblinear's
-    ``solve_sub_problem``); ``D`` is scratch space, sorted in place (insertion sort: ``k`` is
-    small, and nothing is allocated; no builtin ``min`` either, which numba compiles as a
-    function of its own)."""
-    for m in range(active):
-        value = B[m] + (A * Ci if m == y_at else 0.0)
-        p = m
-        while p > 0 and D[p - 1] < value:  # descending
-            D[p] = D[p - 1]
-            p -= 1
-        D[p] = value
-    beta = D[0] - A * Ci
-    r = 1
-    while r < active and beta < r * D[r]:
-        beta += D[r]
-        r += 1
-    beta /= r
-    for m in range(active):
-        cap = Ci if m == y_at else 0.0
-        value = (beta - B[m]) / A
-        out[m] = value if value < cap else cap  # min(cap, value)
-
-
 @numba.njit(**ENTRY, _nrt=False)
 def _cs_dcd(
     M,
@@ -327,7 +300,29 @@ def _cs_dcd(
                 worst = g_max - g_min
             for m in range(ka):
                 B[m] = G[m] - A * alpha[i, cls[m]]
-            _cs_subproblem(A, B, yat, U[i], ka, D, new)
+            # Crammer and Singer 2001's sub-problem (liblinear's ``solve_sub_problem``): minimise
+            # ``A/2 ||a||^2 + B.a`` over the active classes with ``sum_m a_m = -C_i`` when the
+            # true class is shrunk at ``C_i`` (``yat >= ka``), else ``0``, ``a_m <= 0`` off the
+            # label, ``a_yat <= C_i``; ``D`` sorted in place, descending (insertion sort: ``ka``
+            # is small; written out here, a callee of its own cost 0.1 s of a cold call's compile)
+            Ci = U[i]
+            for m in range(ka):
+                value = B[m] + (A * Ci if m == yat else 0.0)
+                p = m
+                while p > 0 and D[p - 1] < value:
+                    D[p] = D[p - 1]
+                    p -= 1
+                D[p] = value
+            beta = D[0] - A * Ci
+            r = 1
+            while r < ka and beta < r * D[r]:
+                beta += D[r]
+                r += 1
+            beta /= r
+            for m in range(ka):
+                cap = Ci if m == yat else 0.0
+                value = (beta - B[m]) / A
+                new[m] = value if value < cap else cap  # min(cap, value)
             for m in range(ka):
                 c = cls[m]
                 delta = new[m] - alpha[i, c]
