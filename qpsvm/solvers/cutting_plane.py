@@ -127,12 +127,13 @@ def _dots(k, ids, start, end, idx, val, out):  # pragma: no cover - compiled
         out[j] = _sparse_dot(idx, val, start[k], end[k], start[ids[j]], end[ids[j]])
 
 
-# The block ascent and its sweep allocate nothing and take views of their callers' arrays: they
-# are compiled without numba's reference counting (``_nrt=False``: no incref/decref of each
-# view, no refcount pruning pass), 0.1 s of the 0.45 s the sweep's compile took on a cold call.
-# Their callees, each called once, are inlined into them by numba (``inline="always"``: typed
-# and lowered inside the caller, no library of their own that the caller links and optimises
-# again), as :func:`_sparse_dot` is into :func:`_dots` (see docs/performance.md).
+# The sweep of block ascent allocates nothing and takes views of its caller's arrays: it is
+# compiled without numba's reference counting (``_nrt=False``: no incref/decref of each view,
+# no refcount pruning pass), 0.1 s of the 0.45 s its compile took on a cold call. The block
+# gradient and the changes' expansion, shared with the Frank-Wolfe step, are inlined by numba
+# (``inline="always"``: typed and lowered inside the caller, no library of their own that the
+# caller links and optimises again), as :func:`_sparse_dot` is into :func:`_dots` (see
+# docs/performance.md).
 @numba.njit(**CALLEE, _nrt=False, inline="always")
 def _block_gradient(ids, start, end, idx, val, c, alpha, w, g, old):  # pragma: no cover
     """``g[q] = c_k - a_k . w`` and ``old[q] = alpha_k`` for the block's planes ``k = ids[q]``;
@@ -158,70 +159,6 @@ def _apply_changes(ids, start, end, idx, val, alpha, old, w):  # pragma: no cove
         if delta != 0.0:
             for p in range(start[k], end[k]):
                 w[idx[p]] += delta * val[p]
-
-
-@numba.njit(**CALLEE, _nrt=False)
-def _ascend(  # pragma: no cover - compiled
-    ids, G, start, end, idx, val, c, alpha, spare, b, w, C, max_steps, g, old
-):
-    """Pairwise steps on one block; returns its working-set gap before the steps.
-
-    The block's dual variables are ``alpha[ids]`` and the ground truth's weight ``spare[b] =
-    C - sum alpha[ids]`` (its plane is 0). A step moves ``t`` from the worst vertex in use (lowest
-    ``g_k = c_k - a_k . w``) to the best (highest), ``t = (g_best - g_worst) / ||a_best -
-    a_worst||^2`` clipped to the mass available; ``G`` is the block's Gram matrix, flat in row
-    order (``G[q * m + r]``, ``m`` the block's planes: a view of the pool's layout, which the
-    sweep takes without compiling numba's ``reshape``).
-    """
-    m = ids.shape[0]
-    used = _block_gradient(ids, start, end, idx, val, c, alpha, w, g, old)
-    gap = 0.0
-    for step in range(max_steps):
-        best = -1
-        g_best = 0.0
-        worst = -1
-        g_worst = 0.0 if spare[b] > 0.0 else np.inf
-        for q in range(m):
-            if g[q] > g_best:
-                g_best = g[q]
-                best = q
-            if alpha[ids[q]] > 0.0 and g[q] < g_worst:
-                g_worst = g[q]
-                worst = q
-        if step == 0:
-            gap = C * g_best - used
-        diff = g_best - g_worst
-        if best == worst or not diff > 0.0:
-            break
-        if worst == -1:
-            curvature = G[best * m + best]
-            room = spare[b]
-        elif best == -1:
-            curvature = G[worst * m + worst]
-            room = alpha[ids[worst]]
-        else:
-            curvature = G[best * m + best] + G[worst * m + worst] - 2.0 * G[best * m + worst]
-            room = alpha[ids[worst]]
-        t = room if curvature <= 0.0 else diff / curvature
-        if room < t:  # min(diff / curvature, room) without compiling numba's ``min``
-            t = room
-        if not t > 0.0:
-            break
-        if best >= 0:
-            alpha[ids[best]] += t
-            for q in range(m):
-                g[q] -= t * G[q * m + best]
-        else:
-            spare[b] += t
-        if worst >= 0:
-            kw = ids[worst]
-            alpha[kw] = 0.0 if t >= alpha[kw] else alpha[kw] - t
-            for q in range(m):
-                g[q] += t * G[q * m + worst]
-        else:
-            spare[b] = 0.0 if t >= spare[b] else spare[b] - t
-    _apply_changes(ids, start, end, idx, val, alpha, old, w)
-    return gap
 
 
 @numba.njit(**ENTRY)
@@ -263,16 +200,76 @@ def _frank_wolfe_step(  # pragma: no cover - compiled
 def _sweep(  # pragma: no cover - compiled
     order, bptr, bids, gptr, gram, start, end, idx, val, c, alpha, spare, w, C, steps, g, old
 ):
-    """One pass of :func:`_ascend` over the blocks in ``order``; the sum of their gaps (``g``
-    and ``old``, as long as the widest block, are its scratch space)."""
+    """One pass of block-coordinate ascent over the blocks in ``order``, at most ``steps``
+    pairwise steps on each; returns the sum of the blocks' working-set gaps before their steps
+    (``g`` and ``old``, as long as the widest block, are its scratch space).
+
+    Block ``b``'s dual variables are ``alpha[ids]`` (``ids = bids[bptr[b] : bptr[b + 1]]``) and
+    the ground truth's weight ``spare[b] = C - sum alpha[ids]`` (its plane is 0). A step moves
+    ``t`` from the worst vertex in use (lowest ``g_k = c_k - a_k . w``) to the best (highest),
+    ``t = (g_best - g_worst) / ||a_best - a_worst||^2`` clipped to the mass available; ``G`` is
+    the block's Gram matrix, flat in row order (``G[q * m + r]``, ``m`` the block's planes: a
+    view of the pool's layout, which the sweep takes without compiling numba's ``reshape``).
+    The block's steps are written out here rather than called: a callee of their own was
+    compiled, then linked and optimised again in the sweep (0.1 s of a cold chain's first call,
+    docs/performance.md).
+    """
     total = 0.0
     for r in range(order.shape[0]):
         b = order[r]
         m = bptr[b + 1] - bptr[b]
-        if m > 0:
-            G = gram[gptr[b] : gptr[b] + m * m]
-            ids = bids[bptr[b] : bptr[b + 1]]
-            total += _ascend(ids, G, start, end, idx, val, c, alpha, spare, b, w, C, steps, g, old)
+        if m == 0:
+            continue
+        G = gram[gptr[b] : gptr[b] + m * m]
+        ids = bids[bptr[b] : bptr[b + 1]]
+        used = _block_gradient(ids, start, end, idx, val, c, alpha, w, g, old)
+        gap = 0.0
+        for step in range(steps):
+            best = -1
+            g_best = 0.0
+            worst = -1
+            g_worst = 0.0 if spare[b] > 0.0 else np.inf
+            for q in range(m):
+                if g[q] > g_best:
+                    g_best = g[q]
+                    best = q
+                if alpha[ids[q]] > 0.0 and g[q] < g_worst:
+                    g_worst = g[q]
+                    worst = q
+            if step == 0:
+                gap = C * g_best - used
+            diff = g_best - g_worst
+            if best == worst or not diff > 0.0:
+                break
+            if worst == -1:
+                curvature = G[best * m + best]
+                room = spare[b]
+            elif best == -1:
+                curvature = G[worst * m + worst]
+                room = alpha[ids[worst]]
+            else:
+                curvature = G[best * m + best] + G[worst * m + worst] - 2.0 * G[best * m + worst]
+                room = alpha[ids[worst]]
+            t = room if curvature <= 0.0 else diff / curvature
+            if room < t:  # min(diff / curvature, room) without compiling numba's ``min``
+                t = room
+            if not t > 0.0:
+                break
+            if best >= 0:
+                alpha[ids[best]] += t
+                for q in range(m):
+                    g[q] -= t * G[q * m + best]
+            else:
+                spare[b] += t
+            if worst >= 0:
+                kw = ids[worst]
+                alpha[kw] = 0.0 if t >= alpha[kw] else alpha[kw] - t
+                for q in range(m):
+                    g[q] += t * G[q * m + worst]
+            else:
+                spare[b] = 0.0 if t >= spare[b] else spare[b] - t
+        _apply_changes(ids, start, end, idx, val, alpha, old, w)
+        total += gap
     return total
 
 
@@ -615,9 +612,9 @@ def _add_planes(f: StructuralProblem, pool: _Pool, rnd: _Round, variant: str) ->
 def _block_layout(ids: np.ndarray, gram: np.ndarray) -> tuple[np.ndarray, ...]:
     """:func:`_sweep`'s ``order, bptr, bids, gptr, gram`` of one block alone, planes ``ids``
     and Gram matrix ``gram`` (C-contiguous: flat, a view): passed with that block's entry of
-    ``spare`` as a view of one (``spare[b : b + 1]``), the sweep takes :func:`_ascend`'s steps
-    on the block, so that the ascent is compiled only inside the sweep (0.12 s of a cold
-    chain's first call, see docs/performance.md)."""
+    ``spare`` as a view of one (``spare[b : b + 1]``), the sweep takes its steps on the block,
+    so that the ascent is compiled once, as the sweep (0.12 s of a cold chain's first call, see
+    docs/performance.md)."""
     first = np.zeros(1, dtype=np.int64)  # the block's index, and its Gram matrix's start
     return first, np.array([0, ids.size], dtype=np.int64), ids, first, gram.reshape(-1)
 
