@@ -519,8 +519,8 @@ def _sides_hold(
     paired = above | (lay.level[own] < lay.level[other])
     i = np.where(above, own, other)[paired]
     j = np.where(above, other, own)[paired]
-    short = b[j] > b[i] - (1.0 - tau)  # the cuts of window_sets, to the bit
-    past = b[j] <= b[i] - (1.0 + tau)
+    short = b[j] > b[i] - c_low  # the cuts of window_sets, to the bit
+    past = b[j] <= b[i] - c_high
     diff = t[i] - t[j]
     slack = err[i] + err[j]
     # one bound for every pair's four terms; a last sum within half an ulp of 1 is refused
