@@ -52,6 +52,9 @@ from typing import Any, NamedTuple
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._numerics import _SUCC_SIZE, TINY, U, _sum2, uncompiled
@@ -120,14 +123,50 @@ def _sorted(scores, lay_order, query, starts, max_query):  # pragma: no cover - 
     return _by_query(np.argsort(scores), query, starts)
 
 
+@intrinsic
+def _bits(typingctx, x):  # pragma: no cover - compiled
+    """The float64 ``x``'s bits as an int64 (a bitcast)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _from_bits(typingctx, b):  # pragma: no cover - compiled
+    """The float64 whose bits are the int64 ``b`` (a bitcast)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
 @numba.njit(**CALLEE)
 def _up(x):  # pragma: no cover - compiled
-    return np.nextafter(x, np.inf)
+    """``nextafter(x, inf)`` on the bits: a finite nonzero float64's neighbours are the
+    integers next to its bits (two's complement), toward zero on the negative side; ``-inf``
+    goes to ``-max``, ``+inf`` and NaN stay, a zero goes to the least subnormal. The same
+    float as ``np.nextafter``, without libm's call (about 5 ns, ten times the arithmetic
+    around it where the dual end rounds each item's weight)."""
+    if not x < np.inf:
+        return x
+    if x == 0.0:
+        return 5e-324
+    b = _bits(x)
+    return _from_bits(b + 1 if b >= 0 else b - 1)
 
 
 @numba.njit(**CALLEE)
 def _down(x):  # pragma: no cover - compiled
-    return np.nextafter(x, -np.inf)
+    """``nextafter(x, -inf)`` on the bits (:func:`_up`'s mirror)."""
+    if not x > -np.inf:
+        return x
+    if x == 0.0:
+        return -5e-324
+    b = _bits(x)
+    return _from_bits(b - 1 if b >= 0 else b + 1)
 
 
 @numba.njit(**CALLEE)
