@@ -195,7 +195,10 @@ def check_data(X: Any, name: str = "X", min_samples: int = 1) -> DataMatrix:
 
 
 def check_vector(v: Any, n: int, name: str, *, nonnegative: bool = False) -> np.ndarray:
-    """Return a finite float64 copy of a length-``n`` vector (``None`` is not accepted here)."""
+    """Return a finite float64 copy of a length-``n`` vector (``None`` is not accepted here).
+
+    An integer or boolean array's copy is finite by construction (its largest magnitude,
+    ``2^64``, is far below float64's), so only other inputs are tested for NaN and inf."""
     try:
         arr = np.array(v, dtype=np.float64, copy=True)
     except (TypeError, ValueError) as exc:
@@ -206,7 +209,8 @@ def check_vector(v: Any, n: int, name: str, *, nonnegative: bool = False) -> np.
         raise InvalidInputError(
             f"{name} must have one entry per sample: expected shape ({n},), got {arr.shape}."
         )
-    if not np.isfinite(arr).all():
+    exact = isinstance(v, np.ndarray) and v.dtype.kind in "biu"
+    if not exact and not np.isfinite(arr).all():
         raise InvalidInputError(f"{name} contains NaN or inf; every entry must be finite.")
     if nonnegative and np.any(arr < 0):
         i = int(np.argmax(arr < 0))

@@ -26,6 +26,7 @@ from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 
 __all__ = [
     "KERNELS",
+    "LINEAR",
     "ROW_GRAM",
     "ROW_LINEAR",
     "ROW_POLY",
@@ -113,6 +114,11 @@ class Kernel:
         """The training Gram matrix ``[k(x_i, x_j)]`` of the rows of ``X`` (``X`` itself for a
         precomputed kernel, whose data already are that matrix)."""
         return X if self.name == "precomputed" else self(X, X)
+
+
+#: The linear kernel, one instance for every problem that has it (a frozen record: building
+#: one a construction costs about as much as a small problem's other checks of ``C``).
+LINEAR = Kernel("linear")
 
 
 def _exp_in_place(K: np.ndarray) -> np.ndarray:

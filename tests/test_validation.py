@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import qpsvm
+from qpsvm._validation import check_vector
 
 X = np.array([[0.0, 1.0], [1.0, 0.0], [3.0, 1.0], [4.0, 2.0]])
 Y = np.array([0, 0, 1, 1])
@@ -277,3 +278,27 @@ def test_check_data_large_sparse_copy_on_fresh_pages(copy_path):
     assert np.array_equal(B.data.view(np.uint64), A.data.view(np.uint64))
     small = np.ones(HUGE_FROM // 8 - 1)
     assert fresh_empty(small).base is None and fresh_empty(small).shape == small.shape
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.array([np.iinfo(np.int64).max, np.iinfo(np.int64).min, 0]),
+        np.array([np.iinfo(np.uint64).max, 0, 1], dtype=np.uint64),
+        np.array([True, False, True]),
+        np.array([3, -1, 7], dtype=np.int8),
+    ],
+)
+def test_check_vector_integer_copies_are_finite_without_the_test(values):
+    # an integer or boolean array converts to finite floats (|v| <= 2^64, far below float64's
+    # largest): check_vector skips its NaN/inf test there, and the copy is the conversion
+    out = check_vector(values, values.shape[0], "v")
+    assert out.dtype == np.float64 and np.all(np.isfinite(out))
+    assert np.array_equal(out, values.astype(np.float64)) and out is not values
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("container", [list, np.array, lambda v: np.array(v, dtype=object)])
+def test_check_vector_finds_nonfinite_entries_of_other_inputs(bad, container):
+    with pytest.raises(qpsvm.InvalidInputError, match="v contains NaN or inf"):
+        check_vector(container([1.0, bad, 2.0]), 3, "v")

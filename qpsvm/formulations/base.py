@@ -204,8 +204,8 @@ class Formulation(ABC):
                 "an exact method such as method='qp' to solve with that solver)."
             )
         run = load(spec.run)
-        names = option_names(run)
-        if options and names is not None:
+        names = option_names(run) if options else None
+        if names is not None:
             unknown = sorted(set(options) - names)
             if unknown:
                 accepted = sorted(names - {"f", "solver"})

@@ -50,7 +50,7 @@ from qpsvm.formulations.composed import ComposedClassifier, class_weights
 from qpsvm.formulations.intercept import hinge_intercept
 from qpsvm.formulations.kernel_rows import KernelRows
 from qpsvm.formulations.model import CvxModel
-from qpsvm.kernels import Kernel, check_precomputed, make_kernel
+from qpsvm.kernels import LINEAR, Kernel, check_precomputed, make_kernel
 from qpsvm.solution import Candidate, Solution
 from qpsvm.verify.projection import project_box_hyperplane
 from qpsvm.verify.rigorous import scale_to_feasible
@@ -171,7 +171,7 @@ class BinaryFormulation(KernelRows, Formulation):
         self.margin = (
             np.ones(n) if margin is None else check_vector(margin, n, "margin", nonnegative=True)
         )
-        self.kernel = kernel if kernel is not None else Kernel("linear")
+        self.kernel = kernel if kernel is not None else LINEAR
         self._model: CvxModel | None = None
 
     def default_method(self) -> str:

@@ -50,7 +50,7 @@ from qpsvm.formulations.base import Formulation
 from qpsvm.formulations.kernel_rows import TouchedRows
 from qpsvm.formulations.model import CvxModel
 from qpsvm.formulations.pieces import make_intercept, make_loss, make_penalty
-from qpsvm.kernels import Kernel, check_precomputed, gram_factor, make_kernel
+from qpsvm.kernels import LINEAR, Kernel, check_precomputed, gram_factor, make_kernel
 from qpsvm.solution import Candidate, Solution
 from qpsvm.verify.fenchel import LossConjugate
 
@@ -163,7 +163,7 @@ class ComposedProblem(TouchedRows, Formulation):
         kernel: Kernel | None = None,
     ) -> None:
         self.X = X
-        self.kernel = kernel if kernel is not None else Kernel("linear")
+        self.kernel = kernel if kernel is not None else LINEAR
         self.sigma = sigma
         self.target = target
         self.C = check_positive(C, "C")
@@ -247,7 +247,7 @@ class ComposedProblem(TouchedRows, Formulation):
         where the certificate searches its dual point (its values use ``K`` itself)."""
         shadow = copy.copy(self)
         shadow.X = gram_factor(self.gram())
-        shadow.kernel = Kernel("linear")
+        shadow.kernel = LINEAR
         shadow._model = None
         shadow._gram = None
         shadow._touched = shadow._kept = None  # of the factor's own rows

@@ -45,7 +45,7 @@ from qpsvm._validation import (
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 from qpsvm.formulations.binary import BinaryFormulation
 from qpsvm.formulations.model import CvxModel
-from qpsvm.kernels import Kernel
+from qpsvm.kernels import LINEAR
 from qpsvm.solution import Candidate
 from qpsvm.verify.ranking_sweep import QueryLayout, layout
 
@@ -433,7 +433,7 @@ class RankingSVM(BinaryFormulation):
             None if pair_weight is None else check_sample_weight(pair_weight, n, "pair_weight")
         )
         self._differences: PairDifferences | None = None
-        self.kernel = Kernel("linear")
+        self.kernel = LINEAR
         self._model = None
 
     def _fails_by_scaling(self, cand: Candidate, tol: float) -> bool:

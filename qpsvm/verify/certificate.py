@@ -56,8 +56,11 @@ def evaluation_allowance(upper: float, lower: float, primal: float, dual: float)
     evaluated in floating point (each part clipped at 0; an infinite end, a hard constraint
     not proven, adds nothing: it is no allowance but a verdict), and at most the gap
     ``U - L`` itself."""
-    parts = (upper - primal, dual - lower)
-    allowance = float(sum(max(0.0, p) for p in parts if math.isfinite(p)))
+    above, below = upper - primal, dual - lower
+    allowance = float(
+        (max(0.0, above) if math.isfinite(above) else 0.0)
+        + (max(0.0, below) if math.isfinite(below) else 0.0)
+    )
     # where the two evaluations cross (P below D by round-off) the allowance exceeds the gap
     return min(allowance, max(0.0, upper - lower)) if upper - lower < math.inf else allowance
 

@@ -31,7 +31,7 @@ same sweep, each item's cuts found by merges where ``lo`` and ``hi`` are non-dec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -50,9 +50,8 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class QueryLayout:
-    """Items grouped by query, with dense relevance levels.
+class QueryLayout(NamedTuple):
+    """Items grouped by query, with dense relevance levels (immutable).
 
     Attributes
     ----------
