@@ -323,7 +323,8 @@ def check_int(value: Any, name: str, minimum: int = 1, owner: str | None = None)
     ``owner`` (e.g. a class name) opens the message when the argument belongs to one.
     """
     prefix = f"{owner}: " if owner else ""
-    if isinstance(value, bool) or not isinstance(value, Integral):
+    # an int itself is Integral and no bool: no ABC's instance check (a Python call) for it
+    if type(value) is not int and (isinstance(value, bool) or not isinstance(value, Integral)):
         raise InvalidTypeError(
             f"{prefix}{name} must be an integer >= {minimum}, got {type(value).__name__} {value!r}."
         )
@@ -335,8 +336,8 @@ def check_int(value: Any, name: str, minimum: int = 1, owner: str | None = None)
 def check_number(value: Any, name: str, upper: float = math.inf) -> float:
     """A real number in the open interval ``(0, upper)`` (finite), as a float."""
     if (
-        isinstance(value, bool)
-        or not isinstance(value, Real)
+        # a float itself is Real and no bool: no ABC's instance check (a Python call) for it
+        (type(value) is not float and (isinstance(value, bool) or not isinstance(value, Real)))
         or not 0 < value < upper
         or not math.isfinite(value)
     ):

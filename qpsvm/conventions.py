@@ -26,7 +26,10 @@ __all__ = [
 
 def _count(value: Any, name: str) -> int:
     """A positive integer count such as ``n_samples``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    integral = type(value) is int or (
+        not isinstance(value, bool) and isinstance(value, numbers.Integral)
+    )  # an int itself without the ABC's instance check (a Python call)
+    if not integral:
         raise InvalidTypeError(f"{name} must be a positive integer, got {value!r}.")
     if value < 1:
         raise InvalidInputError(f"{name} must be at least 1, got {value}.")

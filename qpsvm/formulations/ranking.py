@@ -132,7 +132,7 @@ def _group_codes(groups: Any, n: int) -> np.ndarray:
         return np.zeros(n, dtype=np.intp)
     g = _check_label_vector(groups, n, "groups")
     if g.dtype.kind == "i" or (g.dtype.kind == "u" and g.dtype.itemsize < 8):
-        return g.astype(np.intp)
+        return g.astype(np.intp, copy=False)  # read, never kept or written
     try:
         return np.unique(g, return_inverse=True)[1].ravel().astype(np.intp)
     except TypeError as exc:

@@ -152,17 +152,17 @@ def _dense_rank(values: np.ndarray) -> np.ndarray:
 
 @numba.njit(**ENTRY)
 def _grouped_layout(relevance, ids):  # pragma: no cover - compiled
-    """:func:`layout`'s levels, query codes, query starts, pair count, largest query, most
-    levels of a query and each item's ``cnt - cnt'`` of every pair
-    (:attr:`QueryLayout.difference`) in one pass, for query ids in non-decreasing order (the
-    items already grouped: the layout's order is the identity) and at most
+    """:func:`layout`'s order, levels, query codes and query starts (the rows of one array,
+    ``n + 1`` long: each array returned to Python costs its boxing), the number of queries,
+    pair count, largest query, most levels of a query and each item's ``cnt - cnt'`` of every
+    pair (:attr:`QueryLayout.difference`) in one pass, for query ids in non-decreasing order
+    (the items already grouped: the layout's order is the identity) and at most
     :data:`FEW_VALUES` distinct relevance values (kept sorted by insertion; each item's level
     counted as the distinct values below its own, no sort). ``ok`` is ``False`` (the rest
     unset) where either fails."""
     n = relevance.shape[0]
-    level = np.empty(n, dtype=np.intp)
-    query = np.empty(n, dtype=np.intp)
-    starts = np.empty(n + 1, dtype=np.intp)
+    codes = np.empty((4, n + 1), dtype=np.intp)
+    order, level, query, starts = codes[0], codes[1], codes[2], codes[3]
     difference = np.empty(n)
     distinct = np.empty(FEW_VALUES)
     n_levels = 0
@@ -174,7 +174,7 @@ def _grouped_layout(relevance, ids):  # pragma: no cover - compiled
         if k < n_levels and distinct[k] == v:
             continue
         if n_levels == FEW_VALUES:
-            return False, level, query, starts, 0, 0, 0, difference
+            return False, codes, 0, 0, 0, 0, difference
         for m in range(n_levels, k, -1):
             distinct[m] = distinct[m - 1]
         distinct[k] = v
@@ -183,9 +183,10 @@ def _grouped_layout(relevance, ids):  # pragma: no cover - compiled
     for i in range(n):
         if i == 0 or ids[i] != ids[i - 1]:
             if i > 0 and ids[i] < ids[i - 1]:
-                return False, level, query, starts, 0, 0, 0, difference
+                return False, codes, 0, 0, 0, 0, difference
             starts[n_queries] = i
             n_queries += 1
+        order[i] = i
         query[i] = n_queries - 1
         k = 0
         for m in range(n_levels):
@@ -210,7 +211,7 @@ def _grouped_layout(relevance, ids):  # pragma: no cover - compiled
             difference[i] = (above - higher[k] - counts[k]) - higher[k]
         max_query = max(max_query, above)
         most = max(most, present)
-    return True, level, query, starts[: n_queries + 1], n_pairs, max_query, most, difference
+    return True, codes, n_queries, n_pairs, max_query, most, difference
 
 
 #: How many items :func:`layout` may lay out by numpy in a process before
@@ -229,11 +230,10 @@ def layout(relevance: np.ndarray, ids: np.ndarray) -> QueryLayout:
     ids = np.asarray(ids)
     n = relevance.shape[0]
     if n and ids.dtype == np.intp and not uncompiled(_grouped_layout, n, GROUPED_LAYOUT_ITEMS):
-        ok, level, query, starts, n_pairs, max_query, most, difference = _grouped_layout(
-            relevance, ids
-        )
+        ok, codes, n_queries, n_pairs, max_query, most, difference = _grouped_layout(relevance, ids)
         if ok:
-            order = np.arange(n, dtype=np.intp)
+            order, level, query = codes[0, :n], codes[1, :n], codes[2, :n]
+            starts = codes[3, : n_queries + 1]
             return QueryLayout(order, starts, level, query, n_pairs, max_query, most, difference)
     level = _dense_rank(relevance)
     query = _dense_rank(ids)
