@@ -640,17 +640,29 @@ def test_window_dual_is_dual_feasible_and_matches_its_w():
     levels=st.integers(2, 4),
     tau=st.sampled_from([1e-2, 0.3, math.inf]),
     scale=st.sampled_from([1.0, 1e-3, 1e4]),
+    plane=st.booleans(),
 )
-@example(seed=0, levels=3, tau=0.3, scale=1e4)
-def test_window_dual_encloses_its_own_expansion(seed, levels, tau, scale):
+@example(seed=0, levels=3, tau=0.3, scale=1e4, plane=False)
+@example(seed=0, levels=3, tau=0.3, scale=1e4, plane=True)
+def test_window_dual_encloses_its_own_expansion(seed, levels, tau, scale, plane):
     # the expansion window_dual encloses with its point (X^T (C a_B) by the pass that gives
-    # v_0, the window's part from its rounded rows) holds the exact X^T (C a_B + D_M^T
-    # alpha_M) in rational arithmetic, entry by entry
+    # v_0, or off the product of the 1-slack plane at the same scores, the window's part from
+    # its rounded rows) holds the exact X^T (C a_B + D_M^T alpha_M) in rational arithmetic,
+    # entry by entry
     X, y, groups = ranking_problem(seed, levels=levels)
     X = X * scale + np.round(X, 0)  # rows of mixed sizes, differences that round
     f = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.7 / scale)
+    lay = f.query_layout
     s = X @ np.random.default_rng(seed).normal(size=X.shape[1]) / scale
-    point = window_dual(f.items, f.C, f.query_layout, s, tau)
+    counts = None
+    if plane:  # the plane's pairs s_j > fl(s_i - 1), as the cutting plane counts them
+        cnt, cnt_other, _, _ = pair_sums(lay, s - 1.0, s)
+        level = ranking_module.level_product(f.items, level_difference(lay))
+        counts = ranking_module.counts_products(level, [(cnt - cnt_other).astype(float)])[0]
+    if plane:  # the plane's counts are the window's sets' own: v_0 is read off them
+        _, coef_bound, window = ranking_module.window_sets(lay, s, tau)
+        assert ranking_module._short_pairs(f.items, s, coef_bound, window, counts) is not None
+    point = window_dual(f.items, f.C, lay, s, tau, counts=counts)
     hi, lo, err = point.expansion
     coef = [Fraction(f.C) * int(a) for a in point.bound_coef]
     for (i, j), a in zip(point.window, point.alpha, strict=True):
@@ -659,6 +671,24 @@ def test_window_dual_encloses_its_own_expansion(seed, levels, tau, scale):
     for c in range(X.shape[1]):
         exact = sum(k * Fraction(x) for k, x in zip(coef, f.items[:, c], strict=True))
         assert abs(Fraction(hi[c]) + Fraction(lo[c]) - exact) <= Fraction(err[c])
+
+
+def test_window_dual_reads_no_plane_of_other_scores():
+    # a plane counted at other scores than the window's is refused (its counts are not the
+    # window's sets' own): v_0 then comes from its own pass, the same point as without it
+    X, y, groups = ranking_problem(3, levels=3)
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.3)
+    lay = f.query_layout
+    s = X @ np.random.default_rng(3).normal(size=X.shape[1])
+    cnt, cnt_other, _, _ = pair_sums(lay, 0.9 * s - 1.0, 0.9 * s)
+    level = ranking_module.level_product(f.items, level_difference(lay))
+    other = ranking_module.counts_products(level, [(cnt - cnt_other).astype(float)])[0]
+    _, coef_bound, window = ranking_module.window_sets(lay, s, 0.2)
+    assert ranking_module._short_pairs(f.items, s, coef_bound, window, other) is None
+    point = window_dual(f.items, f.C, lay, s, 0.2, counts=other)
+    plain = window_dual(f.items, f.C, lay, s, 0.2)
+    assert np.array_equal(point.w, plain.w)
+    assert all(np.array_equal(a, b) for a, b in zip(point.expansion, plain.expansion, strict=True))
 
 
 def test_one_slack_falls_back_to_one_window_of_every_pair(caplog):

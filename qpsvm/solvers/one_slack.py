@@ -63,9 +63,12 @@ from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, relative
 from qpsvm.verify.ranking import (
     MAX_WINDOW,
     WINDOW_TAUS,
+    CountsProduct,
     WindowDual,
     certify_all_pairs,
     certify_grouped,
+    counts_products,
+    level_product,
     window_dual,
 )
 from qpsvm.verify.ranking_sweep import level_difference, pair_sums, sorted_by_query
@@ -239,7 +242,9 @@ def _finish(
     re-read from a window's point: that step flips thousands of pairs back and forth."""
     for tried, tau in enumerate(FINISH_TAUS, start=1):
         lay = f.query_layout
-        point = window_dual(f.items, f.C, lay, best.scores, tau, start=best.w, order=best.order)
+        point = window_dual(
+            f.items, f.C, lay, best.scores, tau, start=best.w, order=best.order, counts=best.plane
+        )
         if point is None:
             return None, tried
         cert = _certify_point(f, point, tol, windows=(), near=best.order)
@@ -371,7 +376,8 @@ def _all_pairs(f: RankingProblem, w: np.ndarray, tol: float, it: int = 0) -> Sol
 class _Point:
     """A point ``w`` with its scores ``X w`` (and the items sorted by them within queries),
     objective and plane: ``X^T coef / m`` and ``count / m`` (``coef = cnt - cnt'`` and
-    ``count`` of the pairs short of the margin)."""
+    ``count`` of the pairs short of the margin; ``plane`` the product ``X^T coef``, once
+    computed, which the finish's window at this point reads its fixed part off)."""
 
     w: np.ndarray
     scores: np.ndarray
@@ -379,6 +385,7 @@ class _Point:
     primal: float
     coef: np.ndarray
     count: int
+    plane: CountsProduct | None = None
 
 
 @dataclass
@@ -391,6 +398,9 @@ class _CuttingPlane:
     m: int
     planes: _Planes
     best: _Point = field(init=False)
+    #: The plane of ``w = 0``'s product, with the columns' squared norms every later plane's
+    #: product reuses.
+    level: CountsProduct = field(init=False)
     dual: float = -math.inf
     it: int = 0
 
@@ -400,9 +410,10 @@ class _CuttingPlane:
         lay, C = self.f.query_layout, self.f.C
         coef = level_difference(lay)
         w = np.zeros(self.f.n_features)
-        self.planes.add(np.asarray(self.f.items.T @ coef).ravel() / self.m, 1.0)
+        self.level = level_product(self.f.items, coef)
+        self.planes.add(self.level.product / self.m, 1.0)
         scores = np.zeros(self.f.items.shape[0])
-        self.best = _Point(w, scores, lay.order, C * float(self.m), coef, self.m)
+        self.best = _Point(w, scores, lay.order, C * float(self.m), coef, self.m, self.level)
 
     def point(self, w: np.ndarray, scores: np.ndarray, near: _Point | None = None) -> _Point:
         """The objective and plane's coefficients at ``w`` with scores ``X w`` (one sweep; the
@@ -415,14 +426,12 @@ class _CuttingPlane:
 
     def add_planes(self, points: Sequence[_Point]) -> None:
         """The planes of ``points`` added to the planes, their gradients ``X^T coef / m`` by
-        one product with ``X`` for all of them (one pass over the items, not one a point)."""
-        X = self.f.items
-        if isinstance(X, np.ndarray):  # coefficients as rows: (k x n) @ X, BLAS's fast layout
-            grads = (np.vstack([p.coef for p in points]) @ X) / self.m
-        else:
-            grads = np.asarray(X.T @ np.column_stack([p.coef for p in points])).T / self.m
-        for p, g in zip(points, grads, strict=True):
-            self.planes.add(g, p.count / self.m)
+        one product with ``X`` for all of them (one pass over the items, not one a point),
+        each point's product kept with it."""
+        products = counts_products(self.level, [p.coef for p in points])
+        for p, product in zip(points, products, strict=True):
+            p.plane = product
+            self.planes.add(product.product / self.m, p.count / self.m)
 
     def gap(self) -> float:
         """The relative gap of the best point to the planes' dual value."""
