@@ -675,7 +675,8 @@ def test_window_dual_encloses_its_own_expansion(seed, levels, tau, scale, plane)
 
 def test_window_dual_reads_no_plane_of_other_scores():
     # a plane counted at other scores than the window's is refused (its counts are not the
-    # window's sets' own): v_0 then comes from its own pass, the same point as without it
+    # window's sets' own), and so is one whose columns' squared norms overflowed: v_0 then
+    # comes from its own pass, the same point as without it
     X, y, groups = ranking_problem(3, levels=3)
     f = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.3)
     lay = f.query_layout
@@ -685,10 +686,38 @@ def test_window_dual_reads_no_plane_of_other_scores():
     other = ranking_module.counts_products(level, [(cnt - cnt_other).astype(float)])[0]
     _, coef_bound, window = ranking_module.window_sets(lay, s, 0.2)
     assert ranking_module._short_pairs(f.items, s, coef_bound, window, other) is None
+    # the plane at the window's own scores is read, unless its columns' norms overflowed
+    cnt, cnt_other, _, _ = pair_sums(lay, s - 1.0, s)
+    own = ranking_module.counts_products(level, [(cnt - cnt_other).astype(float)])[0]
+    assert ranking_module._short_pairs(f.items, s, coef_bound, window, own) is not None
+    overflowed = ranking_module.CountsProduct(f.items, own.coef, own.product, own.squares + np.inf)
+    assert ranking_module._short_pairs(f.items, s, coef_bound, window, overflowed) is None
     point = window_dual(f.items, f.C, lay, s, 0.2, counts=other)
     plain = window_dual(f.items, f.C, lay, s, 0.2)
     assert np.array_equal(point.w, plain.w)
     assert all(np.array_equal(a, b) for a, b in zip(point.expansion, plain.expansion, strict=True))
+
+
+def test_one_slack_finish_reads_v0_off_its_best_plane():
+    # the cutting plane's finish hands its best point's plane to the window, which reads v_0
+    # off it: certified, and the optimum the window's own pass gives
+    X, y, groups = ranking_problem(6, n_queries=12, per_query=30, d=5, levels=3)
+    real = ranking_module._short_pairs
+    seen = []
+
+    def spy(*args):
+        seen.append(real(*args))
+        return seen[-1]
+
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.01)
+    assert f.n_pairs > one_slack.DIRECT_PAIRS
+    with patch.object(ranking_module, "_short_pairs", spy):
+        sol = f.solve(method="one_slack")
+    assert seen and all(read is not None for read in seen)
+    assert sol.certificate.passed and sol.certificate.rigorous
+    with patch.object(ranking_module, "_short_pairs", lambda *args: None):
+        plain = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.01).solve(method="one_slack")
+    assert sol.objective == pytest.approx(plain.objective, rel=1e-12)
 
 
 def test_one_slack_falls_back_to_one_window_of_every_pair(caplog):

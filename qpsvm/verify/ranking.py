@@ -303,8 +303,9 @@ def _short_pairs(
     (``s_j > fl(s_i - 1)``, the pairs of the 1-slack plane there, :math:`B \subseteq A`, ``A
     \setminus B`` inside the window), when ``counts`` is such a plane of ``X``: checked in
     integers, ``c = a_B + \sum_{p \in A \cap M} (e_i - e_j)``, so that :math:`X^T (C a_B) =
-    C X^T c - C \sum_{A \cap M} (x_i - x_j)` exactly; ``None`` when it is not."""
-    if counts.items is not X or counts.squares is None:
+    C X^T c - C \sum_{A \cap M} (x_i - x_j)` exactly; ``None`` when it is not, or when the
+    squared norms overflowed (the pass encloses ``v_0`` then)."""
+    if counts.items is not X or counts.squares is None or not np.isfinite(counts.squares).all():
         return None
     i, j = window[:, 0], window[:, 1]
     short = scores[j] > scores[i] - 1.0
