@@ -21,6 +21,7 @@ from qpsvm.exceptions import InvalidInputError, InvalidTypeError
 __all__ = [
     "check_binary_labels",
     "check_data",
+    "check_data_product",
     "check_flag",
     "check_int",
     "check_multiclass_labels",
@@ -52,6 +53,24 @@ def _copy_finite(src, dst):  # pragma: no cover - compiled
         x = src[i]
         dst[i] = x
         finite &= x - x == 0.0
+    return finite
+
+
+@numba.njit(**ENTRY, fastmath={"reassoc"})
+def _copy_finite_columns(src, dst, v, product, squares):  # pragma: no cover - compiled
+    """:func:`_copy_finite` of a C-contiguous 2-D ``src``, with ``product += src^T v`` and
+    ``squares += (src * src)^T 1`` (the columns' squared norms) in the same pass, row by row
+    (the sums in any order: ``reassoc``, vectorised; ``x - x == 0`` stays the finite test:
+    ``reassoc`` does not assume finite values, as numba's ``nnan`` and ``ninf`` would)."""
+    finite = True
+    for i in range(src.shape[0]):
+        a = v[i]
+        for j in range(src.shape[1]):
+            x = src[i, j]
+            dst[i, j] = x
+            finite &= x - x == 0.0
+            product[j] += x * a
+            squares[j] += x * x
     return finite
 
 
@@ -192,6 +211,31 @@ def check_data(X: Any, name: str = "X", min_samples: int = 1) -> DataMatrix:
             "impute those entries before fitting."
         )
     return X
+
+
+def check_data_product(
+    X: Any, v: np.ndarray | None
+) -> tuple[DataMatrix, tuple[np.ndarray, np.ndarray] | None]:
+    """:func:`check_data` of ``X`` and, for a C-contiguous float64 array of ``len(v)`` rows
+    (once its compiled pass pays for its compile, :func:`qpsvm._numerics.uncompiled`), ``X^T
+    v`` and the columns' squared norms ``sum_i x_ij^2`` in plain floating point (any order),
+    computed by the copy's own pass (:func:`_copy_finite_columns`); ``None`` for them
+    otherwise (and for ``v = None``). The copy and its checks are :func:`check_data`'s (the
+    same errors)."""
+    if (
+        v is not None
+        and _fused_copy(X)
+        and X.flags.c_contiguous
+        and X.shape[0] == v.shape[0]
+        and X.size > 0
+        and not uncompiled(_copy_finite_columns, X.size, COPY_ELEMENTS)
+    ):
+        values = np.empty_like(X)
+        product, squares = np.zeros(X.shape[1]), np.zeros(X.shape[1])
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        if _copy_finite_columns(X, values, v, product, squares):
+            return values, (product, squares)
+    return check_data(X), None
 
 
 def check_vector(v: Any, n: int, name: str, *, nonnegative: bool = False) -> np.ndarray:

@@ -197,6 +197,9 @@ class RankingProblem(BinaryProblem, Protocol):
     #: The queries sorted for the pair sweeps (:mod:`qpsvm.verify.ranking_sweep`), or ``None``
     #: for explicit or weighted pairs.
     query_layout: Any
+    #: ``items^T`` of the layout's level difference and the items' columns' squared norms,
+    #: summed by the pass that copied ``items`` (``None`` where it did not).
+    level_sums: tuple[np.ndarray, np.ndarray] | None
 
 
 class MulticlassProblem(Problem, Protocol):

@@ -14,6 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import qpsvm
+from qpsvm._numerics import gamma
 from qpsvm.conventions import C_from_dlib_rank
 from qpsvm.formulations.ranking import _group_codes, make_pairs
 from qpsvm.solution import Candidate
@@ -718,6 +719,54 @@ def test_one_slack_finish_reads_v0_off_its_best_plane():
     with patch.object(ranking_module, "_short_pairs", lambda *args: None):
         plain = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.01).solve(method="one_slack")
     assert sol.objective == pytest.approx(plain.objective, rel=1e-12)
+
+
+def test_the_copy_of_x_sums_the_plane_of_w_0(monkeypatch):
+    # the compiled copy of a C-ordered float64 X given relevance labels also sums X^T (cnt -
+    # cnt') of w = 0 and the columns' squared norms: within gamma_n of the exact sums (rational
+    # arithmetic; any order of summation keeps it); explicit pairs, pair weights, other layouts
+    # and the copy before its compile copy X alone
+    from qpsvm import _validation
+
+    X, y, groups = ranking_problem(7, levels=3)
+    monkeypatch.setattr(_validation, "uncompiled", lambda kernel, rows, budget: True)
+    assert qpsvm.RankingSVM(X, y=y, groups=groups).level_sums is None
+    for module in (_validation, ranking_sweep):  # the copy and the layout's compiled passes
+        monkeypatch.setattr(module, "uncompiled", lambda kernel, rows, budget: False)
+    f = qpsvm.RankingSVM(X, y=y, groups=groups)
+    c = f.query_layout.difference
+    assert f.level_sums is not None and c is not None
+    g = Fraction(gamma(X.shape[0]))
+    for j in range(X.shape[1]):
+        col = [Fraction(x) for x in X[:, j]]
+        exact = sum(x * Fraction(k) for x, k in zip(col, c, strict=True))
+        size = sum(abs(x) * abs(Fraction(k)) for x, k in zip(col, c, strict=True))
+        squares = sum(x * x for x in col)
+        assert abs(Fraction(f.level_sums[0][j]) - exact) <= g * size
+        assert abs(Fraction(f.level_sums[1][j]) - squares) <= g * squares
+    assert qpsvm.RankingSVM(np.asfortranarray(X), y=y, groups=groups).level_sums is None
+    assert qpsvm.RankingSVM(X, pairs=make_pairs(y, groups)).level_sums is None
+    weights = np.ones(f.n_pairs)
+    assert qpsvm.RankingSVM(X, y=y, groups=groups, pair_weight=weights).level_sums is None
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (37, 1), (300, 7), (64, 40)])
+def test_the_plane_of_w_0_sums_the_same_floats_on_every_path(shape):
+    # the copy's pass, the solver's compiled pass and its numpy equivalent (a cold call's):
+    # the same floats, one column included (where numpy's own reductions go pairwise)
+    from qpsvm._validation import _copy_finite_columns
+
+    rng = np.random.default_rng(shape[0])
+    X = rng.normal(size=shape) * 10.0 ** rng.integers(-5, 5, size=shape)
+    c = rng.integers(-30, 30, shape[0]).astype(float)
+    copied, product, squares = np.empty_like(X), np.zeros(shape[1]), np.zeros(shape[1])
+    assert _copy_finite_columns(X, copied, c, product, squares)
+    own, own_squares = np.zeros(shape[1]), np.zeros(shape[1])
+    ranking_module._columns_squares(X, c, own, own_squares)
+    numpy_product, numpy_squares = ranking_module._columns_squares_numpy(X, c)
+    assert np.array_equal(copied, X)
+    assert np.array_equal(product, own) and np.array_equal(product, numpy_product)
+    assert np.array_equal(squares, own_squares) and np.array_equal(squares, numpy_squares)
 
 
 def test_one_slack_falls_back_to_one_window_of_every_pair(caplog):

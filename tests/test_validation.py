@@ -148,6 +148,37 @@ def test_check_data_copies(copy_path, order):
     assert np.isfinite(f.X).all() and f.X[2, 1] == 99.0
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_check_data_product_sums_what_it_copies(copy_path, order):
+    """check_data_product copies as check_data does (a NaN raises its error) and, on the
+    compiled path of a C-ordered array, sums ``X^T v`` and the columns' squared norms in the
+    same pass: within ``gamma_n`` of the exact sums (rational arithmetic), the bound that any
+    order of summation keeps."""
+    from fractions import Fraction
+
+    from qpsvm._numerics import gamma
+    from qpsvm._validation import check_data_product
+
+    rng = np.random.default_rng(2)
+    A = np.array(rng.normal(size=(9, 4)) * 10.0 ** rng.integers(-3, 4, size=(9, 4)), order=order)
+    v = rng.integers(-5, 6, 9).astype(float)
+    B, sums = check_data_product(A, v)
+    assert np.array_equal(B, A) and not np.shares_memory(A, B)
+    assert (sums is not None) == (copy_path == "compiled" and order == "C")
+    if sums is not None:
+        g = Fraction(gamma(9))
+        for j in range(4):
+            col = [Fraction(x) for x in A[:, j]]
+            exact = sum(x * Fraction(c) for x, c in zip(col, v, strict=True))
+            size = sum(abs(x) * abs(Fraction(c)) for x, c in zip(col, v, strict=True))
+            squares = sum(x * x for x in col)
+            assert abs(Fraction(sums[0][j]) - exact) <= g * size
+            assert abs(Fraction(sums[1][j]) - squares) <= g * squares
+    A[4, 2] = np.nan
+    with pytest.raises(qpsvm.InvalidInputError, match="first at row 4, column 2"):
+        check_data_product(A, v)
+
+
 def test_check_data_sparse_canonical_copy():
     """A sparse input comes back as a canonical CSR copy (rows sorted, duplicates summed: the
     same matrix), the input itself untouched, whether or not it had duplicates."""

@@ -38,6 +38,7 @@ from qpsvm._lazy import lazy_module
 from qpsvm._validation import (
     _check_label_vector,
     check_data,
+    check_data_product,
     check_positive,
     check_sample_weight,
     check_vector,
@@ -382,8 +383,15 @@ class RankingSVM(BinaryFormulation):
         intercept: str = "none",
         l1_ratio: float = 0.5,
     ) -> None:
-        items = check_data(X)
+        # relevance labels of an array's rows: X is copied once the layout is known, so that
+        # the copy's pass also sums the plane of w = 0 (check_data_product)
+        later = pairs is None and y is not None and pair_weight is None
+        later = later and type(X) is np.ndarray and X.ndim == 2 and X.size > 0
+        items = X if later else check_data(X)
         n_items = items.shape[0]
+        #: ``X^T`` of the layout's level difference and the columns' squared norms, from the
+        #: copy's pass (``None`` where it did not make them).
+        self.level_sums: tuple[np.ndarray, np.ndarray] | None = None
         self._pairs: np.ndarray | None = None
         self._labels: tuple[np.ndarray, Any] | None = None
         self.query_layout: QueryLayout | None = None
@@ -409,6 +417,8 @@ class RankingSVM(BinaryFormulation):
             n = lay.n_pairs
             if pair_weight is None:
                 self.query_layout = lay
+            if later:
+                items, self.level_sums = check_data_product(X, lay.difference)
         else:
             raise InvalidInputError(
                 "no preferences given"

@@ -410,7 +410,9 @@ class _CuttingPlane:
         lay, C = self.f.query_layout, self.f.C
         coef = level_difference(lay)
         w = np.zeros(self.f.n_features)
-        self.level = level_product(self.f.items, coef)
+        # the copy's own sums where it made them for this coef (the layout's own difference)
+        sums = self.f.level_sums if coef is lay.difference else None
+        self.level = level_product(self.f.items, coef, sums)
         self.planes.add(self.level.product / self.m, 1.0)
         scores = np.zeros(self.f.items.shape[0])
         self.best = _Point(w, scores, lay.order, C * float(self.m), coef, self.m, self.level)

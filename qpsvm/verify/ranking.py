@@ -248,13 +248,19 @@ def _columns_squares(M, v, hi, squares):  # pragma: no cover - compiled
             squares[j] += x * x
 
 
-def level_product(X: Any, coef: np.ndarray) -> CountsProduct:
+def level_product(
+    X: Any, coef: np.ndarray, sums: tuple[np.ndarray, np.ndarray] | None = None
+) -> CountsProduct:
     """``X^T c`` (:class:`CountsProduct`) of integer-valued ``coef``, for a dense ``X`` with its
-    columns' squared norms from the same pass (:func:`_columns_squares`, once that pays for
-    its compile, :func:`~qpsvm._numerics.uncompiled`; before, two numpy passes), which every
-    later :func:`counts_products` of ``X`` reuses."""
+    columns' squared norms: ``sums``, both summed already by the pass that copied ``X`` (its
+    problem's ``level_sums``, of this ``coef``), else from one pass here
+    (:func:`_columns_squares`, once that pays for its compile,
+    :func:`~qpsvm._numerics.uncompiled`; before, its numpy equivalent, the same floats); every
+    later :func:`counts_products` of ``X`` reuses the norms."""
     if not isinstance(X, np.ndarray):
         return CountsProduct(X, coef, _matvec_T(X, coef), None)
+    if sums is not None:
+        return CountsProduct(X, coef, *sums)
     if (
         X.dtype == np.float64
         and X.flags.c_contiguous
@@ -263,7 +269,15 @@ def level_product(X: Any, coef: np.ndarray) -> CountsProduct:
         product, squares = np.zeros(X.shape[1]), np.zeros(X.shape[1])
         _columns_squares(X, np.ascontiguousarray(coef, dtype=np.float64), product, squares)
         return CountsProduct(X, coef, product, squares)
-    return CountsProduct(X, coef, X.T @ coef, np.einsum("ij,ij->j", X, X))
+    return CountsProduct(X, coef, *_columns_squares_numpy(X, coef))
+
+
+def _columns_squares_numpy(X: np.ndarray, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_columns_squares` in numpy: the rows' terms added in the rows' order
+    (``np.add.accumulate``, never pairwise), so the same floats."""
+    X = np.asarray(X, dtype=np.float64)
+    product = np.add.accumulate(X * np.asarray(coef, dtype=np.float64)[:, None], axis=0)[-1]
+    return product, np.add.accumulate(X * X, axis=0)[-1]
 
 
 def counts_products(level: CountsProduct, coefs: Sequence[np.ndarray]) -> list[CountsProduct]:
