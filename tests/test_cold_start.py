@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -359,9 +360,11 @@ def test_uncompiled_viterbi_decodes_the_compiled_states(seed, sequences, states,
     np.testing.assert_array_equal(numpy, compiled)
 
 
-def test_uncompiled_plane_products_give_the_compiled_structural_optimum(monkeypatch):
+def test_uncompiled_plane_products_give_the_compiled_structural_optimum(monkeypatch, caplog):
     # a structural fit whose plane products and Viterbi run in numpy (a cold first call's path)
-    # takes the same steps as the compiled one: the same w and certificate to the bit
+    # takes the same steps as the compiled one: the same w and certificate to the bit (logged
+    # at INFO, whose rounds' violations take the working-set slacks)
+    caplog.set_level(logging.INFO, logger="qpsvm")
     data = make_chains(n_sequences=30, n_features=6, n_states=3, random_state=0)
     model = ChainModel(data.n_features, data.n_states)
     warm = qpsvm.StructuralSVM(model, data.X, data.Y, C=0.1).solve()
@@ -383,6 +386,16 @@ def test_uncompiled_plane_products_give_the_compiled_structural_optimum(monkeypa
         warm.certificate.lower,
         warm.certificate.upper,
     )
+
+
+def test_working_set_slacks_are_the_rounds_log_alone(monkeypatch, caplog):
+    # the rounds' violations (every block's working-set slack, a kernel of its own) are
+    # computed for the INFO log only: without it a fit neither computes nor compiles them
+    caplog.set_level(logging.WARNING, logger="qpsvm")
+    data = make_chains(n_sequences=10, n_features=4, n_states=3, random_state=0)
+    model = ChainModel(data.n_features, data.n_states)
+    monkeypatch.setattr(cutting_plane._Pool, "block_slacks", None)
+    assert qpsvm.StructuralSVM(model, data.X, data.Y, C=0.1).solve().certificate.passed
 
 
 @pytest.mark.parametrize("intercept", [True, False])

@@ -878,16 +878,17 @@ class _Loop:
         self.history.append((it, rnd.primal, elapsed, rnd.gap))
         rel = relative(rnd.gap, rnd.primal)
         self.rel_gaps.append(rel)
-        logger.info(
-            "cutting plane round %d: working set %d, max violation %.3g, gap %.3g "
-            "(relative %.2e), %.2fs",
-            it,
-            self.pool.alive_ids().size,
-            _max_violation(self.pool, rnd, self.variant),
-            rnd.gap,
-            rel,
-            elapsed,
-        )
+        if logger.isEnabledFor(logging.INFO):  # the violation is the log's alone
+            logger.info(
+                "cutting plane round %d: working set %d, max violation %.3g, gap %.3g "
+                "(relative %.2e), %.2fs",
+                it,
+                self.pool.alive_ids().size,
+                _max_violation(self.pool, rnd, self.variant),
+                rnd.gap,
+                rel,
+                elapsed,
+            )
         if bar is not None:
             bar.update(1)
             bar.set_postfix(gap=f"{rel:.1e}")
