@@ -167,7 +167,8 @@ def _planes(rng: np.random.Generator, planes: int, d: int) -> tuple[np.ndarray, 
 @given(st.integers(0, 2**32 - 1), st.integers(1, 30), st.integers(1, 30))
 def test_uncompiled_plane_products_equal_the_compiled_ones_to_the_bit(seed, planes, d):
     # the cutting plane's Gram row, expansion w = sum alpha_k a_k and working-set slacks in
-    # numpy: each sum added in the kernels' order, the same floats with their zeros' signs
+    # numpy: each sum added in the kernels' order, the same floats with their zeros' signs;
+    # the Gram row's products, of the indices two rows share, added in Python floats too
     rng = np.random.default_rng(seed)
     start, end, idx, val = _planes(rng, planes, d)
     ids = rng.permutation(planes)[: rng.integers(0, planes + 1)].astype(np.int64)
@@ -175,9 +176,19 @@ def test_uncompiled_plane_products_equal_the_compiled_ones_to_the_bit(seed, plan
     cuts = np.sort(rng.integers(0, ids.size + 1, size=rng.integers(0, 6)))
     bptr = np.concatenate([[0], cuts, [ids.size]]).astype(np.int64)
     k = int(rng.integers(0, planes))
-    pairs = []
+    row, numpy_row = np.full(ids.size, np.nan), np.full(ids.size, np.nan)
+    cutting_plane._dots(k, ids, start, end, idx, val, row, d)
+    cutting_plane._dots_numpy(k, ids, start, end, idx, val, numpy_row)
+    own = dict(zip(idx[start[k] : end[k]].tolist(), val[start[k] : end[k]].tolist(), strict=True))
+    python_row = []
+    for j in ids:
+        total = 0.0
+        for p in range(start[j], end[j]):
+            if int(idx[p]) in own:
+                total += float(val[p]) * own[int(idx[p])]
+        python_row.append(total)
+    pairs = [(row, numpy_row), (row, np.array(python_row, dtype=np.float64))]
     for kernel, equivalent, args, out in [
-        (cutting_plane._dots, cutting_plane._dots_numpy, (k, ids, start, end, idx, val), ids.size),
         (cutting_plane._expand, cutting_plane._expand_numpy, (ids, start, end, idx, val, alpha), d),
         (
             cutting_plane._block_values,

@@ -96,44 +96,19 @@ EXACT_FACTOR = 3.4e-9
 #: 120 sequences, 2.3 million entries a solve in 23 calls each; load 3 on 2 cores). Renting
 #: until the rent paid is about the price.
 PLANE_ENTRIES = 2**22
-#: ... and of :func:`_dots` (0.19 s of compile; its equivalent about 90 ns an entry with its
-#: binary search and 50-80 us a call: 1635 calls over 1.4 million entries in 0.13 s).
-DOT_ENTRIES = 2**21
+#: ... and of :func:`_dots` until :func:`_sweep`, which it calls, is compiled (0.65-0.75 s; the
+#: equivalent about 90 ns an entry with its binary search and 50-80 us a call). The ascent's
+#: first pass compiles the sweep anyway; a working set solved by CVXPY rents until then.
+DOT_ENTRIES = 2**23
 
 
 # ----------------------------------------------------------------------------- kernels
-@numba.njit(**CALLEE, inline="always")
-def _sparse_dot(idx, val, s1, e1, s2, e2):  # pragma: no cover - compiled
-    """Dot product of two sparse rows stored with sorted indices in ``idx``/``val``."""
-    total = 0.0
-    p, q = s1, s2
-    while p < e1 and q < e2:
-        a, b = idx[p], idx[q]
-        if a == b:
-            total += val[p] * val[q]
-            p += 1
-            q += 1
-        elif a < b:
-            p += 1
-        else:
-            q += 1
-    return total
-
-
-@numba.njit(**ENTRY)
-def _dots(k, ids, start, end, idx, val, out):  # pragma: no cover - compiled
-    """``out[j] = a_k . a_{ids[j]}``."""
-    for j in range(ids.shape[0]):
-        out[j] = _sparse_dot(idx, val, start[k], end[k], start[ids[j]], end[ids[j]])
-
-
 # The sweep of block ascent allocates nothing and takes views of its caller's arrays: it is
 # compiled without numba's reference counting (``_nrt=False``: no incref/decref of each view,
 # no refcount pruning pass), 0.1 s of the 0.45 s its compile took on a cold call. The block
 # gradient and the changes' expansion, shared with the Frank-Wolfe step, are inlined by numba
 # (``inline="always"``: typed and lowered inside the caller, no library of their own that the
-# caller links and optimises again), as :func:`_sparse_dot` is into :func:`_dots` (see
-# docs/performance.md).
+# caller links and optimises again; see docs/performance.md).
 @numba.njit(**CALLEE, _nrt=False, inline="always")
 def _block_gradient(ids, start, end, idx, val, c, alpha, w, g, old):  # pragma: no cover
     """``g[q] = c_k - a_k . w`` and ``old[q] = alpha_k`` for the block's planes ``k = ids[q]``;
@@ -319,6 +294,34 @@ def _sequential_sums(first: np.ndarray, values: np.ndarray, lengths: np.ndarray)
     return np.add.accumulate(table, axis=1)[:, -1]
 
 
+def _dots(
+    k: int,
+    ids: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    idx: np.ndarray,
+    val: np.ndarray,
+    out: np.ndarray,
+    d: int,
+) -> None:
+    """``out[j] = a_k . a_{ids[j]}`` (rows with sorted indices below ``d``), each sum of the
+    products of the indices the two rows share, in their order, added left to right from
+    ``0.0``: :func:`_sweep`'s gradient pass over the block of planes ``ids`` at ``w = a_k``
+    (written out over ``d`` features) with ``c = 0``, no mass and no steps gives ``g_j = 0 -
+    a_{j,1} w_1 - ...``, and ``out = 0 - g``. The same floats: from ``+0`` a running sum and
+    a running difference of the same terms are each other's negation (rounding is symmetric)
+    and never ``-0``, so ``0 - g`` takes the sign of a zero sum too; an index ``a_k`` lacks adds
+    a finite value times ``0``, a zero, which changes neither. The sweep is the ascent's, which
+    its first pass compiles (a kernel of its own took 0.2-0.3 s more, docs/performance.md)."""
+    dense = np.zeros(d)
+    dense[idx[start[k] : end[k]]] = val[start[k] : end[k]]
+    zero = np.zeros(int(ids.max(initial=0)) + 1)  # the planes' c and alpha, and the spare mass
+    g, old = np.empty(ids.size), np.empty(ids.size)
+    layout = _block_layout(ids, zero[:0])
+    _sweep(*layout, start, end, idx, val, zero, zero, zero[:1], dense, 0.0, 0, g, old)
+    np.subtract(0.0, g, out=out)
+
+
 def _dots_numpy(k, ids, start, end, idx, val, out) -> None:
     """:func:`_dots` in numpy, the same floats: the entries of plane ``k`` matched to each
     plane's by a binary search over ``k``'s sorted indices, the products summed in order."""
@@ -436,8 +439,10 @@ class _Pool:
         dots = np.empty(ids.size + 1)
         both = np.append(ids, k)
         entries = int(np.sum(self.end[both] - self.start[both]))
-        dots_of = _dots_numpy if uncompiled(_dots, entries, DOT_ENTRIES) else _dots
-        dots_of(k, both, self.start, self.end, self.idx, self.val, dots)
+        if uncompiled(_sweep, entries, DOT_ENTRIES):
+            _dots_numpy(k, both, self.start, self.end, self.idx, self.val, dots)
+        else:
+            _dots(k, both, self.start, self.end, self.idx, self.val, dots, self.w.size)
         m = ids.size
         gram = np.empty((m + 1, m + 1))
         gram[:m, :m] = block.gram
