@@ -353,16 +353,20 @@ def test_uncompiled_pair_sums_equal_the_compiled_sweeps_to_the_bit(seed, queries
 @settings(max_examples=60, deadline=None)
 @given(st.integers(0, 2**32 - 1), st.integers(1, 6), st.integers(1, 5), st.integers(1, 7))
 def test_uncompiled_viterbi_decodes_the_compiled_states(seed, sequences, states, longest):
-    # the chain's Viterbi in numpy, one sequence at a time: the same states as the compiled
-    # pass, ties (equal sums, zeros of both signs) to the first maximum as its comparisons
+    # the chain's Viterbi in numpy, the sequences of each length at once (one alone as the
+    # sequential pass calls it): the same states as the compiled pass, ties (equal sums, zeros
+    # of both signs) to the first maximum as its comparisons
     rng = np.random.default_rng(seed)
     lengths = rng.integers(1, longest + 1, size=sequences)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     unary = rng.integers(-2, 3, size=(offsets[-1], states)) * rng.choice([1.0, 0.5, -0.0])
     pairwise = rng.integers(-2, 3, size=(states, states)) * rng.choice([1.0, 0.25])
-    numpy = np.concatenate(
-        [chain._viterbi_sequence(unary[a:b], pairwise) for a, b in itertools.pairwise(offsets)]
-    )
+    numpy = chain._viterbi_numpy(unary, pairwise, offsets)
+    alone = [
+        chain._viterbi_numpy(unary[a:b], pairwise, np.array([0, b - a]))
+        for a, b in itertools.pairwise(offsets)
+    ]
+    np.testing.assert_array_equal(np.concatenate(alone), numpy)
     compiled = np.empty(offsets[-1], dtype=np.int64)
     back = np.zeros((longest, states), dtype=np.int64)
     chain._viterbi_batch(
@@ -384,7 +388,7 @@ def test_uncompiled_plane_products_give_the_compiled_structural_optimum(monkeypa
         (cutting_plane, "_dots_numpy"),
         (cutting_plane, "_expand_numpy"),
         (cutting_plane, "_block_values_numpy"),
-        (chain, "_viterbi_sequence"),
+        (chain, "_viterbi_numpy"),
     ]:
         equivalent = getattr(module, name)
         monkeypatch.setattr(module, name, lambda *a, f=equivalent: ran.append(f) or f(*a))
