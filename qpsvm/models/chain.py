@@ -63,10 +63,10 @@ def _viterbi_batch(unary, pairwise, offsets, out, back, score, new):  # pragma: 
 
 #: Positions and sequences (each counted as one position) :func:`_viterbi_numpy` may decode in
 #: a process before :func:`_viterbi_batch` is compiled (:func:`~qpsvm._numerics.uncompiled`):
-#: its compile (0.3-0.5 s CPU) at what the equivalent costs beyond it (about 3 us a position:
-#: 36 us for one sequence of 8 positions over 8 states, against 6 us compiled). A solve of the
+#: its compile (0.3 s CPU) at what the equivalent costs beyond it (about 2 us a position: 34
+#: us for one sequence of 8 positions over 8 states, against 6 us compiled). A solve of the
 #: chain's grid point (120 sequences of 8 on average, 8 states) decodes 41608 positions and
-#: 5522 sequences in 2666 calls, 2642 of them of one sequence: 0.13 s against 0.02 s compiled.
+#: 5522 sequences in 2666 calls, 2642 of them of one sequence: 0.12 s against 0.02 s compiled.
 VITERBI_POSITIONS = 2**17
 
 
@@ -96,7 +96,7 @@ def _viterbi_group(unary: np.ndarray, into: np.ndarray) -> list[list[int]]:
 
 def _viterbi_numpy(unary: np.ndarray, pairwise: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """The states :func:`_viterbi_batch` writes, in numpy: the sequences of each length at
-    once (:func:`_viterbi_group`; a round's 120 sequences 0.8 ms against 3.2 ms one at a
+    once (:func:`_viterbi_group`; a round's 120 sequences 1.2 ms against 3.1 ms one at a
     time)."""
     into = np.ascontiguousarray(pairwise.T)
     if offsets.shape[0] == 2:  # one sequence: the sequential pass's oracle
