@@ -7,6 +7,7 @@ from __future__ import annotations
 from decimal import Decimal, localcontext
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 import qpsvm
 from qpsvm._numerics import tdot2
 from qpsvm.kernels import Kernel, KernelCache
+from qpsvm.verify import rigorous
 from qpsvm.verify.rigorous import rbf_pair_error, rbf_score_error, rbf_value_error
 from tests.conftest import random_problem
 
@@ -161,6 +163,48 @@ def test_rbf_constants_bound_the_numbers_they_stand_for():
         assert (-Decimal(_ARG_MAX)).exp() < Decimal(2) ** -1073
 
 
+def score_error_both_paths(bound, alpha, magnitude, weighted, scores):
+    """``rbf_score_error`` by its compiled pass and by its numpy equivalent, asserted the same
+    floats (the equivalent answers a cold process's first calls; which one a test meets
+    otherwise depends on the compile cache)."""
+    out = []
+    for cold in (False, True):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(rigorous, "uncompiled", lambda kernel, rows, budget, cold=cold: cold)
+            out.append(rbf_score_error(bound, alpha, magnitude, weighted, scores))
+    np.testing.assert_array_equal(out[0], out[1])
+    return out[0]
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.sampled_from([1, 37, 1023, 1024, 1500]),
+    scale=st.sampled_from([1e-3, 1.0, 30.0]),
+    gamma=st.sampled_from([1e-3, 0.1, 5.0]),
+    C=st.sampled_from([1e-300, 1.0, 1e4]),
+    special=st.booleans(),
+)
+@example(seed=0, n=1024, scale=30.0, gamma=5.0, C=1e-300, special=True)
+@example(seed=1, n=37, scale=1.0, gamma=0.1, C=1.0, special=False)
+def test_rbf_score_error_compiled_pass_is_its_numpy_equivalent(seed, n, scale, gamma, C, special):
+    # the same floats by both paths, on either side of _SUCC_SIZE (where up and down move by
+    # _succ instead of nextafter), with subnormal and zero magnitudes, and with infinite and nan
+    # sums where ``special`` (a fused pass whose splitting overflowed)
+    rng = np.random.default_rng(seed)
+    X = scale * rng.normal(size=(n, 3))
+    bound = rbf_pair_error(gamma, X)
+    alpha = C * rng.uniform(size=n) * (rng.uniform(size=n) < 0.7)
+    magnitude = C * rng.uniform(0.0, 3.0, n) * (rng.uniform(size=n) < 0.9)
+    weighted = magnitude * rng.uniform(0.0, 10.0, n)
+    scores = C * rng.normal(size=n)
+    if special:
+        magnitude[0], magnitude[n // 2], magnitude[-1] = np.inf, np.nan, 5e-324
+        scores[-1] = -np.inf
+    with np.errstate(over="ignore", invalid="ignore"):  # numpy's warnings at inf and nan
+        score_error_both_paths(bound, alpha, magnitude, weighted, scores)
+
+
 @settings(max_examples=12, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
@@ -183,7 +227,7 @@ def test_rbf_score_error_encloses_the_exact_scores(seed, scale, gamma, C, shift)
     bound = rbf_pair_error(gamma, X)
     hi, lo = tdot2(K, alpha * y)
     g = hi + lo
-    e = rbf_score_error(bound, alpha, K @ alpha, K @ (alpha * bound.sqnorm), g)
+    e = score_error_both_paths(bound, alpha, K @ alpha, K @ (alpha * bound.sqnorm), g)
     exact = exact_rbf(X, gamma)
     with localcontext() as ctx:
         ctx.prec = DIGITS
