@@ -205,6 +205,38 @@ def test_rbf_score_error_compiled_pass_is_its_numpy_equivalent(seed, n, scale, g
         score_error_both_paths(bound, alpha, magnitude, weighted, scores)
 
 
+@settings(max_examples=15, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.sampled_from([2, 37, 1023, 1024, 1500]),
+    C=st.sampled_from([1e-3, 1.0, 1e4]),
+    weighted=st.booleans(),
+    special=st.booleans(),
+)
+@example(seed=0, n=1024, C=1e4, weighted=True, special=True)
+def test_kernel_primal_upper_compiled_pass_is_its_numpy_equivalent(seed, n, C, weighted, special):
+    # P's upper bound to the bit by both paths, on either side of _SUCC_SIZE, with scores on
+    # and off their margins, weights, and infinite and nan scores and errors where ``special``
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = np.where(X[:, 0] + rng.normal(size=n) > 0, 1, -1)
+    y[:2] = [1, -1]  # both classes
+    weights = rng.uniform(0.1, 2.0, n) if weighted else None
+    f = qpsvm.SoftMarginDual(X, y, C=C, kernel="rbf", gamma=0.1, sample_weight=weights)
+    alpha = f.upper * rng.uniform(size=n) * (rng.uniform(size=n) < 0.6)
+    scores = np.where(rng.uniform(size=n) < 0.5, f.y, 2.0 * rng.normal(size=n))
+    err = rng.uniform(0.0, 1e-12, n)
+    if special:
+        scores[0], scores[n // 2], err[-1] = np.nan, np.inf, np.inf
+    b = float(rng.normal())
+    out = []
+    for cold in (False, True):
+        with pytest.MonkeyPatch.context() as patch, np.errstate(over="ignore", invalid="ignore"):
+            patch.setattr(rigorous, "uncompiled", lambda kernel, rows, budget, cold=cold: cold)
+            out.append(rigorous.kernel_primal_upper(f, alpha, b, scores, err))
+    np.testing.assert_array_equal(out[0], out[1])
+
+
 @settings(max_examples=12, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
