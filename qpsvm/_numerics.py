@@ -39,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from qpsvm._compile_cache import compiled
-from qpsvm._jit import ENTRY
+from qpsvm._jit import CALLEE, ENTRY
 
 __all__ = [
     "TINY",
@@ -180,6 +180,28 @@ def down(x: Any) -> Any:
     if isinstance(x, np.ndarray) and x.dtype == np.float64 and x.size >= _SUCC_SIZE:
         return -_succ(-x)
     return np.nextafter(x, -np.inf)
+
+
+@numba.njit(**CALLEE)
+def next_up(x):  # pragma: no cover - compiled
+    """``np.nextafter(x, inf)`` of one float64 in compiled code, by its bits: a nonzero finite
+    float's successor is the next integer of its bits away from zero above 0 and toward it
+    below (two's complement: ``-max`` for ``-inf``); ``nan`` and ``+inf`` stay, a zero goes
+    to the smallest subnormal. The same float, without libm's call (about 5-8 ns, ten to
+    twenty-five times the arithmetic around it where a pass rounds each entry)."""
+    if x != x or x == np.inf:
+        return x
+    if x == 0.0:
+        return _ETA
+    bits = np.float64(x).view(np.int64)
+    return np.int64(bits + 1 if x > 0.0 else bits - 1).view(np.float64)
+
+
+@numba.njit(**CALLEE)
+def next_down(x):  # pragma: no cover - compiled
+    """``np.nextafter(x, -inf)`` of one float64 in compiled code: the negated :func:`next_up`
+    of ``-x``."""
+    return -next_up(-x)
 
 
 def sum_error(leaves: Any, magnitude: Any) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -15,7 +16,7 @@ from sklearn.preprocessing import StandardScaler
 from test_poly_rigorous import exact_objectives
 
 import qpsvm
-from qpsvm._numerics import _SUCC_SIZE, down, fsum, scale2, tdot, tdot2, up
+from qpsvm._numerics import _SUCC_SIZE, down, fsum, next_down, next_up, scale2, tdot, tdot2, up
 from qpsvm.support_sets import support_solution
 
 
@@ -267,3 +268,27 @@ def test_scalar_up_and_down_are_the_neighbouring_floats(x):
             assert type(hi) is type(value) and type(lo) is type(value)
             assert np.array_equal([hi, lo], [nxt, prv], equal_nan=True)
             assert np.signbit(hi) == np.signbit(nxt) and np.signbit(lo) == np.signbit(prv)
+
+
+@numba.njit
+def _neighbours(values):
+    out = np.empty((2, values.shape[0]))
+    for i in range(values.shape[0]):
+        out[0, i] = next_up(values[i])
+        out[1, i] = next_down(values[i])
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True), max_size=40))
+@example([0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, -2.2250738585072014e-308])
+@example([1.7976931348623157e308, -1.7976931348623157e308, math.inf, -math.inf, math.nan])
+@example([1.0, -1.0, 0.5, -0.5, 2.0, -2.0])  # at a power of two the step below is half
+def test_the_compiled_outward_steps_are_nextafter_to_the_bit(values):
+    # the compiled one-ulp steps work on the bits: the same floats as np.nextafter
+    # towards +inf and -inf, zeros, subnormals, the largest finite values, infinities and NaN
+    a = np.array(values, dtype=np.float64)
+    out = _neighbours(a)
+    with np.errstate(over="ignore"):
+        expected = np.stack([np.nextafter(a, np.inf), np.nextafter(a, -np.inf)])
+    assert np.array_equal(out.view(np.int64), expected.view(np.int64))

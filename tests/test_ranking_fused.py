@@ -3,11 +3,9 @@ rigorous bounds as the numpy certificate, enclosing the exact rational optimum."
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 from unittest.mock import patch
 
-import numba
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -254,27 +252,3 @@ def test_the_small_grid_point_takes_the_active_set(monkeypatch):
     a, b = fast.certificate, slow.certificate
     assert a.passed and b.passed
     assert max(a.dual_objective, b.dual_objective) <= min(a.primal_objective, b.primal_objective)
-
-
-@numba.njit
-def _neighbours(values):
-    out = np.empty((2, values.shape[0]))
-    for i in range(values.shape[0]):
-        out[0, i] = ranking_fused._up(values[i])
-        out[1, i] = ranking_fused._down(values[i])
-    return out
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True), max_size=40))
-@example([0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, -2.2250738585072014e-308])
-@example([1.7976931348623157e308, -1.7976931348623157e308, math.inf, -math.inf, math.nan])
-@example([1.0, -1.0, 0.5, -0.5, 2.0, -2.0])  # at a power of two the step below is half
-def test_the_compiled_outward_steps_are_nextafter_to_the_bit(values):
-    # the compiled rounding's one-ulp steps work on the bits: the same floats as np.nextafter
-    # towards +inf and -inf, zeros, subnormals, the largest finite values, infinities and NaN
-    a = np.array(values, dtype=np.float64)
-    out = _neighbours(a)
-    with np.errstate(over="ignore"):
-        expected = np.stack([np.nextafter(a, np.inf), np.nextafter(a, -np.inf)])
-    assert np.array_equal(out.view(np.int64), expected.view(np.int64))

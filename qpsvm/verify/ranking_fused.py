@@ -52,12 +52,9 @@ from typing import Any, NamedTuple
 
 import numba
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.extending import intrinsic
 
 from qpsvm._jit import CALLEE, ENTRY
-from qpsvm._numerics import _SUCC_SIZE, TINY, U, _sum2, uncompiled
+from qpsvm._numerics import _SUCC_SIZE, TINY, U, _sum2, next_down, next_up, uncompiled
 from qpsvm.verify.ascent import compiled_coordinate_epochs
 from qpsvm.verify.ranking_sweep import QueryLayout, _by_query, _resort, _sums, _window
 from qpsvm.verify.rigorous import _columns_product, _rows_product
@@ -123,52 +120,6 @@ def _sorted(scores, lay_order, query, starts, max_query):  # pragma: no cover - 
     return _by_query(np.argsort(scores), query, starts)
 
 
-@intrinsic
-def _bits(typingctx, x):  # pragma: no cover - compiled
-    """The float64 ``x``'s bits as an int64 (a bitcast)."""
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(64))
-
-    return types.int64(types.float64), codegen
-
-
-@intrinsic
-def _from_bits(typingctx, b):  # pragma: no cover - compiled
-    """The float64 whose bits are the int64 ``b`` (a bitcast)."""
-
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return types.float64(types.int64), codegen
-
-
-@numba.njit(**CALLEE)
-def _up(x):  # pragma: no cover - compiled
-    """``nextafter(x, inf)`` on the bits: a finite nonzero float64's neighbours are the
-    integers next to its bits (two's complement), toward zero on the negative side; ``-inf``
-    goes to ``-max``, ``+inf`` and NaN stay, a zero goes to the least subnormal. The same
-    float as ``np.nextafter``, without libm's call (about 5 ns, ten times the arithmetic
-    around it where the dual end rounds each item's weight)."""
-    if not x < np.inf:
-        return x
-    if x == 0.0:
-        return 5e-324
-    b = _bits(x)
-    return _from_bits(b + 1 if b >= 0 else b - 1)
-
-
-@numba.njit(**CALLEE)
-def _down(x):  # pragma: no cover - compiled
-    """``nextafter(x, -inf)`` on the bits (:func:`_up`'s mirror)."""
-    if not x > -np.inf:
-        return x
-    if x == 0.0:
-        return -5e-324
-    b = _bits(x)
-    return _from_bits(b - 1 if b >= 0 else b + 1)
-
-
 @numba.njit(**CALLEE)
 def _gamma(n):  # pragma: no cover - compiled
     return n * U / (1.0 - n * U)
@@ -186,20 +137,20 @@ def _sum2_slack(n):  # pragma: no cover - compiled
     """:func:`qpsvm.verify.rigorous._sum2_slack`."""
     g = _gamma(max(n - 1, 0))
     g2 = g * g
-    return _up(4.0 * U if g2 <= U else 2.0 * (U + g2))
+    return next_up(4.0 * U if g2 <= U else 2.0 * (U + g2))
 
 
 @numba.njit(**CALLEE)
 def _upper_sum(a):  # pragma: no cover - compiled
     """:func:`qpsvm.verify.rigorous.upper_sum`."""
-    return _up(_up(_fsum(a) * _up(1.0 + _sum2_slack(a.size))) + a.size * TINY)
+    return next_up(next_up(_fsum(a) * next_up(1.0 + _sum2_slack(a.size))) + a.size * TINY)
 
 
 @numba.njit(**CALLEE)
 def _lower_sum(a):  # pragma: no cover - compiled
     """:func:`qpsvm.verify.rigorous.lower_sum`."""
-    low = _down(_fsum(a) * _down(1.0 - _sum2_slack(a.size)))
-    return _down(max(0.0, low - a.size * TINY))
+    low = next_down(_fsum(a) * next_down(1.0 - _sum2_slack(a.size)))
+    return next_down(max(0.0, low - a.size * TINY))
 
 
 @numba.njit(**CALLEE)
@@ -219,9 +170,9 @@ def _hinge_upper(starts, level, max_query, max_levels, t, err, order):  # pragma
     for i in range(n):
         e = max(e, err[i])
         largest = max(largest, abs(t[i]))
-    g = _up(e + _up(U * largest))
-    h = _up(g / (1.0 - U))
-    k = _up(_up(1.0 + g) / (1.0 - U))
+    g = next_up(e + next_up(U * largest))
+    h = next_up(g / (1.0 - U))
+    k = next_up(next_up(1.0 + g) / (1.0 - U))
     pref = np.empty(n)
     a = np.empty(n)
     high = np.empty(n)
@@ -246,7 +197,7 @@ def _hinge_upper(starts, level, max_query, max_levels, t, err, order):  # pragma
     size = _fsum(sizes) * (1.0 + _gamma(n + 2))
     rounding = _gamma(max_query + max_levels + 4) * size + n * TINY
     s = _fsum(terms)
-    return _up(max(0.0, s) + _up(2.0 * U * abs(s) + rounding)), _fsum(parts) + _fsum(total)
+    return next_up(max(0.0, s) + next_up(2.0 * U * abs(s) + rounding)), _fsum(parts) + _fsum(total)
 
 
 @numba.njit(**CALLEE)
@@ -763,7 +714,7 @@ def _dual_lower(X, C, n_bound, coef_bound, window, alpha):  # pragma: no cover -
     weights = np.empty(rows.size)
     for m in range(rows.size):
         i = rows[m]
-        weights[m] = _up(_up(0.5 * factor * abs(coef[i])) + _up(g * size[i]))
+        weights[m] = next_up(next_up(0.5 * factor * abs(coef[i])) + next_up(g * size[i]))
     hi, magnitude = np.zeros(d), np.zeros(d)
     if d == 1:
         # X is F-contiguous too, and the numpy code takes the rows' product, a vectorised sum
@@ -779,12 +730,12 @@ def _dual_lower(X, C, n_bound, coef_bound, window, alpha):  # pragma: no cover -
         err[c] = 2.0 * magnitude[c] + n * TINY
     if not (_all_finite(hi) and _all_finite(err)):
         err[:] = np.inf
-    gain = _down(_down(C * float(n_bound)) + _lower_sum(alpha))
+    gain = next_down(next_down(C * float(n_bound)) + _lower_sum(alpha))
     bound = np.empty(d)
     for c in range(d):
-        b = _up(abs(hi[c]) * (1.0 + 2.0 * U) + (err[c] + n * TINY))
+        b = next_up(abs(hi[c]) * (1.0 + 2.0 * U) + (err[c] + n * TINY))
         bound[c] = b * b
-    value = _down(gain - _up(0.5 * _upper_sum(bound)))
+    value = next_down(gain - next_up(0.5 * _upper_sum(bound)))
     estimate = gain - 0.5 * _fsum(hi * hi)
     return value, estimate, hi
 
@@ -810,8 +761,8 @@ def _bounds(problem, w, settings, given, point):  # pragma: no cover - compiled
     order = _sorted(scores, lay_order, query, starts, max_query)
     ww = w * w
     hinge, hinge_float = _hinge_upper(starts, level, max_query, max_levels, scores, err, order)
-    half = _up(0.5 * _upper_sum(ww))
-    primal = _up(half + _up(C * hinge * (1.0 + 2.0 * U)))
+    half = next_up(0.5 * _upper_sum(ww))
+    primal = next_up(half + next_up(C * hinge * (1.0 + 2.0 * U)))
     primal_float = 0.5 * _fsum(ww) + C * hinge_float
     dual, dual_float, found = 0.0, 0.0, False
     expansion = np.zeros(d)

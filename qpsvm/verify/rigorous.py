@@ -63,6 +63,7 @@ from qpsvm._numerics import (
     fsum,
     fsum_dot,
     gamma,
+    next_up,
     rows_dot2,
     running_sums,
     sum_error,
@@ -1590,24 +1591,11 @@ RBF_ERROR_ELEMENTS = 2**21
 
 
 @numba.njit(**CALLEE)
-def _next_up(x):  # pragma: no cover - compiled
-    """``np.nextafter(x, inf)`` by the float's bits (the successor of a nonzero finite float is
-    the next integer of its bits away from zero above 0, toward it below; libm's call costs
-    about 25 times this): ``nan`` and ``+inf`` stay, ``+-0`` go to the smallest subnormal."""
-    if x != x or x == np.inf:
-        return x
-    if x == 0.0:
-        return _ETA
-    bits = np.float64(x).view(np.int64)
-    return np.int64(bits + 1 if x > 0.0 else bits - 1).view(np.float64)
-
-
-@numba.njit(**CALLEE)
 def _up1(x, big):  # pragma: no cover - compiled
     """:func:`~qpsvm._numerics.up` of one entry of an array, ``big`` when the array has
     ``_SUCC_SIZE`` entries or more (then ``_succ``'s operations, in its order)."""
     if not big:
-        return _next_up(x)
+        return next_up(x)
     c = abs(x) * _PHI
     c += _ETA
     c += x
