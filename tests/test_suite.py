@@ -354,7 +354,7 @@ def test_score_a_command_line() -> None:
     (good,) = qpsvm.suite.score(
         qpsvm.suite.Command("qpsvm fit {train} --C {C} --output {model}"), [inst]
     )
-    assert good.failure is None and good.success["1e-09"]
+    assert good.failure is None and good.success["1e-09"], (good.failure, good.message)
     (bad,) = qpsvm.suite.score(qpsvm.suite.Command("qpsvm fit {train} --C -1"), [inst])
     assert bad.failure == "status" and "exit 2" in bad.message
 
