@@ -204,6 +204,17 @@ def next_down(x):  # pragma: no cover - compiled
     return -next_up(-x)
 
 
+@numba.njit(**CALLEE, fastmath={"reassoc"})
+def add_columns_squares(row, a, product, squares):  # pragma: no cover - compiled
+    """``product += a row`` and ``squares += row * row``: one row's terms of ``M^T v`` and of
+    the columns' squared norms ``(M * M)^T 1``, added row by row by the caller (each column's
+    sum in the rows' order; ``reassoc`` only vectorises over the columns)."""
+    for j in range(row.shape[0]):
+        x = row[j]
+        product[j] += x * a
+        squares[j] += x * x
+
+
 def sum_error(leaves: Any, magnitude: Any) -> Any:
     r"""A bound on :math:`|\hat s - s|` for every floating-point evaluation of a sum
     :math:`s = \sum_k t_k` of at most ``leaves`` terms, each an exact number or the product of

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from qpsvm._jit import ENTRY
-from qpsvm._numerics import uncompiled
+from qpsvm._numerics import add_columns_squares, uncompiled
 from qpsvm._pages import fresh_empty
 from qpsvm._rows import canonical_csr
 from qpsvm.exceptions import InvalidInputError, InvalidTypeError
@@ -56,21 +56,15 @@ def _copy_finite(src, dst):  # pragma: no cover - compiled
     return finite
 
 
-@numba.njit(**ENTRY, fastmath={"reassoc"})
+@numba.njit(**ENTRY)
 def _copy_finite_columns(src, dst, v, product, squares):  # pragma: no cover - compiled
-    """:func:`_copy_finite` of a C-contiguous 2-D ``src``, with ``product += src^T v`` and
-    ``squares += (src * src)^T 1`` (the columns' squared norms) in the same pass, row by row
-    (the sums in any order: ``reassoc``, vectorised; ``x - x == 0`` stays the finite test:
-    ``reassoc`` does not assume finite values, as numba's ``nnan`` and ``ninf`` would)."""
+    """:func:`_copy_finite` of a C-contiguous 2-D ``src``, row by row, with ``product +=
+    src^T v`` and ``squares += (src * src)^T 1`` (the columns' squared norms) added from each
+    row while it is in cache (:func:`~qpsvm._numerics.add_columns_squares`)."""
     finite = True
     for i in range(src.shape[0]):
-        a = v[i]
-        for j in range(src.shape[1]):
-            x = src[i, j]
-            dst[i, j] = x
-            finite &= x - x == 0.0
-            product[j] += x * a
-            squares[j] += x * x
+        finite &= _copy_finite(src[i], dst[i])
+        add_columns_squares(src[i], v[i], product, squares)
     return finite
 
 

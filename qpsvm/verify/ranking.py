@@ -48,7 +48,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from qpsvm._jit import ENTRY
-from qpsvm._numerics import ABS_ROWS, fsum, fsum_dot, sum_error, uncompiled
+from qpsvm._numerics import ABS_ROWS, add_columns_squares, fsum, fsum_dot, sum_error, uncompiled
 from qpsvm._validation import check_tol
 from qpsvm.contract import RankingProblem
 from qpsvm.solution import Candidate
@@ -236,16 +236,12 @@ class CountsProduct:
     squares: np.ndarray | None
 
 
-@numba.njit(**ENTRY, fastmath={"reassoc"})
+@numba.njit(**ENTRY)
 def _columns_squares(M, v, hi, squares):  # pragma: no cover - compiled
     """``hi += M^T v`` and ``squares += (M * M)^T 1`` of a C-contiguous ``M`` in one pass, row
-    by row (the sums in any order: ``reassoc``, vectorised)."""
+    by row (:func:`~qpsvm._numerics.add_columns_squares`)."""
     for i in range(M.shape[0]):
-        a = v[i]
-        for j in range(M.shape[1]):
-            x = M[i, j]
-            hi[j] += x * a
-            squares[j] += x * x
+        add_columns_squares(M[i], v[i], hi, squares)
 
 
 def level_product(
