@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import qpsvm
 
@@ -255,3 +257,28 @@ def test_cold_first_call_is_the_median_cold_import_and_first_call_beyond_the_bes
     cpu, wall = first_call_beyond_warm(cold, warm)
     assert cpu == pytest.approx(0.5 + 2.0 - 0.2)  # median of 2.5, 1.5, 3.5 less the best 0.2
     assert wall == pytest.approx(0.6 + 2.1 - 0.3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    labels=st.lists(st.integers(0, 4), min_size=1, max_size=30),
+    n_queries=st.integers(1, 4),
+)
+def test_dlib_pairs_are_the_problems_pairs_one_each(labels, n_queries):
+    # dlib averages its hinge over every relevant-nonrelevant combination of its ranking_pairs;
+    # the ranking_pairs of a query's levels (binary or graded) list each pair y_i > y_j of a
+    # query exactly once, so dlib's c and qpsvm's C = c / n_pairs state the same problem
+    pytest.importorskip("dlib")
+    from regimes.ranking import dlib_pairs
+
+    y = np.array(labels)
+    groups = np.arange(y.size) % n_queries
+    X = np.arange(y.size, dtype=float)[:, None]  # each item's one feature names it
+    data = dlib_pairs(X, y, groups)
+    assert all(len(p.relevant) and len(p.nonrelevant) for p in data)  # dlib refuses empty sides
+    listed = sorted((int(a[0]), int(b[0])) for p in data for a in p.relevant for b in p.nonrelevant)
+    n = y.size
+    pairs = [(i, j) for i in range(n) for j in range(n) if groups[i] == groups[j] and y[i] > y[j]]
+    assert listed == sorted(pairs)
+    if pairs:
+        assert len(listed) == qpsvm.RankingSVM(X, y=y, groups=groups).n_pairs

@@ -1,10 +1,12 @@
 """Ranking from relevance labels against dlib's ``svm_rank_trainer`` (the anchor users run).
 
-Queries of items scored by a hidden linear utility plus noise, cut into binary relevance (dlib's
-``ranking_pair``: relevant / nonrelevant) or graded relevance 0/1/2 (SVM-rank's multi-level
-case, which dlib does not take: its anchor is then dlib on the binary cut at level 1, the
-same data and the same sorting oracle, timed for reference). dlib minimises ``1/2 ||w||^2 +
-c * (mean pairwise hinge)``; qpsvm solves the same problem with ``C = c / n_pairs``
+Queries of items scored by a hidden linear utility plus noise, with binary relevance or graded
+relevance 0/1/2 (SVM-rank's multi-level case: a pair for every two items of a query at different
+levels). dlib takes a query as ``ranking_pair`` objects (relevant / nonrelevant items, a pair for
+each relevant-nonrelevant combination) and averages its hinge over the pairs of all of them, so
+a query of graded relevance is the ``ranking_pair`` objects of its levels (:func:`dlib_pairs`) and
+dlib solves the graded problem itself. dlib minimises ``1/2 ||w||^2 + c * (mean pairwise
+hinge)``; qpsvm solves the same problem with ``C = c / n_pairs``
 (:func:`qpsvm.conventions.C_from_dlib_rank`) to a passing certificate.
 """
 
@@ -32,21 +34,26 @@ def ranking_data(n_queries: int, per_query: int, d: int, graded: bool, seed: int
     return X, y, np.repeat(np.arange(n_queries), per_query)
 
 
-def dlib_pairs(X: np.ndarray, relevant: np.ndarray, groups: np.ndarray):
-    """dlib's ``ranking_pairs``: per query, the relevant and the nonrelevant items. A query
-    with one side empty has no pairs (dlib refuses it as "Invalid inputs"): it is left out,
-    which leaves the problem unchanged."""
+def dlib_pairs(X: np.ndarray, y: np.ndarray, groups: np.ndarray):
+    """dlib's ``ranking_pairs`` of relevance labels ``y`` (binary or graded): per query and per
+    level ``l`` of it below its highest, the items above ``l`` relevant and the items at ``l``
+    nonrelevant. Each pair of items at different levels ``y_i > y_j`` is then one
+    relevant-nonrelevant combination, in the ``ranking_pair`` of ``l = y_j`` only: dlib's pairs
+    are the problem's pairs, one each. A query of one level has no pairs (dlib refuses an empty
+    side as "Invalid inputs"): it is left out, which leaves the problem unchanged."""
     import dlib
 
     data = dlib.ranking_pairs()
     for q in np.unique(groups):
-        pair = dlib.ranking_pair()
         rows = np.flatnonzero(groups == q)
-        if np.all(relevant[rows]) or not np.any(relevant[rows]):
-            continue
-        for i in rows:
-            (pair.relevant if relevant[i] else pair.nonrelevant).append(dlib.vector(X[i].tolist()))
-        data.append(pair)
+        for level in np.unique(y[rows])[:-1]:
+            pair = dlib.ranking_pair()
+            for i in rows:
+                if y[i] > level:
+                    pair.relevant.append(dlib.vector(X[i].tolist()))
+                elif y[i] == level:
+                    pair.nonrelevant.append(dlib.vector(X[i].tolist()))
+            data.append(pair)
     return data
 
 
@@ -78,12 +85,11 @@ def points(scale: str) -> list[Point]:
     for n_queries, per_query, d in sizes:
         for graded in (False, True):
             X, y, groups = ranking_data(n_queries, per_query, d, graded)
-            data = dlib_pairs(X, y >= 1, groups)
+            data = dlib_pairs(X, y, groups)
             n_pairs = qpsvm.RankingSVM(X, y=y, groups=groups).n_pairs
-            binary_pairs = qpsvm.RankingSVM(X, y=y >= 1, groups=groups).n_pairs
             for c in DLIB_C:
                 trainer = dlib.svm_rank_trainer()
-                trainer.c = c * n_pairs / binary_pairs  # the same C on dlib's binary cut
+                trainer.c = c
                 C = C_from_dlib_rank(c, n_pairs)
 
                 def build(X=X, y=y, groups=groups, C=C):
@@ -101,8 +107,7 @@ def points(scale: str) -> list[Point]:
                         ours,
                         lambda trainer=trainer, data=data: trainer.train(data),
                         formulation=build,
-                        # dlib solves the problem itself on binary relevance only
-                        tightened=None if graded else dlib_tightened(c, data, build),
+                        tightened=dlib_tightened(c, data, build),
                     )
                 )
     return out

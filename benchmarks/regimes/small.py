@@ -41,7 +41,7 @@ def points(scale: str) -> list[Point]:
     ym = rng.integers(0, 4, 300)
     Xm += 0.8 * rng.normal(size=(4, 10))[ym]
     Xr, yr, groups = ranking_data(20, 10, 5, graded=False)
-    data = dlib_pairs(Xr, yr >= 1, groups)
+    data = dlib_pairs(Xr, yr, groups)
     n_pairs = qpsvm.RankingSVM(Xr, y=yr, groups=groups).n_pairs
     trainer = dlib.svm_rank_trainer()
     trainer.c = 10.0
