@@ -369,15 +369,18 @@ def test_hinge_upper_bounds_the_exact_hinge_sum(seed, levels, rounded, sorted_on
     move=st.sampled_from([0.0, 1e-9, 1e-3, 1e-2, 0.2]),
     rounded=st.booleans(),
     each_pair=st.booleans(),
+    compiled=st.booleans(),
 )
-@example(seed=0, levels=2, tau=0.3, move=0.0, rounded=True, each_pair=False)
-@example(seed=1, levels=3, tau=1e-2, move=1e-2, rounded=False, each_pair=True)
-def test_window_hinge_bounds_bound_the_exact_hinge_sum(seed, levels, tau, move, rounded, each_pair):
+@example(seed=0, levels=2, tau=0.3, move=0.0, rounded=True, each_pair=False, compiled=False)
+@example(seed=1, levels=3, tau=1e-2, move=1e-2, rounded=False, each_pair=True, compiled=True)
+def test_window_hinge_bounds_bound_the_exact_hinge_sum(
+    seed, levels, tau, move, rounded, each_pair, compiled
+):
     # the hinge sum read off a window's sides (no sweep) at scores t moved from the scores b
     # the window was cut at: whenever the sides are proven to hold, the bound is above the
     # exact hinge sum over the formed pairs (rational arithmetic) for scores anywhere in
     # their enclosures; with every moved item's pairs checked one by one (each_pair) or
-    # none; sides that do not move always hold
+    # none; sides that do not move always hold; by the compiled sums or their numpy form
     X, y, groups = ranking_problem(seed, n_queries=4, per_query=8, d=3, levels=levels)
     try:
         f = qpsvm.RankingSVM(X, y=y, groups=groups, C=1.0)
@@ -393,7 +396,10 @@ def test_window_hinge_bounds_bound_the_exact_hinge_sum(seed, levels, tau, move, 
         return
     t = b + move * rng.normal(size=n)
     err = np.abs(rng.normal(size=n)) * 10.0 ** rng.integers(-16, -12, size=n)
-    with patch.object(ranking_module, "SIDE_ITEMS", 1.0 if each_pair else 1 / 64):
+    with (
+        patch.object(ranking_module, "SIDE_ITEMS", 1.0 if each_pair else 1 / 64),
+        patch.object(ranking_module, "uncompiled", lambda *args: not compiled),
+    ):
         bounds = window_hinge_bounds(lay, point, t, err)
     if move == 0.0:
         assert bounds is not None
@@ -407,6 +413,45 @@ def test_window_hinge_bounds_bound_the_exact_hinge_sum(seed, levels, tau, move, 
         assert hinge <= Fraction(upper)
     floats = sum(max(0.0, 1.0 - t[i] + t[j]) for i, j in P)
     assert value == pytest.approx(floats, rel=1e-12, abs=1e-12)
+
+
+@settings(deadline=None)  # the first example may compile the sums
+@given(
+    seed=st.integers(0, 2**16),
+    levels=st.integers(2, 4),
+    tau=st.sampled_from([1e-2, 0.3, math.inf]),
+    move=st.sampled_from([0.0, 1e-3, 1e-2, 0.2]),
+    rounded=st.booleans(),
+    most=st.sampled_from([0.0, 3.0, 1e9]),
+)
+@example(seed=1, levels=3, tau=1e-2, move=1e-2, rounded=False, most=1e9)
+def test_the_compiled_side_sums_are_the_numpy_ones(seed, levels, tau, move, rounded, most):
+    # window_hinge_bounds' test of the sides and its sums: the compiled pass and its numpy
+    # form (a cold process's first calls) give the same verdict and the same floats, moved
+    # items' pairs checked (most: how many items may be checked) or not
+    X, y, groups = ranking_problem(seed, n_queries=4, per_query=8, d=3, levels=levels)
+    try:
+        f = qpsvm.RankingSVM(X, y=y, groups=groups, C=1.0)
+    except qpsvm.InvalidInputError:
+        return
+    rng = np.random.default_rng(seed)
+    lay, n = f.query_layout, X.shape[0]
+    b = X @ rng.normal(size=3)
+    if rounded:  # ties, and margins on the windows' thresholds
+        b = np.round(b, 1)
+    point = window_dual(X, f.C, lay, b, tau)
+    if point is None:
+        return
+    t = b + move * rng.normal(size=n)
+    err = np.abs(rng.normal(size=n)) * 10.0 ** rng.integers(-16, -12, size=n)
+    beyond = lay.n_pairs - point.n_bound - point.window.shape[0]
+    limit = ranking_module._move_limit(b, tau, point.n_bound > 0, beyond > 0)
+    if limit is None:
+        return
+    sides = (b, t, err, point.bound_coef, point.window, limit, 1.0 - tau, 1.0 + tau, most)
+    top = np.empty(point.window.shape[0])
+    compiled = ranking_module._side_sums(lay.query, lay.starts, lay.order, lay.level, *sides, top)
+    assert compiled == ranking_module._side_sums_numpy(lay, *sides)
 
 
 @pytest.mark.parametrize("planes", [False, True])

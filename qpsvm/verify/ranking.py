@@ -47,8 +47,17 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from qpsvm._jit import ENTRY
-from qpsvm._numerics import ABS_ROWS, add_columns_squares, fsum, fsum_dot, sum_error, uncompiled
+from qpsvm._jit import CALLEE, ENTRY
+from qpsvm._numerics import (
+    ABS_ROWS,
+    add_columns_squares,
+    fsum,
+    fsum_dot,
+    next_down,
+    next_up,
+    sum_error,
+    uncompiled,
+)
 from qpsvm._validation import check_tol
 from qpsvm.contract import RankingProblem
 from qpsvm.solution import Candidate
@@ -74,6 +83,7 @@ from qpsvm.verify.certificate import (
 from qpsvm.verify.ranking_fused import (
     FusedBounds,
     FusedSettings,
+    _fsum,
     fused_all_pairs,
     fused_certificate,
     pair_differences,
@@ -92,6 +102,7 @@ from qpsvm.verify.rigorous import (
     gamma,
     lower_sum,
     primal_upper,
+    sum2_upper,
     up,
     upper_sum,
 )
@@ -319,9 +330,10 @@ def _short_pairs(
         return None
     i, j = window[:, 0], window[:, 1]
     short = scores[j] > scores[i] - 1.0
-    rest = counts.coef - coef_bound  # integers: exact
-    np.subtract.at(rest, i[short], 1)
-    np.add.at(rest, j[short], 1)
+    n = coef_bound.shape[0]
+    # integers (below 2^53 in float64): exact
+    rest = counts.coef - coef_bound - np.bincount(i[short], minlength=n)
+    rest += np.bincount(j[short], minlength=n)
     return None if rest.any() else short
 
 
@@ -566,7 +578,8 @@ def window_hinge_bounds(
     the others outside the window ``M`` has ``b_j <= fl(b_i - c_2)``, ``c_2 = fl(1 + tau)``, so
     ``b_i - b_j >= c_2 - u (|b_i| + |c_2|)``. Each exact margin ``r_p = s_i - s_j`` is within
     ``D_i + D_j`` of ``b_i - b_j``, ``D_i >= |t_i - b_i| + err_i``: where every pair of ``B``
-    keeps ``r_p <= 1`` and every other pair outside ``M`` ``r_p >= 1`` (:func:`_sides_hold`),
+    keeps ``r_p <= 1`` and every other pair outside ``M`` ``r_p >= 1`` (:func:`_move_limit`,
+    :func:`_side_sums`),
     the hinge sum is exactly
 
     .. math::
@@ -583,51 +596,170 @@ def window_hinge_bounds(
         return None
     n_bound, window = point.n_bound, point.window
     beyond = lay.n_pairs - n_bound - window.shape[0]
-    if not _sides_hold(lay, *point.sides, t, err, n_bound > 0, beyond > 0):
+    b, tau = point.sides
+    limit = _move_limit(b, tau, n_bound > 0, beyond > 0)
+    if limit is None:
         return None
-    a = point.bound_coef.astype(np.float64)
-    size = np.abs(a)
-    n = a.shape[0]
-    dot = float(a @ t)
-    dot_low = float(down(dot - float(sum_error(n, float(size @ np.abs(t))))))
-    shift = float(size @ err)
+    n, k = t.shape[0], window.shape[0]
+    sides = (b, t, err, point.bound_coef, window, limit, 1.0 - tau, 1.0 + tau, SIDE_ITEMS * n)
+    if uncompiled(_side_sums, n + k, SIDE_SUMS_ITEMS):
+        sums = _side_sums_numpy(lay, *sides)
+    else:
+        sides = (*sides[:4], np.ascontiguousarray(sides[4]), *sides[5:])
+        sums = _side_sums(lay.query, lay.starts, lay.order, lay.level, *sides, np.empty(k))
+    held, dot, size_t, shift, top, gaps = sums
+    if not held or not all(math.isfinite(x) for x in sums[1:]):
+        return None
+    dot_low = float(down(dot - float(sum_error(n, size_t))))
     shift = float(up(shift + float(sum_error(n, shift))))
     bound_part = float(up(float(n_bound) - float(down(dot_low - shift))))
-    i, j = window[:, 0], window[:, 1]
-    gap = (1.0 - t[i]) + t[j]
-    slack = err[i] + err[j]
-    spread = float(
-        sum_error(5, float(np.max((1.0 + np.abs(t[i]) + np.abs(t[j])) + slack, initial=0.0)))
+    # each window term rounded once more, at most u below its exact nonnegative value
+    upper = float(up(bound_part + float(up(sum2_upper(top, k) * (1.0 + 4.0 * U)))))
+    return upper, (float(n_bound) - dot) + gaps
+
+
+#: How many items and window pairs :func:`_side_sums_numpy` may sum in a process before
+#: :func:`_side_sums` is compiled (:func:`~qpsvm._numerics.uncompiled`): its compile (about
+#: 0.2 s CPU) at what it saves (0.12-0.25 ms a call of 8000 items and 1191 pairs, about 20 ns
+#: an item).
+SIDE_SUMS_ITEMS = 2**23
+
+
+@numba.njit(**CALLEE)
+def _sum_error(leaves, magnitude):  # pragma: no cover - compiled
+    """:func:`~qpsvm._numerics.sum_error` of one float, the same operations."""
+    g = leaves * U / (1.0 - leaves * U)
+    return next_up(next_up(g * magnitude * (1.0 + 2.0 * g) * (1.0 + 8.0 * U)) + leaves * TINY)
+
+
+@numba.njit(**CALLEE)
+def _moved_pairs_hold(  # pragma: no cover - compiled
+    query, starts, order, level, b, t, err, limit, c_low, c_high
+):
+    """:func:`_moved_pairs_hold_numpy` in one pass for the largest term and one for the
+    margins, the same pairs and floats."""
+    reach = 0.0
+    for r in range(t.shape[0]):
+        if abs(t[r] - b[r]) + err[r] <= limit:
+            continue
+        for k in range(starts[query[r]], starts[query[r] + 1]):
+            o = order[k]
+            if level[o] != level[r]:
+                reach = max(reach, (abs(t[r]) + abs(t[o])) + (err[r] + err[o]))
+    spread = _sum_error(4.0, reach)
+    below, above = next_down(1.0), next_up(1.0)
+    for r in range(t.shape[0]):
+        if abs(t[r] - b[r]) + err[r] <= limit:
+            continue
+        for k in range(starts[query[r]], starts[query[r] + 1]):
+            o = order[k]
+            if level[o] == level[r]:
+                continue
+            i, j = (r, o) if level[r] > level[o] else (o, r)
+            diff = t[i] - t[j]
+            slack = err[i] + err[j]
+            if b[j] > b[i] - c_low and not ((diff + slack) + spread <= below):
+                return False
+            if b[j] <= b[i] - c_high and not ((diff - slack) - spread >= above):
+                return False
+    return True
+
+
+@numba.njit(**ENTRY)
+def _side_sums(  # pragma: no cover - compiled
+    query, starts, order, level, b, t, err, coef, window, limit, c_low, c_high, most, top
+):
+    """The test and sums of :func:`window_hinge_bounds` in one pass over the items and one over
+    the window's pairs, each sum added from ``0.0`` in index order: whether the sides hold
+    (the items whose move ``fl(|t_i - b_i| + err_i)`` is not at most ``limit``, at most
+    ``most`` of them, with their pairs checked by :func:`_moved_pairs_hold`), ``a . t``,
+    ``|a| . |t|`` and ``|a| . err`` (``a`` the integer ``coef``, exact as floats); ``spread =
+    sum_error(5, r)`` of the largest ``(1 + |t_i| + |t_j|) + (err_i + err_j)`` over the pairs
+    ``(i, j)`` of ``window``, the terms ``top_p = max(0, (g_p + (err_i + err_j)) + spread)``
+    of ``g_p = (1 - t_i) + t_j`` (in ``top``) and their Sum2, and the sum of ``max(0, g_p)``.
+    The same floats as :func:`_side_sums_numpy` on finite values."""
+    risky = 0
+    dot = 0.0
+    size_t = 0.0
+    shift = 0.0
+    for i in range(t.shape[0]):
+        risky += not (abs(t[i] - b[i]) + err[i] <= limit)
+        a = float(coef[i])
+        dot += a * t[i]
+        size_t += abs(a) * abs(t[i])
+        shift += abs(a) * err[i]
+    held = risky == 0 or (
+        risky <= most
+        and _moved_pairs_hold(query, starts, order, level, b, t, err, limit, c_low, c_high)
     )
-    # each term rounded once more, at most u below its exact nonnegative value
-    top = np.maximum(0.0, (gap + slack) + spread)
-    upper = float(up(bound_part + float(up(upper_sum(top) * (1.0 + 4.0 * U)))))
-    return upper, (float(n_bound) - dot) + float(np.sum(np.maximum(0.0, gap)))
+    reach = 0.0
+    for p in range(window.shape[0]):
+        i, j = window[p, 0], window[p, 1]
+        reach = max(reach, (1.0 + abs(t[i]) + abs(t[j])) + (err[i] + err[j]))
+    spread = _sum_error(5.0, reach)
+    gaps = 0.0
+    for p in range(window.shape[0]):
+        i, j = window[p, 0], window[p, 1]
+        gap = (1.0 - t[i]) + t[j]
+        top[p] = max(0.0, (gap + (err[i] + err[j])) + spread)
+        gaps += max(0.0, gap)
+    return held, dot, size_t, shift, _fsum(top), gaps
 
 
-def _sides_hold(
+def _in_order(terms: np.ndarray) -> float:
+    """``sum terms`` added from ``0.0`` in index order (``np.add.accumulate``, never pairwise)."""
+    return float(np.add.accumulate(np.concatenate(([0.0], terms)))[-1])
+
+
+def _side_sums_numpy(
     lay: QueryLayout,
     b: np.ndarray,
-    tau: float,
     t: np.ndarray,
     err: np.ndarray,
-    bound: bool,
-    beyond: bool,
-) -> bool:
-    r"""Whether every pair cut into ``B`` at scores ``b`` and window ``tau`` has ``r_p <= 1``
-    and every pair cut beyond the window ``r_p >= 1``, for all exact scores within ``err`` of
-    ``t`` (:func:`window_hinge_bounds`; ``bound``, ``beyond``: whether those sets have pairs).
-    Each item moved by at most ``D_i >= |t_i - b_i| + err_i``; a pair of two items with
-    ``D_i <= h``, ``2 h`` at most the room of its side (``1 - c_1``, resp. ``c_2 - 1``, less
-    ``2u (max |b| + |c|)``), keeps it. The pairs of the other items (at most
-    :data:`SIDE_ITEMS` of them) are cut again at ``b`` as :func:`window_sets` cuts them and
-    their margins checked on the enclosures: ``t_i - t_j + err_i + err_j <= 1`` in ``B``,
-    ``t_i - t_j - err_i - err_j >= 1`` beyond, each sum's rounding bounded by
-    :func:`~qpsvm._numerics.sum_error`."""
+    coef: np.ndarray,
+    window: np.ndarray,
+    limit: float,
+    c_low: float,
+    c_high: float,
+    most: float,
+) -> tuple[bool, float, float, float, float, float]:
+    """:func:`_side_sums` in numpy, the same floats on finite values."""
+    a = coef.astype(np.float64)
+    size = np.abs(a)
+    moved = np.flatnonzero(~(np.abs(t - b) + err <= limit))
+    held = moved.size == 0 or (
+        moved.size <= most and _moved_pairs_hold_numpy(lay, b, t, err, moved, c_low, c_high)
+    )
+    i, j = window[:, 0], window[:, 1]
+    slack = err[i] + err[j]
+    spread = float(
+        sum_error(5.0, float(np.max((1.0 + np.abs(t[i]) + np.abs(t[j])) + slack, initial=0.0)))
+    )
+    gap = (1.0 - t[i]) + t[j]
+    top = np.maximum(0.0, (gap + slack) + spread)
+    return (
+        held,
+        _in_order(a * t),
+        _in_order(size * np.abs(t)),
+        _in_order(size * err),
+        fsum(top),
+        _in_order(np.maximum(0.0, gap)),
+    )
+
+
+def _move_limit(b: np.ndarray, tau: float, bound: bool, beyond: bool) -> float | None:
+    r"""The move up to which no pair cut at scores ``b`` and window ``tau`` can cross its side
+    (:func:`window_hinge_bounds`; ``bound``, ``beyond``: whether ``B`` and the pairs beyond the
+    window have pairs), ``inf`` when neither has; ``None`` when ``b`` is not finite or a side
+    has no room. Each item moved by at most ``D_i >= |t_i - b_i| + err_i``; a pair of two
+    items with ``D_i <= h``, ``2 h`` at most the room of its side (``1 - c_1``, resp. ``c_2 -
+    1``, less ``2u (max |b| + |c|)``), keeps it; ``fl(|fl(t_i - b_i)| + err_i)`` is at least
+    ``(|t_i - b_i| + err_i) / (1 + 3u)``, so a computed move at most the limit, ``h / (1 +
+    4u)`` rounded down, is an exact ``D_i`` at most ``h``."""
     c_low, c_high = 1.0 - tau, 1.0 + tau
     reach = _max_abs(b)
     if not math.isfinite(reach):
-        return False
+        return None
     rooms = []
     if bound:
         rooms.append(
@@ -636,22 +768,32 @@ def _sides_hold(
     if beyond:
         rooms.append(float(down(float(down(c_high - 1.0)) - float(up(2.0 * U * (reach + c_high))))))
     if not rooms:
-        return True
+        return math.inf
     room = min(rooms)
     if not room > 0.0:
-        return False
-    # fl(|fl(t_i - b_i)| + err_i) is at least (|t_i - b_i| + err_i) / (1 + 3u)
-    move = np.abs(t - b) + err
-    risky = np.flatnonzero(~(move <= float(down(float(down(0.5 * room)) / (1.0 + 4.0 * U)))))
-    if risky.size == 0:
-        return True
-    if risky.size > SIDE_ITEMS * t.shape[0]:
-        return False
-    # each risky item against every item of its query
-    query = lay.query[risky]
+        return None
+    return float(down(float(down(0.5 * room)) / (1.0 + 4.0 * U)))
+
+
+def _moved_pairs_hold_numpy(
+    lay: QueryLayout,
+    b: np.ndarray,
+    t: np.ndarray,
+    err: np.ndarray,
+    moved: np.ndarray,
+    c_low: float,
+    c_high: float,
+) -> bool:
+    r"""Whether every pair of the items ``moved`` (beyond :func:`_move_limit`) keeps its side
+    for all exact scores within ``err`` of ``t`` (:func:`window_hinge_bounds`): each item cut
+    again at ``b`` against every item of its query as :func:`window_sets` cuts them (``c_low =
+    fl(1 - tau)``, ``c_high = fl(1 + tau)``) and the margins checked on the enclosures, ``t_i
+    - t_j + err_i + err_j <= 1`` in ``B``, ``t_i - t_j - err_i - err_j >= 1`` beyond, each
+    sum's rounding bounded by :func:`~qpsvm._numerics.sum_error`."""
+    query = lay.query[moved]
     first = lay.starts[query]
     sizes = lay.starts[query + 1] - first
-    own = np.repeat(risky, sizes)
+    own = np.repeat(moved, sizes)
     at = np.repeat(first - (np.cumsum(sizes) - sizes), sizes) + np.arange(own.shape[0])
     other = lay.order[at]
     above = lay.level[own] > lay.level[other]
@@ -663,7 +805,8 @@ def _sides_hold(
     diff = t[i] - t[j]
     slack = err[i] + err[j]
     # one bound for every pair's four terms; a last sum within half an ulp of 1 is refused
-    spread = float(sum_error(4, float(np.max((np.abs(t[i]) + np.abs(t[j])) + slack))))
+    reach = float(np.max((np.abs(t[i]) + np.abs(t[j])) + slack, initial=0.0))
+    spread = float(sum_error(4.0, reach))
     highest = (diff + slack) + spread
     lowest = (diff - slack) - spread
     return bool(
