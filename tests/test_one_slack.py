@@ -79,6 +79,14 @@ def test_sweeps_match_the_pairs_one_by_one(seed, levels, queries, rounded):
     np.testing.assert_allclose(
         magnitude, np.bincount(P[on, 0], np.abs(b[P[on, 1]]), minlength=n), atol=1e-12
     )
+    # the counts alone (the cutting plane's sweep), compiled and in numpy: the same counts
+    for numpy_form in (False, True):
+        with patch.object(
+            ranking_sweep, "uncompiled", lambda *args, numpy_form=numpy_form: numpy_form
+        ):
+            alone = pair_sums(lay, a, b, sums=False)
+        assert np.array_equal(alone[0], cnt) and np.array_equal(alone[1], cnt_other)
+        assert alone[2].size == alone[3].size == 0
     lo, hi = a - 0.5, a + 0.3
     window, cnt_beyond, other_beyond, total_beyond = window_sides(lay, lo, hi, b, 10_000)
     inside = (b[P[:, 1]] > lo[P[:, 0]]) & (b[P[:, 1]] <= hi[P[:, 0]])
@@ -124,10 +132,11 @@ def test_sweep_counts_match_the_pairs_with_infinite_keys(seed, levels, monotone)
     if lay.n_pairs == 0:
         return
     P = make_pairs(y, groups)
-    cnt, cnt_other, _, _ = pair_sums(lay, a, b, monotone=monotone)
     on = b[P[:, 1]] > a[P[:, 0]]
-    assert np.array_equal(cnt, np.bincount(P[on, 0], minlength=n))
-    assert np.array_equal(cnt_other, np.bincount(P[on, 1], minlength=n))
+    for sums in (True, False):  # the sweep, and the sweep of the counts alone
+        cnt, cnt_other, _, _ = pair_sums(lay, a, b, monotone=monotone, sums=sums)
+        assert np.array_equal(cnt, np.bincount(P[on, 0], minlength=n))
+        assert np.array_equal(cnt_other, np.bincount(P[on, 1], minlength=n))
 
 
 @settings(deadline=None)  # the first example may load the layout's compiled pass

@@ -224,7 +224,9 @@ def hinge_sum(
     items sorted by score within queries,
     :func:`~qpsvm.verify.ranking_sweep.sorted_by_query`)."""
     lay = f.query_layout
-    cnt, cnt_other, _, _ = pair_sums(lay, scores - 1.0, scores, monotone=True, order=order)
+    cnt, cnt_other, _, _ = pair_sums(
+        lay, scores - 1.0, scores, monotone=True, order=order, sums=False
+    )
     coef = np.subtract(cnt, cnt_other, dtype=np.float64)
     count = int(cnt.sum())
     return count - float(coef @ scores), coef, count

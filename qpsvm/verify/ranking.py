@@ -384,7 +384,7 @@ def bound_sets(
     and ``a_B = cnt - cnt'`` (:func:`~qpsvm.verify.ranking_sweep.pair_sums`; ``order`` the
     items sorted by score, when known)."""
     inner = scores - (1.0 - tau)
-    cnt, cnt_other, _, _ = pair_sums(lay, inner, scores, monotone=True, order=order)
+    cnt, cnt_other, _, _ = pair_sums(lay, inner, scores, monotone=True, order=order, sums=False)
     return _bound_sides(scores, inner, cnt, cnt_other, extra)
 
 

@@ -384,13 +384,31 @@ def _scratch(lay: QueryLayout) -> tuple[np.ndarray, np.ndarray]:
 def _sums(  # pragma: no cover - compiled
     starts, level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude, items, keys
 ):
+    """The sweep of :func:`pair_sums` (:func:`_sweep` with the sums)."""
+    _sweep(starts, level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude, items, keys, True)
+
+
+@numba.njit(**ENTRY)
+def _counts(starts, level, a, b, by_a, by_b, cnt, cnt_other, items, keys):  # pragma: no cover
+    """The sweep of :func:`pair_sums` for the counts alone (:func:`_sweep` without the
+    sums)."""
+    empty = keys[0][:0]
+    _sweep(starts, level, a, b, by_a, by_b, cnt, cnt_other, empty, empty, items, keys, False)
+
+
+@numba.njit(**CALLEE)
+def _sweep(  # pragma: no cover - compiled
+    starts, level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude, items, keys, sums
+):
     """The sweep of :func:`pair_sums` (outputs accumulated in place); ``by_a`` and ``by_b``
     hold each query's items sorted by ``a`` and by ``b``. Each query's items, levels and keys
     are first gathered into contiguous buffers, which the sweeps over its levels then read:
     the rows of ``items`` and ``keys`` (:func:`_scratch`). One merge per level finds each
     ``a_i``'s cut ``k_i``, the keys ``b_j <= a_i``; the ``a_i < b_j`` before each ``b_j``
     (its ``cnt'`` share) are the cuts at most ``j``'s place, counted on the cuts: for sorted
-    keys without NaN the counts of a second merge, without its unpredictable branches."""
+    keys without NaN the counts of a second merge, without its unpredictable branches. Without
+    ``sums`` (a constant of each caller) the counts alone: no suffix sums, ``total`` and
+    ``magnitude`` not read."""
     A, B, level_a, level_b, cuts = items[0], items[1], items[2], items[3], items[4]
     key_a, key_b, suffix, suffix_abs = keys[0], keys[1], keys[2], keys[3]
     for r in range(cuts.shape[0]):
@@ -424,21 +442,30 @@ def _sums(  # pragma: no cover - compiled
                 nB += level_b[k] == lvl
             if nA == 0 or nB == 0:
                 continue
-            suffix[nB] = 0.0
-            suffix_abs[nB] = 0.0
-            for k in range(nB - 1, -1, -1):
-                suffix[k] = suffix[k + 1] + key_b[k]
-                suffix_abs[k] = suffix_abs[k + 1] + abs(key_b[k])
             k = 0
-            for t in range(nA):
-                i = A[t]
-                ai = key_a[t]
-                while k < nB and key_b[k] <= ai:
-                    k += 1
-                cnt[i] += nB - k
-                total[i] += suffix[k]
-                magnitude[i] += suffix_abs[k]
-                cuts[k] += 1
+            if sums:
+                suffix[nB] = 0.0
+                suffix_abs[nB] = 0.0
+                for k in range(nB - 1, -1, -1):
+                    suffix[k] = suffix[k + 1] + key_b[k]
+                    suffix_abs[k] = suffix_abs[k + 1] + abs(key_b[k])
+                for t in range(nA):
+                    i = A[t]
+                    ai = key_a[t]
+                    while k < nB and key_b[k] <= ai:
+                        k += 1
+                    cnt[i] += nB - k
+                    total[i] += suffix[k]
+                    magnitude[i] += suffix_abs[k]
+                    cuts[k] += 1
+            else:
+                for t in range(nA):
+                    i = A[t]
+                    ai = key_a[t]
+                    while k < nB and key_b[k] <= ai:
+                        k += 1
+                    cnt[i] += nB - k
+                    cuts[k] += 1
             running = 0
             for k in range(nB):
                 running += cuts[k]
@@ -521,6 +548,7 @@ def pair_sums(
     b: np.ndarray,
     monotone: bool = False,
     order: np.ndarray | None = None,
+    sums: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     r"""Per-item sums over the pairs ``A = {(i, j): y_i > y_j, b_j > a_i}`` (module docstring).
 
@@ -534,6 +562,10 @@ def pair_sums(
         e.g. ``a = b - c`` rounded): the items are then sorted once.
     order : ndarray of intp, optional
         ``sorted_by_query(lay, b)``, when the caller has it.
+    sums : bool, default=True
+        ``False`` asks for the counts alone: ``total`` and ``magnitude`` are then empty, and
+        the compiled sweep forms no suffix sums (8000 items in queries of 40, graded: 79 ->
+        56 us a sweep).
 
     Returns
     -------
@@ -550,21 +582,29 @@ def pair_sums(
     n = a.shape[0]
     cnt = np.zeros(n, dtype=np.int64)
     cnt_other = np.zeros(n, dtype=np.int64)
-    total = np.zeros(n)
-    magnitude = np.zeros(n)
+    total = np.zeros(n if sums else 0)
+    magnitude = np.zeros(n if sums else 0)
     by_b = sorted_by_query(lay, b) if order is None else order
     by_a = by_b if monotone else sorted_by_query(lay, a)
     cells = n * lay.max_query
     if (
         cells <= SUMS_CELLS
-        and uncompiled(_sums, cells * int(lay.level.max(initial=0)), SUMS_PAIRS)
+        and uncompiled(
+            _sums if sums else _counts, cells * int(lay.level.max(initial=0)), SUMS_PAIRS
+        )
         and np.isfinite(a).all()
         and np.isfinite(b).all()
     ):
-        _sums_numpy(lay.starts, lay.level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude)
+        sizes = (total, magnitude) if sums else (np.zeros(n), np.zeros(n))
+        _sums_numpy(lay.starts, lay.level, a, b, by_a, by_b, cnt, cnt_other, *sizes)
         return cnt, cnt_other, total, magnitude
     items, keys = _scratch(lay)
-    _sums(lay.starts, lay.level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude, items, keys)
+    if sums:
+        _sums(
+            lay.starts, lay.level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude, items, keys
+        )
+    else:
+        _counts(lay.starts, lay.level, a, b, by_a, by_b, cnt, cnt_other, items, keys)
     return cnt, cnt_other, total, magnitude
 
 
