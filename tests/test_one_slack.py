@@ -740,13 +740,17 @@ def test_window_dual_reads_no_plane_of_other_scores():
     level = ranking_module.level_product(f.items, level_difference(lay))
     other = ranking_module.counts_products(level, [(cnt - cnt_other).astype(float)])[0]
     _, coef_bound, window = ranking_module.window_sets(lay, s, 0.2)
-    assert ranking_module._short_pairs(f.items, s, coef_bound, window, other) is None
-    # the plane at the window's own scores is read, unless its columns' norms overflowed
     cnt, cnt_other, _, _ = pair_sums(lay, s - 1.0, s)
     own = ranking_module.counts_products(level, [(cnt - cnt_other).astype(float)])[0]
-    assert ranking_module._short_pairs(f.items, s, coef_bound, window, own) is not None
     overflowed = ranking_module.CountsProduct(f.items, own.coef, own.product, own.squares + np.inf)
-    assert ranking_module._short_pairs(f.items, s, coef_bound, window, overflowed) is None
+    i, j = window[:, 0], window[:, 1]
+    for numpy_form in (False, True):  # the compiled check and its numpy form
+        with patch.object(ranking_module, "uncompiled", lambda *args, cold=numpy_form: cold):
+            assert ranking_module._short_pairs(f.items, s, coef_bound, window, other) is None
+            # the plane at the window's own scores is read, unless its columns' norms overflowed
+            short = ranking_module._short_pairs(f.items, s, coef_bound, window, own)
+            assert np.array_equal(short, s[j] > s[i] - 1.0)
+            assert ranking_module._short_pairs(f.items, s, coef_bound, window, overflowed) is None
     point = window_dual(f.items, f.C, lay, s, 0.2, counts=other)
     plain = window_dual(f.items, f.C, lay, s, 0.2)
     assert np.array_equal(point.w, plain.w)
