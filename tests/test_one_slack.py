@@ -35,6 +35,7 @@ from qpsvm.verify.ranking_sweep import (
     level_counts,
     level_difference,
     pair_sums,
+    plane_counts,
     sorted_by_query,
     window_sides,
 )
@@ -110,6 +111,11 @@ def test_sweeps_match_the_pairs_one_by_one(seed, levels, queries, rounded):
     once = pair_sums(lay, shifted, b, monotone=True)
     for got, want in zip(once, pair_sums(lay, shifted, b), strict=True):
         assert np.array_equal(got, want)
+    # the 1-slack plane's counts at b, by its one compiled call and in numpy
+    for numpy_form in (False, True):
+        with patch.object(ranking_sweep, "uncompiled", lambda *args, cold=numpy_form: cold):
+            coef, count = plane_counts(lay, b, sorted_by_query(lay, b))
+        assert np.array_equal(coef, once[0] - once[1]) and count == once[0].sum()
     # at equal scores every pair is short of the margin: the counts by levels alone
     zero = np.zeros(n)
     every = pair_sums(lay, zero - 1.0, zero, monotone=True)

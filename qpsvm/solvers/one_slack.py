@@ -71,7 +71,7 @@ from qpsvm.verify.ranking import (
     level_product,
     window_dual,
 )
-from qpsvm.verify.ranking_sweep import level_difference, pair_sums, sorted_by_query
+from qpsvm.verify.ranking_sweep import level_difference, plane_counts, sorted_by_query
 
 __all__ = ["solve_one_slack"]
 
@@ -220,15 +220,10 @@ def hinge_sum(
 ) -> tuple[float, np.ndarray, int]:
     """``sum_p max(0, 1 - s_i + s_j)`` in floating point, as ``n_A - (cnt - cnt') . s`` over
     the pairs ``A`` short of the margin (``sum_A (s_i - s_j)`` is ``sum_i (cnt_i - cnt'_i)
-    s_i``), with the per-item ``coef = cnt - cnt'`` and ``n_A`` (one sweep; ``order`` the
-    items sorted by score within queries,
-    :func:`~qpsvm.verify.ranking_sweep.sorted_by_query`)."""
-    lay = f.query_layout
-    cnt, cnt_other, _, _ = pair_sums(
-        lay, scores - 1.0, scores, monotone=True, order=order, sums=False
-    )
-    coef = np.subtract(cnt, cnt_other, dtype=np.float64)
-    count = int(cnt.sum())
+    s_i``), with the per-item ``coef = cnt - cnt'`` and ``n_A`` (one sweep,
+    :func:`~qpsvm.verify.ranking_sweep.plane_counts`; ``order`` the items sorted by score
+    within queries, :func:`~qpsvm.verify.ranking_sweep.sorted_by_query`)."""
+    coef, count = plane_counts(f.query_layout, scores, order)
     return count - float(coef @ scores), coef, count
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "level_counts",
     "level_difference",
     "pair_sums",
+    "plane_counts",
     "sorted_by_query",
     "window_sides",
 ]
@@ -396,6 +397,22 @@ def _counts(starts, level, a, b, by_a, by_b, cnt, cnt_other, items, keys):  # pr
     _sweep(starts, level, a, b, by_a, by_b, cnt, cnt_other, empty, empty, items, keys, False)
 
 
+@numba.njit(**ENTRY)
+def _plane(starts, level, b, order, a, cnt, cnt_other, coef, items, keys):  # pragma: no cover
+    """:func:`plane_counts` in one call: the keys ``a = fl(b - 1)`` (into ``a``), the sweep of
+    the counts (:func:`_sweep`, into the zeroed ``cnt`` and ``cnt_other``), ``coef = cnt -
+    cnt'`` as floats and the number of pairs, ``sum cnt``."""
+    for i in range(b.shape[0]):
+        a[i] = b[i] - 1.0
+    empty = keys[0][:0]
+    _sweep(starts, level, a, b, order, order, cnt, cnt_other, empty, empty, items, keys, False)
+    count = 0
+    for i in range(b.shape[0]):
+        coef[i] = float(cnt[i] - cnt_other[i])
+        count += cnt[i]
+    return count
+
+
 @numba.njit(**CALLEE)
 def _sweep(  # pragma: no cover - compiled
     starts, level, a, b, by_a, by_b, cnt, cnt_other, total, magnitude, items, keys, sums
@@ -606,6 +623,23 @@ def pair_sums(
     else:
         _counts(lay.starts, lay.level, a, b, by_a, by_b, cnt, cnt_other, items, keys)
     return cnt, cnt_other, total, magnitude
+
+
+def plane_counts(lay: QueryLayout, scores: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, int]:
+    """The per-item ``coef = cnt - cnt'`` (float64) and the number ``n_A`` of the pairs ``A``
+    short of the margin at ``scores`` (``s_j > fl(s_i - 1)``: the 1-slack plane there), whose
+    hinge sum is ``n_A - coef . s``; ``order`` is ``sorted_by_query(lay, scores)``. One
+    compiled call (:func:`_plane`) once the sweep is compiled, else :func:`pair_sums`' counts
+    (the same counts)."""
+    n = scores.shape[0]
+    if uncompiled(_plane, n * lay.max_query * int(lay.level.max(initial=0)), SUMS_PAIRS):
+        cnt, cnt_other, _, _ = pair_sums(lay, scores - 1.0, scores, True, order, sums=False)
+        return np.subtract(cnt, cnt_other, dtype=np.float64), int(cnt.sum())
+    counts = np.zeros((2, n), dtype=np.int64)
+    a, coef = np.empty(n), np.empty(n)
+    items, keys = _scratch(lay)
+    count = _plane(lay.starts, lay.level, scores, order, a, *counts, coef, items, keys)
+    return coef, int(count)
 
 
 @numba.njit(**CALLEE)
