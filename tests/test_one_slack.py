@@ -626,6 +626,23 @@ def test_line_search_planes_bracket_the_optimum(levels, C):
     assert loop.gap() < 1e-6
 
 
+@settings(deadline=None, max_examples=40)
+@given(seed=st.integers(0, 2**16), levels=st.integers(2, 4), k=st.floats(1e-6, 1.0))
+def test_points_on_the_line_from_zero_keep_its_order(seed, levels, k):
+    # on the line from w = 0 the scores fl(k X d), k > 0, are in X d's order (rounding is
+    # monotone): the point read in that order, unsorted, is the point sorted for its scores
+    X, y, groups = ranking_problem(seed, levels=levels)
+    X = np.round(X, 1)  # ties among the scores
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.1)
+    loop = _CuttingPlane(f, f.query_layout.n_pairs, _Planes(f.n_features, 0.1 * f.n_pairs))
+    d = np.random.default_rng(seed).normal(size=X.shape[1])
+    end = loop.point(d, X @ d, loop.best)
+    kept = loop.point(k * d, k * (X @ d), end, same=True)
+    sorted_ = loop.point(k * d, k * (X @ d))
+    assert np.array_equal(kept.coef, sorted_.coef) and kept.count == sorted_.count
+    assert kept.primal == sorted_.primal
+
+
 def test_grouped_certificate_bounds_the_true_suboptimality():
     X, y, groups = ranking_problem(3, levels=3)
     f = qpsvm.RankingSVM(X, y=y, groups=groups, C=0.5)

@@ -414,12 +414,18 @@ class _CuttingPlane:
         scores = np.zeros(self.f.items.shape[0])
         self.best = _Point(w, scores, lay.order, C * float(self.m), coef, self.m, self.level)
 
-    def point(self, w: np.ndarray, scores: np.ndarray, near: _Point | None = None) -> _Point:
+    def point(
+        self, w: np.ndarray, scores: np.ndarray, near: _Point | None = None, same: bool = False
+    ) -> _Point:
         """The objective and plane's coefficients at ``w`` with scores ``X w`` (one sweep; the
-        items sorted from the order of the point ``near``, when given)."""
-        # the scores of w = 0 are all equal: their order is no start
-        start = None if near is None or not near.w.any() else near.order
-        order = sorted_by_query(self.f.query_layout, scores, start)
+        items sorted from the order of the point ``near``, when given, or in it if ``same``:
+        ``scores`` are then in the order of ``near``'s)."""
+        if same and near is not None:
+            order = near.order
+        else:
+            # the scores of w = 0 are all equal: their order is no start
+            start = None if near is None or not near.w.any() else near.order
+            order = sorted_by_query(self.f.query_layout, scores, start)
         hinge, coef, count = hinge_sum(self.f, scores, order)
         return _Point(w, scores, order, 0.5 * float(w @ w) + self.f.C * hinge, coef, count)
 
@@ -469,6 +475,7 @@ class _CuttingPlane:
             return wd + k * dd - C * float(p.coef @ sd)
 
         p = self.point(w_t, best.scores + sd, best)
+        ray = not best.w.any() and not best.scores.any()
         found = [p]
         lo, slope_lo, hi, slope_hi = 0.0, slope(best, 0.0), 1.0, slope(p, 1.0)
         at_lo, at_hi = best, p
@@ -476,9 +483,11 @@ class _CuttingPlane:
             if slope_lo >= 0.0 or slope_hi <= 0.0:  # the root is not inside (0, 1)
                 break
             k = lo - slope_lo * (hi - lo) / (slope_hi - slope_lo)
-            # the items sorted from the nearer end's order (not from w = 0's: no order)
+            # the items sorted from the nearer end's order (not from w = 0's: no order); on
+            # the line from w = 0 the scores fl(k X d), k > 0, are in the order of every
+            # point's of k > 0 (rounding is monotone): no sort
             near = at_lo if k - lo <= hi - k and at_lo.w.any() else at_hi
-            p = self.point(best.w + k * d, best.scores + k * sd, near)
+            p = self.point(best.w + k * d, best.scores + k * sd, near, same=ray and k > 0.0)
             found.append(p)
             g = slope(p, k)
             if g < 0.0:
