@@ -376,6 +376,27 @@ def test_hinge_upper_bounds_the_exact_hinge_sum(seed, levels, rounded, sorted_on
         assert hinge <= bound
 
 
+def moved_window(seed, levels, tau, move, rounded):
+    """A small problem's window cut at scores ``b`` and ``tau`` and scores ``t`` moved from
+    ``b`` by about ``move``, known within ``err``: ``(f, y, groups, b, point, t, err, rng)``,
+    or ``None`` where the labels give no problem or the window no point."""
+    X, y, groups = ranking_problem(seed, n_queries=4, per_query=8, d=3, levels=levels)
+    try:
+        f = qpsvm.RankingSVM(X, y=y, groups=groups, C=1.0)
+    except qpsvm.InvalidInputError:
+        return None
+    rng = np.random.default_rng(seed)
+    b = X @ rng.normal(size=3)
+    if rounded:  # ties, and margins on the windows' thresholds
+        b = np.round(b, 1)
+    point = window_dual(X, f.C, f.query_layout, b, tau)
+    if point is None:
+        return None
+    t = b + move * rng.normal(size=X.shape[0])
+    err = np.abs(rng.normal(size=X.shape[0])) * 10.0 ** rng.integers(-16, -12, size=X.shape[0])
+    return f, y, groups, b, point, t, err, rng
+
+
 @settings(deadline=None, max_examples=60)
 @given(
     seed=st.integers(0, 2**16),
@@ -396,21 +417,11 @@ def test_window_hinge_bounds_bound_the_exact_hinge_sum(
     # exact hinge sum over the formed pairs (rational arithmetic) for scores anywhere in
     # their enclosures; with every moved item's pairs checked one by one (each_pair) or
     # none; sides that do not move always hold; by the compiled sums or their numpy form
-    X, y, groups = ranking_problem(seed, n_queries=4, per_query=8, d=3, levels=levels)
-    try:
-        f = qpsvm.RankingSVM(X, y=y, groups=groups, C=1.0)
-    except qpsvm.InvalidInputError:
+    case = moved_window(seed, levels, tau, move, rounded)
+    if case is None:
         return
-    rng = np.random.default_rng(seed)
-    lay, n = f.query_layout, X.shape[0]
-    b = X @ rng.normal(size=3)
-    if rounded:  # ties, and margins on the windows' thresholds
-        b = np.round(b, 1)
-    point = window_dual(X, f.C, lay, b, tau)
-    if point is None:
-        return
-    t = b + move * rng.normal(size=n)
-    err = np.abs(rng.normal(size=n)) * 10.0 ** rng.integers(-16, -12, size=n)
+    f, y, groups, b, point, t, err, rng = case
+    lay, n = f.query_layout, b.shape[0]
     with (
         patch.object(ranking_module, "SIDE_ITEMS", 1.0 if each_pair else 1 / 64),
         patch.object(ranking_module, "uncompiled", lambda *args: not compiled),
@@ -444,21 +455,11 @@ def test_the_compiled_side_sums_are_the_numpy_ones(seed, levels, tau, move, roun
     # window_hinge_bounds' test of the sides and its sums: the compiled pass and its numpy
     # form (a cold process's first calls) give the same verdict and the same floats, moved
     # items' pairs checked (most: how many items may be checked) or not
-    X, y, groups = ranking_problem(seed, n_queries=4, per_query=8, d=3, levels=levels)
-    try:
-        f = qpsvm.RankingSVM(X, y=y, groups=groups, C=1.0)
-    except qpsvm.InvalidInputError:
+    case = moved_window(seed, levels, tau, move, rounded)
+    if case is None:
         return
-    rng = np.random.default_rng(seed)
-    lay, n = f.query_layout, X.shape[0]
-    b = X @ rng.normal(size=3)
-    if rounded:  # ties, and margins on the windows' thresholds
-        b = np.round(b, 1)
-    point = window_dual(X, f.C, lay, b, tau)
-    if point is None:
-        return
-    t = b + move * rng.normal(size=n)
-    err = np.abs(rng.normal(size=n)) * 10.0 ** rng.integers(-16, -12, size=n)
+    f, _, _, b, point, t, err, _ = case
+    lay = f.query_layout
     beyond = lay.n_pairs - point.n_bound - point.window.shape[0]
     limit = ranking_module._move_limit(b, tau, point.n_bound > 0, beyond > 0)
     if limit is None:

@@ -459,30 +459,23 @@ def _sweep(  # pragma: no cover - compiled
                 nB += level_b[k] == lvl
             if nA == 0 or nB == 0:
                 continue
-            k = 0
             if sums:
                 suffix[nB] = 0.0
                 suffix_abs[nB] = 0.0
                 for k in range(nB - 1, -1, -1):
                     suffix[k] = suffix[k + 1] + key_b[k]
                     suffix_abs[k] = suffix_abs[k + 1] + abs(key_b[k])
-                for t in range(nA):
-                    i = A[t]
-                    ai = key_a[t]
-                    while k < nB and key_b[k] <= ai:
-                        k += 1
-                    cnt[i] += nB - k
+            k = 0
+            for t in range(nA):
+                i = A[t]
+                ai = key_a[t]
+                while k < nB and key_b[k] <= ai:
+                    k += 1
+                cnt[i] += nB - k
+                if sums:
                     total[i] += suffix[k]
                     magnitude[i] += suffix_abs[k]
-                    cuts[k] += 1
-            else:
-                for t in range(nA):
-                    i = A[t]
-                    ai = key_a[t]
-                    while k < nB and key_b[k] <= ai:
-                        k += 1
-                    cnt[i] += nB - k
-                    cuts[k] += 1
+                cuts[k] += 1
             running = 0
             for k in range(nB):
                 running += cuts[k]
