@@ -1491,6 +1491,46 @@ def test_certificate_reuses_the_solvers_expansion_of_the_same_multipliers(monkey
 
 @pytest.mark.parametrize(
     ("loss", "intercept"),
+    [("hinge", "none"), ("hinge", "regularized"), ("squared_hinge", "none")],
+)
+def test_certificate_reuses_the_solvers_expansion_over_every_column(monkeypatch, loss, intercept):
+    # most columns touched (no restriction, n > d): the solver's returned expansion over the
+    # rows themselves is made by Dot2 with its magnitudes, its floats those of the plain Dot2
+    # expansion, and the certificate of the same multipliers encloses it without a second
+    # pass; P, D and the stationarity those of the pass made again
+    X, y = sparse_problem(3, n=120, d=30, k=6)
+    passes = _dot2_passes(monkeypatch)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, loss=loss, intercept=intercept)
+    assert f.touched_columns() is None
+    sol = f.solve(method="dcd")
+    assert passes == [X.shape]
+    assert f.kept_expansion(f.X, f._kept[1][0]) is not None
+    monkeypatch.setattr(f, "_kept", None)
+    again = f.certify(sol)
+    assert passes[1:] and set(passes[1:]) == {X.shape}
+    cert = sol.certificate
+    assert cert.passed and again.passed
+    assert cert.primal_objective == again.primal_objective
+    assert cert.dual_objective == again.dual_objective
+    assert cert.stationarity == again.stationarity
+
+
+def test_solvers_enclosed_expansion_is_the_plain_dot2_expansion():
+    # the expansion the solver keeps for the certificate (csr_tdot2_abs's hi + lo) is, to the
+    # bit, the plain expansion in twice the working precision it returned before (tdot)
+    from qpsvm.verify.binary import coordinate_data
+
+    X, y = sparse_problem(3, n=120, d=30, k=6)
+    data = coordinate_data(qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False))
+    u = np.random.default_rng(0).random(X.shape[0]) * data.hi
+    u[::7] = 0.0
+    v, parts = data.enclosed_expansion(u)
+    assert parts is not None
+    assert np.array_equal(v, data.expansion(u))
+
+
+@pytest.mark.parametrize(
+    ("loss", "intercept"),
     [
         ("squared_hinge", "none"),
         ("squared_hinge", "regularized"),

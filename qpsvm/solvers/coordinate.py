@@ -227,8 +227,10 @@ def ascent_point(
         unshrink_every=SOLVER_UNSHRINK_EVERY,
         estimate=estimate,
     )
-    # over the formulation's touched columns, the expansion's parts are the certificate's
-    if problem.keep is not None and touched is not None:
+    # the expansion's parts are the certificate's, over the formulation's touched columns or
+    # (most columns touched) over its rows themselves: the same floats as the plain Dot2
+    # expansion, and the certificate's pass over the rows for the same multipliers is saved
+    if problem.keep is not None:
         v, parts = data.enclosed_expansion(step.u)
         if parts is not None:
             problem.keep(data.X, parts)

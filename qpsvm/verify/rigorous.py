@@ -764,9 +764,12 @@ def binary_trivial_upper(f: BinaryRows) -> float:
 
 
 def binary_expansion(f: BinaryRows, coef: np.ndarray, pairs: Any = None) -> tuple:
-    """``sum_i coef_i x_i`` enclosed (``hi, lo, err``), for exact pair differences too."""
+    """``sum_i coef_i x_i`` enclosed (``hi, lo, err``), for exact pair differences too; over
+    the rows ``f.X`` themselves with the solver's expansion of the same ``coef`` where the
+    formulation kept one (``kept_expansion``: the same floats, without the pass)."""
     if pairs is None:
-        return enclosed_product(f.X, coef)
+        kept = getattr(f, "kept_expansion", None)
+        return enclosed_product(f.X, coef, parts=None if kept is None else kept(f.X, coef))
     items, index = pairs
     first = enclosed_product(items[index[:, 0]], coef)
     return enclosed_product(items[index[:, 1]], -coef, start=first)
