@@ -214,12 +214,14 @@ def pair_sq_norms(M, sqnorm, n_features):  # pragma: no cover - compiled
 
 
 @numba.njit(**ENTRY)
-def _touched_columns(indices, d):  # pragma: no cover - compiled
+def _touched_columns(indices, d, most):  # pragma: no cover - compiled
     """The columns among ``0..d-1`` that ``indices`` name, in increasing order, and each index
-    renumbered by its column's rank among them (in ``indices``' integer type). The ranks are
-    counted without a branch (``touched[count] = j`` always, ``count`` advanced by the mark):
-    at 10000 x 1e6, 40% of the columns touched, the branch was mispredicted often enough to cost
-    4.7-4.9 ms against 2.9-3.1 ms (CPU, best of 30)."""
+    renumbered by its column's rank among them (in ``indices``' integer type); where more than
+    ``most`` columns are touched, no renumbering (empty: the rows are not restricted, and the
+    pass writing every index is saved). The ranks are counted without a branch
+    (``touched[count] = j`` always, ``count`` advanced by the mark): at 10000 x 1e6, 40% of the
+    columns touched, the branch was mispredicted often enough to cost 4.7-4.9 ms against 2.9-3.1
+    ms (CPU, best of 30)."""
     mark = np.zeros(d, dtype=np.uint8)  # a byte a column: the scattered writes stay cached
     for k in range(indices.shape[0]):
         mark[np.uintp(indices[k])] = 1
@@ -230,6 +232,8 @@ def _touched_columns(indices, d):  # pragma: no cover - compiled
         rank[j] = count
         touched[count] = j  # overwritten by the next column unless this one is marked
         count += mark[j]
+    if count > most:
+        return indices[:0].copy(), touched[:count].copy()
     renumbered = np.empty_like(indices)
     for k in range(indices.shape[0]):
         renumbered[k] = rank[np.uintp(indices[k])]
@@ -266,7 +270,7 @@ def touched_columns(X: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray] | None
             return None
         renumbered = ranked_indices(X, used).astype(X.indices.dtype)
     else:
-        renumbered, touched = _touched_columns(X.indices, d)
+        renumbered, touched = _touched_columns(X.indices, d, TOUCHED_SHARE * d)
         if touched.size > TOUCHED_SHARE * d:
             return None
     shape = (X.shape[0], touched.size)

@@ -1294,12 +1294,15 @@ def test_touched_columns_are_the_columns_rows_touch_compiled_or_not(seed, monkey
     assert np.array_equal(touched, np.flatnonzero(np.any(dense != 0.0, axis=0)))
     assert np.array_equal(restricted.toarray(), dense[:, touched])
     assert np.array_equal(restricted.data, X.data)
+    # most columns touched: no restriction, and the compiled kernel renumbers nothing
+    full = sp.csr_matrix(np.ones((3, 4)))
+    assert _rows.touched_columns(full) is None
+    renumbered, columns = _rows._touched_columns(X.indices, X.shape[1], touched.size - 1)
+    assert renumbered.size == 0 and np.array_equal(columns, touched)
     monkeypatch.setattr(_rows, "uncompiled", lambda kernel, rows, budget: True)
     numpy_restricted, numpy_touched = _rows.touched_columns(X)
     assert np.array_equal(numpy_touched, touched)
     assert np.array_equal(numpy_restricted.indices, restricted.indices)
-    # most columns touched: no restriction
-    full = sp.csr_matrix(np.ones((3, 4)))
     assert _rows.touched_columns(full) is None
 
 
