@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 import qpsvm
 from qpsvm._validation import check_vector
@@ -333,3 +335,32 @@ def test_check_vector_integer_copies_are_finite_without_the_test(values):
 def test_check_vector_finds_nonfinite_entries_of_other_inputs(bad, container):
     with pytest.raises(qpsvm.InvalidInputError, match="v contains NaN or inf"):
         check_vector(container([1.0, bad, 2.0]), 3, "v")
+
+
+@given(
+    st.sampled_from([np.int8, np.int32, np.int64, np.uint8, np.uint64, np.bool_]),
+    st.lists(st.integers(0, 2), min_size=1, max_size=30),
+    st.booleans(),
+)
+@example(np.int8, [0, 1, 1], True)
+@example(np.uint64, [1, 0], True)
+@example(np.int64, [2, 1, 2], False)
+def test_binary_labels_of_integers_are_the_sorted_unique_values(dtype, codes, extremes):
+    # integer labels are mapped without a sort (their least and greatest values): the same
+    # -1/+1 vector and classes as np.unique's sorted classes, and the same error otherwise
+    from qpsvm._validation import check_binary_labels
+
+    if dtype is np.bool_:
+        values = [False, True, True]
+    else:
+        info = np.iinfo(dtype)
+        values = [info.min, info.max, info.min // 2 + 1] if extremes else [0, 1, 2]
+    y = np.array([values[c] for c in codes], dtype=dtype)
+    classes, inverse = np.unique(y, return_inverse=True)
+    if classes.size != 2:
+        with pytest.raises(qpsvm.exceptions.InvalidInputError):
+            check_binary_labels(y, y.size)
+        return
+    signs, got = check_binary_labels(y, y.size)
+    assert np.array_equal(signs, np.where(inverse == 1, 1.0, -1.0))
+    assert got.dtype == classes.dtype and np.array_equal(got, classes)
