@@ -1468,6 +1468,15 @@ def _dot2_passes(monkeypatch) -> list:
     return passes
 
 
+def _assert_same_certificate(cert, again) -> None:
+    """Both passed, with the same ``P``, ``D``, complementarity and stationarity to the bit."""
+    assert cert.passed and again.passed
+    assert cert.primal_objective == again.primal_objective
+    assert cert.dual_objective == again.dual_objective
+    assert cert.complementarity == again.complementarity
+    assert cert.stationarity == again.stationarity
+
+
 def test_certificate_reuses_the_solvers_expansion_of_the_same_multipliers(monkeypatch):
     # the solver's returned expansion over the touched columns is made by Dot2 with its
     # magnitudes; the certificate of the same multipliers encloses it without a second pass,
@@ -1511,11 +1520,7 @@ def test_certificate_reuses_the_solvers_expansion_over_every_column(monkeypatch,
     monkeypatch.setattr(f, "_kept", None)
     again = f.certify(sol)
     assert passes[1:] and set(passes[1:]) == {X.shape}
-    cert = sol.certificate
-    assert cert.passed and again.passed
-    assert cert.primal_objective == again.primal_objective
-    assert cert.dual_objective == again.dual_objective
-    assert cert.stationarity == again.stationarity
+    _assert_same_certificate(sol.certificate, again)
 
 
 def test_solvers_enclosed_expansion_is_the_plain_dot2_expansion():
@@ -1565,12 +1570,7 @@ def test_composed_certificate_takes_the_solvers_expansion_over_touched_columns(
     monkeypatch.setattr(f, "_touched", (None,))
     whole = f.certify(sol)
     assert passes[1:] and set(passes[1:]) == {X.shape}
-    cert = sol.certificate
-    assert cert.passed and whole.passed
-    assert cert.primal_objective == whole.primal_objective
-    assert cert.dual_objective == whole.dual_objective
-    assert cert.complementarity == whole.complementarity
-    assert cert.stationarity == whole.stationarity
+    _assert_same_certificate(sol.certificate, whole)
 
 
 @pytest.mark.parametrize("size", [5000, 200])
