@@ -1523,10 +1523,15 @@ def test_certificate_reuses_the_solvers_expansion_over_every_column(monkeypatch,
     _assert_same_certificate(sol.certificate, again)
 
 
-def test_solvers_enclosed_expansion_is_the_plain_dot2_expansion():
+@pytest.mark.parametrize("compiled", [True, False])
+def test_solvers_enclosed_expansion_is_the_plain_dot2_expansion(compiled, monkeypatch):
     # the expansion the solver keeps for the certificate (csr_tdot2_abs's hi + lo) is, to the
-    # bit, the plain expansion in twice the working precision it returned before (tdot)
+    # bit, the plain expansion in twice the working precision it returned before (tdot), the
+    # compiled passes and their numpy equivalents alike
+    from qpsvm import _numerics
     from qpsvm.verify.binary import coordinate_data
+
+    monkeypatch.setattr(_numerics, "compiled", lambda kernel: compiled)
 
     X, y = sparse_problem(3, n=120, d=30, k=6)
     data = coordinate_data(qpsvm.SoftMarginPrimal(X, y, C=1.0, fit_intercept=False))
