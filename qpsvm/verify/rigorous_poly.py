@@ -53,7 +53,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from qpsvm._jit import ENTRY
-from qpsvm._numerics import TINY, U, gamma, product_error, up
+from qpsvm._numerics import TINY, U, gamma, next_up, product_error, up
 from qpsvm.verify.rigorous import SPLIT_LIMIT
 
 __all__ = [
@@ -159,40 +159,69 @@ def _values_and_bounds(
     dh, dl, left, right, left2, right2, scale, coef0, degree, c, hi, lo, out
 ):  # pragma: no cover - compiled
     """The poly values as unevaluated sums ``hi + lo`` from the inner products ``dh + dl``
-    and their bounds (``out``) in one pass (:func:`poly_pair_rows`): the cross part ``dl``
-    within ``delta = left_i right_j + left2_i right2_j`` of its exact value, then the base
-    ``s + t`` and the power in double-double arithmetic with the running bounds of the
-    module's model, the constants ``c`` of :func:`poly_pair_rows` covering the roundings of
-    the bounds, and the final step rounded up."""
+    and their bounds (``out``) (:func:`poly_pair_rows`): the cross part ``dl`` within
+    ``delta = left_i right_j + left2_i right2_j`` of its exact value, then the base ``s + t``
+    and the power in double-double arithmetic with the running bounds of the module's model,
+    the constants ``c`` of :func:`poly_pair_rows` covering the roundings of the bounds, and
+    the final step rounded up (:func:`~qpsvm._numerics.next_up`).
+
+    Row by row, each stage a pass over the row's entries (the base, each of the ``p - 1``
+    products, the binary powering of :func:`int_power` for the slope, the bound), loops
+    without calls or inner loops that the compiler vectorises; the same operations on each
+    entry as one entry's chain (measured, 667 x 2000 at degree 3: 8.2 ms against 27.6 ms for
+    the chain entry by entry, whose ``nextafter`` from libm alone was 5 ms more; the same
+    floats)."""
+    n = dh.shape[1]
+    S, T, Z, size, eps = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    W, R = np.empty(n), np.empty(n)
     for i in range(dh.shape[0]):
-        for j in range(dh.shape[1]):
-            a = dh[i, j]
-            delta = (left[i] * right[j] + left2[i] * right2[j]) * c[0] + c[1]
+        arow, crow, vh, vl, bound = dh[i], dl[i], hi[i], lo[i], out[i]
+        li, l2i = left[i], left2[i]
+        for j in range(n):
+            a = arow[j]
+            delta = (li * right[j] + l2i * right2[j]) * c[0] + c[1]
             # the base gamma (dh + cross) + c0 = s + t: TwoProduct, TwoSum, the small parts
             p = scale * a
             ep = product_error(scale, a, p)
-            cc = scale * dl[i, j]
+            cc = scale * crow[j]
             s, es = _two_sum(p, coef0)
             t = (ep + es) + cc
-            zeta = (scale * delta + c[2] * (abs(ep) + abs(es) + abs(cc) + abs(t))) * c[0] + c[3]
+            Z[j] = (scale * delta + c[2] * (abs(ep) + abs(es) + abs(cc) + abs(t))) * c[0] + c[3]
             s, t = _two_sum(s, t)
-            # z^p by repeated double-double products, eps bounding |vh + vl - z^k|
-            size = (abs(s) + abs(t)) * c[4]
-            vh, vl, eps = s, t, 0.0
-            for _ in range(degree - 1):
-                ph = vh * s
-                pe = product_error(vh, s, ph)
-                x1 = vh * t
-                x2 = vl * s
-                step = abs(vl) * abs(t) + c[5] * (abs(x1) + abs(x2) + abs(pe))
-                eps = (eps * size + step) * c[0] + c[6]
-                vh, vl = _two_sum(ph, (x1 + x2) + pe)
-            w = (size + zeta) * c[4]
-            slope = int_power(w, degree - 1) * zeta * c[7]
-            hi[i, j], lo[i, j] = vh, vl
-            bound = np.nextafter((slope + eps) * c[0] + c[8], np.inf)
-            finite = abs(a) < SPLIT_LIMIT and abs(s) < SPLIT_LIMIT and abs(vh) < SPLIT_LIMIT
-            out[i, j] = bound if finite else np.inf
+            S[j], T[j] = s, t
+            size[j] = (abs(s) + abs(t)) * c[4]
+            vh[j], vl[j], eps[j] = s, t, 0.0
+        # z^p by repeated double-double products, eps bounding |vh + vl - z^k|
+        for _ in range(degree - 1):
+            for j in range(n):
+                s, t, uh, ul = S[j], T[j], vh[j], vl[j]
+                ph = uh * s
+                pe = product_error(uh, s, ph)
+                x1 = uh * t
+                x2 = ul * s
+                step = abs(ul) * abs(t) + c[5] * (abs(x1) + abs(x2) + abs(pe))
+                eps[j] = (eps[j] * size[j] + step) * c[0] + c[6]
+                vh[j], vl[j] = _two_sum(ph, (x1 + x2) + pe)
+        for j in range(n):
+            W[j] = (size[j] + Z[j]) * c[4]
+        # R = int_power(W, degree - 1), entry by entry: the same binary powering
+        e, first = degree - 1, True
+        while e:
+            if e & 1:
+                for j in range(n):
+                    R[j] = W[j] if first else R[j] * W[j]
+                first = False
+            e >>= 1
+            if e:
+                for j in range(n):
+                    W[j] = W[j] * W[j]
+        if first:
+            R[:] = 1.0
+        for j in range(n):
+            slope = R[j] * Z[j] * c[7]
+            top = next_up((slope + eps[j]) * c[0] + c[8])
+            finite = abs(arow[j]) < SPLIT_LIMIT and abs(S[j]) < SPLIT_LIMIT
+            bound[j] = top if finite and abs(vh[j]) < SPLIT_LIMIT else np.inf
 
 
 def _norm_upper(X: Any, leaves: int) -> np.ndarray:
