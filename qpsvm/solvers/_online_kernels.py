@@ -502,6 +502,8 @@ def smo_loop(
     second_order,
     intercept,
     shrinking,
+    peek,
+    paused,
 ):  # pragma: no cover - compiled
     """SMO on ``min 1/2 a^T Q a - m.a`` over ``0 <= a <= U`` (and ``y.a`` fixed with an
     intercept), ``Q_ij = y_i y_j K_ij``, over units as libsvm's ``Solver`` states all its
@@ -534,23 +536,41 @@ def smo_loop(
     Returns ``(iterations, violation)``; ``cache[4]`` counts cache hits and misses. While the
     active variables outnumber the cache's slots twice over, rows computed enter it at the
     least recent end (:func:`qpsvm.kernels.cached_row`'s sweep).
+
+    With ``peek > tol``, the loop pauses once the violation on its active variables falls
+    below ``peek``: it returns before the next step, its own state (the active variables in
+    their order, their number, the shrinking counter and whether it has unshrunk) kept in
+    ``paused`` (int64, ``n + 3``), whose first entry is then the number of active variables
+    (else -1). A later call resumes from it, taking the steps the loop would have taken
+    without the pause, to the float (the gradients of the shrunk variables are not rebuilt at
+    a pause: ``alpha`` is exact there, ``G`` only on the active variables).
     """
     n = y.shape[0]
     rows_i, rows_j = _row_buffers(units)
     stats, slots = cache[4], cache[0].shape[0]
-    act = np.arange(n)
+    act = paused[3:]
     scratch = np.empty(n, dtype=np.int64)
-    n_act = n
     period = min(n, 1000)
-    # a warm call (from a point near the optimum) shrinks at once: most variables are settled
-    counter = 1 if np.any(alpha > 0.0) else period
-    unshrunk = False
+    if paused[0] >= 0:
+        n_act, counter, unshrunk = paused[0], paused[1], paused[2] != 0
+    else:
+        act[:] = np.arange(n)
+        n_act = n
+        # a warm call (from a point near the optimum) shrinks at once: most are settled
+        counter = 1 if np.any(alpha > 0.0) else period
+        unshrunk = False
+    paused[0] = -1
     it = 0
     violation = np.inf
     # the pair step returns the next i (selected = True) until the active set changes
     selected = False
     i, gmax = -1, -np.inf
     while it < max_iter:
+        if violation < peek:
+            # resumed, the loop selects i anew: the i the last step's pass selected
+            paused[0], paused[1], paused[2] = n_act, counter, 1 if unshrunk else 0
+            stats[4] = 0
+            return it, violation
         if shrinking:
             counter -= 1
             if counter == 0:

@@ -114,6 +114,20 @@ POLISH_STEP = 1e-2
 #: Solves of the KKT equations at most per polish, each on the free set grown by the bound
 #: multipliers whose residual at the previous solution has the wrong sign (:func:`_polish`).
 POLISH_ROUNDS = 3
+#: Violations, in multiples of the first stage's tolerance, at which SMO running to a gap
+#: pauses to price the KKT equations on its free set (:func:`_polish_at_pause`): the free set
+#: is right long before ``tol`` where SMO's steps are many for their decades (measured, one
+#: polish of one or two solves certified from SMO's point at ``1e-1`` and ``1e-2``: poly
+#: n = 2000, C = 1 and 100, after 14319 and 18754 of the 45220 and 59389 steps to ``1e-3``;
+#: rbf n = 2000, gamma 0.005, C = 100 at ``1e-2``, 17316 of 27638).
+PEEKS = (100.0, 10.0)
+#: The largest share of the free set loose at a pause (:func:`_loose`: at a bound within the
+#: violation of the wrong sign) for which the equations are tried there: measured at SMO's
+#: pauses at ``1e-1``, one polish of at most three solves certified at 0.02-0.065 (poly
+#: n = 2000, C = 1 and 100, 11 and 18 of 594 and 619 free; rbf n = 2000, gamma 0.005, C = 100,
+#: 31 of 475) and failed at 0.34 and 2.5 (gamma 0.005, C = 10 and 1: 86 of 253, 199 of 81;
+#: 81 and 40 ms lost).
+PAUSE_LOOSE = 0.1
 #: The cost of the KKT equations on ``k`` free multipliers, in units of one SMO step's work on
 #: one free multiplier (a selection pass and a gradient update over the free set, about
 #: 5.7 ns): ``k^3 / 3`` multiply-adds of the factorisation at :data:`POLISH_FLOP` each and
@@ -427,7 +441,8 @@ class _SMOState:
     r"""What SMO carries between its (warm) runs: the units (:class:`SMOUnits`), the kernel rows
     (:func:`_kernel_rows`) and the diagonal ``Q_kk``, the multipliers ``alpha``, the dual
     gradient ``G = Q alpha - m`` and its part ``G_bar`` from the multipliers at their upper bound
-    (libsvm's, for shrinking)."""
+    (libsvm's, for shrinking), and the loop's own state at a pause (``paused``, its first entry
+    -1 when the loop is not paused: :func:`~qpsvm.solvers._online_kernels.smo_loop`'s ``peek``)."""
 
     units: SMOUnits
     arrays: tuple
@@ -439,6 +454,7 @@ class _SMOState:
     G: np.ndarray
     G_bar: np.ndarray
     loop_units: tuple | None
+    paused: np.ndarray
     #: The Gram matrix when the steps are numpy's (:func:`_smo_numpy`), else None.
     gram: np.ndarray | None = None
 
@@ -466,17 +482,26 @@ class _SMOState:
             -units.m,
             np.zeros(n),
             units.loop_units(),
+            np.full(n + 3, -1, dtype=np.int64),
         )
 
     def cache_counts(self) -> np.ndarray:
         """The kernel cache's hits and misses so far."""
         return self.arrays[4][:2].copy()
 
-    def run(self, tol: float, pairs: bool = False) -> tuple[int, float]:
+    @property
+    def is_paused(self) -> bool:
+        """Whether the last :meth:`run` paused at its ``peek`` (the next one resumes)."""
+        return bool(self.paused[0] >= 0)
+
+    def run(self, tol: float, pairs: bool = False, peek: float = 0.0) -> tuple[int, float]:
         """SMO steps (in place) until the KKT violation is below ``tol`` or ``max_iter``;
         returns the steps taken and the violation reached. ``pairs`` takes pair steps, which
         keep ``y . alpha`` as it is, where the units have no equality (the KKT violation is
-        then that of the problem with ``y . alpha`` fixed)."""
+        then that of the problem with ``y . alpha`` fixed). With ``peek`` above ``tol`` the
+        compiled loop pauses once the violation of its active variables is below ``peek``
+        (:attr:`is_paused`; ``G`` is then exact on the active variables only) and the next
+        call resumes it where it paused; numpy's steps (:func:`_smo_numpy`) do not pause."""
         u = self.units
         if self.gram is not None:
             it, v = _smo_numpy(
@@ -500,6 +525,8 @@ class _SMOState:
             self.second_order,
             u.equality or pairs,
             self.shrinking,
+            peek,
+            self.paused,
         )
         return int(it), max(float(v), 0.0)
 
@@ -652,11 +679,21 @@ def _run_stages(
     """SMO to ``tol``, then (with ``gap``) on to the duality gap (:func:`_tighten`); returns
     the steps, the last violation and the status (``"tolerance"``, ``"gap"``, ``"max_iter"``,
     the last logged as a warning)."""
-    n_iter, violation = state.run(tol)
+    # SMO starts at alpha = 0 with a violation of about twice the largest margin
+    start = 2.0 * max(1.0, float(np.max(f.margin, initial=0.0)))
+    peeks = [tol * p for p in PEEKS] if gap is not None else []
+    n_iter = 0
+    while True:
+        it, violation = state.run(tol, peek=peeks.pop(0) if peeks else 0.0)
+        n_iter += it
+        if not state.is_paused:
+            break
+        per_decade = n_iter / max(1.0, math.log10(start / max(violation, 1e-300)))
+        if _polish_at_pause(f, state, violation, tol, gap, per_decade):
+            return n_iter, violation, "gap"
+        peeks = [p for p in peeks if p < violation]
     status = "tolerance" if violation < tol else "max_iter"
     if gap is not None and status == "tolerance":
-        # SMO starts at alpha = 0 with a violation of about twice the largest margin
-        start = 2.0 * max(1.0, float(np.max(f.margin, initial=0.0)))
         per_decade = n_iter / max(1.0, math.log10(start / max(violation, 1e-300)))
         steps, violation, reached = _tighten(f, state, violation, gap, per_decade)
         n_iter += steps
@@ -722,7 +759,7 @@ def _tighten(
         now = plan == NOW and estimate <= POLISH_STEP * polished
         if not reached and (now or (plan == NEXT and steps > 0)):
             polished = estimate
-            if _polish(f, alpha, G, target, state.diag):
+            if _polish(f, alpha, G, gap, state.diag):
                 return steps, violation, True
             plan = NOW if plan == NOW else NEVER
         tol = max(_restart_tol(plan, violation, estimate, target), floor)
@@ -752,31 +789,39 @@ def _restart_tol(plan: str, violation: float, estimate: float, target: float) ->
 
 
 def _polish(
-    f: BinaryProblem, alpha: np.ndarray, G: np.ndarray, target: float, diag: np.ndarray
+    f: BinaryProblem,
+    alpha: np.ndarray,
+    G: np.ndarray,
+    gap: float,
+    diag: np.ndarray,
+    rounds: int = POLISH_ROUNDS,
 ) -> bool:
     r"""Replace ``alpha`` and ``G`` by the solution of the KKT equations on SMO's free set
     ``F = {0 < alpha_i < C s_i}`` and upper set (:func:`qpsvm.support_sets.kkt_on_sets`: one
     symmetric factorisation of the ``|F| x |F|`` kernel block, refined) when its duality gap, on a
-    gradient computed from the data, is at most ``target`` or within its round-off
-    (:func:`gap_resolution`, ``diag`` the kernel's diagonal); returns whether it did.
+    gradient computed from the data, is at most ``gap * max(1, P)`` (``P`` its primal
+    objective) or within its round-off (:func:`gap_resolution`, ``diag`` the kernel's
+    diagonal); returns whether it did. ``G`` is read nowhere (SMO paused may leave it exact on
+    its active variables only).
 
     Near the optimum SMO has found the sets long before its linear convergence has made the
     free multipliers exact; the equations give them to round-off at once. Where SMO's sets
     are still a few indices off, the equations' solution shows which: a multiplier at a bound
     whose residual ``r_i = G_i + b y_i`` has the wrong sign (``r_i < 0`` at 0, ``r_i > 0`` at
     ``C s_i``, beyond the gradient's round-off) joins the free set and the equations are solved
-    again, at most :data:`POLISH_ROUNDS` times (a primal-dual active-set step, Hintermüller, Ito
-    and Kunisch 2002). Measured, rbf n = 8000, gamma = 0.005, C = 100: SMO's sets at ``1e-3``
+    again, at most ``rounds`` times (a primal-dual active-set step, Hintermüller, Ito and Kunisch
+    2002). Measured, rbf n = 8000, gamma = 0.005, C = 100: SMO's sets at ``1e-3``
     had two such indices among 1075 free; one more solve (0.1 s) certified, where SMO took
     3.3 s of further steps to find them."""
     upper = f.upper
     free, bound = (alpha > 0) & (alpha < upper), alpha >= upper
     factor = KKTFactor()
-    for _ in range(POLISH_ROUNDS):
+    for _ in range(rounds):
         with one_blas_thread():  # threaded LAPACK stalls on busy cores
             trial, b = kkt_on_sets(f, np.flatnonzero(free), bound, factor=factor)
         G_trial = f.y * f.scores(alpha=trial) - f.margin
-        estimate = gradient_gap(f, trial, G_trial)[1]
+        primal, estimate = gradient_gap(f, trial, G_trial)
+        target = gap * max(1.0, abs(primal))
         if estimate <= target or estimate <= gap_resolution(f, trial, diag, estimate):
             alpha[:], G[:] = trial, G_trial
             return True
@@ -791,18 +836,24 @@ def _polish(
 
 
 def _sets_firm(f: BinaryProblem, state: _SMOState, violation: float) -> bool:
-    r"""Whether SMO's sets at its ``violation`` are firm: no multiplier at a bound whose
-    residual ``r_i = G_i + b y_i`` (``b`` :func:`smo_intercept`'s) is within ``violation`` of
-    the wrong sign (``r_i < violation`` at 0, ``r_i > -violation`` at ``C s_i``), the
-    multipliers the KKT equations' active-set rounds would move (:func:`_polish`). Measured
+    r"""Whether SMO's sets at its ``violation`` are firm: no multiplier loose
+    (:func:`_loose`), none that the KKT equations' active-set rounds would move
+    (:func:`_polish`). Measured
     at SMO's first stage (``1e-3``, rbf): none at n = 200 (gamma 0.1, C = 1 and 100) and
     n = 500 (gamma 0.05, C = 1 and 100), whose equations then take one solve; one to 54 at
     n = 500, gamma 0.5, C = 1 and n = 2000 (gamma 0.05 and 0.5, C = 1; gamma 0.05, C = 100;
     gamma 0.005, C = 1 and 10), which took two or three solves (one at gamma 0.005, C = 1)."""
-    alpha, G, upper = state.alpha, state.G, f.upper
-    r = G + smo_intercept(f.y, G, alpha, upper) * f.y
-    loose = ((alpha <= 0) & (r < violation)) | ((alpha >= upper) & (r > -violation))
-    return not bool(np.any(loose))
+    return not np.any(_loose(f.y, f.upper, state.alpha, state.G, violation))
+
+
+def _loose(
+    y: np.ndarray, upper: np.ndarray, alpha: np.ndarray, G: np.ndarray, violation: float
+) -> np.ndarray:
+    r"""The multipliers at a bound (``0`` or ``upper``) whose residual ``r_i = G_i + b y_i``
+    (``b`` :func:`smo_intercept`'s) is within ``violation`` of the wrong sign
+    (``r_i < violation`` at 0, ``r_i > -violation`` at the upper bound), as a mask."""
+    r = G + smo_intercept(y, G, alpha, upper) * y
+    return ((alpha <= 0) & (r < violation)) | ((alpha >= upper) & (r > -violation))
 
 
 def _polish_plan(
@@ -825,14 +876,56 @@ def _polish_plan(
     gamma = 0.005, C = 10: one solve on 221 free certified at ``1e-3``, 20 ms, where a decade
     first took 22 ms more), :data:`NEXT` where one solve and the decade of steps before it
     cost less than the tail, else :data:`NEVER`."""
-    k = int(np.count_nonzero((alpha > 0) & (alpha < upper)))
-    if k == 0:
+    cost, decade = _polish_prices(alpha, upper, per_decade, misses)
+    if not cost < math.inf:
         return NEVER
-    cost = k**3 / 3.0 * POLISH_FLOP + k**2 * POLISH_ENTRY + POLISH_FIXED + misses[1]
-    decade = (k + STEP_FIXED + misses[0]) * per_decade
     if cost <= decade:
         return NOW
     return NEXT if cost + decade <= decades * decade else NEVER
+
+
+def _polish_prices(
+    alpha: np.ndarray, upper: np.ndarray, per_decade: float, misses: tuple[float, float]
+) -> tuple[float, float]:
+    """One solve of the KKT equations on the free set and one decade of SMO's steps, in the
+    units of :func:`_polish_plan` (whose docstring has the model); the solve's cost is
+    infinite without a free multiplier."""
+    k = int(np.count_nonzero((alpha > 0) & (alpha < upper)))
+    if k == 0:
+        return math.inf, 0.0
+    cost = k**3 / 3.0 * POLISH_FLOP + k**2 * POLISH_ENTRY + POLISH_FIXED + misses[1]
+    return cost, (k + STEP_FIXED + misses[0]) * per_decade
+
+
+def _polish_at_pause(
+    f: BinaryProblem,
+    state: _SMOState,
+    violation: float,
+    tol: float,
+    gap: float,
+    per_decade: float,
+) -> bool:
+    r"""The KKT equations on the free set of SMO paused at ``violation`` on its way to its
+    first stage's ``tol`` (:data:`PEEKS`; SMO took ``per_decade`` steps per decade so far),
+    where :func:`_polish_plan` would try them at once (one solve costs at most a decade of
+    steps) and at most :data:`PAUSE_LOOSE` of the free set is loose (:func:`_loose`), with as
+    many active-set rounds (at most :data:`POLISH_ROUNDS`) as the
+    :math:`\log_{10}(violation / tol)` decades of steps still to ``tol`` pay for: their solution
+    replaces ``alpha`` and ``G`` when it meets the gap (:func:`_polish`); returns whether it
+    did. Where it does not, SMO resumes the steps it would have taken without the pause."""
+    alpha = state.alpha
+    cost, decade = _polish_prices(alpha, f.upper, per_decade, _row_misses(f, state))
+    if not cost <= decade:
+        return False
+    # among the active variables (the shrunk ones' G is not updated at a pause: they left
+    # for being far from their margins)
+    active = state.paused[3 : 3 + state.paused[0]]
+    loose = _loose(f.y[active], f.upper[active], alpha[active], state.G[active], violation)
+    free = int(np.count_nonzero((alpha > 0) & (alpha < f.upper)))
+    if np.count_nonzero(loose) > PAUSE_LOOSE * free:
+        return False
+    rounds = min(POLISH_ROUNDS, int(decade * math.log10(violation / tol) // cost))
+    return rounds > 0 and _polish(f, state.alpha, state.G, gap, state.diag, rounds)
 
 
 def _cg_pays(f: BinaryProblem, state: _SMOState, per_decade: float, decades: float) -> float:
