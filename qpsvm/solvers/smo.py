@@ -913,6 +913,8 @@ def _polish_at_pause(
     :math:`\log_{10}(violation / tol)` decades of steps still to ``tol`` pay for: their solution
     replaces ``alpha`` and ``G`` when it meets the gap (:func:`_polish`); returns whether it
     did. Where it does not, SMO resumes the steps it would have taken without the pause."""
+    if (f.n_samples * (1.0 + 2.0 * ROW_ENTRY) + STEP_FIXED) * per_decade < POLISH_FIXED:
+        return False  # a decade of steps on every multiplier, every row missed, costs less
     alpha = state.alpha
     cost, decade = _polish_prices(alpha, f.upper, per_decade, _row_misses(f, state))
     if not cost <= decade:
