@@ -974,3 +974,25 @@ def test_kkt_equations_at_a_pause_give_the_gap_before_the_first_stage(monkeypatc
     assert abs(paused.objective - staged.objective) <= (
         paused.certificate.gap + staged.certificate.gap
     )
+
+
+def test_accurate_step_puts_the_poly_margins_within_the_certificates_precision(monkeypatch):
+    # poly n = 2000, C = 100: the equations' solution meets the gap only within the float
+    # scores' round-off (the values, off by a few units of their size, cancel in the sums);
+    # one refinement step on the certificate's own scores takes the certified gap below the
+    # certificate's early stop (1e-2 of its tolerance), where the plain polish leaves it above
+    X, y = make_classification(
+        n_samples=2000, n_features=20, n_informative=10, flip_y=0.1, random_state=0
+    )
+    f = qpsvm.SoftMarginDual(X, y, kernel="poly", gamma=0.05, degree=3, coef0=1.0, C=100.0)
+    steps = []
+    step = smo._accurate_step
+    monkeypatch.setattr(smo, "_accurate_step", lambda *a: steps.append(1) or step(*a))
+    refined = f.solve(method="smo", gap=5e-12)
+    monkeypatch.setattr(smo, "_accurate_step", lambda *a: None)
+    plain = f.solve(method="smo", gap=5e-12)
+    assert steps == [1] and refined.status == plain.status == "gap"
+    assert refined.certificate.relative_gap < 1e-11 < plain.certificate.relative_gap
+    assert abs(refined.objective - plain.objective) <= (
+        refined.certificate.gap + plain.certificate.gap
+    )

@@ -75,6 +75,7 @@ from qpsvm.solvers.free_cg import (
     off_diagonal_sum,
 )
 from qpsvm.support_sets import KKTFactor, kkt_on_sets
+from qpsvm.verify.binary import kernel_scores, kernel_ulps
 
 __all__ = [
     "SELECTIONS",
@@ -823,6 +824,8 @@ def _polish(
         primal, estimate = gradient_gap(f, trial, G_trial)
         target = gap * max(1.0, abs(primal))
         if estimate <= target or estimate <= gap_resolution(f, trial, diag, estimate):
+            if estimate > target and f.kernel.name == "poly":
+                _accurate_step(f, trial, G_trial)
             alpha[:], G[:] = trial, G_trial
             return True
         r = G_trial + b * f.y
@@ -833,6 +836,43 @@ def _polish(
         free = ((trial > 0) & (trial < upper)) | wrong
         bound = (trial >= upper) & ~wrong
     return False
+
+
+def _accurate_step(f: BinaryProblem, alpha: np.ndarray, G: np.ndarray) -> None:
+    r"""One step of iterative refinement (in place) of the KKT equations on the free set
+    ``F`` of ``alpha``, ``y_i (g_i + b) = m_i`` for ``i`` in ``F`` (and ``y_F . d = 0`` with
+    an intercept), on residuals from the scores ``g = K (alpha y)`` the certificate
+    computes (:func:`~qpsvm.verify.binary.kernel_scores`: the poly values in double-double
+    arithmetic, summed by Dot2), solved on the cached block; ``G`` becomes those scores' plus
+    the step's own (small) product. Taken where the polish's gap is within the round-off of
+    the float scores but above its target: the poly kernel's float values are off by a few
+    units of their size, which the scores' sums cancel (measured, n = 2000, C = 100: the
+    free margins' residuals up to 1.5e-12 and the certified gap 1.25e-11 of ``P``, above the
+    certificate's early stop, so that it searched for a better dual point, 0.13-0.15 s in
+    vain; after this step 8.4e-14 and 9.1e-13, the certificate 49 ms against 167 ms). The step
+    is not taken where it would leave the box or is not finite."""
+    F = np.flatnonzero((alpha > 0) & (alpha < f.upper))
+    if F.size == 0:
+        return
+    ((g, _),) = kernel_scores(f, [alpha], kernel_ulps(f))
+    b = f.optimal_intercept(g) if f.fit_intercept else 0.0
+    yF = f.y[F]
+    k = F.size + int(f.fit_intercept)
+    A = np.zeros((k, k))
+    A[: F.size, : F.size] = f.gram_block(F) * np.outer(yF, yF)
+    rhs = np.zeros(k)
+    rhs[: F.size] = f.margin[F] - yF * (g[F] + b)
+    if f.fit_intercept:
+        A[: F.size, -1] = A[-1, : F.size] = yF
+    with one_blas_thread():
+        d = np.linalg.solve(A, rhs)[: F.size]
+    step = np.zeros(alpha.size)
+    step[F] = d
+    moved = alpha + step
+    if not (np.all(np.isfinite(d)) and np.all(moved[F] > 0) and np.all(moved[F] < f.upper[F])):
+        return
+    alpha[:] = moved
+    G[:] = f.y * (g + f._kernel_product(step * f.y)) - f.margin
 
 
 def _sets_firm(f: BinaryProblem, state: _SMOState, violation: float) -> bool:
