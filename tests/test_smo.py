@@ -50,6 +50,26 @@ def gap_bound(f, tol=TOL):
     return 2 * tol * float(np.sum(f.upper))
 
 
+def recorded_solve(monkeypatch, f):
+    """``f`` solved by SMO to the gap ``1e-11``, with the SMO runs and polishes it took, in
+    order (``"run"``, ``"polish"``)."""
+    events = []
+    run, polish = _SMOState.run, smo._polish
+    monkeypatch.setattr(_SMOState, "run", lambda *a, **k: events.append("run") or run(*a, **k))
+    monkeypatch.setattr(smo, "_polish", lambda *a: events.append("polish") or polish(*a))
+    solution = f.solve(method="smo", gap=1e-11)
+    monkeypatch.setattr(_SMOState, "run", run)
+    monkeypatch.setattr(smo, "_polish", polish)
+    return solution, events
+
+
+def assert_same_optimum(a, b):
+    """Two certified answers of one problem: their objectives within the sum of their gaps
+    (each gap bounds its answer's distance to the optimum)."""
+    assert a.certificate.passed and b.certificate.passed
+    assert abs(a.objective - b.objective) <= a.certificate.gap + b.certificate.gap
+
+
 def check_within_tolerance(f, sol):
     """SMO's point against the exact optimum, with the reasons of :func:`gap_bound`."""
     exact = f.solve()
@@ -620,21 +640,14 @@ def test_kkt_equations_at_once_where_the_sets_are_firm(monkeypatch):
         n_samples=500, n_features=20, n_informative=10, flip_y=0.1, random_state=0
     )
     f = qpsvm.SoftMarginDual(X, y, kernel="rbf", gamma=0.05, C=1.0)
-    events = []
-    run, polish = _SMOState.run, smo._polish
-    monkeypatch.setattr(_SMOState, "run", lambda *a, **k: events.append("run") or run(*a, **k))
-    monkeypatch.setattr(smo, "_polish", lambda *a: events.append("polish") or polish(*a))
-    polished = f.solve(method="smo", gap=1e-11)
+    polished, events = recorded_solve(monkeypatch, f)
     # the first stage paused at each of PEEKS, where one solve was priced above a decade of
     # steps, and resumed
     assert events == ["run"] * (len(PEEKS) + 1) + ["polish"]
     monkeypatch.setattr(smo, "_polish_plan", lambda *args: NEVER)
     tail = f.solve(method="smo", gap=1e-11)
     assert polished.status == tail.status == "gap"
-    assert polished.certificate.passed and tail.certificate.passed
-    assert abs(polished.objective - tail.objective) <= (
-        polished.certificate.gap + tail.certificate.gap
-    )
+    assert_same_optimum(polished, tail)
 
 
 def test_kkt_equations_after_one_more_decade_give_the_gap(monkeypatch):
@@ -960,20 +973,13 @@ def test_kkt_equations_at_a_pause_give_the_gap_before_the_first_stage(monkeypatc
     )
     f = qpsvm.SoftMarginDual(X, y, kernel="poly", gamma=0.05, degree=3, coef0=1.0, C=1.0)
     first = f.solve(method="smo", certify=False)
-    events = []
-    run, polish = _SMOState.run, smo._polish
-    monkeypatch.setattr(_SMOState, "run", lambda *a, **k: events.append("run") or run(*a, **k))
-    monkeypatch.setattr(smo, "_polish", lambda *a: events.append("polish") or polish(*a))
-    paused = f.solve(method="smo", gap=1e-11)
+    paused, events = recorded_solve(monkeypatch, f)
     assert events == ["run", "polish"]
     assert paused.status == "gap" and paused.n_iter < first.n_iter
     monkeypatch.setattr(smo, "PEEKS", ())
     staged = f.solve(method="smo", gap=1e-11)
     assert staged.n_iter >= first.n_iter
-    assert paused.certificate.passed and staged.certificate.passed
-    assert abs(paused.objective - staged.objective) <= (
-        paused.certificate.gap + staged.certificate.gap
-    )
+    assert_same_optimum(paused, staged)
 
 
 def test_accurate_step_puts_the_poly_margins_within_the_certificates_precision(monkeypatch):
@@ -993,6 +999,4 @@ def test_accurate_step_puts_the_poly_margins_within_the_certificates_precision(m
     plain = f.solve(method="smo", gap=5e-12)
     assert steps == [1] and refined.status == plain.status == "gap"
     assert refined.certificate.relative_gap < 1e-11 < plain.certificate.relative_gap
-    assert abs(refined.objective - plain.objective) <= (
-        refined.certificate.gap + plain.certificate.gap
-    )
+    assert_same_optimum(refined, plain)
