@@ -1000,3 +1000,25 @@ def test_accurate_step_puts_the_poly_margins_within_the_certificates_precision(m
     assert steps == [1] and refined.status == plain.status == "gap"
     assert refined.certificate.relative_gap < 1e-11 < plain.certificate.relative_gap
     assert_same_optimum(refined, plain)
+
+
+def test_no_pause_where_no_solve_can_pay(monkeypatch):
+    # rbf n = 200: its first stage takes fewer steps a decade than the 200 (60000 units over
+    # 200 multipliers and a step's 100, every row cached) for which a solve's fixed part could
+    # pay at a pause: the loop never pauses, and the answer is the gap's
+    X, y = make_classification(
+        n_samples=200, n_features=10, n_informative=5, flip_y=0.1, random_state=0
+    )
+    f = qpsvm.SoftMarginDual(X, y, kernel="rbf", gamma=0.1, C=1.0)
+    assert smo._pause_steps(200, 200) == smo.POLISH_FIXED / 300.0
+    paused, run = [], _SMOState.run
+
+    def spy(self, *args, **kwargs):
+        out = run(self, *args, **kwargs)
+        paused.append(self.is_paused)
+        return out
+
+    monkeypatch.setattr(_SMOState, "run", spy)
+    sol = f.solve(method="smo", gap=1e-11)
+    assert sol.status == "gap" and sol.certificate.passed
+    assert paused and not any(paused)

@@ -503,6 +503,7 @@ def smo_loop(
     intercept,
     shrinking,
     peek,
+    peek_steps,
     paused,
 ):  # pragma: no cover - compiled
     """SMO on ``min 1/2 a^T Q a - m.a`` over ``0 <= a <= U`` (and ``y.a`` fixed with an
@@ -538,7 +539,8 @@ def smo_loop(
     least recent end (:func:`qpsvm.kernels.cached_row`'s sweep).
 
     With ``peek > tol``, the loop pauses once the violation on its active variables falls
-    below ``peek``: it returns before the next step, its own state (the active variables in
+    below ``peek`` and it has taken at least ``peek_steps`` steps: it returns before the next
+    step, its own state (the active variables in
     their order, their number, the shrinking counter and whether it has unshrunk) kept in
     ``paused`` (int64, ``n + 3``), whose first entry is then the number of active variables
     (else -1). A later call resumes from it, taking the steps the loop would have taken
@@ -566,7 +568,7 @@ def smo_loop(
     selected = False
     i, gmax = -1, -np.inf
     while it < max_iter:
-        if violation < peek:
+        if violation < peek and it >= peek_steps:
             # resumed, the loop selects i anew: the i the last step's pass selected
             paused[0], paused[1], paused[2] = n_act, counter, 1 if unshrunk else 0
             stats[4] = 0
