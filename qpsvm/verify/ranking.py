@@ -84,6 +84,7 @@ from qpsvm.verify.ranking_fused import (
     FusedBounds,
     FusedSettings,
     _fsum,
+    _gamma,
     fused_all_pairs,
     fused_certificate,
     pair_differences,
@@ -658,7 +659,7 @@ SIDE_SUMS_ITEMS = 2**23
 @numba.njit(**CALLEE)
 def _sum_error(leaves, magnitude):  # pragma: no cover - compiled
     """:func:`~qpsvm._numerics.sum_error` of one float, the same operations."""
-    g = leaves * U / (1.0 - leaves * U)
+    g = _gamma(leaves)
     return next_up(next_up(g * magnitude * (1.0 + 2.0 * g) * (1.0 + 8.0 * U)) + leaves * TINY)
 
 
