@@ -36,11 +36,12 @@ def compiled_paths():
     steps before the SMO loop is compiled, a small dense primal is solved by the box QPs, not
     by Clarabel, before their ascent is compiled, and the sparse ascent's passes and conjugate
     gradients, the cutting plane's plane products, the chain's Viterbi and the 1-slack planes'
-    QP are the compiled ones, not their numpy equivalents (``tests/test_cold_start.py`` runs
+    QP are the compiled ones, not their numpy equivalents, and Crammer-Singer starts from its
+    compiled descent, not numpy's gradient steps (``tests/test_cold_start.py`` runs
     those paths in a fresh process). Without this, which solver answers would depend on the
     tests run before."""
     from qpsvm.models import chain
-    from qpsvm.solvers import cutting_plane, direct, one_slack, smo
+    from qpsvm.solvers import cutting_plane, direct, one_slack, smo, warm_start
     from qpsvm.verify import ascent
 
     with pytest.MonkeyPatch.context() as patch:
@@ -51,6 +52,7 @@ def compiled_paths():
         patch.setattr(cutting_plane, "uncompiled", lambda kernel, rows, budget: False)
         patch.setattr(one_slack, "uncompiled", lambda kernel, rows, budget: False)
         patch.setattr(chain, "uncompiled", lambda kernel, rows, budget: False)
+        patch.setattr(warm_start, "uncompiled", lambda kernel, rows, budget: False)
         yield
 
 

@@ -23,7 +23,7 @@ import qpsvm
 from qpsvm import _numerics
 from qpsvm.datasets import make_chains
 from qpsvm.models import ChainModel, chain
-from qpsvm.solvers import cutting_plane, direct, one_slack, smo
+from qpsvm.solvers import cutting_plane, direct, one_slack, smo, warm_start
 from qpsvm.verify import ascent, ranking_sweep, rigorous
 
 PROBE = """
@@ -669,6 +669,89 @@ def test_numpy_smo_steps_start_the_same_certified_optimum(C, weighted, monkeypat
     assert runs[0][0] > 0 and all(violation < tol for _, violation, tol in runs)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 6),
+    k=st.integers(2, 9),
+    scale=st.sampled_from([1e-3, 1.0, 1e3]),
+)
+def test_crammer_singer_projection_meets_the_sum_at_its_one_threshold(seed, n, k, scale):
+    # the projection onto sum_m a_m = 0, a_m <= 0 off the label, a_y <= c is min(caps, v + beta)
+    # at the beta where the sum is 0: found here apart, by bisection on the sum (decreasing in
+    # beta), to the last bits
+    rng = np.random.default_rng(seed)
+    V = scale * rng.normal(size=(n, k))
+    cap = scale * rng.uniform(0.0, 2.0, n) * (rng.random(n) > 0.2)
+    y = rng.integers(0, k, n)
+    A = warm_start._cs_project(V, cap, y)
+    caps = np.zeros((n, k))
+    caps[np.arange(n), y] = cap
+    assert np.all(A <= caps)
+    bound = 64 * k * np.finfo(float).eps * (np.abs(V).max() + cap.max() + scale)
+    for i in range(n):
+        lo, hi = -np.abs(V[i]).max() - cap[i] - 1.0, np.abs(V[i]).max() + cap[i] + 1.0
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if np.minimum(caps[i], V[i] + mid).sum() < 0.0 else (lo, mid)
+        np.testing.assert_allclose(A[i], np.minimum(caps[i], V[i] + lo), rtol=0, atol=bound)
+        assert abs(A[i].sum()) <= bound
+
+
+@pytest.mark.parametrize(
+    ("n", "d", "k", "C", "weighted"),
+    [(1000, 20, 5, 1.0, False), (200, 25, 4, 100.0, True), (300, 50, 10, 0.01, True)],
+)
+def test_crammer_singer_gradient_start_reaches_the_compiled_optimum(
+    n, d, k, C, weighted, monkeypatch
+):
+    # before its descent is compiled, Crammer-Singer starts from numpy's accelerated gradient
+    # steps over every example at once: another start, from which the working set reaches the
+    # compiled path's certified optimum, the same floats (weights some of them 0)
+    rng = np.random.default_rng(k)
+    X = rng.normal(size=(n, d))
+    y = np.argmax(X[:, :k] + 0.5 * rng.normal(size=(n, k)), axis=1)
+    weights = rng.uniform(0.0, 2.0, n) * (rng.random(n) > 0.1) if weighted else None
+
+    def build():
+        return qpsvm.MulticlassSVM(X, y, C=C, variant="crammer_singer", sample_weight=weights)
+
+    warm = build().solve()
+    monkeypatch.setattr(warm_start, "uncompiled", lambda kernel, rows, budget: True)
+    cold = build().solve()
+    assert warm.info["start"] != "multiclass_gradient"
+    assert cold.info["start"] in ("multiclass_gradient", "kkt")
+    assert cold.certificate.passed
+    np.testing.assert_array_equal(cold.w, warm.w)
+    assert (cold.certificate.lower, cold.certificate.upper) == (
+        warm.certificate.lower,
+        warm.certificate.upper,
+    )
+
+
+def test_crammer_singer_gradient_start_only_where_its_steps_fit_the_budget(monkeypatch):
+    # its steps are charged as if all were taken: 1000 x 20 with 5 classes fits, 2000 x 30
+    # with 8 does not (the descent is compiled), nor does a warm start or sparse rows
+    monkeypatch.setattr(warm_start, "uncompiled", lambda kernel, rows, budget: rows <= budget)
+    methods = []
+    for n, d, k, sparse in [(1000, 20, 5, False), (2000, 30, 8, False), (1000, 20, 5, True)]:
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(n, d))
+        y = np.argmax(X[:, :k] + 0.5 * rng.normal(size=(n, k)), axis=1)
+        f = qpsvm.MulticlassSVM(sp.csr_matrix(X) if sparse else X, y, C=1.0)
+        start = warm_start.multiclass_dual(f)
+        methods.append(start.method)
+        if not sparse and start.method == "multiclass_gradient":
+            again = warm_start.multiclass_dual(f, warm=start.candidate)
+            methods.append(again.method)
+    assert methods == [
+        "multiclass_gradient",
+        "multiclass_dual",
+        "multiclass_dual",
+        "multiclass_dual",
+    ]
+
+
 #: A cold process's record of what numba compiles (the functions' qualified names, one per
 #: signature), from numba's ``numba:compile`` events.
 COMPILES = """
@@ -773,11 +856,11 @@ def test_cold_chain_ranking_and_multiclass_compile_only_qpsvms_kernels_and_the_w
     tmp_path,
 ):
     # a fresh process with an empty compile cache: the structural chain's, the one-slack
-    # ranking's and the multiclass descents' kernels get their scratch arrays from their
+    # ranking's and the Weston-Watkins descent's kernels get their scratch arrays from their
     # callers and compare scalars by hand, so that a first call compiles none of numba's own
     # helpers (np.empty, np.zeros, np.arange, np.full, min, max: 0.2-0.4 s of each kind's cold
-    # call), and each of its own for one signature; the answers are this process's (compiled
-    # paths) to the bit
+    # call), and each of its own for one signature (Crammer-Singer starts from numpy's gradient
+    # steps and compiles nothing); the answers are this process's (compiled paths) to the bit
     env = {**os.environ, "QPSVM_CACHE_DIR": str(tmp_path)}
     out = subprocess.run(
         [sys.executable, "-c", COLD_STRUCTURED],
