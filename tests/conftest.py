@@ -36,7 +36,7 @@ def compiled_paths():
     steps before the SMO loop is compiled, a small dense primal is solved by the box QPs, not
     by Clarabel, before their ascent is compiled, and the sparse ascent's passes and conjugate
     gradients, the cutting plane's plane products, the chain's Viterbi and the 1-slack planes'
-    QP are the compiled ones, not their numpy equivalents, and Crammer-Singer starts from its
+    QP are the compiled ones, not their numpy equivalents, and a multiclass SVM starts from its
     compiled descent, not numpy's gradient steps (``tests/test_cold_start.py`` runs
     those paths in a fresh process). Without this, which solver answers would depend on the
     tests run before."""

@@ -698,38 +698,40 @@ def test_crammer_singer_projection_meets_the_sum_at_its_one_threshold(seed, n, k
         assert abs(A[i].sum()) <= bound
 
 
+@pytest.mark.parametrize("variant", ["crammer_singer", "weston_watkins"])
 @pytest.mark.parametrize(
     ("n", "d", "k", "C", "weighted"),
     [(1000, 20, 5, 1.0, False), (200, 25, 4, 100.0, True), (300, 50, 10, 0.01, True)],
 )
-def test_crammer_singer_gradient_start_reaches_the_compiled_optimum(
-    n, d, k, C, weighted, monkeypatch
+def test_multiclass_gradient_start_reaches_the_compiled_optimum(
+    variant, n, d, k, C, weighted, monkeypatch
 ):
-    # before its descent is compiled, Crammer-Singer starts from numpy's accelerated gradient
-    # steps over every example at once: another start, from which the working set reaches the
-    # compiled path's certified optimum, the same floats (weights some of them 0)
+    # before its descent is compiled, a multiclass SVM starts from numpy's accelerated gradient
+    # steps over every example at once: another start, from which the working set reaches a
+    # certified optimum whose enclosure holds the compiled path's (weights some of them 0).
+    # The floats are the same where both end in the same support set's KKT point (37 of 40
+    # random Crammer-Singer problems, 35 of 40 Weston-Watkins; the others apart by 2e-13 to
+    # 8e-8, each certified, as numpy's SMO steps start a kernel problem)
     rng = np.random.default_rng(k)
     X = rng.normal(size=(n, d))
     y = np.argmax(X[:, :k] + 0.5 * rng.normal(size=(n, k)), axis=1)
     weights = rng.uniform(0.0, 2.0, n) * (rng.random(n) > 0.1) if weighted else None
 
     def build():
-        return qpsvm.MulticlassSVM(X, y, C=C, variant="crammer_singer", sample_weight=weights)
+        return qpsvm.MulticlassSVM(X, y, C=C, variant=variant, sample_weight=weights)
 
     warm = build().solve()
     monkeypatch.setattr(warm_start, "uncompiled", lambda kernel, rows, budget: True)
     cold = build().solve()
     assert warm.info["start"] != "multiclass_gradient"
     assert cold.info["start"] in ("multiclass_gradient", "kkt")
-    assert cold.certificate.passed
-    np.testing.assert_array_equal(cold.w, warm.w)
-    assert (cold.certificate.lower, cold.certificate.upper) == (
-        warm.certificate.lower,
-        warm.certificate.upper,
-    )
+    assert warm.certificate.passed and cold.certificate.passed
+    assert cold.certificate.lower <= warm.certificate.upper
+    assert warm.certificate.lower <= cold.certificate.upper
 
 
-def test_crammer_singer_gradient_start_only_where_its_steps_fit_the_budget(monkeypatch):
+@pytest.mark.parametrize("variant", ["crammer_singer", "weston_watkins"])
+def test_multiclass_gradient_start_only_where_its_steps_fit_the_budget(variant, monkeypatch):
     # its steps are charged as if all were taken: 1000 x 20 with 5 classes fits, 2000 x 30
     # with 8 does not (the descent is compiled), nor does a warm start or sparse rows
     monkeypatch.setattr(warm_start, "uncompiled", lambda kernel, rows, budget: rows <= budget)
@@ -738,7 +740,7 @@ def test_crammer_singer_gradient_start_only_where_its_steps_fit_the_budget(monke
         rng = np.random.default_rng(0)
         X = rng.normal(size=(n, d))
         y = np.argmax(X[:, :k] + 0.5 * rng.normal(size=(n, k)), axis=1)
-        f = qpsvm.MulticlassSVM(sp.csr_matrix(X) if sparse else X, y, C=1.0)
+        f = qpsvm.MulticlassSVM(sp.csr_matrix(X) if sparse else X, y, C=1.0, variant=variant)
         start = warm_start.multiclass_dual(f)
         methods.append(start.method)
         if not sparse and start.method == "multiclass_gradient":
@@ -856,11 +858,11 @@ def test_cold_chain_ranking_and_multiclass_compile_only_qpsvms_kernels_and_the_w
     tmp_path,
 ):
     # a fresh process with an empty compile cache: the structural chain's, the one-slack
-    # ranking's and the Weston-Watkins descent's kernels get their scratch arrays from their
-    # callers and compare scalars by hand, so that a first call compiles none of numba's own
-    # helpers (np.empty, np.zeros, np.arange, np.full, min, max: 0.2-0.4 s of each kind's cold
-    # call), and each of its own for one signature (Crammer-Singer starts from numpy's gradient
-    # steps and compiles nothing); the answers are this process's (compiled paths) to the bit
+    # ranking's kernels get their scratch arrays from their callers and compare scalars by
+    # hand, so that a first call compiles none of numba's own helpers (np.empty, np.zeros,
+    # np.arange, np.full, min, max: 0.2-0.4 s of each kind's cold call), and each of its own
+    # for one signature (the multiclass fits start from numpy's gradient steps and compile
+    # nothing); the answers are this process's (compiled paths) to the bit
     env = {**os.environ, "QPSVM_CACHE_DIR": str(tmp_path)}
     out = subprocess.run(
         [sys.executable, "-c", COLD_STRUCTURED],

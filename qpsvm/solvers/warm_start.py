@@ -90,19 +90,21 @@ NEWTON_MAX_FEATURES = 1000
 #: Crammer-Singer block steps: a block whose gradients span at most this is at its optimum,
 #: and a multiplier's change below it is round-off (neither is applied).
 _CS_SPREAD = 1e-12
-#: Crammer-Singer's start before :func:`_cs_dcd` is compiled (:func:`_cs_gradient_start`): at
+#: The multiclass start before the variant's descent is compiled (:func:`_gradient_start`): at
 #: most this many accelerated projected gradient steps, stopped once the violation (checked
-#: every ``_CS_CHECK`` steps) is within ``CS_GRADIENT_BAND`` (the working set's band: measured
-#: at 1000 x 20, 1000 x 30 and 1200 x 40 with 5-8 classes, the steps cost 0.12-0.23 s a 500
-#: and reach 0.15-0.33 after 500, 0.04-0.08 after 1000 and 0.01-0.02 after 2000, and the
-#: working set from them takes 0.2-1.6 s, 0.05-0.8 s and 0.03-0.2 s) ...
-CS_GRADIENT_STEPS = 2000
-CS_GRADIENT_BAND = 0.05
-_CS_CHECK = 50
+#: every ``_CHECK`` steps) is within ``GRADIENT_BAND`` (the working set's band: measured on
+#: Crammer-Singer at 1000 x 20, 1000 x 30 and 1200 x 40 with 5-8 classes, the steps cost
+#: 0.12-0.23 s a 500 and reach 0.15-0.33 after 500, 0.04-0.08 after 1000 and 0.01-0.02 after
+#: 2000, and the working set from them takes 0.2-1.6 s, 0.05-0.8 s and 0.03-0.2 s;
+#: Weston-Watkins at 1000 x 20, k = 5 and 1000 x 30, k = 8 reaches 0.04-0.07 after 1550-2000
+#: steps, 0.16-0.28 s, and its working set then takes 0.04-0.29 s) ...
+GRADIENT_STEPS = 2000
+GRADIENT_BAND = 0.05
+_CHECK = 50
 #: ... taken while their entries (steps times ``n k (d + 1)``, charged as if all were taken)
 #: stay within this budget in a process: about the descent's compile (0.9-1.3 s CPU with its
 #: callees) at the steps' cost (2.3-4 ns an entry, 1000 x 20 with 5 classes, load 2-4).
-CS_GRADIENT_ENTRIES = 2**28
+GRADIENT_ENTRIES = 2**28
 #: The Newton step's line search (a safeguarded secant on the slope) stops when its bracket is
 #: this narrow relative to the step, or the slope this small relative to its terms.
 LINE_WIDTH = 1e-12
@@ -519,41 +521,91 @@ def _cs_violation(A: np.ndarray, G: np.ndarray, cap: np.ndarray, y: np.ndarray) 
     return float(np.max(spread[cap > 0.0], initial=0.0))
 
 
-def _cs_gradient_start(f: MulticlassProblem, tol: float, band: float, steps: int) -> Start:
-    r"""Crammer-Singer's start by accelerated projected gradient steps (FISTA, Beck and Teboulle
-    2009) on the dual in liblinear's form, all examples at once,
+def _ww_violation(alpha: np.ndarray, G: np.ndarray, cap: np.ndarray) -> float:
+    """The largest projected gradient ``|pg|`` over the multipliers with ``cap > 0`` (``G`` the
+    gradient, ``pg = min(G, 0)`` at 0, ``max(G, 0)`` at ``cap``), as :func:`_ww_dcd` measures a
+    full pass."""
+    pg = np.where(alpha <= 0.0, np.minimum(G, 0.0), G)
+    pg = np.where(alpha >= cap, np.maximum(G, 0.0), pg)
+    return float(np.max(np.abs(pg[cap > 0.0]), initial=0.0))
+
+
+def _gradient_start(f: MulticlassProblem, tol: float, band: float, steps: int) -> Start:
+    r"""A multiclass start by accelerated projected gradient steps (FISTA, Beck and Teboulle
+    2009) on the dual over every example at once: a first call's start while the variant's
+    descent (:func:`_cs_dcd`, :func:`_ww_dcd`) is not compiled (it then need not be: the working
+    set certifies the optimum from any start). Dense rows only.
+
+    Crammer-Singer in liblinear's form,
 
     .. math::
 
         \min_A \tfrac12 \|A^T X\|_F^2 + \langle E, A \rangle, \qquad
         \textstyle\sum_m A_{im} = 0,\ A_{im} \le C s_i [m = y_i],
 
-    ``E_{im} = [m \ne y_i]``, ``W = A^T X``, step ``1 / L`` with ``L = lambda_max(X^T X)``
-    (:func:`_cs_project` per step), stopped at the violation ``band`` (:func:`_cs_violation`,
-    checked every ``_CS_CHECK`` steps) or after ``steps``; the start's band is the violation
-    reached, at least ``tol``. Numpy's products over every example
-    at once: a first call's start while :func:`_cs_dcd` is not compiled (it then need not be:
-    the working set certifies the optimum from any start). Dense rows only."""
-    X, y, cap = f.X, f.y.astype(np.int64), f.upper
+    ``E_{im} = [m \ne y_i]``, ``W = A^T X``, gradient ``X W^T + E``, projected per example by
+    :func:`_cs_project`, step ``1 / L`` with ``L = lambda_max(X^T X)``. Weston-Watkins in
+    qpsvm's ``alpha`` (``0 <= alpha_im <= C s_i`` off the label), ``W = A^T X`` with
+    ``A_im = -alpha_im``, ``A_{i y_i} = sum_m alpha_im``: gradient ``s_{i y_i} - s_im - 1``
+    (``s = X W^T``), clipped to the box, ``L = k lambda_max(X^T X)`` (``||A_i||^2 <= k
+    ||alpha_i||^2``). Stopped at the violation ``band`` (:func:`_cs_violation`,
+    :func:`_ww_violation`, checked every ``_CHECK`` steps) or after ``steps``; the start's band
+    is the violation reached, at least ``tol``.
+    """
+    X, y, upper = f.X, f.y.astype(np.int64), f.upper
     n, k = f.n_samples, f.n_classes
+    rows = np.arange(n)
     gram = X.T @ X if X.shape[1] <= n else X @ X.T
     L = float(np.linalg.eigvalsh(gram)[-1]) * (1.0 + 1e-6) or 1.0
-    E = np.ones((n, k))
-    E[np.arange(n), y] = 0.0
+    if f.crammer_singer:
+        E = np.where(f.mask, 1.0, 0.0)
+
+        def expansion(A: np.ndarray) -> np.ndarray:
+            return A.T @ X
+
+        def gradient(A: np.ndarray) -> np.ndarray:
+            return X @ expansion(A).T + E
+
+        def project(V: np.ndarray) -> np.ndarray:
+            return _cs_project(V, upper, y)
+
+        def violation_at(A: np.ndarray) -> float:
+            return _cs_violation(A, gradient(A), upper, y)
+
+    else:
+        cap = np.where(f.mask, upper[:, None], 0.0)
+        L *= k
+
+        def expansion(alpha: np.ndarray) -> np.ndarray:
+            A = -alpha
+            A[rows, y] = alpha.sum(axis=1)
+            return A.T @ X
+
+        def gradient(alpha: np.ndarray) -> np.ndarray:
+            S = X @ expansion(alpha).T
+            return np.where(f.mask, S[rows, y][:, None] - S - 1.0, 0.0)
+
+        def project(V: np.ndarray) -> np.ndarray:
+            return np.clip(V, 0.0, cap)
+
+        def violation_at(alpha: np.ndarray) -> float:
+            return _ww_violation(alpha, gradient(alpha), cap)
+
     A, Z, t = np.zeros((n, k)), np.zeros((n, k)), 1.0
     violation, step = np.inf, 0
     while step < steps:
         step += 1
-        following = _cs_project(Z - (X @ (Z.T @ X).T + E) / L, cap, y)
+        following = project(Z - gradient(Z) / L)
         t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
         Z = following + ((t - 1.0) / t_next) * (following - A)
         A, t = following, t_next
-        if step % _CS_CHECK == 0 or step == steps:
-            violation = _cs_violation(A, X @ (A.T @ X).T + E, cap, y)
+        if step % _CHECK == 0 or step == steps:
+            violation = violation_at(A)
             if violation <= band:
                 break
-    logger.debug("Crammer-Singer gradient start: %d steps, violation %.3g", step, violation)
-    cand = Candidate(w=A.T @ X, b=0.0, alpha=np.where(f.mask, -A, 0.0))
+    logger.debug("multiclass gradient start: %d steps, violation %.3g", step, violation)
+    alpha = np.where(f.mask, -A, 0.0) if f.crammer_singer else A
+    cand = Candidate(w=expansion(A), b=0.0, alpha=alpha)
     return Start(cand, max(float(tol), violation), "multiclass_gradient", step)
 
 
@@ -574,10 +626,10 @@ def multiclass_dual(
     """Approximate optimum of a multiclass SVM by dual coordinate descent.
 
     Crammer-Singer: the sequential dual method (all ``k`` multipliers of an example at once, with
-    liblinear's shrinking); Weston-Watkins: one multiplier at a time. A Crammer-Singer call
-    from zero on dense rows whose descent is not compiled takes accelerated projected gradient
-    steps in numpy instead (:func:`_cs_gradient_start`), while their entries in the process stay
-    within :data:`CS_GRADIENT_ENTRIES`: the start then differs, not the certified optimum the
+    liblinear's shrinking); Weston-Watkins: one multiplier at a time. A call from zero on dense
+    rows whose descent is not compiled takes accelerated projected gradient steps in numpy
+    instead (:func:`_gradient_start`), while their entries in the process stay
+    within :data:`GRADIENT_ENTRIES`: the start then differs, not the certified optimum the
     working set reaches from it.
 
     Parameters
@@ -612,15 +664,11 @@ def multiclass_dual(
     if max_epochs is None:
         max_epochs = 2000 if f.crammer_singer else 5000
     k = f.n_classes
-    entries = CS_GRADIENT_STEPS * f.n_samples * k * (f.n_features + 1)
-    if (
-        f.crammer_singer
-        and warm is None
-        and not sp.issparse(f.X)
-        and uncompiled(_cs_dcd, entries, CS_GRADIENT_ENTRIES)
-    ):
-        band = max(float(tol), CS_GRADIENT_BAND)
-        return _cs_gradient_start(f, float(tol), band, CS_GRADIENT_STEPS)
+    entries = GRADIENT_STEPS * f.n_samples * k * (f.n_features + 1)
+    descent = _cs_dcd if f.crammer_singer else _ww_dcd
+    if warm is None and not sp.issparse(f.X) and uncompiled(descent, entries, GRADIENT_ENTRIES):
+        band = max(float(tol), GRADIENT_BAND)
+        return _gradient_start(f, float(tol), band, GRADIENT_STEPS)
     W = np.zeros((k, f.n_features)) if warm is None else np.array(warm.w, dtype=np.float64)
     alpha = np.zeros((f.n_samples, k)) if warm is None else np.array(warm.alpha, dtype=np.float64)
     state = np.zeros(2)
