@@ -101,10 +101,12 @@ _CS_SPREAD = 1e-12
 GRADIENT_STEPS = 2000
 GRADIENT_BAND = 0.05
 _CHECK = 50
-#: ... taken while their entries (steps times ``n k (d + 1)``, charged as if all were taken)
-#: stay within this budget in a process: about the descent's compile (0.9-1.3 s CPU with its
-#: callees) at the steps' cost (2.3-4 ns an entry, 1000 x 20 with 5 classes, load 2-4).
+#: ... taken while their entries (steps times ``n k (d + 1)`` and ``GRADIENT_STEP`` a step for
+#: its fixed cost, charged as if all were taken) stay within this budget in a process: about
+#: the descent's compile (0.9-1.3 s CPU with its callees) at the steps' cost (1-2.3 ns an entry
+#: at 1000 x 20 with 5 classes, 17-34 us a step at 20 x 3 with 2, load 2-4).
 GRADIENT_ENTRIES = 2**28
+GRADIENT_STEP = 2**13
 #: The Newton step's line search (a safeguarded secant on the slope) stops when its bracket is
 #: this narrow relative to the step, or the slope this small relative to its terms.
 LINE_WIDTH = 1e-12
@@ -664,7 +666,7 @@ def multiclass_dual(
     if max_epochs is None:
         max_epochs = 2000 if f.crammer_singer else 5000
     k = f.n_classes
-    entries = GRADIENT_STEPS * f.n_samples * k * (f.n_features + 1)
+    entries = GRADIENT_STEPS * (f.n_samples * k * (f.n_features + 1) + GRADIENT_STEP)
     descent = _cs_dcd if f.crammer_singer else _ww_dcd
     if warm is None and not sp.issparse(f.X) and uncompiled(descent, entries, GRADIENT_ENTRIES):
         band = max(float(tol), GRADIENT_BAND)
