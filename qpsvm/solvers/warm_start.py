@@ -630,9 +630,10 @@ def multiclass_dual(
     Crammer-Singer: the sequential dual method (all ``k`` multipliers of an example at once, with
     liblinear's shrinking); Weston-Watkins: one multiplier at a time. A call from zero on dense
     rows whose descent is not compiled takes accelerated projected gradient steps in numpy
-    instead (:func:`_gradient_start`), while their entries in the process stay
-    within :data:`GRADIENT_ENTRIES`: the start then differs, not the certified optimum the
-    working set reaches from it.
+    instead (:func:`_gradient_start`), while their entries in the process stay within
+    :data:`GRADIENT_ENTRIES`: another start, from which the working set certifies the optimum
+    (the compiled path's floats unless the two end at different certified points, in about one
+    problem in ten, apart in the last digits the tolerance allows).
 
     Parameters
     ----------
