@@ -17,7 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import qpsvm
-from qpsvm._rows import canonical_csr, ranked_indices, used_columns
+from qpsvm._rows import canonical_csr, ranked_indices, row_products, used_columns
 from qpsvm.solvers import coordinate
 from qpsvm.verify import ascent
 from qpsvm.verify.ascent import CoordinateData, ascend
@@ -1734,6 +1734,34 @@ def test_used_columns_renumber_the_free_rows_as_unique_does(monkeypatch):
     used = used_columns(Z)
     assert np.array_equal(np.flatnonzero(used), columns)
     assert np.array_equal(ranked_indices(Z, used), inverse)
+
+
+@given(
+    seed=st.integers(0, 10_000),
+    rows=st.integers(1, 30),
+    border=st.integers(1, 8),
+    columns=st.integers(1, 300),
+    density=st.sampled_from([0.02, 0.2, 0.6]),
+)
+@example(seed=0, rows=20, border=3, columns=40, density=0.2)  # the dense transpose
+@example(seed=1, rows=2, border=1, columns=300, density=0.02)  # the sparse product
+@settings(max_examples=60, deadline=None)
+def test_row_products_by_a_dense_transpose_are_the_sparse_products(
+    seed, rows, border, columns, density
+):
+    # A B^T by CSR rows against B^T formed densely adds the products of each entry in the
+    # order of A's row, as scipy's sparse product does: the same floats, zeros' signs too
+    rng = np.random.default_rng(seed)
+    A = sp.random(rows, columns, density, format="csr", random_state=seed)
+    A.data *= rng.standard_normal(A.nnz) * 10.0 ** rng.integers(-3, 4, A.nnz)
+    B = sp.vstack([A[rng.integers(rows, size=border)], A[::-1][:border]], format="csr")
+    B.data = -B.data
+    sparse = (A @ B.T).toarray()
+    for size in (rows, columns):  # one size takes the dense transpose where columns <= 8 rows
+        out = row_products(A, B, size)
+        assert np.array_equal(out, sparse)
+        assert np.array_equal(np.signbit(out), np.signbit(sparse))
+    assert np.array_equal(row_products(A.toarray(), B.toarray(), rows), A.toarray() @ B.toarray().T)
 
 
 def _search_points(caplog) -> list[tuple[float, float]]:

@@ -58,6 +58,7 @@ from qpsvm._rows import (
     data_arrays,
     linear_data,
     ranked_indices,
+    row_products,
     touched_columns,
     used_columns,
 )
@@ -883,8 +884,7 @@ class _FreeSystem:
         ``None`` when even the shifted matrix does not factor."""
         sigma = data.sigma[F]
         Z = data.X[F]
-        K = Z @ Z.T
-        H = (K.toarray() if sp.issparse(K) else np.asarray(K)) + data.bias**2
+        H = row_products(Z, Z, F.size) + data.bias**2
         H *= np.outer(sigma, sigma)
         largest = float(np.max(np.diag(H)))
         H[np.diag_indices_from(H)] += data.d[F] + PROXIMAL * largest
@@ -914,8 +914,7 @@ class _FreeSystem:
         sF, sJ = data.sigma[F], data.sigma[J]
 
         def block(rows: Any, s: np.ndarray) -> np.ndarray:
-            K = rows @ ZJ.T
-            M = (K.toarray() if sp.issparse(K) else np.asarray(K)) + data.bias**2
+            M = row_products(rows, ZJ, F.size + J.size) + data.bias**2
             M *= np.outer(s, sJ)
             if self.coupling is not None:
                 M += self.rho * np.outer(s, sJ)
