@@ -1566,7 +1566,7 @@ def _free_system(
 
 def _rebalances(
     data: CoordinateData,
-    u: np.ndarray,
+    balance: float,
     F: np.ndarray,
     uF: np.ndarray,
     x: np.ndarray,
@@ -1581,12 +1581,13 @@ def _rebalances(
     leaves the plane of the balance (``sigma . delta(t) != 0`` once a coordinate stops at its
     bound), and the next step's equations restore it on the free set; where they cannot, every
     step stops at a bound (rows scaled by 1e-2, 120 x 8, C = 1: the path passed 56 of 61 free
-    coordinates, ``s = 14.5``, five left free; the finish ended at ``b = -189``, gap 0.99)."""
+    coordinates, ``s = 14.5``, five left free; the finish ended at ``b = -189``, gap 0.99).
+    ``balance`` is ``sum_i sigma_i u_i`` before the step (the caller's, by :func:`fsum`)."""
     hiF = data.hi[F]
     passed = keep & (room <= t)
     moved = np.where(passed, np.where(x > 0.0, hiF, 0.0), np.clip(uF + t * x, 0.0, hiF))
     sigma_F = data.sigma[F]
-    s = fsum(data.sigma * u) + fsum(sigma_F * (moved - uF))
+    s = balance + fsum(sigma_F * (moved - uF))
     free = keep & ~passed
     down = np.where(sigma_F > 0.0, sigma_F * moved, -sigma_F * (hiF - moved))
     up = np.where(sigma_F > 0.0, sigma_F * (hiF - moved), -sigma_F * moved)
@@ -1709,7 +1710,7 @@ def free_set_step(
                 # on along the projected path: every coordinate it passes leaves at its bound
                 ratio = t
                 t = _path_step(Z, sigma_F, data.bias, data.d[F], g - beta * sigma_F, x, room, keep)
-                if coupled and t > ratio and not _rebalances(data, u, F, uF, x, t, room, keep):
+                if coupled and t > ratio and not _rebalances(data, -e, F, uF, x, t, room, keep):
                     t = ratio
             hit = keep & (room <= t)
             pending = int(np.count_nonzero(keep & ~hit & (room < 1.0))) + 1
