@@ -5,7 +5,7 @@ SVM and its :class:`StructuralCandidate`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +14,51 @@ import numpy as np
 if TYPE_CHECKING:
     from qpsvm.verify.certificate import Certificate
 
-__all__ = ["Candidate", "CuttingPlane", "History", "Solution", "StructuralCandidate"]
+__all__ = [
+    "Candidate",
+    "CuttingPlane",
+    "FormedOnRead",
+    "History",
+    "Solution",
+    "StructuralCandidate",
+]
+
+
+class FormedOnRead:
+    """A per-sample array of a :class:`Solution` (``xi``, ``alpha``) that a solver hands over
+    unformed: ``form()`` forms it, once, when the field is first read (the 1-slack ranking
+    solver's multipliers and slacks, one per pair, which its solve never lists).
+
+    Parameters
+    ----------
+    form : callable
+        Returns the array; called at most once, on the field's first read.
+    """
+
+    __slots__ = ("form",)
+
+    def __init__(self, form: Callable[[], np.ndarray]) -> None:
+        self.form = form
+
+
+class _Formed:
+    """The descriptor of a :class:`Solution` field that may hold a :class:`FormedOnRead`: the
+    first read forms the array and keeps it in its place; a field without a default."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+        self.key = "_" + name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:  # the class's attribute: no default (dataclasses reads this)
+            raise AttributeError(self.name)
+        value = obj.__dict__[self.key]
+        if isinstance(value, FormedOnRead):
+            value = obj.__dict__[self.key] = value.form()
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.key] = value
 
 
 @dataclass
@@ -57,8 +101,11 @@ class Solution:
         Intercept (``0.0`` without one; one per class for multiclass with an intercept).
     xi : ndarray or None
         Slack variables at ``w, b``, recomputed from the data: ``max(0, m_i - y_i f(x_i))``.
+        A solver may give it as a :class:`FormedOnRead`, formed on the first read (then
+        kept): it reads as an ndarray either way.
     alpha : ndarray or None
-        Dual variables, in the sign convention of :mod:`qpsvm.verify.conventions`.
+        Dual variables, in the sign convention of :mod:`qpsvm.verify.conventions` (formed on
+        the first read where given as a :class:`FormedOnRead`, as ``xi``).
     objective : float
         Primal objective ``1/2 ||w||^2 + C sum_i s_i xi_i`` at the returned point (for the dual
         formulation with a kernel: the dual objective, which equals it at the optimum).
@@ -83,8 +130,8 @@ class Solution:
 
     w: np.ndarray | None
     b: float | np.ndarray
-    xi: np.ndarray | None
-    alpha: np.ndarray | None
+    xi: np.ndarray | None = _Formed()  # type: ignore[assignment]
+    alpha: np.ndarray | None = _Formed()  # type: ignore[assignment]
     objective: float
     status: str
     solver: str
@@ -102,6 +149,10 @@ class Solution:
             f"solver={self.solver!r}, method={self.method!r}, w.shape={shape}, "
             f"n_iter={self.n_iter}, solve_time={self.solve_time:.3g}s)"
         )
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The fields for pickling and copying, ``xi`` and ``alpha`` formed."""
+        return {**self.__dict__, "_xi": self.xi, "_alpha": self.alpha}
 
 
 @dataclass

@@ -351,7 +351,7 @@ def test_ranking_same_certified_optimum_as_in_memory(client, seed, dtype, C):
     assert ref.certificate.dual_objective <= cert.primal_objective
     bound = cert.distance_bound + ref.certificate.distance_bound
     assert np.linalg.norm(sol.w - ref.w) <= bound
-    # the pairs are never formed: no alpha or xi, as for one_slack in memory
+    # the pairs are never formed: no alpha or xi (in memory they are formed on first read)
     assert sol.b == 0.0 and sol.alpha is None and sol.xi is None
     info = sol.info
     assert info["pass_kinds"][:2] == ["queries", "sort"] and info["pass_kinds"][-1] == "round"

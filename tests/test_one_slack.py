@@ -3,8 +3,10 @@ grouped certificate and the 1-slack cutting plane (method="one_slack")."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
+import pickle
 from fractions import Fraction
 from unittest.mock import patch
 
@@ -17,12 +19,12 @@ import qpsvm
 from qpsvm._numerics import gamma
 from qpsvm.conventions import C_from_dlib_rank
 from qpsvm.formulations.ranking import _group_codes, make_pairs
-from qpsvm.solution import Candidate
+from qpsvm.solution import Candidate, FormedOnRead
 from qpsvm.solvers import one_slack
 from qpsvm.solvers.one_slack import _CuttingPlane, _Planes
 from qpsvm.verify import box_qp as box_qp_module
 from qpsvm.verify import ranking as ranking_module
-from qpsvm.verify import ranking_sweep
+from qpsvm.verify import ranking_fused, ranking_sweep
 from qpsvm.verify.ranking import (
     certify_grouped,
     hinge_upper,
@@ -491,17 +493,46 @@ def test_one_slack_reaches_the_optimum_of_the_pairs(levels, C, planes):
     assert sol.certificate.dual_objective <= f.objective(sol.w) <= sol.certificate.primal_objective
 
 
+#: Random query layouts: binary and graded relevance, one query or several, queries of one
+#: item (no pair), tied features and labels, one window of every pair or the planes, each
+#: window's QP by the coordinate ascent's sets or by the smoothed Newton steps alone.
+LAYOUTS = {
+    "seed": st.integers(0, 2**16),
+    "sizes": st.lists(st.integers(1, 7), min_size=1, max_size=5),
+    "levels": st.integers(2, 4),
+    "d": st.integers(1, 4),
+    "log_C": st.sampled_from([-3.0, -1.0, 0.0, 1.0, 2.0]),
+    "ties": st.booleans(),
+    "planes": st.booleans(),
+    "ascent": st.booleans(),
+}
+
+
+def relevance_problem(seed, sizes, levels, d, ties):
+    rng = np.random.default_rng(seed)
+    n = sum(sizes)
+    X = rng.normal(size=(n, d))
+    y = rng.integers(0, levels, n)
+    if ties:  # equal items inside and across queries, equal scores at every w
+        X = np.round(X, 0)
+        X[n // 2 :] = X[: n - n // 2]
+    return X, y, np.repeat(np.arange(len(sizes)), sizes)
+
+
+def solve_layout(X, y, groups, C, planes, ascent, method=None):
+    """The problem and its solution by ``method`` (default: the default method) with the
+    planes and the windows' QP as ``planes`` and ``ascent`` say; ``None`` where no query has
+    two relevance levels (no pair)."""
+    try:
+        f = qpsvm.RankingSVM(X, y=y, groups=groups, C=C)
+    except qpsvm.InvalidInputError:
+        return None
+    with planes_only(planes), window_ascent(ascent):
+        return f, f.solve(method=method)
+
+
 @settings(max_examples=25, deadline=None)
-@given(
-    seed=st.integers(0, 2**16),
-    sizes=st.lists(st.integers(1, 7), min_size=1, max_size=5),
-    levels=st.integers(2, 4),
-    d=st.integers(1, 4),
-    log_C=st.sampled_from([-3.0, -1.0, 0.0, 1.0, 2.0]),
-    ties=st.booleans(),
-    planes=st.booleans(),
-    ascent=st.booleans(),
-)
+@given(**LAYOUTS)
 @example(seed=0, sizes=[1, 2, 2], levels=2, d=1, log_C=2.0, ties=True, planes=True, ascent=True)
 @example(seed=1, sizes=[7, 7, 7], levels=4, d=2, log_C=2.0, ties=True, planes=True, ascent=True)
 @example(seed=0, sizes=[1, 2, 2], levels=2, d=1, log_C=2.0, ties=True, planes=False, ascent=True)
@@ -513,20 +544,11 @@ def test_one_slack_is_the_exact_optimum(seed, sizes, levels, d, log_C, ties, pla
     # sets or by the smoothed Newton steps alone: the certificate encloses the rational
     # optimum P* (compared exactly), w is within its distance bound of w*, and the proven gap
     # is at most tol
-    rng = np.random.default_rng(seed)
-    n = sum(sizes)
-    X = rng.normal(size=(n, d))
-    y = rng.integers(0, levels, n)
-    if ties:  # equal items inside and across queries, equal scores at every w
-        X = np.round(X, 0)
-        X[n // 2 :] = X[: n - n // 2]
-    groups = np.repeat(np.arange(len(sizes)), sizes)
-    try:
-        f = qpsvm.RankingSVM(X, y=y, groups=groups, C=10.0**log_C)
-    except qpsvm.InvalidInputError:
-        return  # no query has two relevance levels: no pair
-    with planes_only(planes), window_ascent(ascent):
-        sol = f.solve(method="one_slack")
+    X, y, groups = relevance_problem(seed, sizes, levels, d, ties)
+    solved = solve_layout(X, y, groups, 10.0**log_C, planes, ascent, "one_slack")
+    if solved is None:
+        return
+    sol = solved[1]
     cert = sol.certificate
     assert sol.status == "optimal" and cert.passed and cert.rigorous
     opt = qpsvm.RankingSVM(X, y=y, groups=groups, C=10.0**log_C).solve(method="exact")
@@ -920,3 +942,167 @@ def test_dlib_answer_is_bounded_by_the_certified_optimum():
     sol = f.solve(method="one_slack")
     assert sol.certificate.dual_objective <= f.objective(w_dlib)
     assert f.objective(w_dlib) == pytest.approx(sol.objective, rel=1e-4)
+
+
+# the per-pair alpha and xi of the default solve at relevance labels (the 1-slack method),
+# formed on first read from the certificate's dual point, in the order of f.pairs
+
+
+def exact_dual(f, alpha) -> Fraction:
+    """``D(alpha) = sum_p alpha_p - 1/2 ||sum_p alpha_p (x_i - x_j)||^2`` in rationals."""
+    X = [[Fraction(float(v)) for v in row] for row in np.asarray(f.items)]
+    v = [Fraction(0)] * f.n_features
+    total = Fraction(0)
+    for (i, j), a in zip(f.pairs, alpha, strict=True):
+        if a:
+            a = Fraction(float(a))
+            total += a
+            v = [vc + a * (xi - xj) for vc, xi, xj in zip(v, X[i], X[j], strict=True)]
+    return total - sum(vc * vc for vc in v) / 2
+
+
+def assert_certificate_point(f, sol):
+    """``sol.alpha`` is the certificate's dual point: in the box, its exact dual value within
+    the certified ends (it attains the dual bound the certificate proved), and certified
+    alone, with ``w`` and with ``w`` and ``xi`` at the solve's tolerance; ``sol.xi`` are the
+    slacks of ``w`` from the data."""
+    cert = sol.certificate
+    alpha, xi = sol.alpha, sol.xi
+    assert alpha.shape == xi.shape == (f.n_pairs,)
+    assert np.all(alpha >= 0.0) and np.all(alpha <= f.C)
+    assert np.array_equal(xi, f.slacks(sol.w))
+    value = exact_dual(f, alpha)
+    assert Fraction(cert.dual_objective) <= value <= Fraction(cert.primal_objective)
+    if sol.solver == "one_slack":
+        # its alpha's own w is the certified point's (the window's expansion); the working
+        # set's multipliers on the formed pairs are certified with its w
+        assert f.certify(alpha=alpha, tol=cert.tol, reference=False).passed
+    assert f.certify(w=sol.w, alpha=alpha, tol=cert.tol, reference=False).passed
+    cand = Candidate(w=sol.w, b=0.0, alpha=alpha, xi=xi)
+    assert f.certify(cand, tol=cert.tol, reference=False).passed
+
+
+@settings(max_examples=30, deadline=None)
+@given(**LAYOUTS)
+@example(seed=0, sizes=[1, 2, 2], levels=2, d=1, log_C=2.0, ties=True, planes=True, ascent=True)
+@example(seed=1, sizes=[7, 7, 7], levels=4, d=2, log_C=2.0, ties=True, planes=True, ascent=False)
+@example(seed=2, sizes=[7], levels=2, d=3, log_C=0.0, ties=False, planes=False, ascent=True)
+@example(seed=3, sizes=[1, 6, 1], levels=3, d=2, log_C=-1.0, ties=False, planes=True, ascent=True)
+# handed over to the working set on the formed pairs: its own alpha and xi
+@example(
+    seed=11520, sizes=[6, 1, 7], levels=4, d=2, log_C=0.0, ties=True, planes=False, ascent=False
+)
+def test_default_solution_carries_its_certificates_dual_point(
+    seed, sizes, levels, d, log_C, ties, planes, ascent
+):
+    # the default solve of every layout (LAYOUTS) gives alpha and xi per pair on first read
+    solved = solve_layout(
+        *relevance_problem(seed, sizes, levels, d, ties), 10.0**log_C, planes, ascent
+    )
+    if solved is None:
+        return
+    f, sol = solved
+    assert sol.method == "one_slack"
+    if sol.solver == "one_slack":  # not handed over to the working set on the formed pairs
+        # the solve lists no pair: alpha and xi are formed on their first read
+        assert f._pairs is None
+        assert isinstance(sol.__dict__["_alpha"], FormedOnRead)
+        assert isinstance(sol.__dict__["_xi"], FormedOnRead)
+    assert_certificate_point(f, sol)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_alpha_is_the_optimums_where_its_multipliers_are_unique(seed):
+    # normal features, graded relevance: at most d pairs on the margin with independent
+    # differences, none at a bound with a zero margin, so the optimum's multipliers are unique
+    # (the linear system on the margin pairs): the same bound sets as the rational oracle's and
+    # the qp path's, the free multipliers the same to rounding
+    X, y, groups = relevance_problem(seed, [6, 6, 6, 6], 3, 3, False)
+    C = 0.5
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=C)
+    sol = f.solve()
+    exact = f.solve(method="exact").info["exact"]
+    qp = f.solve(method="qp")
+    star = np.array([float(a) for a in exact.alpha])
+    free = (star > 0.0) & (star < C)
+    Xq = [[Fraction(float(v)) for v in row] for row in X]
+    margins = [
+        sum((a - b) * c for a, b, c in zip(Xq[i], Xq[j], exact.w, strict=True)) for i, j in f.pairs
+    ]
+    margin = np.array([r == 1 for r in margins]) & ~free
+    assert free.sum() <= f.n_features and not margin.any()  # unique multipliers
+    for alpha in (sol.alpha, qp.alpha):
+        assert np.array_equal(alpha == 0.0, star == 0.0)
+        assert np.array_equal(alpha == C, star == C)
+        np.testing.assert_allclose(alpha[free], star[free], rtol=0.0, atol=1e-10 * C)
+
+
+@pytest.mark.parametrize("levels", [2, 3])
+@pytest.mark.parametrize(
+    "C, path",
+    [(1e-3, "finish"), (1e4, "formed"), (1e-2, "all_pairs_numpy")],
+)
+def test_each_path_gives_the_certificates_dual_point(levels, C, path):
+    # beyond the pairs of one window: the planes' finish (small C), the hand-over to the
+    # formed pairs (large C: the working set's own multipliers), and one window of every
+    # pair by the numpy code (the compiled pass not taken)
+    rng = np.random.default_rng(levels)
+    X = rng.normal(size=(600, 4))
+    y = rng.integers(0, levels, 600)
+    groups = np.repeat(np.arange(30), 20)
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=C)
+    uncompiled = patch.object(ranking_fused, "_applies", lambda *args: path != "all_pairs_numpy")
+    direct = patch.object(one_slack, "DIRECT_PAIRS", 10**6 if path == "all_pairs_numpy" else 2000)
+    # no window of every pair after the planes stall: the pairs formed
+    window = patch.object(one_slack, "MAX_WINDOW", 0 if path == "formed" else one_slack.MAX_WINDOW)
+    with uncompiled, direct, window:
+        sol = f.solve()
+    assert f.n_pairs > 2000
+    assert sol.method == "one_slack"
+    assert (sol.info.get("planes", 0) > 0) == (path == "finish")
+    assert (sol.solver == "one_slack") == (path != "formed")
+    assert_certificate_point(f, sol)
+
+
+def test_a_compiled_window_point_is_read_off_the_pass_scores():
+    # the compiled certificate's dual point of a window tau < inf (w off the optimum, so the
+    # windows read off its scores are tried): per pair, its expansion and gain are the pass's
+    # n_B, a_B and window multipliers, and its exact dual value is above the pass's bound
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(60, 3))
+    f = qpsvm.RankingSVM(X, y=rng.integers(0, 3, 60), groups=np.repeat(np.arange(6), 10), C=0.1)
+    w = 0.9 * f.solve().w
+    args = ranking_fused._arguments(
+        f.items, f.C, f.query_layout, w, ranking_module.WINDOW_TAUS, ranking_module.FUSED, 0.0
+    )
+    out = ranking_fused._certificate(*args)
+    best, tau = out[7], out[8]
+    assert np.isfinite(tau)
+    point = ranking_module.fused_point(f, w, best, tau)
+    alpha = ranking_module.pair_multipliers(f, point)
+    n_bound, coef, window, _ = best
+    on_bound = alpha == f.C
+    window_rows = {(int(i), int(j)) for i, j in window}
+    bound_pairs = [p for p, b in zip(map(tuple, f.pairs), on_bound, strict=True) if b]
+    assert len([p for p in bound_pairs if p not in window_rows]) == n_bound
+    listed = np.zeros(f.n_items, dtype=np.int64)
+    for i, j in bound_pairs:
+        if (i, j) not in window_rows:
+            listed[i] += 1
+            listed[j] -= 1
+    assert np.array_equal(listed, coef)
+    assert exact_dual(f, alpha) >= Fraction(out[3])
+
+
+def test_the_formed_fields_pickle_copy_and_replace():
+    # the fields formed on read behave as the arrays they form: repr reads neither, pickling,
+    # dataclasses.replace and the certificate of the solution see the formed arrays
+    X, y, groups = relevance_problem(0, [6, 6, 6], 3, 3, False)
+    f = qpsvm.RankingSVM(X, y=y, groups=groups, C=1.0)
+    sol = f.solve()
+    assert "alpha" not in repr(sol) and isinstance(sol.__dict__["_alpha"], FormedOnRead)
+    back = pickle.loads(pickle.dumps(sol))
+    assert np.array_equal(back.alpha, sol.alpha) and np.array_equal(back.xi, sol.xi)
+    moved = dataclasses.replace(sol, objective=0.0)
+    assert moved.alpha is sol.alpha and moved.objective == 0.0
+    assert f.certify(sol).passed

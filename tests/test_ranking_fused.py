@@ -219,7 +219,7 @@ def test_the_active_set_finds_the_exact_optimum(seed, queries, per_query, d, lev
     args = ranking_fused._arguments(
         f.items, f.C, f.query_layout, np.zeros(d), ranking.WINDOW_TAUS, ranking.FUSED, 0.0
     )
-    w, settled, how, _ = ranking_fused._solve_all_pairs(*args)
+    w, settled, how, *_ = ranking_fused._solve_all_pairs(*args)
     if not settled:  # the sets' check in floating point failed: so did the ascent's
         problem, start, fixed = args
         without = (problem, start, (*fixed[:5], 0, *fixed[6:]))  # the active set switched off

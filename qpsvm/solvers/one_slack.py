@@ -46,9 +46,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numba
 import numpy as np
@@ -58,7 +57,7 @@ from qpsvm._numerics import charge, uncompiled
 from qpsvm._validation import check_int, check_tol
 from qpsvm.contract import METHODS, RankingProblem, check_method, load
 from qpsvm.exceptions import InvalidInputError
-from qpsvm.solution import Solution
+from qpsvm.solution import FormedOnRead, Solution
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, relative
 from qpsvm.verify.ranking import (
     MAX_WINDOW,
@@ -66,9 +65,10 @@ from qpsvm.verify.ranking import (
     CountsProduct,
     WindowDual,
     certify_all_pairs,
-    certify_grouped,
+    certify_grouped_point,
     counts_products,
     level_product,
+    pair_multipliers,
     window_dual,
 )
 from qpsvm.verify.ranking_sweep import level_difference, plane_counts, sorted_by_query
@@ -229,13 +229,14 @@ def hinge_sum(
 
 def _finish(
     f: RankingProblem, best: _Point, tol: float
-) -> tuple[tuple[WindowDual, Certificate] | None, int]:
+) -> tuple[tuple[WindowDual, Certificate, WindowDual | None] | None, int]:
     """The pairs within ``tau`` of the margin at ``w = best.w`` solved exactly with every
     other pair fixed on its side at ``w`` (read off its scores and their order), for the
-    windows :data:`FINISH_TAUS` in turn, until a window's
-    point ``point.w`` is certified with its own dual point first (:func:`_certify_point`);
+    windows :data:`FINISH_TAUS` in turn, until a window's point ``point.w`` is certified
+    with its own dual point first (:func:`~qpsvm.verify.ranking.certify_grouped_point`);
     returns that point and certificate (``None`` if none passed, or the window outgrew
-    :data:`~qpsvm.verify.ranking.MAX_WINDOW`) and the windows tried. The sides are never
+    :data:`~qpsvm.verify.ranking.MAX_WINDOW`), with the certificate's dual point, and the
+    windows tried. The sides are never
     re-read from a window's point: that step flips thousands of pairs back and forth."""
     for tried, tau in enumerate(FINISH_TAUS, start=1):
         lay = f.query_layout
@@ -244,25 +245,10 @@ def _finish(
         )
         if point is None:
             return None, tried
-        cert = _certify_point(f, point, tol, windows=(), near=best.order)
+        cert, dual = certify_grouped_point(f, point, tol, (), best.order)
         if cert.passed:
-            return (point, cert), tried
+            return (point, cert, dual), tried
     return None, len(FINISH_TAUS)
-
-
-def _certify_point(
-    f: RankingProblem,
-    point: WindowDual,
-    tol: float,
-    windows: Sequence[float] = WINDOW_TAUS,
-    near: np.ndarray | None = None,
-) -> Certificate:
-    """The certificate of ``w = point.w``: the grouped certificate
-    (:func:`~qpsvm.verify.ranking.certify_grouped`) tries ``point``, the window's own dual
-    point (the exact maximiser of the dual with the sides fixed: at the optimum its gap is
-    the rounding's), before the windows ``windows`` read off ``w``'s scores; ``near`` is the
-    items' order at the scores the window was read off (its sort starts from it)."""
-    return certify_grouped(f, point.w, tol, point=point, windows=windows, near=near)
 
 
 def solve_one_slack(
@@ -287,9 +273,9 @@ def solve_one_slack(
     Returns
     -------
     Solution
-        ``w``, ``b = 0``; ``xi`` and ``alpha`` are ``None`` (one per pair: the pairs are never
-        formed; ``f.slacks(sol.w)`` forms them). ``info`` holds the cutting-plane iterations,
-        the finish rounds and the planes.
+        ``w``, ``b = 0``; ``xi`` and ``alpha`` one per pair in the order of ``f.pairs``,
+        formed on their first read (the solve never lists the pairs, :func:`_solution`).
+        ``info`` holds the cutting-plane iterations, the finish rounds and the planes.
 
     Raises
     ------
@@ -322,20 +308,37 @@ def solve_one_slack(
         done, rounds = _finish(f, loop.best, tol)
         finish_rounds += rounds
         if done is not None:
-            point, cert = done
-            return _solution(point.w, cert, loop.it, finish_rounds, int(loop.planes.b.size - 1))
+            point, cert, dual = done
+            planes = int(loop.planes.b.size - 1)
+            return _solution(f, point.w, cert, dual, loop.it, finish_rounds, planes)
         if loop.it >= max_iter or target <= LAST_GAP:
             return _on_formed_pairs(f, tol, loop)
         logger.info("one_slack: finish at gap %.1e not certified; tightening", target)
         target /= 10.0
 
 
-def _solution(w: np.ndarray, cert: Any, it: int, finish_rounds: int, planes: int) -> Solution:
+def _solution(
+    f: RankingProblem,
+    w: np.ndarray,
+    cert: Certificate,
+    dual: WindowDual | Callable[[], WindowDual] | None,
+    it: int,
+    finish_rounds: int,
+    planes: int,
+) -> Solution:
+    """The certified point ``w`` as a :class:`~qpsvm.Solution`.
+
+    Its ``alpha`` (the certificate's dual point ``dual``, or ``dual()`` where it is formed
+    when asked, one multiplier a pair,
+    :func:`~qpsvm.verify.ranking.pair_multipliers`: a dual-feasible point whose gap to ``w``
+    the certificate proved) and ``xi`` (``f.slacks(w)``, from the data) are
+    :class:`~qpsvm.solution.FormedOnRead`: the pairs are listed on their first read, never in
+    the solve."""
     return Solution(
         w=w,
         b=0.0,
-        xi=None,
-        alpha=None,
+        xi=FormedOnRead(lambda: f.slacks(w)),
+        alpha=FormedOnRead(lambda: pair_multipliers(f, dual() if callable(dual) else dual)),
         objective=float(cert.primal_objective),
         status="optimal",
         solver="one_slack",
@@ -356,17 +359,18 @@ def _all_pairs(f: RankingProblem, w: np.ndarray, tol: float, it: int = 0) -> Sol
         return None
     done = certify_all_pairs(f, w, tol)
     if done is not None:
-        if not done[1].passed:
+        w_point, cert, sets, dual = done
+        if not cert.passed:
             return None
-        solution = _solution(done[0], done[1], it, 1, 0)
-        solution.info["sets"] = done[2]
+        solution = _solution(f, w_point, cert, dual, it, 1, 0)
+        solution.info["sets"] = sets
         return solution
     scores = np.asarray(f.items @ w).ravel()
     point = window_dual(f.items, f.C, f.query_layout, scores, math.inf, start=w)
     if point is None:
         return None
-    cert = _certify_point(f, point, tol)
-    return _solution(point.w, cert, it, 1, 0) if cert.passed else None
+    cert, best = certify_grouped_point(f, point, tol, WINDOW_TAUS)
+    return _solution(f, point.w, cert, best, it, 1, 0) if cert.passed else None
 
 
 @dataclass

@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numba
@@ -88,6 +89,7 @@ from qpsvm.verify.ranking_fused import (
     fused_all_pairs,
     fused_certificate,
     pair_differences,
+    pass_scores,
 )
 from qpsvm.verify.ranking_sweep import QueryLayout, pair_sums, sorted_by_query, window_sides
 from qpsvm.verify.rigorous import (
@@ -114,14 +116,17 @@ __all__ = [
     "bound_sets",
     "certify_all_pairs",
     "certify_grouped",
+    "certify_grouped_point",
     "certify_ranking",
     "counts_products",
+    "fused_point",
     "grouped_expansion",
     "grouped_gain_lower",
     "grouped_hinge_upper",
     "grouped_hinge_value",
     "hinge_upper",
     "level_product",
+    "pair_multipliers",
     "sorted_hinge_bounds",
     "window_dual",
     "window_hinge_bounds",
@@ -975,11 +980,38 @@ def certify_grouped(
         (:func:`~qpsvm.verify.ranking_sweep.sorted_by_query`).
     """
     tol = check_tol(tol)
-    X, C, lay = f.items, f.C, f.query_layout
     if point is None and near is None:
-        fused = fused_certificate(X, C, lay, w, tol, windows, FUSED, GOOD_ENOUGH * tol)
+        fused = fused_certificate(
+            f.items, f.C, f.query_layout, w, tol, windows, FUSED, GOOD_ENOUGH * tol
+        )
         if fused is not None:
             return _fused_certificate(f, fused.bounds, tol)
+    return _grouped(f, w, tol, (point, windows, near))[0]
+
+
+def certify_grouped_point(
+    f: RankingProblem,
+    point: WindowDual,
+    tol: float,
+    windows: Sequence[float],
+    near: np.ndarray | None = None,
+) -> tuple[Certificate, WindowDual | None]:
+    """The certificate of ``w = point.w`` by :func:`certify_grouped` with ``point`` tried
+    first (a solver's window point, the exact maximiser of the dual with the sides fixed: at
+    the optimum its gap is the rounding's), then the windows ``windows`` read off ``w``'s
+    scores (``near``: the items' order at the scores the window was read off, where the sort
+    starts), and the certificate's dual point (``None``: the point ``alpha = 0``, where no
+    window's bound is above 0)."""
+    return _grouped(f, point.w, check_tol(tol), (point, windows, near))
+
+
+def _grouped(
+    f: RankingProblem, w: np.ndarray, tol: float, given: tuple
+) -> tuple[Certificate, WindowDual | None]:
+    """:func:`certify_grouped` by the numpy code, ``given`` its ``point, windows, near``; also
+    the certificate's dual point."""
+    point, windows, near = given
+    X, C, lay = f.items, f.C, f.query_layout
     scores, _, err = enclosed_product(X.T, w, dot2=False)
     # the hinge sum off the given point's sides where no pair can have crossed them, else by
     # the sweep; one sort for every sweep
@@ -1016,7 +1048,7 @@ def certify_grouped(
         r = scores[i] - scores[j]
         xi = np.maximum(0.0, 1.0 - r)
         comp = float(np.max(np.maximum(np.abs(best.alpha * (r - 1.0 + xi)), (C - best.alpha) * xi)))
-    return Certificate(
+    cert = Certificate(
         primal_objective=primal,
         dual_objective=dual if math.isfinite(dual) else 0.0,
         primal_infeasibility=0.0,
@@ -1028,6 +1060,53 @@ def certify_grouped(
         rigorous=True,
         rounding_floor=evaluation_allowance(primal, dual, primal_float, dual_float),
     )
+    return cert, best
+
+
+def pair_multipliers(f: RankingProblem, point: WindowDual | None) -> np.ndarray:
+    r"""The dual point ``point`` one multiplier a pair, in the order of ``f.pairs``.
+
+    :math:`\alpha_p = C` on the pairs short of the window, ``s_j > fl(s_i - (1 - tau))`` at
+    the scores ``s`` and window ``tau`` of ``point.sides`` (the set ``B`` of
+    :func:`window_dual`), the window's multipliers :math:`\alpha_M` on its pairs, and 0 on
+    the rest; ``None`` is the point ``alpha = 0``. The sets are those ``point`` was built on,
+    read off the same floats, so that ``D^T alpha = C a_B + D_M^T alpha_M`` is the expansion
+    the certificate bounded.
+
+    Parameters
+    ----------
+    f : RankingSVM
+        With ``f.query_layout`` set; its pairs are formed (:attr:`~qpsvm.RankingSVM.pairs`).
+    point : WindowDual or None
+        With ``sides`` set (:func:`window_dual` sets them).
+
+    Returns
+    -------
+    ndarray of shape (n_pairs,)
+    """
+    pairs = f.pairs
+    alpha = np.zeros(pairs.shape[0])
+    if point is None:
+        return alpha
+    scores, tau = point.sides
+    alpha[scores[pairs[:, 1]] > scores[pairs[:, 0]] - (1.0 - tau)] = f.C
+    if point.window.shape[0]:
+        # the pairs are sorted by (i, j) (make_pairs): the window's rows found by their keys
+        n = np.int64(scores.shape[0])
+        keys = pairs[:, 0].astype(np.int64) * n + pairs[:, 1]
+        window = point.window.astype(np.int64)
+        alpha[np.searchsorted(keys, window[:, 0] * n + window[:, 1])] = point.alpha
+    return alpha
+
+
+def fused_point(f: RankingProblem, w: np.ndarray, point: tuple, tau: float) -> WindowDual:
+    """The dual point ``point = (n_B, a_B, window, alpha)`` of the compiled pass
+    (:func:`certify_all_pairs`) as a :class:`WindowDual`, its sides those of the window
+    ``tau`` at the pass's scores of ``w``
+    (:func:`~qpsvm.verify.ranking_fused.pass_scores`)."""
+    n_bound, coef, window, alpha = point
+    sides = (pass_scores(f.items, w), tau)
+    return WindowDual(int(n_bound), coef, window, alpha, w, sides=sides)
 
 
 def _rounding_hides(
@@ -1066,15 +1145,22 @@ def _fused_certificate(f: RankingProblem, fused: FusedBounds, tol: float) -> Cer
 
 def certify_all_pairs(
     f: RankingProblem, w: np.ndarray, tol: float = DEFAULT_TOL
-) -> tuple[np.ndarray, Certificate, str] | None:
+) -> tuple[np.ndarray, Certificate, str, Callable[[], WindowDual]] | None:
     """Every pair as one window from ``w`` (:func:`window_dual` at ``tau = inf``) and the
     certificate of its point's ``w``, that point tried first (:func:`certify_grouped` with
     ``point``), in one compiled pass (:func:`~qpsvm.verify.ranking_fused.fused_all_pairs`):
-    the point's ``w``, its certificate and which step found the window's sets (``"start"``,
-    ``"active_set"`` or ``"ascent"``), or ``None`` where that pass does not settle them."""
+    the point's ``w``, its certificate, which step found the window's sets (``"start"``,
+    ``"active_set"`` or ``"ascent"``) and the certificate's dual point, formed when called
+    (:func:`fused_point`); or ``None`` where that pass does not settle them."""
     done = fused_all_pairs(
         f.items, f.C, f.query_layout, w, tol, WINDOW_TAUS, FUSED, GOOD_ENOUGH * tol
     )
     if done is None:
         return None
-    return done[0], _fused_certificate(f, done[1], tol), done[2]
+    w_point, bounds, sets, point, tau = done
+    return (
+        w_point,
+        _fused_certificate(f, bounds, tol),
+        sets,
+        partial(fused_point, f, w_point, point, tau),
+    )

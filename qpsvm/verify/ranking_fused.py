@@ -66,6 +66,7 @@ __all__ = [
     "FusedSettings",
     "fused_all_pairs",
     "fused_certificate",
+    "pass_scores",
     "rows_active_set",
 ]
 
@@ -743,8 +744,9 @@ def _dual_lower(X, C, n_bound, coef_bound, window, alpha):  # pragma: no cover -
 @numba.njit(**CALLEE)
 def _bounds(problem, w, settings, given, point):  # pragma: no cover - compiled
     """The steps of :func:`fused_certificate` (``target`` is ``GOOD_ENOUGH tol``; the dual
-    point ``point`` tried first if ``given``): the status, the rigorous ends and their float
-    estimates, the complementarity and stationarity of the best dual point, and that point.
+    point ``point`` tried first if ``given``, read off the window ``tau = inf``): the status,
+    the rigorous ends and their float estimates, the complementarity and stationarity of the
+    best dual point, that point and the window ``tau`` it was read off (at ``w``'s scores).
     ``problem`` is ``(X, C, starts, order, level, query, max_query, max_levels)`` (the layout's
     arrays), ``settings`` ``(taus, limit, per_feature, slack, ascent, active, target)``."""
     X, C, starts, lay_order, level, query, max_query, max_levels = problem
@@ -767,6 +769,7 @@ def _bounds(problem, w, settings, given, point):  # pragma: no cover - compiled
     dual, dual_float, found = 0.0, 0.0, False
     expansion = np.zeros(d)
     best = point
+    best_tau = np.inf
     status = OK
     if given:
         value, estimate, v = _dual_lower(X, C, point[0], point[1], point[2], point[3])
@@ -788,6 +791,7 @@ def _bounds(problem, w, settings, given, point):  # pragma: no cover - compiled
         if value > dual:
             dual, dual_float, expansion, found = value, estimate, v, True
             best = (n_bound, coef, window.copy(), alpha)
+            best_tau = tau
         if min(primal - dual, primal_float - estimate) <= target * max(1.0, primal):
             break
     if not found:
@@ -800,7 +804,7 @@ def _bounds(problem, w, settings, given, point):  # pragma: no cover - compiled
         comp = max(comp, max(abs(alpha[p] * (r - 1.0 + xi)), (C - alpha[p]) * xi))
     diff = w - expansion
     stationarity = math.sqrt(_fsum(diff * diff))
-    return status, primal, primal_float, dual, dual_float, comp, stationarity, best
+    return status, primal, primal_float, dual, dual_float, comp, stationarity, best, best_tau
 
 
 @numba.njit(**ENTRY)
@@ -814,9 +818,10 @@ def _certificate(problem, w, settings):  # pragma: no cover - compiled
 @numba.njit(**ENTRY)
 def _solve_all_pairs(problem, w, settings):  # pragma: no cover - compiled
     """:func:`fused_all_pairs`: the window of every pair from ``w`` and the certificate of its
-    point, given first (:func:`_bounds`, without the point: each array returned to Python
-    costs its boxing); also that point's ``w``, whether the window's multipliers were found
-    and which step found them (:func:`_window_qp`)."""
+    point, given first (:func:`_bounds`); also that point's ``w``, whether the window's
+    multipliers were found, which step found them (:func:`_window_qp`), and the certificate's
+    dual point with its window ``tau`` (the given point's, ``inf``, unless a window read off
+    the point's scores proved more)."""
     X, C, starts, lay_order, level, query, max_query, _ = problem
     _, limit, per_feature, slack, ascent, active, _ = settings
     n, d = X.shape
@@ -829,13 +834,14 @@ def _solve_all_pairs(problem, w, settings):  # pragma: no cover - compiled
         *(X, C, starts, lay_order, level, scores, np.inf, order, limit, w),
         *(per_feature, slack, ascent, active),
     )
-    if not settled:
-        return wq, False, how, (FALLBACK, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     point = (n_bound, coef, window.copy(), alpha)  # the type _certificate gives _bounds
-    status, primal, primal_float, dual, dual_float, comp, stationarity, _ = _bounds(
+    if not settled:
+        return wq, False, how, (FALLBACK, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0), point, np.inf
+    status, primal, primal_float, dual, dual_float, comp, stationarity, best, tau = _bounds(
         problem, wq, settings, True, point
     )
-    return wq, True, how, (status, primal, primal_float, dual, dual_float, comp, stationarity)
+    out = (status, primal, primal_float, dual, dual_float, comp, stationarity)
+    return wq, True, how, out, best, tau
 
 
 class FusedBounds(NamedTuple):
@@ -967,18 +973,28 @@ def fused_all_pairs(
     taus: Sequence[float],
     settings: FusedSettings,
     target: float,
-) -> tuple[np.ndarray, FusedBounds, str] | None:
+) -> tuple[np.ndarray, FusedBounds, str, tuple, float] | None:
     """Every pair as one window from ``w`` (:func:`~qpsvm.verify.ranking.window_dual` at
     ``tau = inf``) and the certificate of that window's point, tried first
     (:func:`~qpsvm.verify.ranking.certify_grouped` with ``point``), by the compiled pass: the
-    point's ``w``, the bounds and which step found the window's sets (a name of
-    :data:`SETS_FOUND_BY`), or ``None`` as for :func:`fused_certificate` (and where none of the
-    start's, the primal active-set method's and the coordinate ascent's sets give the
-    window's multipliers)."""
+    point's ``w``, the bounds, which step found the window's sets (a name of
+    :data:`SETS_FOUND_BY`), the bounds' dual point ``(n_B, a_B, window, alpha)`` and the
+    window ``tau`` it was read off at the scores of the point's ``w`` (:func:`pass_scores`);
+    or ``None`` as for :func:`fused_certificate` (and where none of the start's, the primal
+    active-set method's and the coordinate ascent's sets give the window's multipliers)."""
     if not _applies(X, _solve_all_pairs):
         return None
     args = _arguments(X, C, lay, w, taus, settings, target)
-    w_point, settled, how, out = _solve_all_pairs(*args)
+    w_point, settled, how, out, best, tau = _solve_all_pairs(*args)
     if not (settled and _settled(out, tol)):
         return None
-    return w_point, FusedBounds(*out[1:]), SETS_FOUND_BY[how]
+    return w_point, FusedBounds(*out[1:]), SETS_FOUND_BY[how], best, tau
+
+
+def pass_scores(X: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The scores ``X w`` as the compiled pass computes them (:func:`_bounds`, the same
+    floats): the sides of its windows' pairs are read off them."""
+    scores, magnitude = np.empty(X.shape[0]), np.empty(X.shape[0])
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    _rows_product(X, w, np.abs(w), scores, magnitude)
+    return scores
