@@ -29,6 +29,7 @@ programs' ``C`` are in :mod:`qpsvm.conventions` (``C_from_svmrank``, ``C_from_dl
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
@@ -233,7 +234,13 @@ class PairDifferences:
     def __init__(self, X: np.ndarray | sp.csr_matrix, pairs: np.ndarray) -> None:
         self.items = X
         self.pairs = pairs
-        self.D = _difference_matrix(pairs, X.shape[0])
+
+    @cached_property
+    def D(self) -> sp.csr_matrix:
+        """The ``n_pairs x n_items`` difference matrix (:func:`_difference_matrix`), built on
+        first use: ``Z @ v`` and the rows of pairs never need it (the per-pair slacks of a
+        1-slack solution are formed from ``Z @ w`` alone)."""
+        return _difference_matrix(self.pairs, self.items.shape[0])
 
     @property
     def shape(self) -> tuple[int, int]:
