@@ -150,6 +150,12 @@ class Solution:
             f"n_iter={self.n_iter}, solve_time={self.solve_time:.3g}s)"
         )
 
+    def given(self, name: str) -> Any:
+        """The field ``name`` (``"xi"`` or ``"alpha"``) as the solver gave it: ``None`` where it
+        is still a :class:`FormedOnRead` (not formed by this call)."""
+        value = self.__dict__["_" + name]
+        return None if isinstance(value, FormedOnRead) else value
+
     def __getstate__(self) -> dict[str, Any]:
         """The fields for pickling and copying, ``xi`` and ``alpha`` formed."""
         return {**self.__dict__, "_xi": self.xi, "_alpha": self.alpha}

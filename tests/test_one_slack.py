@@ -1096,11 +1096,17 @@ def test_a_compiled_window_point_is_read_off_the_pass_scores():
 
 def test_the_formed_fields_pickle_copy_and_replace():
     # the fields formed on read behave as the arrays they form: repr reads neither, pickling,
-    # dataclasses.replace and the certificate of the solution see the formed arrays
+    # dataclasses.replace and the certificate of the solution see the formed arrays; the
+    # certificate of the solution before they are read forms neither (the sweeps certify w
+    # without listing a pair, on a problem built afresh as on the solved one)
     X, y, groups = relevance_problem(0, [6, 6, 6], 3, 3, False)
     f = qpsvm.RankingSVM(X, y=y, groups=groups, C=1.0)
     sol = f.solve()
     assert "alpha" not in repr(sol) and isinstance(sol.__dict__["_alpha"], FormedOnRead)
+    fresh = qpsvm.RankingSVM(X, y=y, groups=groups, C=1.0)
+    assert fresh.certify(sol).passed and f.certify(sol).passed
+    assert fresh._pairs is None and f._pairs is None
+    assert sol.given("alpha") is None and sol.given("xi") is None
     back = pickle.loads(pickle.dumps(sol))
     assert np.array_equal(back.alpha, sol.alpha) and np.array_equal(back.xi, sol.xi)
     moved = dataclasses.replace(sol, objective=0.0)

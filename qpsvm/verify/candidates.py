@@ -22,8 +22,9 @@ def read_candidate(
 ) -> Candidate:
     """Normalise a candidate to a :class:`Candidate`.
 
-    ``candidate`` may be a :class:`~qpsvm.Solution`, a :class:`Candidate` or an array taken as
-    ``w``. Keyword arrays ``w``, ``b``, ``alpha`` are used when
+    ``candidate`` may be a :class:`~qpsvm.Solution` (its ``alpha`` and ``xi`` as given, not
+    formed where they are :class:`~qpsvm.solution.FormedOnRead`), a :class:`Candidate` or an
+    array taken as ``w``. Keyword arrays ``w``, ``b``, ``alpha`` are used when
     no ``candidate`` is given.
     """
     if candidate is None:
@@ -39,7 +40,10 @@ def read_candidate(
     if isinstance(candidate, Candidate):
         return candidate
     if isinstance(candidate, Solution):
-        return Candidate(w=candidate.w, b=candidate.b, alpha=candidate.alpha, xi=candidate.xi)
+        # a field still to be formed on read is not formed for the certificate: the certifier's
+        # own dual points settle w (the 1-slack ranking solution's by the sweeps, no pair listed)
+        alpha, xi = candidate.given("alpha"), candidate.given("xi")
+        return Candidate(w=candidate.w, b=candidate.b, alpha=alpha, xi=xi)
     if isinstance(candidate, np.ndarray | list | tuple):
         return Candidate(w=np.asarray(candidate, dtype=np.float64), b=b)
     raise InvalidTypeError(
