@@ -236,8 +236,8 @@ def _finish(
     with its own dual point first (:func:`~qpsvm.verify.ranking.certify_grouped_point`);
     returns that point and certificate (``None`` if none passed, or the window outgrew
     :data:`~qpsvm.verify.ranking.MAX_WINDOW`), with the certificate's dual point, and the
-    windows tried. The sides are never
-    re-read from a window's point: that step flips thousands of pairs back and forth."""
+    windows tried. The sides are never re-read from a window's point: that step flips
+    thousands of pairs back and forth."""
     for tried, tau in enumerate(FINISH_TAUS, start=1):
         lay = f.query_layout
         point = window_dual(
@@ -329,11 +329,10 @@ def _solution(
     """The certified point ``w`` as a :class:`~qpsvm.Solution`.
 
     Its ``alpha`` (the certificate's dual point ``dual``, or ``dual()`` where it is formed
-    when asked, one multiplier a pair,
-    :func:`~qpsvm.verify.ranking.pair_multipliers`: a dual-feasible point whose gap to ``w``
-    the certificate proved) and ``xi`` (``f.slacks(w)``, from the data) are
-    :class:`~qpsvm.solution.FormedOnRead`: the pairs are listed on their first read, never in
-    the solve."""
+    when asked, one multiplier a pair, :func:`~qpsvm.verify.ranking.pair_multipliers`: a
+    dual-feasible point whose gap to ``w`` the certificate proved) and ``xi``
+    (``f.slacks(w)``, from the data) are :class:`~qpsvm.solution.FormedOnRead`: the pairs are
+    listed on their first read, never in the solve."""
     return Solution(
         w=w,
         b=0.0,
