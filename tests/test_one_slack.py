@@ -1064,34 +1064,58 @@ def test_each_path_gives_the_certificates_dual_point(levels, C, path):
     assert_certificate_point(f, sol)
 
 
-def test_a_compiled_window_point_is_read_off_the_pass_scores():
-    # the compiled certificate's dual point of a window tau < inf (w off the optimum, so the
-    # windows read off its scores are tried): per pair, its expansion and gain are the pass's
-    # n_B, a_B and window multipliers, and its exact dual value is above the pass's bound
+def assert_sets_per_pair(f, alpha, n_bound, coef, window, window_alpha):
+    """``alpha`` per pair has the point's sets: ``C`` on ``n_B`` pairs outside the window with
+    ``sum (e_i - e_j) = a_B``, the window's multipliers on its pairs, 0 elsewhere."""
+    rows = {(int(i), int(j)): a for (i, j), a in zip(window, window_alpha, strict=True)}
+    listed = np.zeros(f.n_items, dtype=np.int64)
+    count = 0
+    for (i, j), a in zip(map(tuple, f.pairs), alpha, strict=True):
+        if (i, j) in rows:
+            assert a == rows[(i, j)]
+        elif a == f.C:
+            count += 1
+            listed[i] += 1
+            listed[j] -= 1
+        else:
+            assert a == 0.0
+    assert count == n_bound and np.array_equal(listed, coef)
+
+
+def window_problem():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(60, 3))
     f = qpsvm.RankingSVM(X, y=rng.integers(0, 3, 60), groups=np.repeat(np.arange(6), 10), C=0.1)
-    w = 0.9 * f.solve().w
+    return f, 0.9 * f.solve().w
+
+
+def test_a_compiled_window_point_is_read_off_the_pass_scores():
+    # the compiled certificate's dual point of a window tau < inf (w off the optimum, so the
+    # windows read off its scores are tried): per pair, its sets are the pass's n_B, a_B and
+    # window multipliers, and its exact dual value is above the pass's bound
+    f, w = window_problem()
     args = ranking_fused._arguments(
         f.items, f.C, f.query_layout, w, ranking_module.WINDOW_TAUS, ranking_module.FUSED, 0.0
     )
     out = ranking_fused._certificate(*args)
     best, tau = out[7], out[8]
     assert np.isfinite(tau)
-    point = ranking_module.fused_point(f, w, best, tau)
-    alpha = ranking_module.pair_multipliers(f, point)
-    n_bound, coef, window, _ = best
-    on_bound = alpha == f.C
-    window_rows = {(int(i), int(j)) for i, j in window}
-    bound_pairs = [p for p, b in zip(map(tuple, f.pairs), on_bound, strict=True) if b]
-    assert len([p for p in bound_pairs if p not in window_rows]) == n_bound
-    listed = np.zeros(f.n_items, dtype=np.int64)
-    for i, j in bound_pairs:
-        if (i, j) not in window_rows:
-            listed[i] += 1
-            listed[j] -= 1
-    assert np.array_equal(listed, coef)
+    alpha = ranking_module.pair_multipliers(f, ranking_module.fused_point(f, w, best, tau))
+    assert_sets_per_pair(f, alpha, *best)
     assert exact_dual(f, alpha) >= Fraction(out[3])
+
+
+@pytest.mark.parametrize("tau", [1e-2, 0.3, math.inf])
+@pytest.mark.parametrize("extra", [False, True])
+def test_a_window_point_per_pair_has_its_sets(tau, extra):
+    # window_dual's point off the optimum, every seventh pair joining its window when extra
+    # (those of B among them moved into it): per pair, the point's n_B, a_B and multipliers
+    f, w = window_problem()
+    scores = f.items @ w
+    rows = f.pairs[::7] if extra else None
+    point = window_dual(f.items, f.C, f.query_layout, scores, tau, extra=rows, start=w)
+    alpha = ranking_module.pair_multipliers(f, point)
+    assert_sets_per_pair(f, alpha, point.n_bound, point.bound_coef, point.window, point.alpha)
 
 
 def test_the_formed_fields_pickle_copy_and_replace():
