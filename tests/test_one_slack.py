@@ -827,16 +827,22 @@ def test_one_slack_finish_reads_v0_off_its_best_plane():
 
 def test_the_copy_of_x_sums_the_plane_of_w_0(monkeypatch):
     # the compiled copy of a C-ordered float64 X given relevance labels also sums X^T (cnt -
-    # cnt') of w = 0 and the columns' squared norms: within gamma_n of the exact sums (rational
-    # arithmetic; any order of summation keeps it); explicit pairs, pair weights, other layouts
-    # and the copy before its compile copy X alone
+    # cnt') of w = 0 and the columns' squared norms where the planes run (beyond DIRECT_PAIRS
+    # pairs, here lowered to none): within gamma_n of the exact sums (rational arithmetic; any
+    # order of summation keeps it); at most DIRECT_PAIRS pairs (one window of every pair, no
+    # plane), explicit pairs, pair weights, other layouts and the copy before its compile copy
+    # X alone
     from qpsvm import _validation
+    from qpsvm.formulations import ranking as formulation
 
     X, y, groups = ranking_problem(7, levels=3)
-    monkeypatch.setattr(_validation, "uncompiled", lambda kernel, rows, budget: True)
-    assert qpsvm.RankingSVM(X, y=y, groups=groups).level_sums is None
     for module in (_validation, ranking_sweep):  # the copy and the layout's compiled passes
         monkeypatch.setattr(module, "uncompiled", lambda kernel, rows, budget: False)
+    assert qpsvm.RankingSVM(X, y=y, groups=groups).level_sums is None
+    monkeypatch.setattr(formulation, "DIRECT_PAIRS", 0)
+    monkeypatch.setattr(_validation, "uncompiled", lambda kernel, rows, budget: True)
+    assert qpsvm.RankingSVM(X, y=y, groups=groups).level_sums is None
+    monkeypatch.setattr(_validation, "uncompiled", lambda kernel, rows, budget: False)
     f = qpsvm.RankingSVM(X, y=y, groups=groups)
     c = f.query_layout.difference
     assert f.level_sums is not None and c is not None

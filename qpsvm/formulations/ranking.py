@@ -53,6 +53,14 @@ from qpsvm.verify.ranking_sweep import QueryLayout, layout
 
 cp = lazy_module("cvxpy")
 
+#: Problems with at most this many pairs are solved by the 1-slack method as one window of
+#: every pair from ``w = 0`` (:func:`qpsvm.solvers.one_slack._all_pairs`), without planes
+#: (measured, 319 to 1978 pairs, ``d`` 5 to 8, dlib's ``c`` 10 to 1e4: 1.5 to 3.6 ms against
+#: 2.2 to 26 ms by the planes; at 3452 pairs, ``c = 1``, 5.1 against 2.7 ms); their copy of
+#: ``X`` sums no plane (:attr:`RankingSVM.level_sums`, read by the planes only: 1 us of the
+#: 75 us solve of 319 pairs).
+DIRECT_PAIRS = 2000
+
 __all__ = ["PairDifferences", "RankingSVM", "check_pairs", "make_pairs", "pair_margins"]
 
 
@@ -391,13 +399,13 @@ class RankingSVM(BinaryFormulation):
         l1_ratio: float = 0.5,
     ) -> None:
         # relevance labels of an array's rows: X is copied once the layout is known, so that
-        # the copy's pass also sums the plane of w = 0 (check_data_product)
+        # the copy's pass also sums the plane of w = 0 where the planes run (check_data_product)
         later = pairs is None and y is not None and pair_weight is None
         later = later and type(X) is np.ndarray and X.ndim == 2 and X.size > 0
         items = X if later else check_data(X)
         n_items = items.shape[0]
         #: ``X^T`` of the layout's level difference and the columns' squared norms, from the
-        #: copy's pass (``None`` where it did not make them).
+        #: copy's pass (``None`` where it did not make them: at most :data:`DIRECT_PAIRS`).
         self.level_sums: tuple[np.ndarray, np.ndarray] | None = None
         self._pairs: np.ndarray | None = None
         self._labels: tuple[np.ndarray, Any] | None = None
@@ -424,8 +432,9 @@ class RankingSVM(BinaryFormulation):
             n = lay.n_pairs
             if pair_weight is None:
                 self.query_layout = lay
-            if later:
-                items, self.level_sums = check_data_product(X, lay.difference)
+            if later:  # the planes run beyond DIRECT_PAIRS pairs only
+                planes = lay.difference if lay.n_pairs > DIRECT_PAIRS else None
+                items, self.level_sums = check_data_product(X, planes)
         else:
             raise InvalidInputError(
                 "no preferences given"

@@ -57,6 +57,7 @@ from qpsvm._numerics import charge, uncompiled
 from qpsvm._validation import check_int, check_tol
 from qpsvm.contract import METHODS, RankingProblem, check_method, load
 from qpsvm.exceptions import InvalidInputError
+from qpsvm.formulations.ranking import DIRECT_PAIRS
 from qpsvm.solution import FormedOnRead, Solution
 from qpsvm.verify.certificate import DEFAULT_TOL, Certificate, relative
 from qpsvm.verify.ranking import (
@@ -97,11 +98,6 @@ STALL_GAP = 1e-2
 #: 13% of the solve, and leaves ``c = 10`` to ``1e4`` within 4%: more iterations, as many
 #: sweeps).
 LINE_STEPS = 1
-#: Problems with at most this many pairs are solved as one window of every pair from ``w = 0``
-#: (:func:`_all_pairs`), without planes (measured, 319 to 1978 pairs, ``d`` 5 to 8, dlib's
-#: ``c`` 10 to 1e4: 1.5 to 3.6 ms against 2.2 to 26 ms by the planes; at 3452 pairs, ``c = 1``,
-#: 5.1 against 2.7 ms).
-DIRECT_PAIRS = 2000
 #: Default limit on cutting-plane iterations.
 MAX_ITER = 300
 #: The planes' QP stops when its gradient spread is at most this relative to its largest data
