@@ -988,7 +988,11 @@ def test_restricted_factor_is_the_factor_of_the_kept_set(seed, rows, coupled, bi
     keep[rng.integers(rows)] = True
     kept = system.restricted(keep)
     K = np.flatnonzero(keep)
-    L = np.tril(kept.factor[0])
+    # both factors lower triangular with their upper part zero: the deletions read the rows K
+    # of the first as A with its zeros (no tril copy), and leave the second so for the next
+    assert not np.any(np.triu(system.factor[0], 1))
+    L = kept.factor[0]
+    assert not np.any(np.triu(L, 1))
     assert np.all(np.diag(L) > 0.0)
     np.testing.assert_allclose(
         L @ L.T, system.H[np.ix_(K, K)], rtol=0, atol=1e-12 * np.max(np.abs(system.H))
@@ -2247,7 +2251,9 @@ def test_extended_factor_is_the_factor_of_the_extended_set(coupled, bias, dense)
         s = data.sigma[np.concatenate([F, J])]
         whole_H += (system.rho - whole.rho) * np.outer(s, s)
     L = system.factor[0]
-    np.testing.assert_allclose(np.tril(L) @ np.tril(L).T, whole_H, rtol=0, atol=1e-12)
+    # its upper part zero, which the deletions of a restricted system read as A's zeros
+    assert not np.any(np.triu(L, 1))
+    np.testing.assert_allclose(L @ L.T, whole_H, rtol=0, atol=1e-12)
     keep = np.concatenate([keep, [True, False, True, True]])
     g = rng.standard_normal(keep.size)
     x, beta = system.solve(g, keep, 0.5)

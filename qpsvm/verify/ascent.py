@@ -1017,8 +1017,10 @@ class _FreeSystem:
 
 def _factor_without(L: np.ndarray, keep: np.ndarray) -> np.ndarray:
     r"""The lower Cholesky factor of ``(L L^T)_{KK}``, ``K`` the indices ``keep`` marks, from
-    the lower factor ``L`` (its upper part not read): the rows ``K`` of ``L``, ``A = L_{K,:}``
-    (``A A^T = (L L^T)_{KK}``), made lower triangular by rotating each column of an index
+    the lower factor ``L`` (its upper part zero, as :class:`_FreeSystem` makes each factor:
+    LAPACK's cleaned ``dpotrf``, the blocks of :meth:`_FreeSystem.extend`, the ``triu``
+    below): the rows ``K`` of ``L``, ``A = L_{K,:}`` (``A A^T = (L L^T)_{KK}``), made lower
+    triangular by rotating each column of an index
     left out into the kept columns after it, one Givens rotation a row (Golub and Van Loan,
     *Matrix Computations*, 2013, section 6.5.4: deleting a row and column of a Cholesky
     factor), ``(|F| - r)^2`` flops for an index left out at position ``r``, against a new
@@ -1027,7 +1029,10 @@ def _factor_without(L: np.ndarray, keep: np.ndarray) -> np.ndarray:
     same floats) until its rotations would have paid for the compile
     (:data:`ROTATION_ENTRIES`)."""
     rows = np.flatnonzero(keep)
-    At = np.ascontiguousarray(np.tril(L)[rows].T)  # A's columns as rows, each contiguous
+    # A's columns as rows, each contiguous: the columns K of L^T (a C-ordered view of the
+    # Fortran-ordered factor), gathered in one pass (0.26 ms at 474 of 500, against 1.9 ms for
+    # a copy of tril(L), its rows K and their transpose)
+    At = np.take(L.T, rows, axis=1)
     if uncompiled(_rotate_out, 0, ROTATION_ENTRIES):
         charge(_rotate_out, _rotate_out_numpy(At, keep, rows))
     else:
