@@ -862,7 +862,8 @@ def test_cold_chain_ranking_and_multiclass_compile_only_qpsvms_kernels_and_the_w
     # hand, so that a first call compiles none of numba's own helpers (np.empty, np.zeros,
     # np.arange, np.full, min, max: 0.2-0.4 s of each kind's cold call), and each of its own
     # for one signature (the multiclass fits start from numpy's gradient steps and compile
-    # nothing); the answers are this process's (compiled paths) to the bit
+    # nothing); the chain's and the ranking's answers are this process's (compiled paths) to
+    # the bit, the multiclass ones another start's: both enclosures hold the one optimum
     env = {**os.environ, "QPSVM_CACHE_DIR": str(tmp_path)}
     out = subprocess.run(
         [sys.executable, "-c", COLD_STRUCTURED],
@@ -876,10 +877,14 @@ def test_cold_chain_ranking_and_multiclass_compile_only_qpsvms_kernels_and_the_w
     assert len(set(cold["compiled"])) == len(cold["compiled"])  # each for one signature
     namespace: dict = {}
     exec(FITS, namespace)
-    for warm, (w, lower, upper) in zip(namespace["fits"](), cold["answers"], strict=True):
+    fits = zip(namespace["fits"](), cold["answers"], strict=True)
+    for k, (warm, (w, lower, upper)) in enumerate(fits):
         assert warm.certificate.passed
-        np.testing.assert_array_equal(warm.w, w)
-        assert (warm.certificate.lower, warm.certificate.upper) == (lower, upper)
+        if k < 2:
+            np.testing.assert_array_equal(warm.w, w)
+            assert (warm.certificate.lower, warm.certificate.upper) == (lower, upper)
+        else:
+            assert lower <= warm.certificate.upper and warm.certificate.lower <= upper
 
 
 #: One-slack ranking on the cold kinds' scale (100 queries of 40 items, d = 40, graded:
