@@ -481,14 +481,12 @@ def _active_set(X, window, v0, cap, w, max_steps):  # pragma: no cover - compile
         for p in range(k):
             change = score[first[p]] - score[second[p]]
             dz[p] = change
-            if side[p] == 1 and change > 0.0:
-                s = max(t[p], 0.0) / change
-            elif side[p] == -1 and change < 0.0:
-                s = max(-t[p], 0.0) / -change
-            else:
-                continue
-            if s < 1.0:
-                at[crossings] = s
+            # towards the margin by more than the room to it (a quotient below 1: a quotient
+            # of at least 1 rounds to at least 1); 0 on the margin's pairs (side 0)
+            toward = side[p] * change
+            room = max(side[p] * t[p], 0.0)
+            if room < toward:
+                at[crossings] = room / toward
                 which[crossings] = p
                 crossings += 1
         if crossings == 0:  # the face's minimiser: its multipliers decide
