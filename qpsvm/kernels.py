@@ -91,10 +91,12 @@ class Kernel:
                     a.data, a.indices, a.indptr, b.data, b.indices, b.indptr, buf, mark, gamma, K
                 )
             else:
+                symmetric = A is B  # a Gram matrix: the numpy sums fill its upper triangle
                 A = np.ascontiguousarray(A, dtype=np.float64)
                 BT = np.ascontiguousarray(np.asarray(B, dtype=np.float64).T)
-                if uncompiled(_dense_distances, K.size * BT.shape[0], DISTANCE_TERMS):
-                    _dense_distances_numpy(A, BT, gamma, K)
+                terms = _distance_terms(K.shape, BT.shape[0], symmetric)
+                if uncompiled(_dense_distances, terms, DISTANCE_TERMS):
+                    _dense_distances_numpy(A, BT, gamma, K, symmetric)
                 else:
                     _dense_distances(A, BT, gamma, K)
             return _exp_in_place(K)
@@ -122,11 +124,15 @@ LINEAR = Kernel("linear")
 
 
 def _exp_in_place(K: np.ndarray) -> np.ndarray:
-    """``exp(K)`` of a nonpositive array, in place, by the compiled exponential whose error is
-    proven (:func:`exp_nonpositive`; the rbf certificate relies on it), in chunks of
-    :data:`_BLOCK` squared entries."""
+    """``exp(K)`` of a nonpositive array, in place, by the exponential whose error is proven
+    (:func:`exp_nonpositive`; the rbf certificate relies on it), in chunks of :data:`_BLOCK`
+    squared entries; by its numpy equivalent (:func:`_exp_nonpositive_numpy`) until the
+    entries of a process would have paid for its compile (:data:`EXP_ENTRIES`)."""
     K = np.ascontiguousarray(K)
     flat = K.reshape(-1)
+    if uncompiled(exp_nonpositive, flat.size, EXP_ENTRIES):
+        _exp_nonpositive_numpy(flat)
+        return K
     chunk = _BLOCK * _BLOCK
     bits = np.empty(min(chunk, flat.size), dtype=np.int64)
     scale = bits.view(np.float64)
@@ -151,6 +157,34 @@ _BLOCK = 1024
 #: compiled (about 0.4 s, the numpy sums' cost of ~1e8 terms, measured on two loaded cores):
 #: a first small rbf call compiles nothing more than the exponential.
 DISTANCE_TERMS = 10**8
+#: Rows of a block of the numpy distances (:func:`_dense_distances_numpy`): each feature's pass
+#: over the block stays in L2 (at 2000 x 20: 0.48 s for the whole matrix a feature at a time,
+#: 0.09-0.12 s by blocks of 16-128 rows over the upper triangle).
+_DISTANCE_ROWS = 64
+#: :func:`exp_nonpositive`'s Taylor coefficients, degree 13 down to 0, as its source writes them.
+_TAYLOR = (
+    1.0 / 6227020800.0,
+    1.0 / 479001600.0,
+    1.0 / 39916800.0,
+    1.0 / 3628800.0,
+    1.0 / 362880.0,
+    1.0 / 40320.0,
+    1.0 / 5040.0,
+    1.0 / 720.0,
+    1.0 / 120.0,
+    1.0 / 24.0,
+    1.0 / 6.0,
+    0.5,
+    1.0,
+    1.0,
+)
+#: Entries of a chunk of the numpy exponential (:func:`_exp_nonpositive_numpy`; its scratch
+#: stays in L2): 12 ns an entry against 160 ns unchunked (2 million entries, one core).
+_EXP_CHUNK = 2**14
+#: Entries a process exponentiates in numpy before :func:`exp_nonpositive` is compiled: about
+#: its compile (0.2 s, and numba's target context, 0.25-0.3 s, where it is the process's first)
+#: at 12 ns an entry: a first Gram matrix of up to 4096 samples compiles no exponential.
+EXP_ENTRIES = 2**24
 #: The sparse rows' marks of a kernel without them (:func:`_sparse_row`).
 _NO_MARK = np.empty(0, dtype=np.int64)
 #: Products ``K v`` a :class:`KernelCache` remembers (most recent first).
@@ -204,6 +238,45 @@ def exp_nonpositive(out, bits, scale):  # pragma: no cover - compiled
         out[t] = p * (1.0 + (k - 2.0 * h))
     for t in range(out.shape[0]):
         out[t] = out[t] * scale[t] * scale[t]
+
+
+def _exp_nonpositive_numpy(out: np.ndarray) -> None:
+    """:func:`exp_nonpositive` in numpy, chunk by chunk (:data:`_EXP_CHUNK` entries): its
+    operations in its order, each rounded apart. These are its floats where the compiler fuses
+    no multiply-add, within the same proven error (:func:`qpsvm.verify.rigorous.rbf_value_error`
+    counts two roundings where a fused multiply-add rounds once), and one ulp apart from the
+    compiled values where those fuse (about one value in ten), as the numpy distances
+    (:func:`_dense_distances_numpy`) are."""
+    size = min(_EXP_CHUNK, out.size)
+    scratch = [np.empty(size) for _ in range(4)]
+    for start in range(0, out.size, size):
+        x = out[start : start + size]
+        k, r, p, h = (a[: x.size] for a in scratch)
+        np.maximum(x, -746.0, out=x)  # a zero keeps its sign, as the compiled comparison
+        np.multiply(x, _LOG2E, out=k)
+        k += 0.5
+        np.floor(k, out=k)
+        np.multiply(k, _LN2_HI, out=r)
+        np.subtract(x, r, out=r)
+        np.multiply(k, _LN2_LO, out=p)
+        r -= p
+        p.fill(_TAYLOR[0])
+        for c in _TAYLOR[1:]:
+            p *= r
+            p += c
+        np.multiply(k, 0.5, out=h)
+        np.floor(h, out=h)
+        bits = r.view(np.int64)  # r is spent: its memory holds the scale's exponent bits
+        bits[:] = h
+        bits += 1023
+        bits <<= 52
+        h *= 2.0
+        k -= h
+        k += 1.0
+        p *= k
+        p *= r
+        p *= r
+        x[:] = p
 
 
 @numba.njit(**CALLEE, fastmath={"contract"}, inline="always")
@@ -273,16 +346,36 @@ def _dense_distances(A, XT, gamma, out):  # pragma: no cover - compiled
             row[t] = -gamma * row[t]
 
 
-def _dense_distances_numpy(A: np.ndarray, XT: np.ndarray, gamma: float, out: np.ndarray) -> None:
-    """:func:`_dense_distances` in numpy, feature by feature (the same sum of nonnegative terms
-    in the same order, each square rounded apart: within the same proven bound, equal to the
-    compiled values but where those fuse a square into its addition)."""
-    out[:] = 0.0
-    for k in range(XT.shape[0]):
-        diff = XT[k][None, :] - A[:, k][:, None]
-        diff *= diff
-        out += diff
-    out *= -gamma
+def _distance_terms(shape: tuple[int, int], d: int, symmetric: bool) -> int:
+    """The terms ``(a_k - x_k)^2`` :func:`_dense_distances_numpy` sums for an ``out`` of
+    ``shape`` over ``d`` features (about half of them for a Gram matrix, ``symmetric``)."""
+    rows, cols = shape
+    return (rows * (cols + _DISTANCE_ROWS) // 2 if symmetric else rows * cols) * d
+
+
+def _dense_distances_numpy(
+    A: np.ndarray, XT: np.ndarray, gamma: float, out: np.ndarray, symmetric: bool = False
+) -> None:
+    """:func:`_dense_distances` in numpy, by blocks of :data:`_DISTANCE_ROWS` rows, feature by
+    feature (the same sum of nonnegative terms in the same order, each square rounded apart:
+    within the same proven bound, equal to the compiled values but where those fuse a square
+    into its addition). ``symmetric`` (``A`` the rows of ``XT``): the blocks cover the upper
+    triangle and their transposes the lower, the same floats (``(a - b)^2 = (b - a)^2``)."""
+    n = out.shape[1]
+    scratch = np.empty(min(_DISTANCE_ROWS, out.shape[0]) * n)
+    for i0 in range(0, out.shape[0], _DISTANCE_ROWS):
+        i1 = min(i0 + _DISTANCE_ROWS, out.shape[0])
+        first = i0 if symmetric else 0
+        block = out[i0:i1, first:]
+        diff = scratch[: block.size].reshape(block.shape)
+        block[:] = 0.0
+        for k in range(XT.shape[0]):
+            np.subtract(XT[k, None, first:], A[i0:i1, k, None], out=diff)
+            diff *= diff
+            block += diff
+        block *= -gamma
+        if symmetric:
+            out[i1:, i0:i1] = block[:, i1 - i0 :].T
 
 
 @numba.njit(**ENTRY, fastmath={"contract"})

@@ -35,11 +35,13 @@ def compiled_paths():
     filled: a kernel problem's default solve does not start as the full QP or by numpy's SMO
     steps before the SMO loop is compiled, a small dense primal is solved by the box QPs, not
     by Clarabel, before their ascent is compiled, and the sparse ascent's passes and conjugate
-    gradients, the cutting plane's plane products, the chain's Viterbi and the 1-slack planes'
-    QP are the compiled ones, not their numpy equivalents, and a multiclass SVM starts from its
+    gradients, the cutting plane's plane products, the chain's Viterbi, the 1-slack planes'
+    QP and the rbf Gram matrix's distances and exponential are the compiled ones, not their
+    numpy equivalents, and a multiclass SVM starts from its
     compiled descent, not numpy's gradient steps (``tests/test_cold_start.py`` runs
     those paths in a fresh process). Without this, which solver answers would depend on the
     tests run before."""
+    from qpsvm import kernels
     from qpsvm.models import chain
     from qpsvm.solvers import cutting_plane, direct, one_slack, smo, warm_start
     from qpsvm.verify import ascent
@@ -53,6 +55,7 @@ def compiled_paths():
         patch.setattr(one_slack, "uncompiled", lambda kernel, rows, budget: False)
         patch.setattr(chain, "uncompiled", lambda kernel, rows, budget: False)
         patch.setattr(warm_start, "uncompiled", lambda kernel, rows, budget: False)
+        patch.setattr(kernels, "uncompiled", lambda kernel, rows, budget: False)
         yield
 
 
