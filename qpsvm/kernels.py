@@ -247,7 +247,7 @@ def _exp_nonpositive_numpy(out: np.ndarray) -> None:
     counts two roundings where a fused multiply-add rounds once), and one ulp apart from the
     compiled values where those fuse (about one value in ten), as the numpy distances
     (:func:`_dense_distances_numpy`) are."""
-    size = min(_EXP_CHUNK, out.size)
+    size = max(1, min(_EXP_CHUNK, out.size))
     scratch = [np.empty(size) for _ in range(4)]
     for start in range(0, out.size, size):
         x = out[start : start + size]

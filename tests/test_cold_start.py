@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from conftest import random_problem
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import qpsvm
@@ -206,7 +206,8 @@ def test_uncompiled_plane_products_equal_the_compiled_ones_to_the_bit(seed, plan
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 300), st.sampled_from([1, 7, 64, 2**14]))
+@given(st.integers(0, 2**32 - 1), st.integers(0, 300), st.sampled_from([1, 7, 64, 2**14]))
+@example(seed=0, n=0, chunk=2**14)  # an empty matrix (no rows to predict): no chunk at all
 def test_uncompiled_exponential_is_its_source_in_floats_rounded_apart(seed, n, chunk):
     # exp_nonpositive's source run by Python on numpy floats (each operation rounded apart, no
     # fused multiply-add) and the numpy equivalent, chunk by chunk: the same floats, zeros,

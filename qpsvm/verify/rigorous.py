@@ -1394,7 +1394,8 @@ def rbf_value_error(gamma_: float, X: Any) -> float:
     r"""``rho`` with :math:`|\hat K_{ij} - K_{ij}| \le \rho K_{ij} + 2^{-1073}` for every rbf
     value qpsvm computes, :math:`K_{ij} = e^{-t_{ij}}`, :math:`t_{ij} = \gamma \|x_i - x_j\|^2`
     (the compiled rows, :func:`qpsvm.kernels.kernel_row`, and
-    :meth:`qpsvm.kernels.Kernel.__call__`, which share their code).
+    :meth:`qpsvm.kernels.Kernel.__call__`, which share their code, or its numpy form before it
+    is compiled, each operation rounded apart).
 
     Both sum ``d = sum_k (x_ik - x_jk)^2`` term by term (``p`` terms, :func:`_rbf_rounding`):
     each term is a difference and a square, three roundings at most, and every term is
