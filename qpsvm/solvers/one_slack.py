@@ -306,7 +306,7 @@ def solve_one_slack(
         if done is not None:
             point, cert, dual = done
             planes = int(loop.planes.b.size - 1)
-            return _solution(f, point.w, cert, dual, loop.it, finish_rounds, planes)
+            return _solution(f, point.w, cert, _formed(dual), loop.it, finish_rounds, planes)
         if loop.it >= max_iter or target <= LAST_GAP:
             return _on_formed_pairs(f, tol, loop)
         logger.info("one_slack: finish at gap %.1e not certified; tightening", target)
@@ -317,23 +317,24 @@ def _solution(
     f: RankingProblem,
     w: np.ndarray,
     cert: Certificate,
-    dual: WindowDual | Callable[[], WindowDual] | None,
+    dual: Callable[[], WindowDual | None],
     it: int,
     finish_rounds: int,
     planes: int,
 ) -> Solution:
     """The certified point ``w`` as a :class:`~qpsvm.Solution`.
 
-    Its ``alpha`` (the certificate's dual point ``dual``, or ``dual()`` where it is formed
-    when asked, one multiplier a pair, :func:`~qpsvm.verify.ranking.pair_multipliers`: a
-    dual-feasible point whose gap to ``w`` the certificate proved) and ``xi``
-    (``f.slacks(w)``, from the data) are :class:`~qpsvm.solution.FormedOnRead`: the pairs are
-    listed on their first read, never in the solve."""
+    Its ``alpha`` (the certificate's dual point ``dual()``, one multiplier a pair,
+    :func:`~qpsvm.verify.ranking.pair_multipliers`: a dual-feasible point whose gap to ``w``
+    the certificate proved; ``dual`` returns it, or forms it where the compiled pass left it
+    unformed) and ``xi`` (``f.slacks(w)``, from the data) are
+    :class:`~qpsvm.solution.FormedOnRead`: the pairs are listed on their first read, never
+    in the solve, and the dual point formed then."""
     return Solution(
         w=w,
         b=0.0,
         xi=FormedOnRead(lambda: f.slacks(w)),
-        alpha=FormedOnRead(lambda: pair_multipliers(f, dual() if callable(dual) else dual)),
+        alpha=FormedOnRead(lambda: pair_multipliers(f, dual())),
         objective=float(cert.primal_objective),
         status="optimal",
         solver="one_slack",
@@ -342,6 +343,12 @@ def _solution(
         certificate=cert,
         info={"finish_rounds": finish_rounds, "planes": planes},
     )
+
+
+def _formed(point: WindowDual | None) -> Callable[[], WindowDual | None]:
+    """An already formed dual point ``point`` as the callable :func:`_solution` reads it
+    from."""
+    return lambda: point
 
 
 def _all_pairs(f: RankingProblem, w: np.ndarray, tol: float, it: int = 0) -> Solution | None:
@@ -365,7 +372,7 @@ def _all_pairs(f: RankingProblem, w: np.ndarray, tol: float, it: int = 0) -> Sol
     if point is None:
         return None
     cert, best = certify_grouped_point(f, point, tol, WINDOW_TAUS)
-    return _solution(f, point.w, cert, best, it, 1, 0) if cert.passed else None
+    return _solution(f, point.w, cert, _formed(best), it, 1, 0) if cert.passed else None
 
 
 @dataclass
