@@ -37,19 +37,21 @@ def compiled_paths():
     by Clarabel, before their ascent is compiled, and the sparse ascent's passes and conjugate
     gradients, the cutting plane's plane products, the chain's Viterbi, the 1-slack planes'
     QP and the rbf Gram matrix's distances and exponential are the compiled ones, not their
-    numpy equivalents, and a multiclass SVM starts from its
+    numpy equivalents, the box QPs and the ranking windows try the primal active set and the
+    compiled all-pairs pass, and a multiclass SVM starts from its
     compiled descent, not numpy's gradient steps (``tests/test_cold_start.py`` runs
     those paths in a fresh process). Without this, which solver answers would depend on the
     tests run before."""
     from qpsvm import kernels
     from qpsvm.models import chain
     from qpsvm.solvers import cutting_plane, direct, one_slack, smo, warm_start
-    from qpsvm.verify import ascent
+    from qpsvm.verify import ascent, ranking_fused
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(smo, "FULL_QP_FIRST_CALLS", 0)
         patch.setattr(direct, "uncompiled", lambda kernel, rows, budget: False)
         patch.setattr(ascent, "uncompiled", lambda kernel, rows, budget: False)
+        patch.setattr(ranking_fused, "uncompiled", lambda kernel, rows, budget: False)
         patch.setattr(smo, "uncompiled", lambda kernel, rows, budget: False)
         patch.setattr(cutting_plane, "uncompiled", lambda kernel, rows, budget: False)
         patch.setattr(one_slack, "uncompiled", lambda kernel, rows, budget: False)

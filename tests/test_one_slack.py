@@ -10,6 +10,7 @@ import pickle
 from fractions import Fraction
 from unittest.mock import patch
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
@@ -316,6 +317,55 @@ def test_the_window_box_qp_meets_its_conditions_by_either_fit(seed, levels, log_
         assert np.all(g[alpha == 0.0] <= 1e-9) and np.all(g[alpha == C] >= -1e-9)
         assert np.all(np.abs(g[(alpha > 0.0) & (alpha < C)]) <= 1e-9)
     np.testing.assert_allclose(answers[0][1], answers[1][1], atol=1e-9)
+
+
+@numba.njit
+def gram_solve(G, r):
+    return ranking_fused._gram_solve(G, G.shape[0], r, np.empty_like(G))
+
+
+@settings(deadline=None, max_examples=40)
+@given(
+    seed=st.integers(0, 2**16),
+    shape=st.sampled_from([(2, 3), (4, 4), (7, 9), (12, 12)]),
+    dependent=st.integers(0, 2),
+)
+@example(seed=0, shape=(7, 9), dependent=2)
+def test_the_pivoted_gram_solve_fits_a_maximal_independent_set(seed, shape, dependent):
+    # rows of norms over two decades (the pivots reorder them); each dependent row a sum of
+    # two others: the rank is the independent rows', the dropped rows' multipliers 0, and
+    # Z_Q^T alpha solves Z_Q delta = r (consistent: r = Z_Q v) as the least-norm delta does
+    rng = np.random.default_rng(seed)
+    q, d = shape
+    ZQ = rng.normal(size=(q, d)) * 10.0 ** rng.uniform(-1, 1, size=(q, 1))
+    for _ in range(dependent):
+        a, b = rng.choice(ZQ.shape[0], 2, replace=False)
+        ZQ = np.insert(ZQ, rng.integers(ZQ.shape[0] + 1), ZQ[a] + ZQ[b], axis=0)
+    r = ZQ @ rng.normal(size=d)
+    alpha, rank = gram_solve(ZQ @ ZQ.T, r)
+    assert rank == np.linalg.matrix_rank(ZQ)
+    assert np.count_nonzero(alpha) <= rank
+    delta = np.linalg.lstsq(ZQ, r, rcond=None)[0]
+    scale = np.max(np.abs(ZQ)) * np.max(np.abs(delta))
+    np.testing.assert_allclose(ZQ.T @ alpha, delta, rtol=0.0, atol=1e-8 * scale)
+
+
+def test_the_window_box_qp_at_a_large_cap_from_the_active_set():
+    # dlib's c = 100 on a window of every pair (20 queries of 12, 8 features): with the
+    # ascent's sets refused and the smoothed steps disabled the primal active set's sets
+    # solve it, to the bit the smoothed steps' own exact sets (the same fit on the same sets)
+    X, y, groups = ranking_problem(3, n_queries=20, per_query=12, d=8, levels=3)
+    P = make_pairs(y, groups)
+    Z = np.ascontiguousarray(X[P[:, 0]] - X[P[:, 1]])
+    v0, C = np.zeros(8), C_from_dlib_rank(100.0, P.shape[0])
+    steps = ranking_fused.rows_active_steps(*Z.shape)
+    with patch.object(box_qp_module, "_ascent_sets", lambda Z, v0, cap: None):
+        alpha_newton, w_newton = box_qp_module.box_qp(Z, v0, C)
+        with patch.object(box_qp_module, "_newton_solve", None):
+            alpha, w = box_qp_module.box_qp(Z, v0, C, rescue_steps=steps)
+    assert np.array_equal(alpha, alpha_newton) and np.array_equal(w, w_newton)
+    on = (alpha > 0.0) & (alpha < C)
+    assert 0 < np.count_nonzero(on) <= 8 and np.count_nonzero(alpha == C) > 0
 
 
 def test_active_set_step_moves_each_pair_to_the_side_its_fit_crossed_to():

@@ -59,7 +59,7 @@ from qpsvm.solvers.finish import best_certified
 from qpsvm.verify.ascent import shrinking_epochs
 from qpsvm.verify.box_qp import ASCENT_PAIRS, box_qp
 from qpsvm.verify.certificate import Certificate
-from qpsvm.verify.ranking_fused import ACTIVE_FIRST_STEPS, ACTIVE_STEPS, rows_active_set
+from qpsvm.verify.ranking_fused import rows_active_steps
 
 __all__ = [
     "BOX_DUAL_ASPECT",
@@ -80,11 +80,6 @@ BOX_DUAL_ASPECT = 4
 #: ms); at 1000 x 50 up to 13 times at C = 0.01, where the ascent's sets come in a few epochs
 #: and the active set's first steps cross most of the rows one face at a time).
 BOX_ACTIVE_FEATURES = 21
-#: Rows the box QPs may solve without the primal active-set method in a process before its
-#: kernel (:func:`~qpsvm.verify.ranking_fused.rows_active_set`) is compiled
-#: (:func:`~qpsvm._numerics.uncompiled`): its compile time (8 s CPU with an empty cache, at a
-#: load of 4 on 2 cores) at what it saves (about 7 us a row at 200 x 10, C = 1).
-ACTIVE_ROWS = 2**20
 #: Box QPs of the search on a free intercept at most (:func:`_intercept_search`): measured at
 #: 100 x 5 to 1000 x 50, C = 0.01 to 1000, standardised and shifted data, one to four.
 INTERCEPT_CENTRES = 4
@@ -294,14 +289,10 @@ def _box_dual(f: BinaryProblem, tol: float) -> Solution | None:
 
 def _active_steps(n: int, d: int) -> int:
     """Steps of the primal active-set method a box QP of ``n`` rows in ``d`` features may take
-    (:func:`~qpsvm.verify.box_qp.box_qp`), as the ranking windows' bound:
-    :data:`~qpsvm.verify.ranking_fused.ACTIVE_STEPS` per feature plus
-    :data:`~qpsvm.verify.ranking_fused.ACTIVE_FIRST_STEPS`; none above
-    :data:`BOX_ACTIVE_FEATURES` features, nor before its kernel is compiled
-    (:data:`ACTIVE_ROWS`)."""
-    if d > BOX_ACTIVE_FEATURES or uncompiled(rows_active_set, n, ACTIVE_ROWS):
-        return 0
-    return ACTIVE_STEPS * d + ACTIVE_FIRST_STEPS
+    (:func:`~qpsvm.verify.box_qp.box_qp`), as the ranking windows' bound
+    (:func:`~qpsvm.verify.ranking_fused.rows_active_steps`); none above
+    :data:`BOX_ACTIVE_FEATURES` features."""
+    return 0 if d > BOX_ACTIVE_FEATURES else rows_active_steps(n, d)
 
 
 def _intercept_search(

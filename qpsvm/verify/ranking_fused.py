@@ -68,6 +68,7 @@ __all__ = [
     "fused_certificate",
     "pass_scores",
     "rows_active_set",
+    "rows_active_steps",
 ]
 
 #: Items the numpy certificate may certify in a process before the compiled pass is compiled
@@ -92,6 +93,11 @@ SETS_FOUND_BY = ("start", "active_set", "ascent")
 ACTIVE_FEATURES = 5
 ACTIVE_STEPS = 10
 ACTIVE_FIRST_STEPS = 10
+#: Rows the box QPs may solve without the primal active-set method in a process before its
+#: kernel (:func:`rows_active_set`) is compiled (:func:`~qpsvm._numerics.uncompiled`): its
+#: compile time (8 s CPU with an empty cache, at a load of 4 on 2 cores) at what it saves
+#: (about 7 us a row at 200 x 10, C = 1).
+ACTIVE_ROWS = 2**20
 #: Where no query has more items than this, the pass sorts each query's items by insertion
 #: from the layout's order (:func:`_sorted`): at most ``(q - 1) / 2`` moves an item in a query
 #: of ``q``, ``(q - 1) / 4`` expected from a random order, against a full sort's cost of about
@@ -225,57 +231,87 @@ def _on_sides(Z, w, quad, linear, slack):  # pragma: no cover - compiled
 
 
 @numba.njit(**CALLEE)
+def _gram_row(ZQ, G, a):  # pragma: no cover - compiled
+    """Row and column ``a`` of the Gram matrix ``G = Z_Q Z_Q^T`` from the rows ``0..a`` of
+    ``Z_Q``: each entry summed from 0 over the features in order."""
+    for b in range(a + 1):
+        total = 0.0
+        for k in range(ZQ.shape[1]):
+            total += ZQ[a, k] * ZQ[b, k]
+        G[a, b] = total
+        G[b, a] = total
+
+
+@numba.njit(**CALLEE)
 def _gram_multipliers(ZQ, r):  # pragma: no cover - compiled
     r"""``alpha`` with ``Z_Q Z_Q^T alpha = r`` on a maximal set of independent rows of ``Z_Q``
-    (Cholesky with diagonal pivoting; a pivot below ``q eps`` times the largest diagonal entry
-    ends it), 0 on the others: ``Z_Q^T alpha`` is then the least-norm solution of ``Z_Q delta
-    = r`` wherever the dropped rows' equations are consistent with the kept ones."""
-    q, d = ZQ.shape
+    (:func:`_gram_solve` of their Gram matrix :func:`_gram_row`), and the rows' rank."""
+    q = ZQ.shape[0]
     G = np.empty((q, q))
     for a in range(q):
+        _gram_row(ZQ, G, a)
+    return _gram_solve(G, q, r, np.empty((q, q)))
+
+
+@numba.njit(**CALLEE)
+def _gram_solve(G, q, r, L):  # pragma: no cover - compiled
+    r"""``alpha`` with ``G alpha = r`` for the leading ``q x q`` block of a Gram matrix ``G``
+    on a maximal set of independent rows (Cholesky with diagonal pivoting, the largest
+    remaining diagonal entry first; a pivot below ``q eps`` times the largest diagonal entry
+    ends it), 0 on the others: ``Z_Q^T alpha`` is then the least-norm solution of ``Z_Q delta
+    = r`` wherever the dropped rows' equations are consistent with the kept ones. The factor
+    is formed in ``L`` (``q x q`` at least) in pivoted order, its lower triangle only, rows and
+    columns swapped in place as the pivots are chosen; returns ``alpha`` and the rank."""
+    for a in range(q):
         for b in range(a + 1):
-            total = 0.0
-            for k in range(d):
-                total += ZQ[a, k] * ZQ[b, k]
-            G[a, b] = total
-            G[b, a] = total
+            L[a, b] = G[a, b]
     perm = np.arange(q)
     largest = 0.0
     for a in range(q):
         largest = max(largest, G[a, a])
     cutoff = q * 2.220446049250313e-16 * largest
     rank = 0
+    column = np.empty(q)  # the pivot's column, contiguous for the update's rows
     for k in range(q):
-        best, at = G[perm[k], perm[k]], k
+        best, at = L[k, k], k
         for m in range(k + 1, q):
-            if G[perm[m], perm[m]] > best:
-                best, at = G[perm[m], perm[m]], m
+            if L[m, m] > best:
+                best, at = L[m, m], m
         if not best > cutoff:
             break
-        perm[k], perm[at] = perm[at], perm[k]
-        p = perm[k]
-        root = math.sqrt(G[p, p])
-        G[p, p] = root
+        if at != k:  # rows and columns k and at swapped in the lower triangle
+            perm[k], perm[at] = perm[at], perm[k]
+            L[k, k], L[at, at] = L[at, at], L[k, k]
+            for j in range(k):
+                L[k, j], L[at, j] = L[at, j], L[k, j]
+            for m in range(k + 1, at):
+                L[m, k], L[at, m] = L[at, m], L[m, k]
+            for m in range(at + 1, q):
+                L[m, k], L[m, at] = L[m, at], L[m, k]
+        root = math.sqrt(L[k, k])
+        L[k, k] = root
         for m in range(k + 1, q):
-            G[perm[m], p] /= root
-        for m in range(k + 1, q):  # both triangles: a later pivot's swap reorders them
-            pm = perm[m]
-            for m2 in range(k + 1, q):
-                G[pm, perm[m2]] -= G[pm, p] * G[perm[m2], p]
+            L[m, k] /= root
+            column[m] = L[m, k]
+        for m in range(k + 1, q):
+            f = column[m]
+            for m2 in range(k + 1, m + 1):
+                L[m, m2] -= f * column[m2]
         rank += 1
-    # the lower triangular factor L (in pivoted order): L[m, k] = G[perm[m], perm[k]], m >= k
     y = np.empty(rank)
     for m in range(rank):
         total = r[perm[m]]
         for k in range(m):
-            total -= G[perm[m], perm[k]] * y[k]
-        y[m] = total / G[perm[m], perm[m]]
+            total -= L[m, k] * y[k]
+        y[m] = total / L[m, m]
     alpha = np.zeros(q)
+    x = np.empty(rank)
     for m in range(rank - 1, -1, -1):
         total = y[m]
         for k in range(m + 1, rank):
-            total -= G[perm[k], perm[m]] * alpha[perm[k]]
-        alpha[perm[m]] = total / G[perm[m], perm[m]]
+            total -= L[k, m] * x[k]
+        x[m] = total / L[m, m]
+        alpha[perm[m]] = x[m]
     return alpha, rank
 
 
@@ -405,7 +441,7 @@ def _active_set(X, window, v0, cap, w, max_steps):  # pragma: no cover - compile
     pairs ``(i, j)`` of ``window``) from ``w``: the pairs ``W`` held on the margin, the others
     on the side ``L`` (short of it, ``alpha_p = cap``) or ``N`` (beyond it, 0). Each step
     moves ``w`` towards the minimiser of the primal on the face, ``u + Z_W^T beta`` with
-    ``u = v_0 + cap sum_L z_p`` and ``Z_W (u + Z_W^T beta) = 1`` (:func:`_gram_multipliers`),
+    ``u = v_0 + cap sum_L z_p`` and ``Z_W (u + Z_W^T beta) = 1`` (:func:`_gram_solve`),
     by an exact line search on the primal (:func:`_line_root`): its slope ``(w - u) . d +
     s ||d||^2`` along the step ``d`` jumps up by ``cap |z_p . d|`` where a pair's margin
     crosses 1 (the pair changes sides), and the step stops at the slope's root; a root at a
@@ -460,17 +496,16 @@ def _active_set(X, window, v0, cap, w, max_steps):  # pragma: no cover - compile
     dz = np.empty(k)
     at = np.empty(k)
     which = np.empty(k, dtype=np.intp)
-    ZW = np.empty((d, d))
+    ZW = np.empty((d, d))  # the rows of W, their Gram matrix kept as W changes
+    G = np.empty((d, d))
+    factor = np.empty((d, d))
     step = np.empty(d)
     beta = np.empty(0)  # no pair on the margin yet
     for _ in range(max_steps):
         for c in range(d):
             step[c] = u[c] - w[c]
         if n_work:
-            for m in range(n_work):
-                for c in range(d):
-                    ZW[m, c] = items[c, first[work[m]]] - items[c, second[work[m]]]
-            beta, rank = _gram_multipliers(ZW[:n_work], _margin_gaps(ZW[:n_work], u))
+            beta, rank = _gram_solve(G, n_work, _margin_gaps(ZW[:n_work], u), factor)
             if rank < n_work:
                 return w, False, side, np.empty(0)
             for m in range(n_work):
@@ -510,7 +545,14 @@ def _active_set(X, window, v0, cap, w, max_steps):  # pragma: no cover - compile
             if side[p] == 1:
                 _add_pair(u, cap, items, first[p], second[p])
             n_work -= 1
-            work[leave] = work[n_work]
+            work[leave] = work[n_work]  # the last pair of W takes its place, row and Gram
+            if leave < n_work:
+                for c in range(d):
+                    ZW[leave, c] = ZW[n_work, c]
+                for m in range(n_work):
+                    G[leave, m] = G[n_work, m]
+                    G[m, leave] = G[n_work, m]
+                G[leave, leave] = G[n_work, n_work]
             continue
         slope, curve = 0.0, 0.0
         for c in range(d):
@@ -532,6 +574,9 @@ def _active_set(X, window, v0, cap, w, max_steps):  # pragma: no cover - compile
                 _add_pair(u, -cap, items, first[kink], second[kink])
             side[kink] = 0
             work[n_work] = kink
+            for c in range(d):
+                ZW[n_work, c] = items[c, first[kink]] - items[c, second[kink]]
+            _gram_row(ZW, G, n_work)
             n_work += 1
     return w, False, side, np.empty(0)
 
@@ -550,6 +595,15 @@ def rows_active_set(Z, v0, cap, w, max_steps):  # pragma: no cover - compiled
         window[p, 1] = k
     w, settled, _, _ = _active_set(items, window, v0, cap, w, max_steps)
     return w, settled
+
+
+def rows_active_steps(rows: int, d: int) -> int:
+    """Steps :func:`rows_active_set` may take on a box QP of ``rows`` rows in ``d`` features:
+    :data:`ACTIVE_STEPS` per feature plus :data:`ACTIVE_FIRST_STEPS`; none before its kernel
+    is compiled (:data:`ACTIVE_ROWS`)."""
+    if uncompiled(rows_active_set, rows, ACTIVE_ROWS):
+        return 0
+    return ACTIVE_STEPS * d + ACTIVE_FIRST_STEPS
 
 
 @numba.njit(**CALLEE)
