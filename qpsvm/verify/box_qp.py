@@ -28,7 +28,7 @@ from qpsvm._numerics import uncompiled
 from qpsvm._rows import data_arrays, row_sq_norms
 from qpsvm.verify.ascent import UNSHRINK_EVERY, coordinate_epochs, shrinking_epochs
 from qpsvm.verify.projection import bounded_fit
-from qpsvm.verify.ranking_fused import rows_active_set
+from qpsvm.verify.ranking_fused import rows_active_set, rows_active_steps
 
 __all__ = ["ASCENT_PAIRS", "box_qp"]
 
@@ -363,7 +363,7 @@ def box_qp(
     cap: float,
     start: np.ndarray | None = None,
     active_steps: int = 0,
-    rescue_steps: int = 0,
+    rescue: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""The maximiser of :math:`\sum_p \alpha_p - \tfrac12 \|v_0 + Z^T\alpha\|^2` over
     ``[0, cap]^k`` and its ``w``, through the primal
@@ -384,8 +384,10 @@ def box_qp(
     ``active_steps > 0``, those of at most ``active_steps`` steps of a primal active-set
     method in the ``d`` features from the start
     (:func:`~qpsvm.verify.ranking_fused.rows_active_set`); then, once its kernel is compiled,
-    those of a dual coordinate ascent (:func:`_ascent_sets`); then, for ``rescue_steps > 0``,
-    those of at most ``rescue_steps`` steps of the primal active set from the start (where
+    those of a dual coordinate ascent (:func:`_ascent_sets`); then, with ``rescue``, those of
+    the primal active set from the start
+    (:func:`~qpsvm.verify.ranking_fused.rows_active_steps` steps at most, none before its
+    kernel is compiled: the smoothed steps' cost is what pays its compile time; where
     ``cap`` is large the ascent is slow and the smoothed steps take about 20 Newton steps a
     width: measured, ranking windows of 258 to 1926 pairs in 40 and 46 features at dlib's
     ``c = 100``, 74 to 313 steps, 0.3 to 1 times the smoothed steps' time). Below
@@ -412,8 +414,9 @@ def box_qp(
         exact = _ascent_sets(Z, v0, cap)
         if exact is not None:
             return exact
-    if rescue_steps > 0:
-        exact = _active_sets(Z, v0, cap, w, rescue_steps)
+    steps = rows_active_steps(*Z.shape) if rescue else 0
+    if steps > 0:
+        exact = _active_sets(Z, v0, cap, w, steps)
         if exact is not None:
             return exact
     mu = max(SMOOTH_FIRST, float(np.max(np.abs(t), initial=0.0)))

@@ -90,7 +90,6 @@ from qpsvm.verify.ranking_fused import (
     fused_certificate,
     pair_differences,
     pass_scores,
-    rows_active_steps,
 )
 from qpsvm.verify.ranking_sweep import QueryLayout, pair_sums, sorted_by_query, window_sides
 from qpsvm.verify.rigorous import (
@@ -521,7 +520,7 @@ def window_dual(
     alpha = np.zeros(window.shape[0])
     w = v0
     if window.shape[0]:
-        alpha, w = box_qp(Z, v0, C, start, rescue_steps=rows_active_steps(*Z.shape))
+        alpha, w = box_qp(Z, v0, C, start, rescue=True)
         if dense:
             multipliers = alpha if shift is None else alpha - shift
             expansion = dd_add(expansion, _rows_enclosure(Z, multipliers, slack))
