@@ -10,8 +10,9 @@ examples ``y_i x_i``), a fixed part ``v_0`` of the expansion and one upper bound
 
 the dual of :math:`\min_w \tfrac12 \|w\|^2 - v_0 \cdot w + \mathrm{cap} \sum_p \max(0, 1 -
 z_p \cdot w)`, with ``w = v_0 + Z^T \alpha`` at the optimum (stationarity). :func:`box_qp`
-finds its exact sets (the pairs on the margin, at ``cap`` and at 0) by a dual coordinate ascent
-or by Newton steps on a smoothed hinge, and solves their equations. The ranking certificate's
+finds its exact sets (the pairs on the margin, at ``cap`` and at 0) by a primal active set in
+the features, a dual coordinate ascent or Newton steps on a smoothed hinge, and solves their
+equations. The ranking certificate's
 window dual (:mod:`qpsvm.verify.ranking`) and the binary primal without the interior-point
 solver (:mod:`qpsvm.solvers.direct`) both use it; neither trusts it: the certificate evaluates
 the point it returns rigorously.
