@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.linalg
 import scipy.sparse as sp
 from conftest import random_problem
 from hypothesis import example, given, settings
@@ -1938,6 +1939,9 @@ def test_path_step_maximises_the_objective_along_the_projected_path(seed, dense,
     t = ascent._path_step(Z, sigma, bias, diag, a, x, room, keep)
     first = min(1.0, float(np.min(room[keep], initial=np.inf)))
     assert first <= t <= 1.0
+    # the transposed rows handed over (the finish's CSR copy): the same step to the bit
+    ZT = Z.T if dense else Z.T.tocsr()
+    assert ascent._path_step(Z, sigma, bias, diag, a, x, room, keep, ZT) == t
 
     def phi(s):
         return _path_objective(X, sigma, bias, diag, a, x, room, keep, s)
@@ -1951,6 +1955,36 @@ def test_path_step_maximises_the_objective_along_the_projected_path(seed, dense,
     assert np.all(np.diff(values) >= -scale)
     if t < 1.0:
         assert all(phi(min(1.0, t + h)) <= at + scale for h in (1e-7, 1e-5, 1e-3))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    size=st.integers(1, 60),
+    width=st.integers(1, 8),
+    vector=st.booleans(),
+)
+@example(seed=0, size=1, width=1, vector=True)
+def test_free_system_lapack_calls_are_scipys_to_the_bit(seed, size, width, vector):
+    # the finish's solves call LAPACK's dpotrs and dtrtrs on its Fortran-ordered factors
+    # directly: the same floats as scipy's cho_solve and solve_triangular, which make the
+    # same calls after their checks, for a vector or a block of right sides (C- or F-ordered)
+    rng = np.random.default_rng(seed)
+    M = rng.normal(size=(size, size + 3))
+    L = scipy.linalg.cholesky(M @ M.T + np.eye(size), lower=True)
+    L = np.asfortranarray(L)
+    rhs = rng.normal(size=size) if vector else rng.normal(size=(size, width))
+    if not vector and seed % 2:
+        rhs = np.asfortranarray(rhs)
+    expected = scipy.linalg.cho_solve((L, True), rhs, check_finite=False)
+    assert np.array_equal(ascent._cho_solve(L, rhs), expected)
+    for trans, flag in ((0, "N"), (1, "T")):
+        expected = scipy.linalg.solve_triangular(L, rhs, lower=True, trans=flag)
+        assert np.array_equal(ascent._triangular_solve(L, rhs, trans), expected)
+    columns = [rng.normal(size=size) for _ in range(width)]
+    stacked = ascent._columns(columns)
+    assert stacked.flags.c_contiguous
+    assert np.array_equal(stacked, np.column_stack(columns))
 
 
 @pytest.mark.parametrize("iterative", [False, True])
