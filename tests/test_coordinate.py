@@ -1528,6 +1528,46 @@ def test_certificate_reuses_the_solvers_expansion_over_every_column(monkeypatch,
     _assert_same_certificate(sol.certificate, again)
 
 
+def test_rows_squared_norms_are_summed_once_for_the_solver_and_the_certificate(monkeypatch):
+    # with a free intercept the solver's ascent (its qd) and the certificate's bound on b
+    # (max ||x_i||) read the formulation's one sum of the rows' squares: the same floats as
+    # each summing them, the same certificate; a formulation's new X is summed anew (dense
+    # rows: the certificate bounds the centred rows' norms instead)
+    from qpsvm import _rows
+    from qpsvm.formulations import kernel_rows
+    from qpsvm.verify import rigorous
+    from qpsvm.verify.binary import coordinate_data
+
+    X, y = sparse_problem(5, n=150, d=20, k=5)
+    sums = []
+    original = _rows.row_sq_norms
+
+    def spy(M):
+        sums.append(M.shape)
+        return original(M)
+
+    for module in (_rows, kernel_rows, rigorous):
+        monkeypatch.setattr(module, "row_sq_norms", spy)
+    f = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept="free")
+    sol = f.solve(method="dcd")
+    assert sums.count(X.shape) == 1
+    norms = f.row_sq_norms()
+    assert not norms.flags.writeable
+    assert np.array_equal(norms, original(f.X))
+    assert np.array_equal(
+        coordinate_data(f).qd, CoordinateData(f.X, f.y * 1.0, f.margin, np.zeros(150), f.upper).qd
+    )
+    kept = f.certify(sol)
+    monkeypatch.setattr(f, "row_sq_norms", None)  # no kept sums: each summed as before
+    again = f.certify(sol)
+    _assert_same_certificate(kept, again)
+    assert kept.dual_objective == again.dual_objective
+    g = qpsvm.SoftMarginPrimal(X * 2.0, y, C=1.0, intercept="free")
+    g.row_sq_norms()
+    g.X = g.X * 0.5
+    assert np.array_equal(g.row_sq_norms(), original(g.X))
+
+
 @pytest.mark.parametrize("compiled", [True, False])
 def test_solvers_enclosed_expansion_is_the_plain_dot2_expansion(compiled, monkeypatch):
     # the expansion the solver keeps for the certificate (csr_tdot2_abs's hi + lo) is, to the

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from qpsvm._rows import touched_columns
+from qpsvm._rows import row_sq_norms, touched_columns
 from qpsvm.exceptions import InvalidInputError
 from qpsvm.kernels import Kernel, KernelCache
 
@@ -25,6 +25,7 @@ class TouchedRows:
     linear: bool
     _touched: tuple | None = None
     _kept: tuple | None = None
+    _sqnorms: tuple | None = None
 
     def touched_columns(self) -> tuple[sp.csr_matrix, np.ndarray] | None:
         """The linear kernel's sparse ``X`` restricted to the columns its rows touch and those
@@ -35,6 +36,18 @@ class TouchedRows:
             linear_sparse = self.linear and sp.issparse(self.X) and self.X.format == "csr"
             self._touched = (touched_columns(self.X) if linear_sparse else None,)
         return self._touched[0]
+
+    def row_sq_norms(self) -> np.ndarray:
+        """The rows' squared norms ``||x_i||^2`` (:func:`qpsvm._rows.row_sq_norms` of ``X``, a
+        read-only array), computed once for the ``X`` at hand: shared by the coordinate
+        ascent's data and the certificate's bound on a free intercept
+        (:func:`~qpsvm.verify.rigorous.binary_dual_lower`), which each summed them (at 20000 x
+        200, 10 nonzeros a row, about 1 ms a pass)."""
+        if self._sqnorms is None or self._sqnorms[0] is not self.X:
+            norms = row_sq_norms(self.X)
+            norms.flags.writeable = False
+            self._sqnorms = (self.X, norms)
+        return self._sqnorms[1]
 
     def keep_expansion(self, M: Any, parts: tuple) -> None:
         """Keep a solver's expansion of its multipliers over the rows ``M`` and what it was made

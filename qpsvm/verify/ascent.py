@@ -40,7 +40,7 @@ import copy
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 import numba
@@ -663,7 +663,10 @@ class CoordinateData:
     none). ``qd`` are the squared norms ``||tilde x_i||^2``. ``columns``: where the caller keeps
     :func:`qpsvm._rows.touched_columns` of these rows (a formulation's cached
     :meth:`~qpsvm.formulations.kernel_rows.KernelRows.touched_columns`), for
-    :meth:`on_touched_columns`."""
+    :meth:`on_touched_columns`. ``sqnorm``: the rows' squared norms where the caller has them
+    (a formulation's cached
+    :meth:`~qpsvm.formulations.kernel_rows.TouchedRows.row_sq_norms`), for rows that are
+    already a canonical CSR matrix or dense; else summed here."""
 
     X: Any
     sigma: np.ndarray
@@ -674,13 +677,20 @@ class CoordinateData:
     columns: Callable[[], tuple[sp.csr_matrix, np.ndarray] | None] | None = field(
         default=None, repr=False
     )
+    sqnorm: InitVar[np.ndarray | None] = None
     qd: np.ndarray = field(init=False, repr=False)
     rows: tuple = field(init=False, repr=False)
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, sqnorm: np.ndarray | None) -> None:
         if sp.issparse(self.X):
-            self.X = canonical_csr(self.X)
-        self.rows, sqnorm = linear_data(self.X, self.X.shape[1])
+            X = canonical_csr(self.X)
+            # the caller's norms are of its rows: kept where those are the rows used
+            sqnorm = sqnorm if X is self.X else None
+            self.X = X
+        if sqnorm is not None and (sp.issparse(self.X) or isinstance(self.X, np.ndarray)):
+            self.rows = data_arrays(self.X)
+        else:
+            self.rows, sqnorm = linear_data(self.X, self.X.shape[1])
         self.qd = sqnorm + self.bias**2
 
     @property

@@ -252,7 +252,12 @@ def dual_points(
 def coordinate_data(f: BinaryProblem) -> CoordinateData:
     """The dual of a linear hinge SVM ``f`` for :mod:`qpsvm.verify.ascent`: ``p = m``, ``d = 0``,
     ``hi = C s``."""
-    data = CoordinateData(f.X, f.y.astype(np.float64), f.margin, np.zeros(f.n_samples), f.upper)
+    # the rows' squared norms, where the formulation keeps them, shared with the certificate
+    norms = getattr(f, "row_sq_norms", None)
+    data = CoordinateData(
+        f.X, f.y.astype(np.float64), f.margin, np.zeros(f.n_samples), f.upper,
+        sqnorm=norms() if norms is not None else None,
+    )  # fmt: skip
     # the formulation's restriction to its touched columns, computed once for the solver's
     # ascent and the certificate's expansion (a BinaryFormulation's; others have none)
     data.columns = getattr(f, "touched_columns", None)

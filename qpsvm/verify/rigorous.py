@@ -608,19 +608,19 @@ def _sqrt_up(x: float) -> float:
     return float(up(math.sqrt(x))) if math.isfinite(x) else math.inf
 
 
-def row_norms_upper(X: Any) -> np.ndarray:
+def row_norms_upper(X: Any, sq: np.ndarray | None = None) -> np.ndarray:
     r"""Upper bounds on every ``||x_i||`` (the computed squares' sum within
     :math:`\gamma_{d+2}` of itself in any order of summation, its square root rounded up).
     The squares are summed by :func:`qpsvm._rows.row_sq_norms`: along the rows of a canonical
     CSR matrix without forming ``X * X``, the same floats (10000 x 1e6, 100 nonzeros a row:
-    1.3 ms against 3.2 ms)."""
-    sq = np.asarray(row_sq_norms(X), dtype=np.float64).ravel()
+    1.3 ms against 3.2 ms); ``sq``: those sums of ``X``'s rows where the caller has them."""
+    sq = np.asarray(row_sq_norms(X) if sq is None else sq, dtype=np.float64).ravel()
     return up(np.sqrt(up(sq * (1.0 + 2.0 * gamma(X.shape[1] + 2)))))
 
 
-def row_norm_upper(X: Any) -> float:
-    """An upper bound on ``max_i ||x_i||``."""
-    return float(np.max(row_norms_upper(X), initial=0.0))
+def row_norm_upper(X: Any, sq: np.ndarray | None = None) -> float:
+    """An upper bound on ``max_i ||x_i||`` (``sq`` as for :func:`row_norms_upper`)."""
+    return float(np.max(row_norms_upper(X, sq), initial=0.0))
 
 
 def distance_lower(a: np.ndarray, b: np.ndarray) -> float:
@@ -1037,6 +1037,10 @@ def binary_dual_lower(
         centred = centred_sums(sums, centre)
         if np.all(np.isfinite(centred.expansion[2])):
             sums, norm = centred, centred_norm_upper(f.X, centre)
+    norms = getattr(f, "row_sq_norms", None)
+    if norm is None and norms is not None and pairs is None:
+        # the squares the formulation keeps (the solver's ascent summed them): the same floats
+        norm = row_norm_upper(f.X, norms())
     bound = intercept_bound(f.margin, f.X, upper, norm)
     return dual_lower_value(sums, bound), a, dual_estimate(sums, bound)
 
