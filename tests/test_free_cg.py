@@ -201,9 +201,10 @@ def test_cg_plan_only_where_the_block_is_well_conditioned():
 
 
 def test_cg_plan_stops_at_the_first_row_whose_radius_is_one(monkeypatch):
-    # gamma = 0.05: the first sampled free row's off-diagonal sum is already above 1, so the
-    # radius of the 64 sampled rows (at least that row's) gives no rate and the block of 64
-    # rows is never formed; gamma = 0.5 (radius about 0.04) goes on to the 64 rows
+    # gamma = 0.05: the first free row's off-diagonal sum is already above 1, so the radius
+    # of the 64 sampled rows (at least that row's) gives no rate and the block of 64 rows is
+    # never formed; that row is read from SMO's cache (no block at all), or formed alone when
+    # the cache no longer holds it; gamma = 0.5 (radius about 0.04) goes on to the 64 rows
     sizes = []
     real = smo.off_diagonal_sum
 
@@ -214,12 +215,20 @@ def test_cg_plan_stops_at_the_first_row_whose_radius_is_one(monkeypatch):
     monkeypatch.setattr(smo, "off_diagonal_sum", counted)
     f = problem(0.05, 1.0)
     state = state_at(f, 1e-3)
+    free = np.flatnonzero((state.alpha > 0) & (state.alpha < f.upper))
+    rows, slot_of = state.arrays[0], state.arrays[1]
+    assert slot_of[free[0]] >= 0
+    assert _cg_pays(f, state, 900.0, 8.0) == 0.0
+    assert sizes == []
+    X = np.asarray(f.X, dtype=np.float64)
+    formed = real(X, np.einsum("ij,ij->i", X, X), 0.05, free, 1)
+    cached = float(np.sum(rows[slot_of[free[0]]][free])) - 1.0
+    # the same values, but for the block's distances from the squared norms (round-off)
+    assert formed >= 1.0 and abs(cached - formed) <= 1e-12 * formed
+    slot_of[free[0]] = -1  # as if evicted
     assert _cg_pays(f, state, 900.0, 8.0) == 0.0
     assert sizes == [1]
-    free = np.flatnonzero((state.alpha > 0) & (state.alpha < f.upper))
-    X = np.asarray(f.X, dtype=np.float64)
-    assert real(X, np.einsum("ij,ij->i", X, X), 0.05, free, 1) >= 1.0
     sizes.clear()
     g = problem(0.5, 100.0)
     assert _cg_pays(g, state_at(g, 1e-3), 900.0, 8.0) > 0
-    assert sizes == [1, smo.CG_SAMPLE]
+    assert sizes == [smo.CG_SAMPLE]
