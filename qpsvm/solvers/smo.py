@@ -284,13 +284,10 @@ def _kernel_rows(f: BinaryProblem, cache_size: float | None) -> tuple[tuple, np.
         cache = KernelCache(
             f.kernel, f.X, f.kernel_cache_size if cache_size is None else cache_size
         )
+    if name == "rbf":
+        return cache.arrays, np.ones(f.n_samples)
     k, sqnorm = f.kernel, squared_norms(f.X)
-    diag = {
-        "linear": sqnorm,
-        "rbf": np.ones(f.n_samples),
-        "poly": (k.gamma * sqnorm + k.coef0) ** k.degree,
-    }[name]
-    return cache.arrays, diag
+    return cache.arrays, sqnorm if name == "linear" else (k.gamma * sqnorm + k.coef0) ** k.degree
 
 
 def solve_smo(
