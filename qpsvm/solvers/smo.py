@@ -79,12 +79,14 @@ from qpsvm.verify.binary import kernel_scores, kernel_ulps
 
 __all__ = [
     "SELECTIONS",
+    "SMORun",
     "SMOUnits",
     "full_qp_first",
     "gap_resolution",
     "gradient_gap",
     "numpy_steps",
     "smo_intercept",
+    "smo_start",
     "solve_smo",
 ]
 
@@ -355,6 +357,61 @@ def solve_smo(
     tol, max_iter, cache_size = _check_options(f, tol, max_iter, cache_size, selection, shrinking)
     if gap is not None:
         gap = check_number(gap, "gap")
+    run = _run_smo(f, tol, max_iter, cache_size, selection, shrinking, gap)
+    cand = Candidate(w=f.expansion(run.alpha) if f.linear else None, b=run.b, alpha=run.alpha)
+    return f.solution_from(
+        cand,
+        f.certify(cand, reference=False) if certify else None,
+        solver="smo",
+        status=run.status,
+        n_iter=run.n_iter,
+        info={
+            "violation": run.violation,
+            "hits": run.hits,
+            "misses": run.misses,
+            "selection": selection,
+            "shrinking": bool(shrinking),
+            "backend_time": run.loop_time,
+        },
+    )
+
+
+@dataclass(frozen=True)
+class SMORun:
+    """What an SMO run ends with: the multipliers ``alpha`` and libsvm's intercept ``b``
+    (:func:`smo_intercept`; 0 without an intercept), the steps, the last KKT violation, the
+    status (:func:`solve_smo`'s), the kernel cache's hits and misses over the run and the
+    seconds in the SMO loop."""
+
+    alpha: np.ndarray
+    b: float
+    n_iter: int
+    violation: float
+    status: str
+    hits: int
+    misses: int
+    loop_time: float
+
+
+def smo_start(f: BinaryProblem, tol: float, gap: float) -> SMORun:
+    """SMO to ``tol``, then on to the duality gap ``gap`` (:func:`solve_smo`'s defaults
+    otherwise), without the :class:`~qpsvm.Solution` :func:`solve_smo` builds: a start needs
+    the multipliers and the intercept only (measured, rbf n = 200: the solution's scores and
+    slacks from the data, 0.03 ms of a 2 ms solve)."""
+    tol, max_iter, _ = _check_options(f, tol, None, None, "second_order", True)
+    return _run_smo(f, tol, max_iter, None, "second_order", True, gap)
+
+
+def _run_smo(
+    f: BinaryProblem,
+    tol: float,
+    max_iter: int,
+    cache_size: float | None,
+    selection: str,
+    shrinking: bool,
+    gap: float | None,
+) -> SMORun:
+    """SMO from ``alpha = 0`` through its stages (:func:`_run_stages`), the options checked."""
     state = _SMOState.start(
         SMOUnits.samples(f),
         _kernel_rows(f, cache_size),
@@ -370,22 +427,7 @@ def solve_smo(
     loop_time = time.perf_counter() - start
     hits, misses = state.cache_counts() - before
     b = smo_intercept(f.y, state.G, state.alpha, f.upper) if f.fit_intercept else 0.0
-    cand = Candidate(w=f.expansion(state.alpha) if f.linear else None, b=b, alpha=state.alpha)
-    return f.solution_from(
-        cand,
-        f.certify(cand, reference=False) if certify else None,
-        solver="smo",
-        status=status,
-        n_iter=int(n_iter),
-        info={
-            "violation": violation,
-            "hits": int(hits),
-            "misses": int(misses),
-            "selection": selection,
-            "shrinking": bool(shrinking),
-            "backend_time": loop_time,
-        },
-    )
+    return SMORun(state.alpha, b, int(n_iter), violation, status, int(hits), int(misses), loop_time)
 
 
 @dataclass(frozen=True)

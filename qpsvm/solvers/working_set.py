@@ -777,14 +777,14 @@ def start_binary(f: BinaryProblem) -> Start:
     """
     if not f.linear:
         from qpsvm.solvers.feature_map import feature_map_pays, feature_map_point
-        from qpsvm.solvers.smo import solve_smo
+        from qpsvm.solvers.smo import smo_start
 
         if feature_map_pays(f):
             return Start(feature_map_point(f), STATUS_TOL, "feature_map", 0, exact=True)
-        sol = solve_smo(f, tol=SMO_TOL, gap=START_GAP, certify=False)
-        cand = Candidate(w=None, b=sol.b, alpha=sol.alpha)
-        band = max(float(sol.info["violation"]), STATUS_TOL)
-        return Start(cand, band, "smo", sol.n_iter, exact=sol.status == "gap")
+        run = smo_start(f, SMO_TOL, START_GAP)
+        cand = Candidate(w=None, b=run.b, alpha=run.alpha)
+        band = max(run.violation, STATUS_TOL)
+        return Start(cand, band, "smo", run.n_iter, exact=run.status == "gap")
     if f.n_features <= NEWTON_MAX_FEATURES:
         return smoothed_newton(f, C=f.C if math.isfinite(f.C) else HARD_SURROGATE_C)
     return dual_coordinate_descent(f, tol=DCD_TOL, max_epochs=DCD_MAX_EPOCHS)
