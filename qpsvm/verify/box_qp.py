@@ -23,6 +23,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 import scipy.linalg
+from scipy.linalg.lapack import dpotrf as _potrf
+from scipy.linalg.lapack import dpotrs as _potrs
 
 from qpsvm._jit import CALLEE, ENTRY
 from qpsvm._numerics import uncompiled
@@ -244,17 +246,18 @@ def _active_set_step(
 def _gram_fit(ZQ: np.ndarray, r: np.ndarray) -> np.ndarray | None:
     """``(Z_Q Z_Q^T)^{-1} r`` by Cholesky, or ``None`` when a pivot is at most ``q eps`` times
     the largest diagonal entry (the rows of ``Z_Q`` numerically dependent) or the
-    factorisation fails."""
+    factorisation fails. LAPACK's ``potrf`` and ``potrs`` called as
+    :func:`scipy.linalg.cho_factor` and :func:`scipy.linalg.cho_solve` call them (the same
+    floats), without their wrappers' checks (about 30 of 45 us a fit at 26 pairs)."""
     G = ZQ @ ZQ.T
-    try:
-        factor = scipy.linalg.cho_factor(G, lower=True, check_finite=False)
-    except np.linalg.LinAlgError:
+    factor, info = _potrf(G, lower=1, clean=0)
+    if info != 0:
         return None
-    pivots = np.diagonal(factor[0]) ** 2
+    pivots = np.diagonal(factor) ** 2
     cutoff = G.shape[0] * np.finfo(np.float64).eps * float(np.max(np.diagonal(G)))
     if not float(np.min(pivots)) > cutoff:
         return None
-    return scipy.linalg.cho_solve(factor, r, check_finite=False)
+    return _potrs(factor, r, lower=1)[0]
 
 
 def _own_sets(
