@@ -2488,3 +2488,49 @@ def test_newton_ascent_opens_on_its_active_set(monkeypatch, caplog):
     other = qpsvm.SoftMarginPrimal(X, y, C=1.0).solve(method="working_set")
     assert other.certificate.passed
     assert sol.objective == pytest.approx(other.objective, rel=2e-9)
+
+
+def test_finish_at_the_target_hands_over_its_own_estimates(monkeypatch):
+    # the regime grid's 20000 x 200 (10 nonzeros a row), the hinge without intercept, from the
+    # ascent's point at the tolerance 1e-3: the finish stops at the target and hands its
+    # expansion and objectives to _finish_free_set, which then evaluates nothing more; the
+    # point is the one the finish returns without ``met`` (bit for bit), the handed ``v`` the
+    # plain expansion of it up to the steps' rounding and ``P, D`` the objectives at that ``v``
+    X, y = _grid_point(20000, 200, 10)
+    n = X.shape[0]
+    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n))
+    u, v = np.zeros(n), np.zeros(X.shape[1] + 1)
+    data.run(u, v, 1e-3, 1000, 0.0, 0, 1000)
+    v = data.expansion(u, exact=False)
+    P, D = data.objectives(u, v)
+    start, target = (P - D) / abs(P), 5e-12
+    plain, _ = ascent.free_set_step(data, u, target=target, gap=start)
+    met: list = []
+    point, _ = ascent.free_set_step(data, u, target=target, gap=start, met=met)
+    assert np.array_equal(point, plain)
+    v_met, P_met, D_met = met
+    assert (P_met, D_met) == data.objectives(point, v_met)
+    assert (P_met - D_met) / abs(P_met) <= target
+    np.testing.assert_allclose(v_met, data.expansion(point), rtol=0, atol=1e-12)
+    passes = []
+    objectives, expansion = CoordinateData.objectives, CoordinateData.expansion
+
+    def count(f):
+        def spy(self, *args, **kwargs):
+            passes.append(f.__name__)
+            return f(self, *args, **kwargs)
+
+        return spy
+
+    monkeypatch.setattr(CoordinateData, "objectives", count(objectives))
+    monkeypatch.setattr(CoordinateData, "expansion", count(expansion))
+    out = ascent._finish_free_set(data, u, v, P, D, 0.0, set(), target)
+    assert np.array_equal(out[0], plain)
+    assert out[2:] == (P_met, D_met)
+    finish = len(passes)
+    passes.clear()
+    ascent.free_set_step(data, u, target=target, gap=start)
+    # the finish's own passes only: no expansion nor objectives after its return
+    assert finish == len(passes) > 0
+    cert = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept="none").certify(alpha=point)
+    assert cert.passed

@@ -1650,6 +1650,7 @@ def free_set_step(
     coupled: bool = False,
     target: float = 0.0,
     gap: float = 0.0,
+    met: list | None = None,
 ) -> tuple[np.ndarray, float] | None:
     r"""``u`` moved to the maximiser of ``D`` by a primal active-set method started on its free
     coordinates ``F = {i : 0 < u_i < hi_i}`` (the others held at their bound), and the
@@ -1691,7 +1692,10 @@ def free_set_step(
     stops at the first step without a bound whose point meets it (one objective pass a step;
     none for a refinement within :data:`STEP_FLOOR` after a step that missed it, which leaves
     the round's end to decide), and refines by conjugate gradients only to :data:`GAP_RTOL`
-    times ``sqrt(target / gap)`` rather than to :data:`CG_RTOL`."""
+    times ``sqrt(target / gap)`` rather than to :data:`CG_RTOL`. Where it so stops, ``met`` (a
+    list, given empty) receives ``[v, P, D]``: the point's plain expansion as the steps updated
+    it (a few ulps from :meth:`CoordinateData.expansion`'s) and the objectives its gap was
+    found with, for a caller that would otherwise evaluate them again."""
     movable = data.qd + data.d > 0.0
     F = np.flatnonzero((u > 0.0) & (u < data.hi) & movable)
     if F.size == 0:
@@ -1789,6 +1793,8 @@ def free_set_step(
                     primal, dual = data.objectives(u, v, shift)
                     gap = (primal - dual) / max(1.0, abs(primal))
                     if gap <= target:
+                        if met is not None:
+                            met[:] = (v, primal, dual)
                         return u, b
                     checked = True
                 if refined:
@@ -2085,12 +2091,18 @@ def _finish_free_set(
         return u, v, primal, dual
     tried.add(key)
     gap = (primal - dual) / max(1.0, abs(primal))
-    step = free_set_step(data, u, shift, target=target, gap=gap)
+    met: list = []
+    step = free_set_step(data, u, shift, target=target, gap=gap, met=met)
     if step is None:
         return u, v, primal, dual
     trial = step[0]
-    v_trial = data.expansion(trial, exact=False)
-    p_trial, d_trial = data.objectives(trial, v_trial, shift)
+    if met:
+        # the finish stopped at the target: its own estimates, rather than a pass over the
+        # rows and the features for each (1.1 ms at 50000 x 500, 10 nonzeros a row)
+        v_trial, p_trial, d_trial = met
+    else:
+        v_trial = data.expansion(trial, exact=False)
+        p_trial, d_trial = data.objectives(trial, v_trial, shift)
     if p_trial - d_trial < primal - dual:
         logger.debug("dcd: free-set solve: gap %.3e -> %.3e", primal - dual, p_trial - d_trial)
         return trial, v_trial, p_trial, d_trial
