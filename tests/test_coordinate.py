@@ -2212,7 +2212,7 @@ def test_ascent_keeps_its_active_set_from_one_tolerance_to_the_next(monkeypatch)
     epochs = ascent.shrinking_epochs
 
     def spy(*args):
-        counts = args[14]
+        counts = args[10]
         if counts[0] == 0:
             opening.append(int(counts[1]))
         return epochs(*args)
@@ -2269,17 +2269,25 @@ def test_finish_stops_once_the_target_gap_is_met(monkeypatch):
         assert cert.passed
 
 
+def _hand_over_point():
+    """The regime grid's 20000 x 200 (10 nonzeros a row), the hinge without intercept: its
+    rows, labels, ascent data and the ascent's point at the tolerance 1e-3 (the solver's
+    hand-over to the finish)."""
+    X, y = _grid_point(20000, 200, 10)
+    n = X.shape[0]
+    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n))
+    u, v = np.zeros(n), np.zeros(X.shape[1] + 1)
+    data.run(u, v, 1e-3, 1000, 0.0, 0, 1000)
+    return X, y, data, u
+
+
 def test_finish_checks_no_gap_after_a_floor_refinement_of_a_checked_step(monkeypatch):
     # the regime grid's 20000 x 200 (10 nonzeros a row), the hinge without intercept, from the
     # ascent's point at the tolerance 1e-3 (the solver's hand-over): two rounds end in a step
     # without a bound whose gap misses the target (coordinates still to join) and a refinement
     # within STEP_FLOOR; that refinement's gap is not evaluated (the round's end decides), so
     # the finish takes three passes of the objectives, not five, to the same certified point
-    X, y = _grid_point(20000, 200, 10)
-    n = X.shape[0]
-    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n))
-    u, v = np.zeros(n), np.zeros(X.shape[1] + 1)
-    data.run(u, v, 1e-3, 1000, 0.0, 0, 1000)
+    X, y, data, u = _hand_over_point()
     P, D = data.objectives(u, data.expansion(u))
     start, target = (P - D) / abs(P), 5e-12
     passes = []
@@ -2496,11 +2504,7 @@ def test_finish_at_the_target_hands_over_its_own_estimates(monkeypatch):
     # expansion and objectives to _finish_free_set, which then evaluates nothing more; the
     # point is the one the finish returns without ``met`` (bit for bit), the handed ``v`` the
     # plain expansion of it up to the steps' rounding and ``P, D`` the objectives at that ``v``
-    X, y = _grid_point(20000, 200, 10)
-    n = X.shape[0]
-    data = CoordinateData(X, y.astype(float), np.ones(n), np.zeros(n), np.ones(n))
-    u, v = np.zeros(n), np.zeros(X.shape[1] + 1)
-    data.run(u, v, 1e-3, 1000, 0.0, 0, 1000)
+    X, y, data, u = _hand_over_point()
     v = data.expansion(u, exact=False)
     P, D = data.objectives(u, v)
     start, target = (P - D) / abs(P), 5e-12
@@ -2534,3 +2538,16 @@ def test_finish_at_the_target_hands_over_its_own_estimates(monkeypatch):
     assert finish == len(passes) > 0
     cert = qpsvm.SoftMarginPrimal(X, y, C=1.0, intercept="none").certify(alpha=point)
     assert cert.passed
+
+
+@given(st.integers(0, 40), st.integers(0, 2**32 - 1))
+def test_coordinate_records_hold_the_five_arrays_on_aligned_lines(n, seed):
+    # each coordinate's record is its five numbers bit for bit (the epochs' floats are the
+    # arrays'), and the records start on a 64-byte boundary: one cache line a record
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal(n) for _ in range(5)]
+    K = ascent.coordinate_records(*arrays)
+    assert K.shape == (n, ascent.RECORD)
+    for j, a in enumerate(arrays):
+        assert np.array_equal(K[:, j], a)
+    assert K.ctypes.data % 64 == 0 or n == 0
